@@ -1,0 +1,47 @@
+package timeline
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every input error also matches ErrInvalidInput, so a
+// caller can tell "your request was wrong" from "the store failed" with one
+// errors.Is.
+var (
+	ErrInvalidInput  = errors.New("invalid input")
+	ErrInvalidUser   = errors.New("invalid user id")
+	ErrInvalidBody   = errors.New("invalid message body")
+	ErrInvalidLimit  = errors.New("invalid page limit")
+	ErrInvalidCursor = errors.New("invalid cursor")
+	ErrSelfFollow    = errors.New("a user cannot follow themselves")
+
+	// ErrUnavailable wraps failures to reach a backing server (database or
+	// cache) when a store is opened.
+	ErrUnavailable = errors.New("server unavailable")
+)
+
+// InputError describes one rejected argument. It matches its sentinel (Err)
+// and ErrInvalidInput under errors.Is.
+type InputError struct {
+	Field  string // the argument's name: "author", "follower", "followee", "user", "body", "limit", "cursor"
+	Reason string // what is wrong with it, for people
+	Err    error  // one of the sentinels above
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("%s: %v: %s", e.Field, e.Err, e.Reason)
+}
+
+// Unwrap returns the sentinel, so errors.Is(err, ErrInvalidBody) works.
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Is makes every InputError match ErrInvalidInput as well as its sentinel.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
+
+func inputError(field string, sentinel error, format string, args ...any) error {
+	return &InputError{Field: field, Reason: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+// errClosed is returned by the memory store after Close.
+var errClosed = errors.New("timeline: store is closed")

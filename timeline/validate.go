@@ -1,0 +1,68 @@
+package timeline
+
+import (
+	"unicode/utf8"
+)
+
+// The validators below are shared by every Store so that all of them reject
+// exactly the same input with exactly the same errors. Stores call them before
+// touching any state, which is what makes "invalid input writes nothing" hold.
+
+// CheckUser rejects ids that are not positive. field names the argument in the
+// error ("author", "follower", ...).
+func CheckUser(field string, id UserID) error {
+	if id <= 0 {
+		return inputError(field, ErrInvalidUser, "got %d, want a positive id", int64(id))
+	}
+	return nil
+}
+
+// CheckBody rejects bodies that are not valid UTF-8 or not 1..MaxBodyChars
+// characters long.
+func CheckBody(body string) error {
+	if !utf8.ValidString(body) {
+		return inputError("body", ErrInvalidBody, "not valid UTF-8")
+	}
+	n := utf8.RuneCountInString(body)
+	switch {
+	case n == 0:
+		return inputError("body", ErrInvalidBody, "empty")
+	case n > MaxBodyChars:
+		return inputError("body", ErrInvalidBody, "%d characters, at most %d allowed", n, MaxBodyChars)
+	}
+	return nil
+}
+
+// CheckPost validates the arguments of Store.Post.
+func CheckPost(author UserID, body string) error {
+	if err := CheckUser("author", author); err != nil {
+		return err
+	}
+	return CheckBody(body)
+}
+
+// CheckFollow validates the arguments of Store.Follow and Store.Unfollow.
+func CheckFollow(follower, followee UserID) error {
+	if err := CheckUser("follower", follower); err != nil {
+		return err
+	}
+	if err := CheckUser("followee", followee); err != nil {
+		return err
+	}
+	if follower == followee {
+		return inputError("followee", ErrSelfFollow, "user %d cannot follow themselves", int64(follower))
+	}
+	return nil
+}
+
+// PageLimit resolves Query.Limit: 0 means DefaultLimit, anything outside
+// 1..MaxLimit is an error.
+func PageLimit(limit int) (int, error) {
+	switch {
+	case limit == 0:
+		return DefaultLimit, nil
+	case limit < 0 || limit > MaxLimit:
+		return 0, inputError("limit", ErrInvalidLimit, "got %d, want 1..%d (0 means %d)", limit, MaxLimit, DefaultLimit)
+	}
+	return limit, nil
+}
