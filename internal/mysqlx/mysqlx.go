@@ -1,0 +1,164 @@
+// Package mysqlx holds what both SQL stores need from MySQL/MariaDB:
+// connection settings that make the stores correct (strict mode, utf8mb4,
+// UTC times), a pool sized for concurrent load, database creation, and
+// transactions that retry on deadlock.
+package mysqlx
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// Options configure Open.
+type Options struct {
+	// DSN is a go-sql-driver DSN naming the server, e.g.
+	// "user:pass@tcp(127.0.0.1:3306)/" or "root@unix(/path/sock)/".
+	// A database name in it is overridden by Database.
+	DSN string
+	// Database to use; created if missing.
+	Database string
+	// MaxConns caps the pool; 0 means 64. Idle connections are kept up to
+	// the same number, so a steady load never reconnects (database/sql's
+	// default of 2 idle connections churns under 8 workers).
+	MaxConns int
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
+
+// Open connects to opts.Database, creating it (utf8mb4, binary collation)
+// if needed. A server that cannot be reached gives an error matching
+// timeline.ErrUnavailable.
+func Open(ctx context.Context, opts Options) (*sql.DB, error) {
+	if !validName.MatchString(opts.Database) {
+		return nil, fmt.Errorf("database name %q: want 1-64 letters, digits or '_'", opts.Database)
+	}
+	cfg, err := Config(opts.DSN)
+	if err != nil {
+		return nil, err
+	}
+	// Create the database over a connection that names none.
+	cfg.DBName = ""
+	admin, err := connect(ctx, cfg, 1)
+	if err != nil {
+		return nil, err
+	}
+	_, err = admin.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+opts.Database+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+	admin.Close()
+	if err != nil {
+		return nil, fmt.Errorf("create database %s: %w", opts.Database, err)
+	}
+	cfg.DBName = opts.Database
+	n := opts.MaxConns
+	if n <= 0 {
+		n = 64
+	}
+	return connect(ctx, cfg, n)
+}
+
+// Config parses dsn and sets what the stores rely on.
+func Config(dsn string) (*mysql.Config, error) {
+	if dsn == "" {
+		return nil, errors.New("no DSN given")
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse DSN: %w", err)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	// Interpolating parameters client-side saves the prepare and close
+	// round trips of server-side prepared statements.
+	cfg.InterpolateParams = true
+	cfg.Collation = "utf8mb4_bin"
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	// Strict mode for all tables: an over-long value is an error, never a
+	// silent truncation. time_zone keeps DATETIME values in UTC.
+	cfg.Params["sql_mode"] = "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO'"
+	cfg.Params["time_zone"] = "'+00:00'"
+	return cfg, nil
+}
+
+func connect(ctx context.Context, cfg *mysql.Config, maxConns int) (*sql.DB, error) {
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Addr, err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, cfg.Timeout+time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to MySQL at %s %s: %w: %w", cfg.Net, cfg.Addr, timeline.ErrUnavailable, err)
+	}
+	return db, nil
+}
+
+// retryable reports whether err is a transient conflict that the
+// transaction should simply run again: a deadlock, or a lock wait timeout.
+// Concurrent Follow and Post on the push model can deadlock on purpose:
+// their INSERT ... SELECTs lock each other's index ranges, which is what
+// keeps a concurrent follow from missing a concurrent post.
+func retryable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
+// InTx runs fn in a transaction, committing if it returns nil, and runs it
+// again (up to 10 times, with a short growing pause) after a deadlock.
+func InTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+	const attempts = 10
+	var err error
+	for i := range attempts {
+		if err = inTx(ctx, db, fn); err == nil || !retryable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(i+1) * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("gave up after %d deadlocks: %w", attempts, err)
+}
+
+func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// ScanMessages reads (id, author_id, body, created_at) rows.
+func ScanMessages(rows *sql.Rows, capacity int) ([]timeline.Message, error) {
+	defer rows.Close()
+	out := make([]timeline.Message, 0, capacity)
+	for rows.Next() {
+		var m timeline.Message
+		if err := rows.Scan(&m.ID, &m.Author, &m.Body, &m.CreatedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,227 @@
+// Package pull is the pull ("merge on read") model of a home timeline on
+// MySQL/MariaDB.
+//
+// Posting stores only the message, so writes are cheap and the database is
+// small. Reading a timeline computes it from the follow graph:
+//
+//  1. find each followee's newest message id below the cursor;
+//  2. keep the N followees whose newest ids are largest;
+//  3. take the N newest messages of each of them;
+//  4. merge, and keep the newest N.
+//
+// The global N newest messages come from at most N authors, and each of
+// those authors' newest message is at least as new as the ones on the page,
+// so steps 2 and 3 lose nothing, and a read touches at most followees + N²
+// index entries however large the tables grow.
+//
+// Strategy chooses where the algorithm runs; all strategies share one
+// database and give identical pages:
+//
+//   - StrategySP: stored procedures, one CALL per page (Oku, 2008).
+//   - StrategyClient: concurrent client queries with bounded concurrency,
+//     merged in Go.
+//   - StrategyNaive: one JOIN ... ORDER BY id DESC LIMIT n, the obvious
+//     query whose cost grows with everything the followees ever posted; the
+//     baseline that shows why the others exist.
+package pull
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/pushpull/pushpull/internal/mysqlx"
+	schema "github.com/pushpull/pushpull/sql"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// DefaultDatabase is the database the pull model uses unless told otherwise.
+const DefaultDatabase = "pushpull_pull"
+
+// Strategy names a way of running the read algorithm.
+type Strategy string
+
+const (
+	StrategySP     Strategy = "sp"
+	StrategyClient Strategy = "client"
+	StrategyNaive  Strategy = "naive"
+)
+
+// Strategies lists every strategy, in the order the benchmark runs them.
+var Strategies = []Strategy{StrategySP, StrategyClient, StrategyNaive}
+
+// Config says where the store lives and how it reads.
+type Config struct {
+	// DSN is a go-sql-driver DSN of the server, e.g.
+	// "user:pass@tcp(127.0.0.1:3306)/". Its database name is ignored.
+	DSN string
+	// Database holds the pull model's tables and procedures; "" means
+	// DefaultDatabase. It is created if missing.
+	Database string
+	// Strategy is how timelines are read; "" means StrategySP.
+	Strategy Strategy
+	// Concurrency bounds the queries one StrategyClient read runs at once;
+	// 0 means 8.
+	Concurrency int
+	// MaxConns caps the connection pool; 0 means 64.
+	MaxConns int
+	// Force applies the schema even to a database holding other tables.
+	Force bool
+}
+
+// Store is the pull model. It implements timeline.Store.
+type Store struct {
+	db          *sql.DB
+	codec       *timeline.CursorCodec
+	now         func() time.Time
+	strategy    Strategy
+	concurrency int
+	read        func(ctx context.Context, r timeline.Request) ([]timeline.Message, error)
+}
+
+var _ timeline.Store = (*Store)(nil)
+
+// Open connects to the server, creates the database, tables and procedures
+// if needed, and returns the store.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Database == "" {
+		cfg.Database = DefaultDatabase
+	}
+	if cfg.Strategy == "" {
+		cfg.Strategy = StrategySP
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 8
+	}
+	s := &Store{now: time.Now, strategy: cfg.Strategy, concurrency: cfg.Concurrency}
+	switch cfg.Strategy {
+	case StrategySP:
+		s.read = s.readSP
+	case StrategyClient:
+		s.read = s.readClient
+	case StrategyNaive:
+		s.read = s.readNaive
+	default:
+		return nil, fmt.Errorf("open pull store: unknown strategy %q (want one of %v)", cfg.Strategy, Strategies)
+	}
+	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns})
+	if err != nil {
+		return nil, fmt.Errorf("open pull store: %w", err)
+	}
+	if err := schema.Apply(ctx, db, schema.Pull, schema.Options{Force: cfg.Force}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open pull store: %w", err)
+	}
+	if s.codec, err = schema.CursorCodec(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open pull store: %w", err)
+	}
+	s.db = db
+	return s, nil
+}
+
+// DB returns the store's connection pool, for measurement and bulk loading.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Strategy returns the read strategy.
+func (s *Store) Strategy() Strategy { return s.strategy }
+
+// Post implements timeline.Store: one INSERT, whatever the follower count.
+func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
+	if err := timeline.CheckPost(author, body); err != nil {
+		return timeline.Message{}, err
+	}
+	msg := timeline.Message{Author: author, Body: body, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
+	res, err := s.db.ExecContext(ctx,
+		`INSERT INTO messages (author_id, body, created_at) VALUES (?, ?, ?)`,
+		author, body, msg.CreatedAt)
+	if err != nil {
+		return timeline.Message{}, fmt.Errorf("pull post: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return timeline.Message{}, fmt.Errorf("pull post: %w", err)
+	}
+	msg.ID = timeline.MessageID(id)
+	return msg, nil
+}
+
+// Follow implements timeline.Store.
+func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
+	if err := timeline.CheckFollow(follower, followee); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx,
+		`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`, follower, followee); err != nil {
+		return fmt.Errorf("pull follow: %w", err)
+	}
+	return nil
+}
+
+// Unfollow implements timeline.Store.
+func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
+	if err := timeline.CheckFollow(follower, followee); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx,
+		`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee); err != nil {
+		return fmt.Errorf("pull unfollow: %w", err)
+	}
+	return nil
+}
+
+// Timeline implements timeline.Store with the configured strategy.
+func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
+	r, err := s.codec.ParseQuery(user, q)
+	if err != nil {
+		return timeline.Page{}, err
+	}
+	msgs, err := s.read(ctx, r)
+	if err != nil {
+		return timeline.Page{}, fmt.Errorf("pull timeline (%s): %w", s.strategy, err)
+	}
+	return s.codec.MakePage(r, msgs), nil
+}
+
+// Close implements timeline.Store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// readSP runs the whole algorithm in the server: one CALL, one round trip.
+func (s *Store) readSP(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+	var rows *sql.Rows
+	var err error
+	if r.Before == 0 {
+		rows, err = s.db.QueryContext(ctx, `CALL pull_timeline_newest(?, ?)`, r.User, r.Fetch())
+	} else {
+		rows, err = s.db.QueryContext(ctx, `CALL pull_timeline_before(?, ?, ?)`, r.User, r.Before, r.Fetch())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return mysqlx.ScanMessages(rows, r.Fetch())
+}
+
+// readNaive is the single join. It has to look at every message of every
+// followee below the cursor before it can sort them.
+func (s *Store) readNaive(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+	var rows *sql.Rows
+	var err error
+	if r.Before == 0 {
+		rows, err = s.db.QueryContext(ctx,
+			`SELECT m.id, m.author_id, m.body, m.created_at
+			 FROM follows f JOIN messages m ON m.author_id = f.followee_id
+			 WHERE f.follower_id = ?
+			 ORDER BY m.id DESC LIMIT ?`, r.User, r.Fetch())
+	} else {
+		rows, err = s.db.QueryContext(ctx,
+			`SELECT m.id, m.author_id, m.body, m.created_at
+			 FROM follows f JOIN messages m ON m.author_id = f.followee_id
+			 WHERE f.follower_id = ? AND m.id < ?
+			 ORDER BY m.id DESC LIMIT ?`, r.User, r.Before, r.Fetch())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return mysqlx.ScanMessages(rows, r.Fetch())
+}

@@ -1,0 +1,214 @@
+// Package schema holds the SQL schema and stored procedures of both models
+// as .sql files (embedded with go:embed) and applies them to a database.
+//
+// The directory is sql/ so the files sit where people look for them; the
+// package is named schema so that importing it never shadows database/sql.
+//
+// The files are valid input for the mariadb/mysql client as well: statements
+// end with ';' and procedure bodies are wrapped in DELIMITER lines.
+package schema
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+//go:embed *.sql
+var files embed.FS
+
+// Model names a data model; each model lives in its own database.
+type Model string
+
+const (
+	Push Model = "push"
+	Pull Model = "pull"
+)
+
+// Files returns the names of the .sql files that make up model's schema, in
+// the order they are applied.
+func Files(m Model) ([]string, error) {
+	switch m {
+	case Push:
+		return []string{"common.sql", "push.sql"}, nil
+	case Pull:
+		return []string{"common.sql", "pull.sql"}, nil
+	}
+	return nil, fmt.Errorf("unknown model %q (want %q or %q)", m, Push, Pull)
+}
+
+// ErrForeignDatabase means the database holds tables that pushpull did not
+// create, or another model's tables; Apply refuses to touch it.
+var ErrForeignDatabase = errors.New("database was not created by pushpull for this model")
+
+// Statements returns model's schema as individual SQL statements.
+func Statements(m Model) ([]string, error) {
+	names, err := Files(m)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, name := range names {
+		b, err := files.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		stmts, err := split(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out = append(out, stmts...)
+	}
+	return out, nil
+}
+
+// Version is a digest of model's schema files: Apply re-creates the stored
+// procedures only when it changes, so that opening a store never drops a
+// procedure that other connections are calling.
+func Version(m Model) (string, error) {
+	stmts, err := Statements(m)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, s := range stmts {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
+}
+
+// split cuts a .sql file into statements the way the mysql client does: at
+// the current delimiter (';' unless a DELIMITER line changed it), skipping
+// comment lines.
+func split(src string) ([]string, error) {
+	delim := ";"
+	var out []string
+	var cur strings.Builder
+	sc := bufio.NewScanner(strings.NewReader(src))
+	for sc.Scan() {
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		if d, ok := strings.CutPrefix(trimmed, "DELIMITER "); ok {
+			delim = strings.TrimSpace(d)
+			continue
+		}
+		if strings.HasSuffix(trimmed, delim) {
+			cur.WriteString(strings.TrimSuffix(strings.TrimRight(line, " \t"), delim))
+			if s := strings.TrimSpace(cur.String()); s != "" {
+				out = append(out, s)
+			}
+			cur.Reset()
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		return nil, fmt.Errorf("statement not terminated by %q: %.60s", delim, s)
+	}
+	return out, sc.Err()
+}
+
+// Options changes how Apply treats an existing database.
+type Options struct {
+	// Force applies the schema even to a database that holds tables
+	// pushpull did not create.
+	Force bool
+}
+
+// Apply creates model's tables and procedures in db's current database.
+// It is idempotent and cheap when the schema is already current. It refuses
+// (ErrForeignDatabase) a database that holds other tables or the other
+// model's schema, unless opts.Force.
+func Apply(ctx context.Context, db *sql.DB, m Model, opts Options) error {
+	version, err := Version(m)
+	if err != nil {
+		return err
+	}
+	meta, err := ReadMeta(ctx, db)
+	if err != nil {
+		return fmt.Errorf("apply %s schema: %w", m, err)
+	}
+	if meta == nil && !opts.Force {
+		var tables int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE()`).Scan(&tables); err != nil {
+			return fmt.Errorf("apply %s schema: %w", m, err)
+		}
+		if tables > 0 {
+			return fmt.Errorf("apply %s schema: %w: it holds %d tables and no pushpull_meta (use force to apply anyway)", m, ErrForeignDatabase, tables)
+		}
+	}
+	if meta != nil && meta["model"] != string(m) && !opts.Force {
+		return fmt.Errorf("apply %s schema: %w: it holds the %q model", m, ErrForeignDatabase, meta["model"])
+	}
+	if meta != nil && meta["model"] == string(m) && meta["schema_version"] == version && len(meta["cursor_key"]) == timeline.CursorKeyLen {
+		return nil
+	}
+	stmts, err := Statements(m)
+	if err != nil {
+		return err
+	}
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("apply %s schema: %w\nin statement: %.200s", m, err, s)
+		}
+	}
+	// INSERT IGNORE keeps an existing key: cursors issued before an
+	// upgrade stay valid.
+	if _, err := db.ExecContext(ctx, `INSERT IGNORE INTO pushpull_meta (name, value) VALUES ('cursor_key', ?)`, timeline.NewCursorKey()); err != nil {
+		return fmt.Errorf("apply %s schema: %w", m, err)
+	}
+	if _, err := db.ExecContext(ctx, `REPLACE INTO pushpull_meta (name, value) VALUES ('model', ?), ('schema_version', ?)`, string(m), version); err != nil {
+		return fmt.Errorf("apply %s schema: %w", m, err)
+	}
+	return nil
+}
+
+// ReadMeta returns the pushpull_meta table of db's current database, or nil
+// if there is none.
+func ReadMeta(ctx context.Context, db *sql.DB) (map[string]string, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'pushpull_meta'`).Scan(&n); err != nil {
+		return nil, fmt.Errorf("read pushpull_meta: %w", err)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT name, value FROM pushpull_meta`)
+	if err != nil {
+		return nil, fmt.Errorf("read pushpull_meta: %w", err)
+	}
+	defer rows.Close()
+	meta := make(map[string]string)
+	for rows.Next() {
+		var k string
+		var v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("read pushpull_meta: %w", err)
+		}
+		meta[k] = string(v)
+	}
+	return meta, rows.Err()
+}
+
+// CursorCodec returns the cursor codec keyed by the secret Apply stored in
+// db's current database.
+func CursorCodec(ctx context.Context, db *sql.DB) (*timeline.CursorCodec, error) {
+	var key []byte
+	if err := db.QueryRowContext(ctx, `SELECT value FROM pushpull_meta WHERE name = 'cursor_key'`).Scan(&key); err != nil {
+		return nil, fmt.Errorf("read cursor key: %w", err)
+	}
+	return timeline.NewCursorCodec(key)
+}
