@@ -1,0 +1,30 @@
+# pushpull: `make bench` runs the benchmark, `make test` runs the tests.
+# Both install what they need first (make deps).
+
+GO      ?= go
+BIN     := bin/pushpull
+
+.PHONY: all deps build test bench vet clean
+
+all: build
+
+# deps installs MariaDB and memcached from Debian's packages when they are
+# missing. The tests and the benchmark start private copies of both; no
+# system service is configured or started.
+deps:
+	@bash scripts/deps.sh
+
+build:
+	$(GO) build -o $(BIN) ./cmd/pushpull
+
+vet:
+	$(GO) vet ./...
+
+test: deps vet
+	$(GO) test -race -timeout 30m ./...
+
+bench: deps build
+	./$(BIN) demo
+
+clean:
+	rm -rf bin
