@@ -266,14 +266,16 @@ func testSelfFollowRejected(t *testing.T, s timeline.Store) {
 		fn   func(context.Context, timeline.UserID, timeline.UserID) error
 	}{{"Follow", s.Follow}, {"Unfollow", s.Unfollow}} {
 		err := op.fn(ctx(t), 1, 1)
-		checkInputError(t, op.name+"(1, 1)", err, timeline.ErrSelfFollow, "followee")
+		CheckInputError(t, op.name+"(1, 1)", err, timeline.ErrSelfFollow, "followee")
 	}
 	if p := page(t, s, 1, timeline.Query{}); len(p.Messages) != 0 {
 		t.Fatalf("self-follow showed own messages: %+v", p)
 	}
 }
 
-func checkInputError(t *testing.T, what string, err, sentinel error, field string) {
+// CheckInputError fails t unless err is an input error matching sentinel
+// and ErrInvalidInput, and naming field.
+func CheckInputError(t *testing.T, what string, err, sentinel error, field string) {
 	t.Helper()
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("%s: got error %v, want %v", what, err, sentinel)
@@ -302,7 +304,7 @@ func testLimits(t *testing.T, s timeline.Store) {
 	}
 	for _, limit := range []int{-1, -20, timeline.MaxLimit + 1, 1 << 40} {
 		_, err := s.Timeline(ctx(t), 1, timeline.Query{Limit: limit})
-		checkInputError(t, fmt.Sprintf("limit %d", limit), err, timeline.ErrInvalidLimit, "limit")
+		CheckInputError(t, fmt.Sprintf("limit %d", limit), err, timeline.ErrInvalidLimit, "limit")
 	}
 }
 
@@ -422,7 +424,7 @@ func testCursorRejected(t *testing.T, s timeline.Store) {
 			t.Fatalf("%s: test cursor equals the real one", name)
 		}
 		_, err := s.Timeline(ctx(t), 1, timeline.Query{Limit: 2, Before: c})
-		checkInputError(t, "cursor "+name, err, timeline.ErrInvalidCursor, "cursor")
+		CheckInputError(t, "cursor "+name, err, timeline.ErrInvalidCursor, "cursor")
 	}
 	// The real cursor still works.
 	if got := page(t, s, 1, timeline.Query{Limit: 2, Before: p.Next}); len(got.Messages) != 2 {
@@ -482,39 +484,8 @@ func testBadInputWritesNothing(t *testing.T, s timeline.Store) {
 	postN(t, s, 2, 2)
 	before := snapshot(t, s, 3)
 
-	long := strings.Repeat("a", timeline.MaxBodyChars+1)
-	cases := []struct {
-		name     string
-		call     func(context.Context) error
-		sentinel error
-		field    string
-	}{
-		{"post by user 0", func(c context.Context) error { _, err := s.Post(c, 0, "hi"); return err }, timeline.ErrInvalidUser, "author"},
-		{"post by negative user", func(c context.Context) error { _, err := s.Post(c, -5, "hi"); return err }, timeline.ErrInvalidUser, "author"},
-		{"empty body", func(c context.Context) error { _, err := s.Post(c, 2, ""); return err }, timeline.ErrInvalidBody, "body"},
-		{"281 characters", func(c context.Context) error { _, err := s.Post(c, 2, long); return err }, timeline.ErrInvalidBody, "body"},
-		{"281 emoji", func(c context.Context) error {
-			_, err := s.Post(c, 2, strings.Repeat("😀", timeline.MaxBodyChars+1))
-			return err
-		}, timeline.ErrInvalidBody, "body"},
-		{"invalid UTF-8", func(c context.Context) error { _, err := s.Post(c, 2, "ab\xff\xfe"); return err }, timeline.ErrInvalidBody, "body"},
-		{"follow by user 0", func(c context.Context) error { return s.Follow(c, 0, 3) }, timeline.ErrInvalidUser, "follower"},
-		{"follow user 0", func(c context.Context) error { return s.Follow(c, 3, 0) }, timeline.ErrInvalidUser, "followee"},
-		{"follow negative", func(c context.Context) error { return s.Follow(c, 3, -1) }, timeline.ErrInvalidUser, "followee"},
-		{"follow self", func(c context.Context) error { return s.Follow(c, 3, 3) }, timeline.ErrSelfFollow, "followee"},
-		{"unfollow by user 0", func(c context.Context) error { return s.Unfollow(c, 0, 2) }, timeline.ErrInvalidUser, "follower"},
-		{"unfollow user -1", func(c context.Context) error { return s.Unfollow(c, 1, -1) }, timeline.ErrInvalidUser, "followee"},
-		{"unfollow self", func(c context.Context) error { return s.Unfollow(c, 1, 1) }, timeline.ErrSelfFollow, "followee"},
-		{"timeline of user 0", func(c context.Context) error { _, err := s.Timeline(c, 0, timeline.Query{}); return err }, timeline.ErrInvalidUser, "user"},
-		{"timeline limit -1", func(c context.Context) error { _, err := s.Timeline(c, 1, timeline.Query{Limit: -1}); return err }, timeline.ErrInvalidLimit, "limit"},
-		{"timeline limit 201", func(c context.Context) error { _, err := s.Timeline(c, 1, timeline.Query{Limit: 201}); return err }, timeline.ErrInvalidLimit, "limit"},
-		{"timeline bad cursor", func(c context.Context) error {
-			_, err := s.Timeline(c, 1, timeline.Query{Before: "bogus"})
-			return err
-		}, timeline.ErrInvalidCursor, "cursor"},
-	}
-	for _, tc := range cases {
-		checkInputError(t, tc.name, tc.call(ctx(t)), tc.sentinel, tc.field)
+	for _, tc := range BadInputs() {
+		CheckInputError(t, tc.Name, tc.Call(ctx(t), s), tc.Sentinel, tc.Field)
 	}
 	if after := snapshot(t, s, 3); !mapsEqual(before, after) {
 		t.Fatalf("rejected input changed timelines:\nbefore %v\nafter  %v", before, after)
@@ -580,5 +551,54 @@ func testCanceledContext(t *testing.T, s timeline.Store) {
 	}
 	if got := Walk(t, s, 1, 0); len(got) != 1 {
 		t.Fatalf("canceled Post was stored: %d messages", len(got))
+	}
+}
+
+// BadInput is one call that breaks an input rule. Users 1, 2 and 3 are the
+// ones it touches.
+type BadInput struct {
+	Name     string
+	Call     func(context.Context, timeline.Store) error
+	Sentinel error  // the error it must match
+	Field    string // the field the error must name
+}
+
+// BadInputs lists a call for every input rule of the contract. The SQL
+// backends' tests also check that none of them changes a row.
+func BadInputs() []BadInput {
+	long := strings.Repeat("a", timeline.MaxBodyChars+1)
+	postBody := func(author timeline.UserID, body string) func(context.Context, timeline.Store) error {
+		return func(c context.Context, s timeline.Store) error { _, err := s.Post(c, author, body); return err }
+	}
+	follow := func(a, b timeline.UserID) func(context.Context, timeline.Store) error {
+		return func(c context.Context, s timeline.Store) error { return s.Follow(c, a, b) }
+	}
+	unfollow := func(a, b timeline.UserID) func(context.Context, timeline.Store) error {
+		return func(c context.Context, s timeline.Store) error { return s.Unfollow(c, a, b) }
+	}
+	read := func(user timeline.UserID, q timeline.Query) func(context.Context, timeline.Store) error {
+		return func(c context.Context, s timeline.Store) error { _, err := s.Timeline(c, user, q); return err }
+	}
+	return []BadInput{
+		{"post by user 0", postBody(0, "hi"), timeline.ErrInvalidUser, "author"},
+		{"post by negative user", postBody(-5, "hi"), timeline.ErrInvalidUser, "author"},
+		{"empty body", postBody(2, ""), timeline.ErrInvalidBody, "body"},
+		{"281 characters", postBody(2, long), timeline.ErrInvalidBody, "body"},
+		{"281 emoji", postBody(2, strings.Repeat("😀", timeline.MaxBodyChars+1)), timeline.ErrInvalidBody, "body"},
+		{"invalid UTF-8", postBody(2, "ab\xff\xfe"), timeline.ErrInvalidBody, "body"},
+		{"truncated UTF-8", postBody(2, "abc\xe6\x97"), timeline.ErrInvalidBody, "body"},
+		{"follow by user 0", follow(0, 3), timeline.ErrInvalidUser, "follower"},
+		{"follow user 0", follow(3, 0), timeline.ErrInvalidUser, "followee"},
+		{"follow negative", follow(3, -1), timeline.ErrInvalidUser, "followee"},
+		{"follow self", follow(3, 3), timeline.ErrSelfFollow, "followee"},
+		{"unfollow by user 0", unfollow(0, 2), timeline.ErrInvalidUser, "follower"},
+		{"unfollow user -1", unfollow(1, -1), timeline.ErrInvalidUser, "followee"},
+		{"unfollow self", unfollow(1, 1), timeline.ErrSelfFollow, "followee"},
+		{"timeline of user 0", read(0, timeline.Query{}), timeline.ErrInvalidUser, "user"},
+		{"timeline of negative user", read(-1, timeline.Query{}), timeline.ErrInvalidUser, "user"},
+		{"timeline limit -1", read(1, timeline.Query{Limit: -1}), timeline.ErrInvalidLimit, "limit"},
+		{"timeline limit 201", read(1, timeline.Query{Limit: timeline.MaxLimit + 1}), timeline.ErrInvalidLimit, "limit"},
+		{"timeline bad cursor", read(1, timeline.Query{Before: "bogus"}), timeline.ErrInvalidCursor, "cursor"},
+		{"timeline forged cursor", read(1, timeline.Query{Before: "AQAAAAAAAAAFAAAAAAAAAAAAAAAA"}), timeline.ErrInvalidCursor, "cursor"},
 	}
 }

@@ -1,0 +1,71 @@
+package results
+
+import (
+	"encoding/csv"
+	"io"
+	"strconv"
+)
+
+// CSVHeader is the first line WriteCSV writes.
+var CSVHeader = []string{
+	"model", "phase", "ops", "errors", "seconds", "ops_per_sec",
+	"p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms",
+	"data_bytes", "disk_bytes", "skipped",
+}
+
+// WriteCSV writes one row per model and phase (submit, retrieve,
+// retrieve_older, and mixed where it ran), then a row for the harness's
+// no-op store (model "harness", phase "noop") if it was measured. Figures
+// that were not measured are empty cells rather than 0, so that a
+// spreadsheet's average does not count them; a phase that was not run has
+// skipped=true and no figures at all.
+func WriteCSV(w io.Writer, r *Result) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader); err != nil {
+		return err
+	}
+	for i := range r.Models {
+		m := &r.Models[i]
+		for _, ref := range phaseRefs {
+			if p := ref.get(m); p != nil {
+				if err := cw.Write(csvRow(m.Name, ref.key, p, m.DataBytes, m.DiskBytes)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if r.Harness != nil {
+		if err := cw.Write(csvRow("harness", "noop", r.Harness, 0, 0)); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func csvRow(model, phase string, p *Phase, data, disk int64) []string {
+	row := []string{model, phase}
+	if !p.Ran() {
+		row = append(row, make([]string, 9)...)
+	} else {
+		row = append(row, strconv.FormatInt(p.Ops, 10), strconv.FormatInt(p.Errors, 10),
+			csvFloat(p.Seconds), csvFloat(p.OpsPerSec))
+		if p.HasLatency() {
+			row = append(row, csvFloat(p.P50Ms), csvFloat(p.P90Ms), csvFloat(p.P99Ms),
+				csvFloat(p.P999Ms), csvFloat(p.MaxMs))
+		} else {
+			row = append(row, make([]string, 5)...)
+		}
+	}
+	return append(row, csvBytes(data), csvBytes(disk), strconv.FormatBool(!p.Ran()))
+}
+
+func csvFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// csvBytes leaves a size of 0 (not measured) empty.
+func csvBytes(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
+}

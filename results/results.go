@@ -1,0 +1,137 @@
+// Package results records one run of the pushpull benchmark and renders it.
+//
+// A run is measured once but read many times, by people and by programs, long
+// after the database that produced it is gone. So a Result carries everything
+// needed to interpret its numbers without the machine: the dataset's shape,
+// the server and its durability settings, the client's concurrency, the
+// harness's own ceiling, and any failure. It is saved as result.json (the
+// record of truth), result.csv (for spreadsheets) and result.png (for eyes),
+// and rendered as a plain-text table shaped like the one in Kazuho Oku's 2008
+// paper, so that our figures can be set against his (see Paper).
+//
+// Zero is a legitimate measurement and "not measured" is not, so the two are
+// kept apart: a phase that did not run has Skipped set (or no operations at
+// all) and is rendered as "–", never as 0.
+package results
+
+import "time"
+
+// FormatVersion is the version of the result.json format written by Save.
+// Load refuses other versions rather than misread them.
+const FormatVersion = 1
+
+// Result is the record of one benchmark run.
+type Result struct {
+	Version     int         `json:"version"`
+	StartedAt   time.Time   `json:"started_at"`
+	FinishedAt  time.Time   `json:"finished_at"`
+	Command     string      `json:"command"` // the command line that produced it
+	Dataset     Dataset     `json:"dataset"`
+	Environment Environment `json:"environment"`
+	Load        *DataLoad   `json:"load,omitempty"`
+	// Harness is the rate of a no-op store driven by the same load
+	// generator: the harness's own ceiling. A model's rate close to it
+	// measures the harness, not the model.
+	Harness  *Phase   `json:"harness,omitempty"`
+	Models   []Model  `json:"models"`
+	Failures []string `json:"failures,omitempty"` // non-empty = run failed
+	// Notes are remarks that qualify the numbers without failing the run,
+	// e.g. why a model was skipped.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Dataset describes the generated social graph and message history. The
+// paper's dataset is 10,000 users, 1,000,000 messages and 42.9 followees per
+// user on average; Scale is our size relative to it (1 = the paper's).
+type Dataset struct {
+	Users        int     `json:"users"`
+	Messages     int     `json:"messages"`
+	AvgFollowees float64 `json:"avg_followees"`
+	Seed         int64   `json:"seed"`
+	Graph        string  `json:"graph"` // how followees were drawn, e.g. "uniform", "zipf"
+	Edges        int64   `json:"edges"` // follow relations
+	MaxFollowees int     `json:"max_followees"`
+	MaxFollowers int     `json:"max_followers"`
+	MailboxRows  int64   `json:"mailbox_rows"` // rows the push model fans out to
+	Scale        float64 `json:"scale"`
+}
+
+// Durability values for Environment.Durability.
+const (
+	Durable = "durable" // every commit is flushed to disk, as in the paper
+	Relaxed = "relaxed" // commits are flushed about once a second
+)
+
+// Environment describes where the run happened. Durability matters most: with
+// relaxed flushing, submission rates are bounded by CPU rather than by fsync,
+// and are not comparable with durable ones.
+type Environment struct {
+	ServerVersion string            `json:"server_version"`
+	Durability    string            `json:"durability"` // Durable or Relaxed
+	InnoDB        map[string]string `json:"innodb,omitempty"`
+	CPUs          int               `json:"cpus"`
+	GoVersion     string            `json:"go_version"`
+	GitCommit     string            `json:"git_commit"`
+	OS            string            `json:"os"`
+	Arch          string            `json:"arch"`
+	// Sandbox is set when the server ran in a throwaway sandbox (e.g. a
+	// container or tmpfs) whose I/O is unlike a real disk.
+	Sandbox      bool    `json:"sandbox"`
+	Concurrency  int     `json:"concurrency"`   // client workers per phase
+	PhaseSeconds float64 `json:"phase_seconds"` // target length of each timed phase
+}
+
+// DataLoad records the bulk load of the dataset into each model's database
+// before the timed phases. It is not one of the paper's figures, but a slow
+// load is often the first sign of a misconfigured server.
+type DataLoad struct {
+	Seconds float64     `json:"seconds"` // wall-clock time for the whole load
+	Tables  []TableLoad `json:"tables,omitempty"`
+}
+
+// TableLoad is the load of one table of one model's database.
+type TableLoad struct {
+	Database   string  `json:"database"` // usually the model name
+	Table      string  `json:"table"`
+	Rows       int64   `json:"rows"`
+	Seconds    float64 `json:"seconds"`
+	RowsPerSec float64 `json:"rows_per_sec"`
+}
+
+// Model holds the figures of one timeline design, e.g. "push", "pull-sp",
+// "pull-client", "pull-naive" or "push+memcache".
+type Model struct {
+	Name string `json:"name"`
+	// DataBytes is data plus index length from information_schema, the
+	// measure closest to the paper's data size.
+	DataBytes int64 `json:"data_bytes"`
+	// DiskBytes is the size of the files on disk; 0 means not measured.
+	DiskBytes     int64              `json:"disk_bytes"`
+	Submit        Phase              `json:"submit"`         // posting messages
+	Retrieve      Phase              `json:"retrieve"`       // newest page of a home timeline
+	RetrieveOlder Phase              `json:"retrieve_older"` // a page further back, via cursor
+	Mixed         *Phase             `json:"mixed,omitempty"`
+	Extra         map[string]float64 `json:"extra,omitempty"` // e.g. hit_ratio, rows_per_page
+}
+
+// Failed reports whether the run failed. Its numbers may still be shown, but
+// must not be trusted.
+func (r *Result) Failed() bool { return len(r.Failures) > 0 }
+
+// Model returns the model with the given name, or nil if the run has none.
+func (r *Result) Model(name string) *Model {
+	for i := range r.Models {
+		if r.Models[i].Name == name {
+			return &r.Models[i]
+		}
+	}
+	return nil
+}
+
+// Duration is the wall-clock length of the run, 0 if unknown.
+func (r *Result) Duration() time.Duration {
+	if r.StartedAt.IsZero() || r.FinishedAt.IsZero() {
+		return 0
+	}
+	return r.FinishedAt.Sub(r.StartedAt)
+}

@@ -1,0 +1,352 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// WriteTable writes r as a plain-text table shaped like the paper's: one
+// column per model, one row per figure, then the paper's own figures and the
+// push:pull ratios, ours against the paper's. The ratios are the point of
+// the comparison: fifteen years of hardware change the absolute rates but
+// should not change which design wins by how much.
+func WriteTable(w io.Writer, r *Result) error {
+	var b strings.Builder
+	writeHeader(&b, r)
+	b.WriteString("\n")
+	modelGrid(r).write(&b)
+	b.WriteString("\n")
+	b.WriteString("paper (2008): " + PaperSource + "\n")
+	paperGrid().write(&b)
+	b.WriteString("\n")
+	ratioGrid(r).write(&b)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeHeader summarises what was measured and where, so that a table
+// pasted on its own still says what its numbers mean.
+func writeHeader(b *strings.Builder, r *Result) {
+	title := "pushpull benchmark"
+	if !r.StartedAt.IsZero() {
+		title += ", " + r.StartedAt.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	if d := r.Duration(); d > 0 {
+		title += ", took " + d.Round(time.Second).String()
+	}
+	b.WriteString(title + "\n")
+	var g grid
+	for i, f := range r.Failures {
+		label := ""
+		if i == 0 {
+			label = "RUN FAILED"
+		}
+		g.add(label, f)
+	}
+	if r.Command != "" {
+		g.add("command", r.Command)
+	}
+	g.add("dataset", datasetSummary(r.Dataset))
+	g.add("server", serverSummary(r.Environment))
+	g.add("client", clientSummary(r.Environment))
+	if h := r.Harness; h != nil {
+		s := Dash
+		if h.Ran() {
+			s = fmt.Sprintf("%s, p99 %s (a no-op store: the harness's own ceiling)",
+				fmtRate(h.OpsPerSec, "ops/s"), fmtMs(h.P99Ms))
+		}
+		g.add("harness", s)
+	}
+	if l := r.Load; l != nil {
+		g.add("load", fmtSeconds(l.Seconds)+" in all")
+		for _, t := range l.Tables {
+			g.add("", fmt.Sprintf("%s.%s: %s rows in %s, %s", t.Database, t.Table,
+				fmtInt(t.Rows), fmtSeconds(t.Seconds), fmtRate(t.RowsPerSec, "rows/s")))
+		}
+	}
+	for i, n := range r.Notes {
+		label := ""
+		if i == 0 {
+			label = "notes"
+		}
+		g.add(label, n)
+	}
+	// Left-align the second column too: these are sentences, not figures.
+	for _, row := range g.rows {
+		if len(row) == 2 && row[0] != "" {
+			row[0] += ":"
+		}
+	}
+	width := 0
+	for _, row := range g.rows {
+		width = max(width, len(row[0]))
+	}
+	for _, row := range g.rows {
+		fmt.Fprintf(b, "%-*s  %s\n", width, row[0], row[1])
+	}
+}
+
+func datasetSummary(d Dataset) string {
+	s := fmt.Sprintf("%s users, %s messages, %s followees/user on average",
+		fmtInt(int64(d.Users)), fmtInt(int64(d.Messages)), strings.TrimSuffix(fmtNum(d.AvgFollowees), ".00"))
+	var more []string
+	if d.MaxFollowees > 0 {
+		more = append(more, "max "+fmtInt(int64(d.MaxFollowees))+" followees")
+	}
+	if d.MaxFollowers > 0 {
+		more = append(more, "max "+fmtInt(int64(d.MaxFollowers))+" followers")
+	}
+	if d.Edges > 0 {
+		more = append(more, fmtInt(d.Edges)+" follows")
+	}
+	if d.MailboxRows > 0 {
+		more = append(more, fmtInt(d.MailboxRows)+" mailbox rows")
+	}
+	if d.Graph != "" {
+		more = append(more, d.Graph+" graph")
+	}
+	more = append(more, fmt.Sprintf("seed %d", d.Seed))
+	if d.Scale > 0 {
+		more = append(more, "scale "+fmtExtra(d.Scale)+"x the paper's")
+	}
+	return s + " (" + strings.Join(more, ", ") + ")"
+}
+
+func serverSummary(e Environment) string {
+	s := e.ServerVersion
+	if s == "" {
+		s = "unknown server"
+	}
+	if e.Durability != "" {
+		s += ", durability " + e.Durability
+	}
+	var kv []string
+	for _, k := range sortedKeys(e.InnoDB) {
+		kv = append(kv, k+"="+e.InnoDB[k])
+	}
+	if len(kv) > 0 {
+		s += " (" + strings.Join(kv, ", ") + ")"
+	}
+	if e.Sandbox {
+		s += ", in a sandbox"
+	}
+	return s
+}
+
+func clientSummary(e Environment) string {
+	var parts []string
+	if e.GoVersion != "" {
+		parts = append(parts, strings.TrimSpace(e.GoVersion+" "+e.OS+"/"+e.Arch))
+	}
+	if e.CPUs > 0 {
+		parts = append(parts, fmt.Sprintf("%d CPUs", e.CPUs))
+	}
+	if e.Concurrency > 0 {
+		parts = append(parts, fmt.Sprintf("%d workers", e.Concurrency))
+	}
+	if e.PhaseSeconds > 0 {
+		parts = append(parts, fmtSeconds(e.PhaseSeconds)+" per phase")
+	}
+	if e.GitCommit != "" {
+		parts = append(parts, "commit "+e.GitCommit)
+	}
+	if len(parts) == 0 {
+		return Dash
+	}
+	return strings.Join(parts, ", ")
+}
+
+// phaseRate renders a phase's rate, or Dash if it did not run.
+func phaseRate(p *Phase, unit string) string {
+	if p == nil || !p.Ran() {
+		return Dash
+	}
+	return fmtRate(p.OpsPerSec, unit)
+}
+
+// phaseLatency renders a phase's median and 99th percentile.
+func phaseLatency(p *Phase) string {
+	if p == nil || !p.HasLatency() {
+		return Dash
+	}
+	return fmtMs(p.P50Ms) + " / " + fmtMs(p.P99Ms)
+}
+
+func phaseErrors(p *Phase) string {
+	if p == nil || !p.Ran() {
+		return Dash
+	}
+	return fmtInt(p.Errors)
+}
+
+// usedPhases leaves out the mixed phase when no model ran one, so that a
+// run without it does not grow a row of dashes.
+func usedPhases(models []Model) []phaseRef {
+	var refs []phaseRef
+	for _, ref := range phaseRefs {
+		for i := range models {
+			if ref.get(&models[i]) != nil {
+				refs = append(refs, ref)
+				break
+			}
+		}
+	}
+	return refs
+}
+
+func modelGrid(r *Result) *grid {
+	g := &grid{}
+	ms := r.Models
+	row := func(label string, cell func(m *Model) string) {
+		cells := []string{label}
+		for i := range ms {
+			cells = append(cells, cell(&ms[i]))
+		}
+		g.add(cells...)
+	}
+	row("", func(m *Model) string { return m.Name })
+	row("data size (data+index)", func(m *Model) string {
+		if m.DataBytes <= 0 {
+			return Dash
+		}
+		return fmtBytes(m.DataBytes)
+	})
+	for i := range ms {
+		if ms[i].DiskBytes > 0 {
+			row("disk size (files)", func(m *Model) string {
+				if m.DiskBytes <= 0 {
+					return Dash
+				}
+				return fmtBytes(m.DiskBytes)
+			})
+			break
+		}
+	}
+	for _, ref := range usedPhases(ms) {
+		row(ref.label, func(m *Model) string { return phaseRate(ref.get(m), ref.unit) })
+		row("  latency p50 / p99", func(m *Model) string { return phaseLatency(ref.get(m)) })
+		row("  errors", func(m *Model) string { return phaseErrors(ref.get(m)) })
+	}
+	extra := map[string]bool{}
+	for i := range ms {
+		for k := range ms[i].Extra {
+			extra[k] = true
+		}
+	}
+	for _, k := range sortedKeys(extra) {
+		row(k, func(m *Model) string {
+			v, ok := m.Extra[k]
+			if !ok {
+				return Dash
+			}
+			return fmtExtra(v)
+		})
+	}
+	return g
+}
+
+func paperGrid() *grid {
+	g := &grid{}
+	push, pull := Paper["push"], Paper["pull"]
+	g.add("", "push", "pull")
+	g.add("data size", fmtBytes(push.DataBytes), fmtBytes(pull.DataBytes))
+	g.add("submission", fmtRate(push.SubmitPerSec, "msg/s"), fmtRate(pull.SubmitPerSec, "msg/s"))
+	g.add("retrieval", fmtRate(push.RetrievePerSec, "timelines/s"), fmtRate(pull.RetrievePerSec, "timelines/s"))
+	return g
+}
+
+// figure is one of the three figures the paper reports for each design.
+type figure struct {
+	label string
+	value func(m *Model) float64 // <= 0 when not measured
+	paper func(f PaperFigures) float64
+	lower bool // smaller is better (size), so "best" means smallest
+}
+
+var figures = []figure{
+	{"data size", func(m *Model) float64 { return float64(m.DataBytes) },
+		func(f PaperFigures) float64 { return float64(f.DataBytes) }, true},
+	{"submission", func(m *Model) float64 { return rateOf(&m.Submit) },
+		func(f PaperFigures) float64 { return f.SubmitPerSec }, false},
+	{"retrieval", func(m *Model) float64 { return rateOf(&m.Retrieve) },
+		func(f PaperFigures) float64 { return f.RetrievePerSec }, false},
+}
+
+// rateOf is p's rate, or NaN if it did not run (a real 0 stays 0).
+func rateOf(p *Phase) float64 {
+	if p == nil || !p.Ran() {
+		return math.NaN()
+	}
+	return p.OpsPerSec
+}
+
+// pushModel is the model our push:pull ratios are taken for: "push" itself,
+// or failing that the first push-family model.
+func (r *Result) pushModel() *Model {
+	if m := r.Model("push"); m != nil {
+		return m
+	}
+	for i := range r.Models {
+		if Family(r.Models[i].Name) == "push" {
+			return &r.Models[i]
+		}
+	}
+	return nil
+}
+
+// bestPull is the pull-family model that does best on f, or nil.
+func (r *Result) bestPull(f figure) *Model {
+	var best *Model
+	for i := range r.Models {
+		m := &r.Models[i]
+		v := f.value(m)
+		if Family(m.Name) != "pull" || !(v > 0) {
+			continue
+		}
+		if best == nil || (f.lower && v < f.value(best)) || (!f.lower && v > f.value(best)) {
+			best = m
+		}
+	}
+	return best
+}
+
+// pushPullRatio is push's figure divided by pull's for one of "data size",
+// "submission" or "retrieval", or NaN if either was not measured.
+func pushPullRatio(f figure, push, pull *Model) float64 {
+	if push == nil || pull == nil {
+		return math.NaN()
+	}
+	return ratio(f.value(push), f.value(pull))
+}
+
+func ratioGrid(r *Result) *grid {
+	g := &grid{}
+	push := r.pushModel()
+	pushName := "push"
+	if push != nil {
+		pushName = push.Name
+	}
+	head := []string{"push : pull ratio"}
+	paper := []string{"paper (2008)"}
+	vsSP := []string{"ours, " + pushName + " : pull-sp"}
+	vsBest := []string{"ours, " + pushName + " : best pull"}
+	for _, f := range figures {
+		head = append(head, f.label)
+		paper = append(paper, fmtRatio(ratio(f.paper(Paper["push"]), f.paper(Paper["pull"]))))
+		vsSP = append(vsSP, fmtRatio(pushPullRatio(f, push, r.Model("pull-sp"))))
+		best := r.bestPull(f)
+		s := fmtRatio(pushPullRatio(f, push, best))
+		if s != Dash {
+			s += " (" + best.Name + ")"
+		}
+		vsBest = append(vsBest, s)
+	}
+	g.add(head...)
+	g.add(paper...)
+	g.add(vsSP...)
+	g.add(vsBest...)
+	return g
+}
