@@ -1,0 +1,289 @@
+package stores_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pushpull/pushpull/internal/stores"
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/timelinetest"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{}) }
+
+var seedFlag = flag.Uint64("seed", 0, "seed for TestEquivalence (0: time-based)")
+
+// openAll opens every model, each SQL one in a fresh database of its own,
+// so that each receives the whole stream of writes.
+func openAll(t *testing.T) []timeline.Store {
+	t.Helper()
+	var out []timeline.Store
+	for _, model := range stores.Models {
+		s, err := stores.Open(context.Background(), model, stores.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
+		if err != nil {
+			t.Fatalf("open %s: %v", model, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestEquivalence applies one random stream of posts, follows and unfollows
+// (with some invalid ones) to all five stores, then walks every user's whole
+// timeline page by page in each and requires identical results: the same
+// messages (by the order they were posted), authors, bodies, and page
+// boundaries, and the same errors.
+func TestEquivalence(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with: go test ./internal/stores -run TestEquivalence -seed %d)", seed, seed)
+	defer func() {
+		if t.Failed() {
+			t.Logf("FAILED with seed %d", seed)
+		}
+	}()
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	const users, ops = 200, 5000
+	ss := openAll(t)
+	ctx := context.Background()
+
+	// canon maps each store's message ids to the post's index in the
+	// stream: stores number messages independently.
+	canon := make([]map[timeline.MessageID]int, len(ss))
+	for i := range canon {
+		canon[i] = make(map[timeline.MessageID]int)
+	}
+	posts := 0
+	user := func() timeline.UserID { return timeline.UserID(1 + rng.IntN(users)) }
+	for op := range ops {
+		var kind string
+		var call func(i int, s timeline.Store) error
+		switch p := rng.IntN(100); {
+		case p < 55:
+			author, body := user(), randomBody(rng)
+			if rng.IntN(200) == 0 {
+				body = "" // invalid: every store must reject it
+			}
+			idx := posts
+			posts++
+			kind = fmt.Sprintf("post by %d", author)
+			call = func(i int, s timeline.Store) error {
+				m, err := s.Post(ctx, author, body)
+				if err == nil {
+					canon[i][m.ID] = idx
+				}
+				return err
+			}
+		case p < 88:
+			a, b := user(), user()
+			kind = fmt.Sprintf("follow %d→%d", a, b)
+			call = func(_ int, s timeline.Store) error { return s.Follow(ctx, a, b) }
+		default:
+			a, b := user(), user()
+			kind = fmt.Sprintf("unfollow %d→%d", a, b)
+			call = func(_ int, s timeline.Store) error { return s.Unfollow(ctx, a, b) }
+		}
+		errs := make([]error, len(ss))
+		var g errgroup.Group
+		for i, s := range ss {
+			g.Go(func() error { errs[i] = call(i, s); return nil })
+		}
+		g.Wait()
+		for i := range ss {
+			if errText(errs[i]) != errText(errs[0]) {
+				t.Fatalf("op %d (%s): %s says %v, %s says %v", op, kind, stores.Models[0], errs[0], stores.Models[i], errs[i])
+			}
+			if errs[i] != nil && !errors.Is(errs[i], timeline.ErrInvalidInput) {
+				t.Fatalf("op %d (%s): %s failed: %v", op, kind, stores.Models[i], errs[i])
+			}
+		}
+	}
+
+	var walked, messages int
+	for u := timeline.UserID(1); u <= users; u++ {
+		limit := 1 + rng.IntN(12)
+		var want []string
+		for i, s := range ss {
+			got := walk(t, s, canon[i], u, limit)
+			if i == 0 {
+				want = got
+				messages += len(got) - strings.Count(strings.Join(got, ""), "|page|")
+				continue
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("user %d, limit %d: %s and %s differ: %s",
+					u, limit, stores.Models[0], stores.Models[i], firstDifference(want, got))
+			}
+		}
+		walked++
+	}
+	t.Logf("%d ops (%d posts); %d timelines walked in %d stores, %d entries each", ops, posts, walked, len(ss), messages)
+	if messages == 0 {
+		t.Fatal("no timeline held any message: the test exercised nothing")
+	}
+}
+
+// firstDifference describes where two walks part, with a little context.
+func firstDifference(want, got []string) string {
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	from := max(0, i-2)
+	return fmt.Sprintf("%d and %d entries, first difference at entry %d:\n  want %q\n  got  %q",
+		len(want), len(got), i, want[from:min(len(want), i+3)], got[from:min(len(got), i+3)])
+}
+
+func errText(err error) string {
+	var ie *timeline.InputError
+	if errors.As(err, &ie) {
+		return ie.Error()
+	}
+	if err != nil {
+		return "error"
+	}
+	return ""
+}
+
+// walk reads user's whole timeline and describes it store-independently:
+// one entry per message (post index, author, body) and a marker per page
+// boundary.
+func walk(t *testing.T, s timeline.Store, canon map[timeline.MessageID]int, user timeline.UserID, limit int) []string {
+	t.Helper()
+	var out []string
+	q := timeline.Query{Limit: limit}
+	for {
+		p, err := s.Timeline(context.Background(), user, q)
+		if err != nil {
+			t.Fatalf("timeline of %d: %v", user, err)
+		}
+		for _, m := range p.Messages {
+			idx, ok := canon[m.ID]
+			if !ok {
+				t.Fatalf("timeline of %d holds unknown message %d", user, m.ID)
+			}
+			out = append(out, fmt.Sprintf("#%d by %d: %q", idx, m.Author, m.Body))
+		}
+		if p.Next == "" {
+			return out
+		}
+		out = append(out, "|page|")
+		q.Before = p.Next
+	}
+}
+
+var words = strings.Fields("the a timeline push pull fan out merge mailbox index cursor page read write 日本 café 😀 follow post newest older")
+
+func randomBody(rng *rand.Rand) string {
+	n := 1 + rng.IntN(12)
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(words[rng.IntN(len(words))])
+	}
+	return b.String()
+}
+
+// TestBadInputChangesNoRows runs every rejected call against each SQL
+// model and checks the row counts of every table afterwards.
+func TestBadInputChangesNoRows(t *testing.T) {
+	ctx := context.Background()
+	for _, model := range stores.SQLModels {
+		t.Run(model, func(t *testing.T) {
+			db := testserver.Database(t)
+			s, err := stores.Open(ctx, model, stores.Config{DSN: testserver.DSN(t), Database: db})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for _, f := range [][2]timeline.UserID{{1, 2}, {2, 1}, {3, 2}} {
+				if err := s.Follow(ctx, f[0], f[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 3 {
+				if _, err := s.Post(ctx, timeline.UserID(i%2+1), "seed"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tables := []string{"follows", "messages", "pushpull_meta"}
+			if model == stores.Push {
+				tables = append(tables, "mailbox")
+			}
+			before := testserver.CountRows(t, db, tables...)
+			if before["messages"] != 3 || before["follows"] != 3 {
+				t.Fatalf("setup: %v", before)
+			}
+			for _, bad := range timelinetest.BadInputs() {
+				timelinetest.CheckInputError(t, bad.Name, bad.Call(ctx, s), bad.Sentinel, bad.Field)
+				if after := testserver.CountRows(t, db, tables...); fmt.Sprint(after) != fmt.Sprint(before) {
+					t.Fatalf("%s changed rows: before %v, after %v", bad.Name, before, after)
+				}
+			}
+		})
+	}
+}
+
+// TestUnreachableServer: every SQL model reports an unreachable server as
+// timeline.ErrUnavailable, promptly.
+func TestUnreachableServer(t *testing.T) {
+	for _, dsn := range []string{
+		"root@tcp(127.0.0.1:1)/",
+		"root@unix(/nonexistent/mariadb.sock)/",
+	} {
+		for _, model := range stores.SQLModels {
+			start := time.Now()
+			s, err := stores.Open(context.Background(), model, stores.Config{DSN: dsn})
+			if err == nil {
+				s.Close()
+				t.Fatalf("%s at %s: opened", model, dsn)
+			}
+			if !errors.Is(err, timeline.ErrUnavailable) {
+				t.Fatalf("%s at %s: got %v, want ErrUnavailable", model, dsn, err)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Fatalf("%s at %s: took %v to fail", model, dsn, d)
+			}
+		}
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	ctx := context.Background()
+	for name, tc := range map[string]struct {
+		model string
+		cfg   stores.Config
+		want  string
+	}{
+		"unknown model":    {"pull-magic", stores.Config{DSN: testserver.DSN(t)}, "unknown"},
+		"unknown family":   {"gossip", stores.Config{DSN: testserver.DSN(t)}, "want one of"},
+		"no DSN":           {stores.Push, stores.Config{}, "no DSN"},
+		"garbage DSN":      {stores.Push, stores.Config{DSN: "not a dsn"}, "DSN"},
+		"bad database":     {stores.Push, stores.Config{DSN: testserver.DSN(t), Database: "x; DROP TABLE y"}, "database name"},
+		"database too big": {stores.PullSP, stores.Config{DSN: testserver.DSN(t), Database: strings.Repeat("a", 65)}, "database name"},
+	} {
+		s, err := stores.Open(ctx, tc.model, tc.cfg)
+		if err == nil {
+			s.Close()
+			t.Fatalf("%s: opened", name)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%s: error %q does not mention %q", name, err, tc.want)
+		}
+	}
+}
