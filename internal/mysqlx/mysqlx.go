@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -51,10 +52,26 @@ func Open(ctx context.Context, opts Options) (*sql.DB, error) {
 		return nil, err
 	}
 	_, err = admin.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+opts.Database+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-	admin.Close()
 	if err != nil {
+		admin.Close()
 		return nil, fmt.Errorf("create database %s: %w", opts.Database, err)
 	}
+	// The push model's fan-out is exact only under REPEATABLE READ, where
+	// INSERT ... SELECT locks the rows and gaps it reads, so that a
+	// concurrent Follow and Post cannot both miss each other. Pin it per
+	// session rather than trust the server's default. MariaDB before 11.1
+	// and MySQL before 5.7.20 spell the variable tx_isolation.
+	var version string
+	if err := admin.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		admin.Close()
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Addr, err)
+	}
+	admin.Close()
+	isolationVar := "transaction_isolation"
+	if strings.Contains(version, "MariaDB") {
+		isolationVar = "tx_isolation"
+	}
+	cfg.Params[isolationVar] = "'REPEATABLE-READ'"
 	cfg.DBName = opts.Database
 	n := opts.MaxConns
 	if n <= 0 {
@@ -104,6 +121,12 @@ func connect(ctx context.Context, cfg *mysql.Config, maxConns int) (*sql.DB, err
 	defer cancel()
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
+		// A server that answered with an error (bad password, unknown
+		// setting) is reachable: only report the rest as unavailable.
+		var me *mysql.MySQLError
+		if errors.As(err, &me) {
+			return nil, fmt.Errorf("connect to MySQL at %s %s: %w", cfg.Net, cfg.Addr, err)
+		}
 		return nil, fmt.Errorf("connect to MySQL at %s %s: %w: %w", cfg.Net, cfg.Addr, timeline.ErrUnavailable, err)
 	}
 	return db, nil
