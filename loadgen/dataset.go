@@ -1,0 +1,398 @@
+// Package loadgen: dataset generation, bulk loading and the workload driver
+// of the push-vs-pull home-timeline benchmark.
+//
+// The dataset is synthetic. A Spec describes it (PaperSpec is the one from
+// Kazuho Oku's 2008 benchmark: 10,000 users, 1,000,000 messages, 42.9
+// followees per user) and Generate turns it into a Dataset deterministically:
+// the same Spec gives byte-identical data on every run and every machine, so
+// the push and pull stores, the in-memory reference store and reruns months
+// apart all see the same users, follows and messages. To keep that promise
+// the graph and the authors come from seeded math/rand/v2 PCG streams, the
+// bodies from a tiny fully specified per-message generator, and everything
+// past turning the Spec's two float parameters into integers is integer
+// arithmetic: never the global generator, the rand.Rand helpers whose
+// algorithms are not pinned down, math functions that may round differently
+// between CPUs, or map iteration order.
+//
+// A Dataset keeps the follow graph and the message authors in compact
+// []uint32 form; message bodies and times are derived on demand from the seed
+// and the message id, so a million messages cost four megabytes. Iterators
+// (EachFollow, EachMessage, EachMailbox) hand rows to a bulk loader in the
+// primary-key order of the target tables without building them in memory.
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// Graph shapes for Spec.Graph.
+const (
+	// GraphUniform is a G(n,m) random graph: every ordered pair of distinct
+	// users is equally likely to be a follow.
+	GraphUniform = "uniform"
+	// GraphZipf gives followees Zipf-distributed popularity, so a few
+	// authors have very many followers (celebrities) and most have few.
+	GraphZipf = "zipf"
+)
+
+// DefaultZipfS is the Zipf exponent used when Spec.ZipfS is 0.
+const DefaultZipfS = 1.1
+
+// Limits that keep ids in uint32 and the generator's integer arithmetic
+// exact.
+const (
+	MaxUsers    = math.MaxInt32
+	MaxMessages = math.MaxUint32
+	MaxZipfS    = 64
+)
+
+// Spec describes a dataset. The zero values of Graph and ZipfS mean
+// GraphUniform and DefaultZipfS.
+type Spec struct {
+	Users        int     // number of users, ids 1..Users
+	Messages     int     // number of messages, ids 1..Messages
+	AvgFollowees float64 // average followees per user; the graph has round(Users*AvgFollowees) follows
+	// Followees, if > 0, makes every user follow exactly this many others
+	// (for "users who follow 1,000 authors" runs) and overrides
+	// AvgFollowees.
+	Followees int
+	Graph     string  // GraphUniform or GraphZipf
+	ZipfS     float64 // Zipf exponent for GraphZipf, > 1
+	Seed      int64
+}
+
+// PaperSpec is the dataset of Kazuho Oku's 2008 push-vs-pull benchmark:
+// 10,000 users, 1,000,000 messages, 42.9 followees per user on average.
+func PaperSpec() Spec {
+	return Spec{
+		Users:        10_000,
+		Messages:     1_000_000,
+		AvgFollowees: 42.9,
+		Graph:        GraphUniform,
+		Seed:         1,
+	}
+}
+
+// Scaled returns s with Users and Messages multiplied by f (rounded, at least
+// 2 users and 1 message) and the per-user follow counts kept, capped at
+// Users-1 so that a small scale stays valid. The follow count per user is
+// what the timeline cost depends on, which is why it does not shrink. The
+// error reports an invalid s, a bad factor, or a scaled spec out of limits.
+func (s Spec) Scaled(f float64) (Spec, error) {
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	if !(f > 0) || math.IsInf(f, 0) {
+		return s, &SpecError{Field: "scale", Value: strconv.FormatFloat(f, 'g', -1, 64), Reason: "must be a finite number > 0"}
+	}
+	scale := func(field string, n, atLeast int, limit float64) (int, error) {
+		x := math.Round(float64(n) * f)
+		if x > limit { // checked before converting, which would overflow
+			return 0, &SpecError{Field: field, Value: strconv.FormatFloat(x, 'f', -1, 64),
+				Reason: fmt.Sprintf("%d scaled by %g is above the limit %.0f", n, f, limit)}
+		}
+		return max(int(x), atLeast), nil
+	}
+	out := s
+	var err error
+	if out.Users, err = scale("Users", s.Users, 2, MaxUsers); err != nil {
+		return s, err
+	}
+	if out.Messages, err = scale("Messages", s.Messages, 1, min(MaxMessages, math.MaxInt)); err != nil {
+		return s, err
+	}
+	if limit := float64(out.Users - 1); out.AvgFollowees > limit {
+		out.AvgFollowees = limit
+	}
+	out.Followees = min(out.Followees, out.Users-1)
+	return out, out.Validate()
+}
+
+// SpecError reports an invalid Spec field (or an invalid scale factor, Field
+// "scale").
+type SpecError struct {
+	Field  string // Spec field name, e.g. "Users"
+	Value  string // the offending value
+	Reason string
+}
+
+func (e *SpecError) Error() string {
+	return fmt.Sprintf("loadgen: invalid Spec.%s = %s: %s", e.Field, e.Value, e.Reason)
+}
+
+// Validate reports the first invalid field of s as a *SpecError.
+func (s Spec) Validate() error {
+	bad := func(field string, v any, format string, args ...any) error {
+		return &SpecError{Field: field, Value: fmt.Sprint(v), Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case s.Users < 2:
+		return bad("Users", s.Users, "need at least 2 users so that anyone can follow anyone")
+	case s.Users > MaxUsers:
+		return bad("Users", s.Users, "at most %d", MaxUsers)
+	case s.Messages < 0:
+		return bad("Messages", s.Messages, "must not be negative")
+	case int64(s.Messages) > MaxMessages:
+		return bad("Messages", s.Messages, "at most %d", int64(MaxMessages))
+	case math.IsNaN(s.AvgFollowees) || s.AvgFollowees < 0 || s.AvgFollowees > float64(s.Users-1):
+		return bad("AvgFollowees", s.AvgFollowees, "must be in 0..Users-1 (%d)", s.Users-1)
+	case s.Followees < 0 || s.Followees > s.Users-1:
+		return bad("Followees", s.Followees, "must be in 0..Users-1 (%d); 0 means use AvgFollowees", s.Users-1)
+	}
+	switch s.Graph {
+	case "", GraphUniform:
+	case GraphZipf:
+		if s.ZipfS != 0 && !(s.ZipfS > 1 && s.ZipfS <= MaxZipfS) {
+			return bad("ZipfS", s.ZipfS, "must be in (1, %d]; 0 means %g", MaxZipfS, DefaultZipfS)
+		}
+	default:
+		return bad("Graph", strconv.Quote(s.Graph), "want %q or %q", GraphUniform, GraphZipf)
+	}
+	return nil
+}
+
+// withDefaults fills in the zero-value defaults, so a Dataset's Spec says
+// what was actually generated.
+func (s Spec) withDefaults() Spec {
+	if s.Graph == "" {
+		s.Graph = GraphUniform
+	}
+	if s.Graph == GraphZipf && s.ZipfS == 0 {
+		s.ZipfS = DefaultZipfS
+	}
+	return s
+}
+
+// Edges is the number of follows a valid s generates.
+func (s Spec) Edges() int64 {
+	if s.Followees > 0 {
+		return int64(s.Users) * int64(s.Followees)
+	}
+	// One IEEE multiplication and Round: exact and the same on every CPU.
+	return int64(math.Round(float64(s.Users) * s.AvgFollowees))
+}
+
+// Dataset is a generated dataset. Users are 1..Spec.Users and messages
+// 1..Spec.Messages. The exported slices are shared with the derived indexes
+// and must be treated as read-only. A Dataset is safe for concurrent reads.
+type Dataset struct {
+	Spec Spec
+	// Followees[u-1] lists whom user u follows, ascending, without u
+	// itself and without duplicates.
+	Followees [][]uint32
+	// Authors[id-1] is the author of message id.
+	Authors []uint32
+
+	byAuthor  csr // author -> message ids, ascending
+	followers csr // user -> follower ids, ascending
+	bodySeed  uint64
+}
+
+// csr is a compressed sparse row index: the list of key k (1-based) is
+// ids[off[k-1]:off[k]]. One flat slice instead of a slice per key saves the
+// 24-byte headers and keeps the lists contiguous for the mailbox merge.
+type csr struct {
+	off []int
+	ids []uint32
+}
+
+func (c *csr) list(k uint32) []uint32 {
+	if k == 0 || int(k) >= len(c.off) {
+		return nil
+	}
+	return c.ids[c.off[k-1]:c.off[k]:c.off[k]]
+}
+
+func (c *csr) count(k int) int { return c.off[k] - c.off[k-1] }
+
+// Generate builds the dataset s describes. It validates s first.
+func Generate(s Spec) (*Dataset, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	s = s.withDefaults()
+	d := &Dataset{Spec: s, bodySeed: streamSeed(s.Seed, streamBodies)}
+	d.Followees = generateFollows(s)
+	d.Authors = generateAuthors(s)
+
+	// ByAuthor by counting sort over the messages in id order, so each
+	// author's ids come out ascending.
+	d.byAuthor = buildCSR(s.Users, int(s.Messages), func(emit func(key, val uint32)) {
+		for i, a := range d.Authors {
+			emit(a, uint32(i+1))
+		}
+	})
+	// Followers likewise from the follow lists in follower order.
+	d.followers = buildCSR(s.Users, int(s.Edges()), func(emit func(key, val uint32)) {
+		for i, fs := range d.Followees {
+			for _, f := range fs {
+				emit(f, uint32(i+1))
+			}
+		}
+	})
+	return d, nil
+}
+
+// buildCSR builds a csr over keys 1..n from the (key, val) pairs each calls
+// emit with, twice: once to count, once to place. Values keep emit order
+// within a key.
+func buildCSR(n, total int, each func(emit func(key, val uint32))) csr {
+	off := make([]int, n+1)
+	each(func(k, _ uint32) { off[k]++ })
+	for k := 1; k <= n; k++ {
+		off[k] += off[k-1]
+	}
+	ids := make([]uint32, total)
+	next := make([]int, n+1)
+	copy(next, off)
+	each(func(k, v uint32) {
+		ids[next[k-1]] = v
+		next[k-1]++
+	})
+	return csr{off: off, ids: ids}
+}
+
+// ByAuthor returns the ids of author's messages, ascending (nil for an
+// unknown user). The slice is shared: do not modify it.
+func (d *Dataset) ByAuthor(author uint32) []uint32 { return d.byAuthor.list(author) }
+
+// Followers returns who follows user, ascending (nil for an unknown user).
+// The slice is shared: do not modify it.
+func (d *Dataset) Followers(user uint32) []uint32 { return d.followers.list(user) }
+
+// baseTime is when the dataset's first message was posted (id 0 would be
+// exactly then): the month Oku ran his benchmark.
+var baseTime = time.Date(2008, time.September, 1, 0, 0, 0, 0, time.UTC)
+
+// MessageInterval separates consecutive messages' CreatedAt.
+const MessageInterval = time.Second
+
+// CreatedAt is message id's creation time: a fixed base plus id seconds, so
+// times increase with ids as they do in a live store.
+func (d *Dataset) CreatedAt(id uint64) time.Time {
+	return baseTime.Add(time.Duration(id) * MessageInterval)
+}
+
+// EachFollow calls fn for every follow in (follower, followee) order,
+// stopping at and returning fn's first error.
+func (d *Dataset) EachFollow(fn func(follower, followee uint32) error) error {
+	for i, fs := range d.Followees {
+		for _, f := range fs {
+			if err := fn(uint32(i+1), f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// EachMessage calls fn for every message in id order, stopping at and
+// returning fn's first error. Use AppendBody and CreatedAt for the rest of
+// the row.
+func (d *Dataset) EachMessage(fn func(id uint64, author uint32) error) error {
+	for i, a := range d.Authors {
+		if err := fn(uint64(i+1), a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stats summarizes a dataset.
+type Stats struct {
+	Users, Messages            int
+	Edges                      int64
+	AvgFollowees, AvgFollowers float64
+	MaxFollowees, MaxFollowers int
+	MailboxRows                int64
+}
+
+// Stats computes the dataset's summary without iterating mailbox rows.
+func (d *Dataset) Stats() Stats {
+	st := Stats{
+		Users:       d.Spec.Users,
+		Messages:    len(d.Authors),
+		Edges:       int64(len(d.followers.ids)),
+		MailboxRows: d.MailboxRows(),
+	}
+	for _, fs := range d.Followees {
+		st.MaxFollowees = max(st.MaxFollowees, len(fs))
+	}
+	for u := 1; u <= st.Users; u++ {
+		st.MaxFollowers = max(st.MaxFollowers, d.followers.count(u))
+	}
+	// Every follow has one follower and one followee, so the two averages
+	// are equal; both are reported because they answer different
+	// questions (read cost vs fan-out cost).
+	st.AvgFollowees = float64(st.Edges) / float64(st.Users)
+	st.AvgFollowers = st.AvgFollowees
+	return st
+}
+
+// String is a one-line summary, e.g. "10,000 users, 1,000,000 messages,
+// 429,000 follows (42.90 followees/user avg, max 70; max 71 followers),
+// 42,903,716 mailbox rows".
+func (st Stats) String() string {
+	return fmt.Sprintf("%s users, %s messages, %s follows (%.2f followees/user avg, max %s; max %s followers), %s mailbox rows",
+		commas(int64(st.Users)), commas(int64(st.Messages)), commas(st.Edges),
+		st.AvgFollowees, commas(int64(st.MaxFollowees)), commas(int64(st.MaxFollowers)),
+		commas(st.MailboxRows))
+}
+
+// commas formats n with thousands separators.
+func commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := n < 0
+	if neg {
+		s = s[1:]
+	}
+	b := make([]byte, 0, len(s)+len(s)/3+1)
+	if neg {
+		b = append(b, '-')
+	}
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b = append(b, ',')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+// ErrNotEmpty is returned by Apply when the store assigns message ids other
+// than 1..N, which means it already held messages and the dataset's ids
+// would not match the store's.
+var ErrNotEmpty = errors.New("loadgen: store is not empty")
+
+// Apply feeds the dataset into st through the public Store API: every
+// follow first, then every message in id order, so that an empty store
+// assigns the same ids 1..N and holds exactly the dataset. It is slow (one
+// call per row) and meant for tests comparing stores on small datasets; the
+// bulk loader is for real runs.
+func (d *Dataset) Apply(ctx context.Context, st timeline.Store) error {
+	err := d.EachFollow(func(follower, followee uint32) error {
+		return st.Follow(ctx, timeline.UserID(follower), timeline.UserID(followee))
+	})
+	if err != nil {
+		return fmt.Errorf("loadgen: apply follows: %w", err)
+	}
+	var buf []byte
+	return d.EachMessage(func(id uint64, author uint32) error {
+		buf = d.AppendBody(buf[:0], id)
+		m, err := st.Post(ctx, timeline.UserID(author), string(buf))
+		if err != nil {
+			return fmt.Errorf("loadgen: apply message %d: %w", id, err)
+		}
+		if m.ID != timeline.MessageID(id) {
+			return fmt.Errorf("%w: it assigned id %d to dataset message %d", ErrNotEmpty, m.ID, id)
+		}
+		return nil
+	})
+}

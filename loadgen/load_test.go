@@ -1,0 +1,118 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/pushpull/pushpull/internal/stores"
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/timelinetest"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{}) }
+
+// TestLoadMatchesMemory bulk-loads a small dataset into fresh push and pull
+// databases and requires every user's timeline, read through each SQL
+// model, to equal the in-memory store fed the same dataset through the
+// public API.
+func TestLoadMatchesMemory(t *testing.T) {
+	ctx := context.Background()
+	spec, err := PaperSpec().Scaled(0.005) // 50 users, 5,000 messages
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.AvgFollowees = 8
+	d, err := Generate(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushDB, pullDB := testserver.Database(t), testserver.Database(t)
+	ps, err := push.Open(ctx, push.Config{DSN: testserver.DSN(t), Database: pushDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	pl, err := pull.Open(ctx, pull.Config{DSN: testserver.DSN(t), Database: pullDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+
+	load, err := Load(ctx, d, []Target{{Name: "pull", DB: pl.DB()}, {Name: "push", DB: ps.DB(), Mailbox: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := d.Stats()
+	want := map[string]int64{
+		"pull.follows": st.Edges, "pull.messages": int64(st.Messages),
+		"push.follows": st.Edges, "push.messages": int64(st.Messages), "push.mailbox": d.MailboxRows(),
+	}
+	for _, tl := range load.Tables {
+		if tl.Rows != want[tl.Database+"."+tl.Table] {
+			t.Fatalf("%s.%s: loaded %d rows, generated %d", tl.Database, tl.Table, tl.Rows, want[tl.Database+"."+tl.Table])
+		}
+		delete(want, tl.Database+"."+tl.Table)
+	}
+	if len(want) != 0 {
+		t.Fatalf("tables not loaded: %v", want)
+	}
+	counted := testserver.CountRows(t, pushDB, "follows", "messages", "mailbox")
+	if counted["mailbox"] != d.MailboxRows() || counted["messages"] != int64(st.Messages) || counted["follows"] != st.Edges {
+		t.Fatalf("push row counts %v, dataset %s", counted, st)
+	}
+	if d.MailboxRows() == 0 {
+		t.Fatal("empty mailbox: the test exercises nothing")
+	}
+
+	mem := timeline.NewMemory()
+	if err := d.Apply(ctx, mem); err != nil {
+		t.Fatal(err)
+	}
+	readers := map[string]timeline.Store{"push": ps}
+	for _, strategy := range pull.Strategies {
+		s, err := stores.Open(ctx, "pull-"+string(strategy), stores.Config{DSN: testserver.DSN(t), Database: pullDB})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		readers["pull-"+string(strategy)] = s
+	}
+	for u := timeline.UserID(1); u <= timeline.UserID(spec.Users); u++ {
+		want := describe(timelinetest.Walk(t, mem, u, 50))
+		for name, s := range readers {
+			msgs := timelinetest.Walk(t, s, u, 50)
+			if got := describe(msgs); !slices.Equal(got, want) {
+				t.Fatalf("user %d: %s differs from memory:\n got %d messages\nwant %d", u, name, len(got), len(want))
+			}
+			// The memory store stamps posts with the time of Apply; the
+			// loaded rows carry the dataset's times.
+			for _, m := range msgs {
+				if !m.CreatedAt.Equal(d.CreatedAt(uint64(m.ID))) {
+					t.Fatalf("%s: message %d created %v, dataset says %v", name, m.ID, m.CreatedAt, d.CreatedAt(uint64(m.ID)))
+				}
+			}
+		}
+	}
+
+	// Posting after a bulk load continues the id sequence.
+	m, err := ps.Post(ctx, 1, "after the load")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != timeline.MessageID(st.Messages+1) {
+		t.Fatalf("first post after load got id %d, want %d", m.ID, st.Messages+1)
+	}
+}
+
+func describe(ms []timeline.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = fmt.Sprintf("%d/%d/%q", m.ID, m.Author, m.Body)
+	}
+	return out
+}
