@@ -150,7 +150,9 @@ func Apply(ctx context.Context, db *sql.DB, m Model, opts Options) error {
 			return fmt.Errorf("apply %s schema: %w: it holds %d tables and no pushpull_meta (use force to apply anyway)", m, ErrForeignDatabase, tables)
 		}
 	}
-	if meta != nil && meta["model"] != string(m) && !opts.Force {
+	// An empty pushpull_meta comes from applying these files by hand
+	// (schema --print | mariadb): it is ours, just not yet stamped.
+	if meta != nil && meta["model"] != "" && meta["model"] != string(m) && !opts.Force {
 		return fmt.Errorf("apply %s schema: %w: it holds the %q model", m, ErrForeignDatabase, meta["model"])
 	}
 	if meta != nil && meta["model"] == string(m) && meta["schema_version"] == version && len(meta["cursor_key"]) == timeline.CursorKeyLen {

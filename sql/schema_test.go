@@ -139,3 +139,25 @@ func TestApplyRefusesForeignDatabase(t *testing.T) {
 		t.Fatalf("push schema over pull database: got %v", err)
 	}
 }
+
+// TestApplyAfterHandApplied: a database made by running the printed
+// statements by hand (pushpull_meta empty) is adopted, not refused.
+func TestApplyAfterHandApplied(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, testserver.Database(t))
+	stmts, err := schema.Statements(schema.Pull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := schema.Apply(ctx, db, schema.Pull, schema.Options{}); err != nil {
+		t.Fatalf("Apply over hand-applied schema: %v", err)
+	}
+	if _, err := schema.CursorCodec(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+}

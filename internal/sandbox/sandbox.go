@@ -182,6 +182,9 @@ func (sb *Sandbox) startMariaDB(ctx context.Context, overrides map[string]string
 		"--auth-root-authentication-method=normal",
 		"--skip-test-db",
 		"--skip-name-resolve",
+		// A starting mariadbd deletes the #sql* files in its tmpdir, so
+		// sandboxes starting side by side must not share /tmp.
+		"--tmpdir=" + sb.Dir,
 	}
 	if isRoot() {
 		install = append(install, "--user=root")
