@@ -23,8 +23,10 @@ vet:
 test: deps vet
 	$(GO) test -race -timeout 30m ./...
 
+# bench runs the paper's benchmark on a fresh sandbox (about 5 minutes) and
+# saves the run under results/runs/<UTC timestamp>/.
 bench: deps build
-	./$(BIN) demo
+	./$(BIN) bench
 
 clean:
 	rm -rf bin

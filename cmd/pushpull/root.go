@@ -76,6 +76,8 @@ server, 'pushpull sandbox' starts a private one and prints the line to export.`,
 		newFollowCmd(getenv, false),
 		newTimelineCmd(getenv),
 		newDemoCmd(),
+		newBenchCmd(),
+		newReportCmd(),
 		newVersionCmd(),
 	)
 	for _, c := range root.Commands() {

@@ -55,16 +55,12 @@ shell and the other pushpull commands find the server without --dsn.`,
 				return usagef("--memcached-mb must be positive, got %d", memcachedMB)
 			}
 			settings := sandbox.DefaultSettings()
+			overrides, err := parseSettings(sets)
+			if err != nil {
+				return err
+			}
 			overridden := map[string]bool{}
-			for _, kv := range sets {
-				k, v, ok := strings.Cut(kv, "=")
-				k = strings.ReplaceAll(strings.TrimPrefix(strings.TrimSpace(k), "--"), "-", "_")
-				if !ok || k == "" {
-					return usagef("--set %q: want key=value, e.g. innodb_buffer_pool_size=1G", kv)
-				}
-				if slices.Contains(sandboxManaged, k) {
-					return usagef("--set %s: the sandbox sets this option itself", k)
-				}
+			for k, v := range overrides {
 				settings[k] = v
 				overridden[k] = true
 			}
@@ -127,4 +123,21 @@ shell and the other pushpull commands find the server without --dsn.`,
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// parseSettings reads --set key=value options for a sandboxed mariadbd.
+func parseSettings(sets []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range sets {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.ReplaceAll(strings.TrimPrefix(strings.TrimSpace(k), "--"), "-", "_")
+		if !ok || k == "" {
+			return nil, usagef("--set %q: want key=value, e.g. innodb_buffer_pool_size=1G", kv)
+		}
+		if slices.Contains(sandboxManaged, k) {
+			return nil, usagef("--set %s: the sandbox sets this option itself", k)
+		}
+		out[k] = v
+	}
+	return out, nil
 }

@@ -14,8 +14,6 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a MariaDB sandbox")
 	}
-	// Not parallel: two sandboxes starting at once can break each other's
-	// mariadb-install-db (see the note in TestSandboxCommand).
 	r := run(t, nil, "demo")
 	if r.code != 0 {
 		t.Fatalf("demo: %v", r)
@@ -46,10 +44,6 @@ func TestSandboxCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts MariaDB and memcached")
 	}
-	// Not parallel with TestDemo: internal/sandbox runs mariadb-install-db
-	// with the default tmpdir (/tmp), and a bootstrapping mariadbd removes
-	// the #sql temporary files of any other one bootstrapping at the same
-	// time, so concurrent sandbox starts fail now and then.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errb syncBuffer

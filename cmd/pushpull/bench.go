@@ -1,0 +1,189 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/pushpull/pushpull/internal/stores"
+	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/results"
+)
+
+func newBenchCmd() *cobra.Command {
+	var (
+		dsn, graph, durability, out string
+		models                      []string
+		set                         []string
+		duration, warmup, naiveCap  time.Duration
+		concurrency, followees      int
+		scale, zipfS, readRatio     float64
+		avgFollowees                float64
+		seed                        int64
+		force, asJSON               bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench [flags]",
+		Short: "Reproduce the paper's push-versus-pull benchmark and save the results",
+		Long: `bench reproduces the benchmark of "Implementing Timeline in Web Services"
+(Kazuho Oku, 2008) and prints its table with our figures beside the paper's.
+
+With no flags it starts a private MariaDB in a temporary directory, generates
+the paper's dataset (10,000 users, 1,000,000 messages, 42.9 followees per user
+on average, a uniform random follow graph), bulk-loads it into a push and a
+pull database, and measures every model in turn with a closed loop of
+--concurrency workers:
+
+  retrieval        the newest page (20 messages) of a random user's timeline
+  retrieval, older a page 2 to 5 pages deep, through the cursor (keyset paging)
+  submission       a message by a random author
+  mixed            reads and posts, when --read-ratio is given
+
+Each phase runs --warmup unmeasured, then --duration measured (pull-naive is
+capped at --naive-cap: it is slow by design). Progress and one row per second
+go to stderr. Submission is measured once on the pull database, since posting
+is the same INSERT for every pull strategy.
+
+The run is saved under --out as <UTC timestamp>/result.json, result.csv and
+result.png (bar charts of the paper's three figures). It fails (exit 1) when
+a phase's error rate exceeds 1%, or when the harness itself, driving a no-op
+store, is not at least 20x faster than push retrieval.
+
+--dsn runs against an existing server instead, in the databases
+pushpull_push and pushpull_pull, which it drops and re-creates; it refuses
+databases it did not create unless --force.`,
+		Example: `  pushpull bench                          # the paper's benchmark, about 5 minutes
+  pushpull bench --scale 0.1 --duration 3s  # a quick look
+  pushpull bench --graph zipf --models push,pull-sp
+  pushpull bench --durability relaxed --read-ratio 0.9
+  pushpull bench --json > result.json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkDatabaseDSN(dsn); err != nil {
+				return err
+			}
+			spec := loadgen.PaperSpec()
+			spec.Seed = seed
+			spec.Graph = graph
+			spec.ZipfS = zipfS
+			spec.Followees = followees
+			if avgFollowees > 0 {
+				spec.AvgFollowees = avgFollowees
+			}
+			if err := spec.Validate(); err != nil {
+				return usagef("%v", err)
+			}
+			spec, err := spec.Scaled(scale)
+			if err != nil {
+				return usagef("--scale: %v", err)
+			}
+			for _, m := range models {
+				if err := checkStoreModel(m); err != nil {
+					return err
+				}
+			}
+			if duration <= 0 || warmup < 0 || naiveCap <= 0 {
+				return usagef("--duration and --naive-cap must be positive and --warmup not negative")
+			}
+			if concurrency < 1 || concurrency > 1024 {
+				return usagef("--concurrency %d: want 1..1024", concurrency)
+			}
+			if readRatio < 0 || readRatio >= 1 {
+				return usagef("--read-ratio %g: want 0 (no mixed phase) or a share of reads below 1, e.g. 0.9", readRatio)
+			}
+			if durability != results.Durable && durability != results.Relaxed {
+				return usagef("--durability %q: want %s or %s", durability, results.Durable, results.Relaxed)
+			}
+			settings, err := parseSettings(set)
+			if err != nil {
+				return err
+			}
+			if dsn != "" && len(settings) > 0 {
+				return usagef("--set configures the sandbox; it cannot be used with --dsn")
+			}
+			var modelList []string
+			if len(models) > 0 {
+				modelList = models
+			}
+			stderr := cmd.ErrOrStderr()
+			r, err := loadgen.RunBench(cmd.Context(), loadgen.BenchConfig{
+				DSN: dsn, Force: force, Models: modelList, Spec: spec, Scale: scale,
+				Duration: duration, Warmup: warmup, NaiveCap: naiveCap, Concurrency: concurrency,
+				ReadRatio: readRatio, Durability: durability, Settings: settings,
+				Command: commandLine(cmd), Progress: stderr,
+			})
+			if err != nil {
+				return withHint(err)
+			}
+			dir := results.RunDir(out, r.StartedAt)
+			if err := results.Save(dir, r); err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(r); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout())
+				if err := results.WriteTable(cmd.OutOrStdout(), r); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(stderr, "saved %s/{%s,%s,%s}\n", dir, results.JSONFile, results.CSVFile, results.PNGFile)
+			if r.Failed() {
+				return fmt.Errorf("the run failed:\n  %s", strings.Join(r.Failures, "\n  "))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dsn, "dsn", "", "existing server to use instead of a sandbox (its pushpull_push and pushpull_pull databases are dropped and re-created)")
+	f.BoolVar(&force, "force", false, "with --dsn, drop those databases even if pushpull did not create them")
+	f.StringSliceVar(&models, "models", nil, "models to measure, comma-separated (default "+strings.Join(stores.SQLModels, ",")+")")
+	f.DurationVar(&duration, "duration", 10*time.Second, "measured time per phase")
+	f.DurationVar(&warmup, "warmup", time.Second, "unmeasured time before each phase")
+	f.DurationVar(&naiveCap, "naive-cap", 3*time.Second, "cap on pull-naive's phases, which are slow by design")
+	f.IntVar(&concurrency, "concurrency", 8, "concurrent workers (connections) per phase")
+	f.Float64Var(&scale, "scale", 1, "dataset size relative to the paper's (users and messages; followees per user stay)")
+	f.Int64Var(&seed, "seed", 1, "seed of the dataset and of the workload's choices")
+	f.StringVar(&graph, "graph", loadgen.GraphUniform, "follow graph: uniform, or zipf (a few authors with very many followers)")
+	f.Float64Var(&zipfS, "zipf-s", loadgen.DefaultZipfS, "Zipf exponent for --graph zipf (> 1; larger is more skewed)")
+	f.Float64Var(&avgFollowees, "avg-followees", 42.9, "average followees per user")
+	f.IntVar(&followees, "followees", 0, "if > 0, every user follows exactly this many authors (overrides --avg-followees)")
+	f.StringVar(&durability, "durability", results.Durable, "durable (innodb_flush_log_at_trx_commit=1, as MySQL ships) or relaxed (=2)")
+	f.Float64Var(&readRatio, "read-ratio", 0, "if > 0, add a mixed phase with this share of newest-page reads (e.g. 0.9)")
+	f.StringArrayVar(&set, "set", nil, "mariadbd option for the sandbox, key=value (repeatable), e.g. --set innodb_buffer_pool_size=8G")
+	f.StringVar(&out, "out", "results/runs", "directory under which the run's result directory is made")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON on stdout instead of the table (progress stays on stderr)")
+	return cmd
+}
+
+// commandLine reconstructs the command for the record, from the flags that
+// were set.
+func commandLine(cmd *cobra.Command) string {
+	parts := []string{cmd.CommandPath()}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name == "dsn" {
+			parts = append(parts, "--dsn=…") // may hold a password
+			return
+		}
+		parts = append(parts, "--"+f.Name+"="+f.Value.String())
+	})
+	return strings.Join(parts, " ")
+}
+
+func checkDatabaseDSN(dsn string) error {
+	if dsn == "" {
+		return nil
+	}
+	f := serverFlags{getenv: os.Getenv, dsn: dsn}
+	_, err := f.resolveDSN()
+	return err
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pushpull/pushpull/internal/stores"
+	"github.com/pushpull/pushpull/results"
+)
+
+// TestBenchSmall runs the whole benchmark at 1% of the paper's scale on its
+// own sandbox, and checks that its JSON parses, holds every model with
+// non-zero rates, and was saved, and that report re-renders it.
+func TestBenchSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a MariaDB sandbox and runs the benchmark")
+	}
+	out := t.TempDir()
+	r := run(t, nil, "bench", "--scale", "0.01", "--duration", "1s", "--warmup", "100ms",
+		"--json", "--out", out, "--set", "innodb_buffer_pool_size=256M", "--set", "innodb_log_file_size=128M")
+	if r.code != 0 {
+		t.Fatalf("bench: %v", r)
+	}
+	var res results.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("bench --json printed no JSON: %v\n%s", err, r.stdout)
+	}
+	if res.Dataset.Users != 100 || res.Dataset.Messages != 10000 || res.Dataset.AvgFollowees < 42 || res.Dataset.AvgFollowees > 44 {
+		t.Fatalf("dataset %+v", res.Dataset)
+	}
+	if len(res.Models) != len(stores.SQLModels) {
+		t.Fatalf("%d models, want %v", len(res.Models), stores.SQLModels)
+	}
+	for i, m := range res.Models {
+		if m.Name != stores.SQLModels[i] {
+			t.Fatalf("model %d is %q, want %q", i, m.Name, stores.SQLModels[i])
+		}
+		for name, p := range map[string]results.Phase{"submit": m.Submit, "retrieve": m.Retrieve, "retrieve_older": m.RetrieveOlder} {
+			if p.OpsPerSec <= 0 || p.Ops <= 0 || p.Errors != 0 || p.P50Ms <= 0 {
+				t.Fatalf("%s %s: %+v", m.Name, name, p)
+			}
+		}
+		if m.DataBytes <= 0 || m.DiskBytes <= 0 {
+			t.Fatalf("%s: data %d bytes, disk %d bytes", m.Name, m.DataBytes, m.DiskBytes)
+		}
+	}
+	push, pull := res.Model(stores.Push), res.Model(stores.PullSP)
+	if push.DataBytes <= pull.DataBytes {
+		t.Fatalf("push data %d bytes not above pull's %d: the mailbox is missing", push.DataBytes, pull.DataBytes)
+	}
+	if res.Harness == nil || res.Harness.OpsPerSec < 20*push.Retrieve.OpsPerSec {
+		t.Fatalf("harness %+v", res.Harness)
+	}
+	if res.Environment.Durability != results.Durable || res.Environment.InnoDB["innodb_flush_log_at_trx_commit"] != "1" {
+		t.Fatalf("environment %+v", res.Environment)
+	}
+	if res.Failed() {
+		t.Fatalf("failures: %v", res.Failures)
+	}
+	if !strings.Contains(r.stderr, "loaded") || !strings.Contains(r.stderr, "ops/s") {
+		t.Fatalf("no progress on stderr:\n%s", r.stderr)
+	}
+
+	dirs, _ := filepath.Glob(filepath.Join(out, "*", results.JSONFile))
+	if len(dirs) != 1 {
+		t.Fatalf("saved results: %v", dirs)
+	}
+	dir := filepath.Dir(dirs[0])
+	for _, f := range []string{results.CSVFile, results.PNGFile} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	rep := run(t, nil, "report", dir)
+	if rep.code != 0 || !strings.Contains(rep.stdout, "pull-naive") || !strings.Contains(rep.stdout, "timelines/s") {
+		t.Fatalf("report: %v", rep)
+	}
+	cmp := run(t, nil, "report", dir, dir)
+	if cmp.code != 0 || !strings.Contains(cmp.stdout, "1.00x") {
+		t.Fatalf("report of two runs: %v", cmp)
+	}
+}
+
+func TestBenchBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--scale", "0"},
+		{"bench", "--scale", "-1"},
+		{"bench", "--models", "push,gossip"},
+		{"bench", "--models", "memory"},
+		{"bench", "--graph", "ring"},
+		{"bench", "--concurrency", "0"},
+		{"bench", "--duration", "0s"},
+		{"bench", "--read-ratio", "1.5"},
+		{"bench", "--durability", "maybe"},
+		{"bench", "--set", "nonsense"},
+		{"bench", "--dsn", "root@tcp(127.0.0.1:1)/", "--set", "innodb_buffer_pool_size=1G"},
+		{"bench", "--followees", "-3"},
+		{"report"},
+		{"report", "a", "b", "c"},
+	} {
+		if r := run(t, nil, args...); r.code != 2 {
+			t.Errorf("%q: exit %d, want 2 (usage)\n%s", args, r.code, r.stderr)
+		}
+	}
+	if r := run(t, nil, "report", filepath.Join(t.TempDir(), "nothing")); r.code != 1 || !strings.Contains(r.stderr, "nothing") {
+		t.Errorf("report of a missing run: %v", r)
+	}
+}
