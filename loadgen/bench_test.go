@@ -1,0 +1,64 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/pushpull/pushpull/internal/stores"
+	"github.com/pushpull/pushpull/internal/testserver"
+	schema "github.com/pushpull/pushpull/sql"
+)
+
+// TestBenchRefusesForeignDatabase: against an existing server, the
+// benchmark drops and re-creates only databases pushpull made, unless
+// forced.
+func TestBenchRefusesForeignDatabase(t *testing.T) {
+	ctx := context.Background()
+	admin := testserver.Admin(t)
+	defer admin.Close()
+	for _, q := range []string{
+		"DROP DATABASE IF EXISTS " + BenchPullDB,
+		"CREATE DATABASE " + BenchPullDB,
+		"CREATE TABLE " + BenchPullDB + ".invoices (id INT PRIMARY KEY)",
+		"INSERT INTO " + BenchPullDB + ".invoices VALUES (1)",
+	} {
+		if _, err := admin.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		admin := testserver.Admin(t)
+		defer admin.Close()
+		admin.Exec("DROP DATABASE IF EXISTS " + BenchPullDB)
+		admin.Exec("DROP DATABASE IF EXISTS " + BenchPushDB)
+	})
+	spec, _ := PaperSpec().Scaled(0.002)
+	cfg := BenchConfig{DSN: testserver.DSN(t), Spec: spec, Models: []string{stores.PullSP}, Duration: 200 * time.Millisecond}
+	_, err := RunBench(ctx, cfg)
+	if !errors.Is(err, schema.ErrForeignDatabase) {
+		t.Fatalf("got %v, want ErrForeignDatabase", err)
+	}
+	var n int
+	if err := admin.QueryRow("SELECT COUNT(*) FROM " + BenchPullDB + ".invoices").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the foreign table was touched: %d rows, %v", n, err)
+	}
+
+	// With Force it runs; a second run reuses its own databases unforced.
+	cfg.Force = true
+	res, err := RunBench(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.Model(stores.PullSP); m == nil || m.Retrieve.Ops == 0 || m.Submit.Ops == 0 {
+		t.Fatalf("forced run measured nothing: %+v", res.Models)
+	}
+	if res.Environment.Sandbox || res.Models[0].DiskBytes != 0 {
+		t.Fatalf("a server given by DSN is not local: %+v", res.Environment)
+	}
+	cfg.Force = false
+	if _, err := RunBench(ctx, cfg); err != nil {
+		t.Fatalf("re-running over pushpull's own databases: %v", err)
+	}
+}
