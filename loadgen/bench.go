@@ -35,6 +35,7 @@ type BenchConfig struct {
 	Scale  float64 // already applied to Spec; recorded in the result
 
 	Duration    time.Duration // measured time per phase
+	Ops         int64         // if > 0, measure this many operations per phase instead
 	Warmup      time.Duration // unmeasured time before each phase
 	NaiveCap    time.Duration // pull-naive's phases are capped at this
 	Concurrency int           // workers per phase
@@ -181,8 +182,12 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 
 	// The harness's own ceiling.
 	phase := func(name string, dur time.Duration, newOp func(int) Op) (results.Phase, error) {
-		logf("phase %s (%s, %d workers)", name, dur, cfg.Concurrency)
-		pr, err := RunPhase(ctx, PhaseConfig{Name: name, Workers: cfg.Concurrency, Warmup: cfg.Warmup, Duration: dur, Progress: cfg.Progress}, newOp)
+		length := dur.String()
+		if cfg.Ops > 0 {
+			length = fmt.Sprintf("%d ops", cfg.Ops)
+		}
+		logf("phase %s (%s, %d workers)", name, length, cfg.Concurrency)
+		pr, err := RunPhase(ctx, PhaseConfig{Name: name, Workers: cfg.Concurrency, Warmup: cfg.Warmup, Duration: dur, Ops: cfg.Ops, Progress: cfg.Progress}, newOp)
 		if err != nil {
 			return results.Phase{}, err
 		}

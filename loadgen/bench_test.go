@@ -45,15 +45,18 @@ func TestBenchRefusesForeignDatabase(t *testing.T) {
 		t.Fatalf("the foreign table was touched: %d rows, %v", n, err)
 	}
 
-	// With Force it runs; a second run reuses its own databases unforced.
+	// With Force it runs (here counting operations instead of time); a
+	// second run reuses its own databases unforced.
 	cfg.Force = true
+	cfg.Ops = 30
 	res, err := RunBench(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := res.Model(stores.PullSP); m == nil || m.Retrieve.Ops == 0 || m.Submit.Ops == 0 {
-		t.Fatalf("forced run measured nothing: %+v", res.Models)
+	if m := res.Model(stores.PullSP); m == nil || m.Retrieve.Ops != 30 || m.Submit.Ops != 30 {
+		t.Fatalf("forced run of 30 ops per phase measured %+v", res.Models)
 	}
+	cfg.Ops = 0
 	if res.Environment.Sandbox || res.Models[0].DiskBytes != 0 {
 		t.Fatalf("a server given by DSN is not local: %+v", res.Environment)
 	}

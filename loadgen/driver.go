@@ -119,8 +119,7 @@ func RunPhase(ctx context.Context, cfg PhaseConfig, newOp func(worker int) Op) (
 			for runCtx.Err() == nil {
 				counted := measuring.Load()
 				if counted && cfg.Ops > 0 && budget.Add(-1) < 0 {
-					stop()
-					return
+					return // the others finish the operations they hold
 				}
 				c.Restart()
 				err := op(runCtx, &c)
@@ -145,6 +144,12 @@ func RunPhase(ctx context.Context, cfg PhaseConfig, newOp func(worker int) Op) (
 		})
 	}
 
+	workersDone := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(workersDone)
+	}()
+
 	if cfg.Warmup > 0 {
 		select {
 		case <-time.After(cfg.Warmup):
@@ -164,6 +169,8 @@ loop:
 		select {
 		case <-deadline:
 			break loop
+		case <-workersDone: // the operation count is reached
+			break loop
 		case <-runCtx.Done():
 			break loop
 		case now := <-tick.C:
@@ -173,7 +180,7 @@ loop:
 	tick.Stop()
 	elapsed := time.Since(start)
 	stop()
-	wg.Wait()
+	<-workersDone
 
 	res := PhaseResult{Name: cfg.Name, Seconds: elapsed.Seconds(), Latency: newHistogram()}
 	seen := map[string]bool{}

@@ -22,6 +22,7 @@ func newBenchCmd() *cobra.Command {
 		set                         []string
 		duration, warmup, naiveCap  time.Duration
 		concurrency, followees      int
+		ops                         int64
 		scale, zipfS, readRatio     float64
 		avgFollowees                float64
 		seed                        int64
@@ -45,7 +46,7 @@ pull database, and measures every model in turn with a closed loop of
   mixed            reads and posts, when --read-ratio is given
 
 Each phase runs --warmup unmeasured, then --duration measured (pull-naive is
-capped at --naive-cap: it is slow by design). Progress and one row per second
+capped at --naive-cap: it is slow by design), or --ops operations. Progress and one row per second
 go to stderr. Submission is measured once on the pull database, since posting
 is the same INSERT for every pull strategy.
 
@@ -90,6 +91,9 @@ databases it did not create unless --force.`,
 			if duration <= 0 || warmup < 0 || naiveCap <= 0 {
 				return usagef("--duration and --naive-cap must be positive and --warmup not negative")
 			}
+			if ops < 0 {
+				return usagef("--ops %d: want a positive count, or 0 to run each phase for --duration", ops)
+			}
 			if concurrency < 1 || concurrency > 1024 {
 				return usagef("--concurrency %d: want 1..1024", concurrency)
 			}
@@ -113,7 +117,7 @@ databases it did not create unless --force.`,
 			stderr := cmd.ErrOrStderr()
 			r, err := loadgen.RunBench(cmd.Context(), loadgen.BenchConfig{
 				DSN: dsn, Force: force, Models: modelList, Spec: spec, Scale: scale,
-				Duration: duration, Warmup: warmup, NaiveCap: naiveCap, Concurrency: concurrency,
+				Duration: duration, Ops: ops, Warmup: warmup, NaiveCap: naiveCap, Concurrency: concurrency,
 				ReadRatio: readRatio, Durability: durability, Settings: settings,
 				Command: commandLine(cmd), Progress: stderr,
 			})
@@ -148,6 +152,7 @@ databases it did not create unless --force.`,
 	f.BoolVar(&force, "force", false, "with --dsn, drop those databases even if pushpull did not create them")
 	f.StringSliceVar(&models, "models", nil, "models to measure, comma-separated (default "+strings.Join(stores.SQLModels, ",")+")")
 	f.DurationVar(&duration, "duration", 10*time.Second, "measured time per phase")
+	f.Int64Var(&ops, "ops", 0, "if > 0, measure this many operations per phase instead of --duration")
 	f.DurationVar(&warmup, "warmup", time.Second, "unmeasured time before each phase")
 	f.DurationVar(&naiveCap, "naive-cap", 3*time.Second, "cap on pull-naive's phases, which are slow by design")
 	f.IntVar(&concurrency, "concurrency", 8, "concurrent workers (connections) per phase")

@@ -98,6 +98,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{"bench", "--set", "nonsense"},
 		{"bench", "--dsn", "root@tcp(127.0.0.1:1)/", "--set", "innodb_buffer_pool_size=1G"},
 		{"bench", "--followees", "-3"},
+		{"bench", "--ops", "-1"},
 		{"report"},
 		{"report", "a", "b", "c"},
 	} {
