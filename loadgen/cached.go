@@ -1,0 +1,137 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// MemcacheGet reads one key of valueSize bytes from memcached per
+// operation: the raw rate that cached timeline reads are compared with.
+func MemcacheGet(ctx context.Context, servers []string, workers, valueSize int) (func(worker int) Op, error) {
+	mc := memcache.New(servers...)
+	mc.MaxIdleConns = workers
+	mc.Timeout = time.Second
+	key := fmt.Sprintf("pushpull:rawget:%d", rand.Int64())
+	if err := mc.Set(&memcache.Item{Key: key, Value: make([]byte, valueSize), Expiration: 3600}); err != nil {
+		return nil, fmt.Errorf("memcached at %v: %w", servers, err)
+	}
+	return func(int) Op {
+		return func(ctx context.Context, _ *Clock) error {
+			_, err := mc.Get(key)
+			return err
+		}
+	}, nil
+}
+
+// PostLog remembers when each message posted during a phase was
+// acknowledged, per author, so that a reader can tell how stale a page it
+// was served is.
+type PostLog struct {
+	mu       sync.Mutex
+	byAuthor map[timeline.UserID][]posted // ascending ids
+}
+
+type posted struct {
+	id  timeline.MessageID
+	ack time.Time // when Post returned
+}
+
+// NewPostLog returns an empty log.
+func NewPostLog() *PostLog { return &PostLog{byAuthor: map[timeline.UserID][]posted{}} }
+
+func (l *PostLog) add(author timeline.UserID, id timeline.MessageID, ack time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ps := l.byAuthor[author]
+	i := sort.Search(len(ps), func(i int) bool { return ps[i].id > id })
+	ps = append(ps, posted{})
+	copy(ps[i+1:], ps[i:])
+	ps[i] = posted{id, ack}
+	l.byAuthor[author] = ps
+}
+
+// Staleness is how long before readStart the page stopped being current:
+// the age of the oldest message by one of followees that was acknowledged
+// before the read began yet is newer than everything on the page. 0 means
+// the page was current.
+func (l *PostLog) Staleness(followees []uint32, page timeline.Page, readStart time.Time) time.Duration {
+	var top timeline.MessageID
+	if len(page.Messages) > 0 {
+		top = page.Messages[0].ID
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var worst time.Duration
+	for _, f := range followees {
+		ps := l.byAuthor[timeline.UserID(f)]
+		i := sort.Search(len(ps), func(i int) bool { return ps[i].id > top })
+		for ; i < len(ps); i++ {
+			if ps[i].ack.Before(readStart) {
+				worst = max(worst, readStart.Sub(ps[i].ack))
+			}
+		}
+	}
+	return worst
+}
+
+// StalenessMixed is Mixed that also measures, for every page read, how
+// stale it was (see PostLog.Staleness), into stale.
+func StalenessMixed(s timeline.Store, d *Dataset, readRatio float64, seed int64, log *PostLog, stale *StaleStats) func(worker int) Op {
+	users := d.Spec.Users
+	return func(worker int) Op {
+		rng := workerRand(seed, "stale", worker)
+		var buf []byte
+		return func(ctx context.Context, _ *Clock) error {
+			if rng.Float64() >= readRatio {
+				author := timeline.UserID(1 + rng.IntN(users))
+				buf = d.AppendBody(buf[:0], rng.Uint64N(1<<40)+1)
+				m, err := s.Post(ctx, author, string(buf))
+				if err == nil {
+					log.add(author, m.ID, time.Now())
+				}
+				return err
+			}
+			user := 1 + rng.IntN(users)
+			start := time.Now()
+			p, err := s.Timeline(ctx, timeline.UserID(user), timeline.Query{})
+			if err == nil {
+				stale.record(log.Staleness(d.Followees[user-1], p, start))
+			}
+			return err
+		}
+	}
+}
+
+// StaleStats aggregates staleness over the pages read.
+type StaleStats struct {
+	mu    sync.Mutex
+	pages int64
+	stale int64
+	max   time.Duration
+}
+
+func (s *StaleStats) record(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pages++
+	if d > 0 {
+		s.stale++
+	}
+	s.max = max(s.max, d)
+}
+
+// Result returns pages read, how many of them were stale, and the largest
+// staleness seen.
+func (s *StaleStats) Result() (pages, stale int64, maxStaleness time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pages, s.stale, s.max
+}
