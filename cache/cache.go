@@ -1,0 +1,596 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// Policy says how cached first pages are kept fresh.
+type Policy string
+
+// The policies.
+const (
+	// PolicyTTL serves a cached page for at most Options.TTL after the
+	// read that filled it began. Writes do not touch the cache.
+	PolicyTTL Policy = "ttl"
+	// PolicyInvalidate bumps the generation of every follower of a post's
+	// author, and of the follower of a follow or unfollow, before the
+	// write returns, so no read that begins afterwards is served a page
+	// without it. Options.Followers is required.
+	PolicyInvalidate Policy = "invalidate"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultTimeout      = 200 * time.Millisecond
+	DefaultMaxIdleConns = 64
+	DefaultTTL          = time.Second // under PolicyTTL
+	// DefaultInvalidateTTL is the page lifetime under PolicyInvalidate,
+	// where it only bounds staleness when an invalidation fails.
+	DefaultInvalidateTTL = time.Minute
+	// MaxTTL is memcached's limit for a relative expiration (30 days).
+	MaxTTL = 30 * 24 * time.Hour
+	// MaxNamespaceLen keeps every key within memcached's 250 bytes.
+	MaxNamespaceLen = 200
+)
+
+// invalidateTimeout bounds the follower lookup and generation bumps that a
+// write does after the wrapped store has committed; they run even if the
+// caller's context is canceled by then.
+const invalidateTimeout = 30 * time.Second
+
+// FollowersFunc lists the users who follow author.
+type FollowersFunc func(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
+
+// Options configure New.
+type Options struct {
+	// Servers are memcached addresses, "host:port" or a unix socket path
+	// (containing a '/'). Keys are spread over them by a hash of the key
+	// (gomemcache's ServerList), so every process sharing a namespace must
+	// list the same servers in the same order.
+	Servers []string
+
+	// Namespace separates this store's keys from others' in the same
+	// memcached: keys are "pushpull:<Namespace>:page:<user>" and
+	// "pushpull:<Namespace>:gen:<user>". Use the model name, plus something
+	// unique per data set. 1..MaxNamespaceLen printable ASCII bytes, no
+	// spaces.
+	Namespace string
+
+	// Policy is PolicyTTL or PolicyInvalidate.
+	Policy Policy
+
+	// TTL is how long a cached page may be served after the read that
+	// filled it began. 0 means DefaultTTL under PolicyTTL and
+	// DefaultInvalidateTTL under PolicyInvalidate. At most MaxTTL.
+	TTL time.Duration
+
+	// Followers lists an author's followers, for PolicyInvalidate
+	// (required there, unused under PolicyTTL). FollowersFromDB gives one
+	// for the push and pull databases.
+	Followers FollowersFunc
+
+	// MaxIdleConns is how many idle connections are kept per server; size
+	// it to the number of concurrent callers (gomemcache's default of 2
+	// makes a busy client open and close a connection per request). It
+	// also caps how many generation bumps one Post sends at a time.
+	// 0 means DefaultMaxIdleConns.
+	MaxIdleConns int
+
+	// Timeout bounds each memcached dial, read and write, including the
+	// ping in New. 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Stats are the decorator's counters since New. Every first-page read is
+// either a hit or a miss; Errors counts failed memcached operations (and
+// failed follower lookups, and corrupt values), however many a call made.
+type Stats struct {
+	Hits          uint64 // first pages served from memcached
+	Misses        uint64 // first pages read from the wrapped store (absent, outdated, expired, or memcached failing)
+	Coalesced     uint64 // misses that shared another caller's read of the wrapped store (singleflight)
+	PassThrough   uint64 // reads that are not first pages, sent to the wrapped store untouched
+	Errors        uint64 // memcached errors, corrupt values and follower-lookup failures; none fails a call
+	Invalidations uint64 // generation bumps that reached memcached (PolicyInvalidate)
+}
+
+type counters struct {
+	hits, misses, coalesced, passThrough, errors, invalidations atomic.Uint64
+}
+
+// Store is a timeline.Store that serves first pages from memcached and
+// everything else from the store it wraps. It is safe for concurrent use.
+type Store struct {
+	inner     timeline.Store
+	mc        *memcache.Client
+	policy    Policy
+	ttl       time.Duration
+	expiry    int32 // memcached expiration of page items, seconds
+	prefix    string
+	followers FollowersFunc
+	fanout    int
+
+	flights singleflight.Group
+	stats   counters
+}
+
+var _ timeline.Store = (*Store)(nil)
+
+// New wraps inner. It checks opts and pings every server, so a bad address
+// list fails here: an empty or malformed list with a plain error, a server
+// that cannot be resolved or does not answer with an error matching
+// timeline.ErrUnavailable. On error inner is left open.
+func New(inner timeline.Store, opts Options) (*Store, error) {
+	if inner == nil {
+		return nil, errors.New("cache: no store to wrap")
+	}
+	if err := checkNamespace(opts.Namespace); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		inner:     inner,
+		policy:    opts.Policy,
+		ttl:       opts.TTL,
+		prefix:    "pushpull:" + opts.Namespace + ":",
+		followers: opts.Followers,
+		fanout:    opts.MaxIdleConns,
+	}
+	switch opts.Policy {
+	case PolicyTTL:
+		if s.ttl == 0 {
+			s.ttl = DefaultTTL
+		}
+	case PolicyInvalidate:
+		if s.ttl == 0 {
+			s.ttl = DefaultInvalidateTTL
+		}
+		if opts.Followers == nil {
+			return nil, errors.New("cache: policy invalidate needs Options.Followers")
+		}
+	default:
+		return nil, fmt.Errorf("cache: policy %q: want %q or %q", opts.Policy, PolicyTTL, PolicyInvalidate)
+	}
+	if s.ttl < time.Millisecond || s.ttl > MaxTTL {
+		return nil, fmt.Errorf("cache: TTL %v: want 1ms..%v", opts.TTL, MaxTTL)
+	}
+	// memcached expires items on whole seconds of its own clock; the
+	// exact limit is enforced on reads (see fresh), the expiration only
+	// frees the memory, a second late at worst.
+	s.expiry = int32((s.ttl+time.Second-1)/time.Second) + 1
+	if s.fanout == 0 {
+		s.fanout = DefaultMaxIdleConns
+	}
+	if s.fanout < 0 {
+		return nil, fmt.Errorf("cache: MaxIdleConns %d is negative", opts.MaxIdleConns)
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	if timeout < 0 {
+		return nil, fmt.Errorf("cache: Timeout %v is negative", opts.Timeout)
+	}
+	if err := checkServers(opts.Servers); err != nil {
+		return nil, err
+	}
+	servers := new(memcache.ServerList)
+	if err := servers.SetServers(opts.Servers...); err != nil {
+		return nil, fmt.Errorf("cache: memcached servers %v: %w: %w", opts.Servers, timeline.ErrUnavailable, err)
+	}
+	for _, addr := range opts.Servers {
+		if err := ping(addr, timeout); err != nil {
+			return nil, fmt.Errorf("cache: memcached at %s: %w: %w", addr, timeline.ErrUnavailable, err)
+		}
+	}
+	s.mc = memcache.NewFromSelector(servers)
+	s.mc.Timeout = timeout
+	s.mc.MaxIdleConns = s.fanout
+	return s, nil
+}
+
+func checkNamespace(ns string) error {
+	if ns == "" || len(ns) > MaxNamespaceLen {
+		return fmt.Errorf("cache: namespace %q: want 1..%d bytes", ns, MaxNamespaceLen)
+	}
+	for i := 0; i < len(ns); i++ {
+		if c := ns[i]; c <= ' ' || c >= 0x7f {
+			return fmt.Errorf("cache: namespace %q: byte %d (%#x) is not printable ASCII; memcached keys allow no spaces or control characters", ns, i, c)
+		}
+	}
+	return nil
+}
+
+// checkServers rejects an empty list and addresses that are not host:port
+// with a numeric port (or a unix socket path), before any network traffic.
+func checkServers(servers []string) error {
+	if len(servers) == 0 {
+		return errors.New("cache: no memcached servers given")
+	}
+	seen := make(map[string]bool)
+	for _, addr := range servers {
+		if seen[addr] {
+			return fmt.Errorf("cache: memcached server %q listed twice", addr)
+		}
+		seen[addr] = true
+		if strings.Contains(addr, "/") {
+			continue // a unix socket
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("cache: memcached server %q: want host:port: %v", addr, err)
+		}
+		if host == "" {
+			return fmt.Errorf("cache: memcached server %q: no host", addr)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return fmt.Errorf("cache: memcached server %q: port %q is not a number in 1..65535", addr, port)
+		}
+	}
+	return nil
+}
+
+// ping asks one server for its version.
+func ping(addr string, timeout time.Duration) error {
+	c := memcache.New(addr)
+	c.Timeout = timeout
+	defer c.Close()
+	return c.Ping()
+}
+
+// Unwrap returns the wrapped store.
+func (s *Store) Unwrap() timeline.Store { return s.inner }
+
+// Policy returns the store's policy.
+func (s *Store) Policy() Policy { return s.policy }
+
+// Stats returns the counters.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Hits:          s.stats.hits.Load(),
+		Misses:        s.stats.misses.Load(),
+		Coalesced:     s.stats.coalesced.Load(),
+		PassThrough:   s.stats.passThrough.Load(),
+		Errors:        s.stats.errors.Load(),
+		Invalidations: s.stats.invalidations.Load(),
+	}
+}
+
+// Close closes the memcached connections and the wrapped store, and returns
+// the wrapped store's error. Calling it twice is harmless.
+func (s *Store) Close() error {
+	s.mc.Close()
+	return s.inner.Close()
+}
+
+func (s *Store) pageKey(user timeline.UserID) string {
+	return s.prefix + "page:" + strconv.FormatInt(int64(user), 10)
+}
+
+func (s *Store) genKey(user timeline.UserID) string {
+	return s.prefix + "gen:" + strconv.FormatInt(int64(user), 10)
+}
+
+// isFirstPage reports whether q asks for the page the cache keeps: the
+// newest one at the default size.
+func isFirstPage(q timeline.Query) bool {
+	return q.Before == "" && (q.Limit == 0 || q.Limit == timeline.DefaultLimit)
+}
+
+// Timeline implements timeline.Store. The newest page at the default limit
+// comes from memcached when a current copy is there; everything else, and
+// every read memcached cannot serve, comes from the wrapped store.
+func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
+	if !isFirstPage(q) || user <= 0 {
+		// The wrapped store validates the query and reports bad input.
+		s.stats.passThrough.Add(1)
+		return s.inner.Timeline(ctx, user, q)
+	}
+	if err := ctx.Err(); err != nil {
+		return timeline.Page{}, err
+	}
+	start := time.Now()
+	var (
+		gen    uint64
+		hit    *timeline.Page
+		usable bool
+	)
+	if s.policy == PolicyInvalidate {
+		gen, hit, usable = s.lookupGen(user, start)
+	} else {
+		hit, usable = s.lookupTTL(user, start)
+	}
+	if hit != nil {
+		s.stats.hits.Add(1)
+		return *hit, nil
+	}
+	s.stats.misses.Add(1)
+	if !usable {
+		return s.inner.Timeline(ctx, user, timeline.Query{})
+	}
+	return s.fill(ctx, user, gen, start)
+}
+
+// fresh reports whether e may be served to a read that began at start.
+func (s *Store) fresh(e *entry, start time.Time) bool {
+	return start.Sub(e.fetchedAt) <= s.ttl
+}
+
+// decode decodes a page item; a corrupt one is counted as an error.
+func (s *Store) decode(it *memcache.Item) (entry, bool) {
+	e, err := decodeEntry(it.Value)
+	if err != nil {
+		if !errors.Is(err, errVersion) {
+			s.stats.errors.Add(1)
+		}
+		return entry{}, false
+	}
+	return e, true
+}
+
+// lookupTTL is the ttl policy's read: one Get of the page key. usable is
+// false when memcached failed, so the page should not be filled.
+func (s *Store) lookupTTL(user timeline.UserID, start time.Time) (hit *timeline.Page, usable bool) {
+	it, err := s.mc.Get(s.pageKey(user))
+	switch {
+	case errors.Is(err, memcache.ErrCacheMiss):
+		return nil, true
+	case err != nil:
+		s.stats.errors.Add(1)
+		return nil, false
+	}
+	if e, ok := s.decode(it); ok && s.fresh(&e, start) {
+		return &e.page, true
+	}
+	return nil, true
+}
+
+// lookupGen is the invalidate policy's read: one GetMulti of the user's
+// generation and page, which is one round trip (in parallel when the two
+// keys live on different servers). The page is current when it was filled
+// under the generation that is current now. A missing generation is
+// created with a random value (one more round trip, the first time). gen is
+// the generation a fill must be stored under.
+func (s *Store) lookupGen(user timeline.UserID, start time.Time) (gen uint64, hit *timeline.Page, usable bool) {
+	gk, pk := s.genKey(user), s.pageKey(user)
+	items, err := s.mc.GetMulti([]string{gk, pk})
+	if err != nil {
+		s.stats.errors.Add(1)
+		return 0, nil, false
+	}
+	git := items[gk]
+	if git == nil {
+		gen, ok := s.initGen(gk)
+		return gen, nil, ok
+	}
+	gen, err = strconv.ParseUint(string(git.Value), 10, 64)
+	if err != nil {
+		// Not a number: incr would fail on it too. Remove it; the next
+		// read starts a fresh generation.
+		s.stats.errors.Add(1)
+		if err := s.mc.Delete(gk); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+			s.stats.errors.Add(1)
+		}
+		return 0, nil, false
+	}
+	if pit := items[pk]; pit != nil {
+		if e, ok := s.decode(pit); ok && e.gen == gen && s.fresh(&e, start) {
+			return gen, &e.page, true
+		}
+	}
+	return gen, nil, true
+}
+
+// initGen creates a missing generation key with a random value, or reads
+// the one a concurrent reader created first. The value must never be one a
+// page in memcached was filled under, or that page would look current: a
+// random 62-bit number repeats an old one with negligible probability,
+// where restarting from 0 or 1 would revive pages filled under an evicted
+// generation.
+func (s *Store) initGen(gk string) (uint64, bool) {
+	gen := rand.Uint64()>>2 + 1
+	err := s.mc.Add(&memcache.Item{Key: gk, Value: strconv.AppendUint(nil, gen, 10)})
+	if err == nil {
+		return gen, true
+	}
+	if !errors.Is(err, memcache.ErrNotStored) {
+		s.stats.errors.Add(1)
+		return 0, false
+	}
+	it, err := s.mc.Get(gk) // lost the race to another reader
+	if err != nil {
+		if !errors.Is(err, memcache.ErrCacheMiss) {
+			s.stats.errors.Add(1)
+		}
+		return 0, false
+	}
+	gen, err = strconv.ParseUint(string(it.Value), 10, 64)
+	if err != nil {
+		s.stats.errors.Add(1)
+		return 0, false
+	}
+	return gen, true
+}
+
+// filled is the result of one read of the wrapped store, shared by the
+// callers that missed at the same time.
+type filled struct {
+	page      timeline.Page
+	fetchedAt time.Time
+}
+
+// leaderGone marks a fill that failed because the caller that ran it was
+// canceled; callers that were merely waiting for it try again.
+type leaderGone struct{ err error }
+
+func (e leaderGone) Error() string { return e.err.Error() }
+
+// fill reads the first page from the wrapped store and stores it under
+// generation gen. Concurrent misses for the same page (and, under the
+// invalidate policy, the same generation) share one read. Each caller waits
+// only as long as its own context allows.
+func (s *Store) fill(ctx context.Context, user timeline.UserID, gen uint64, start time.Time) (timeline.Page, error) {
+	key := strconv.FormatInt(int64(user), 10)
+	if s.policy == PolicyInvalidate {
+		// A caller may only share a read that began after it saw gen,
+		// never one begun under an older generation: see the package doc.
+		key += "/" + strconv.FormatUint(gen, 10)
+	}
+	for {
+		led := false
+		ch := s.flights.DoChan(key, func() (any, error) {
+			led = true
+			return s.load(ctx, user, gen)
+		})
+		var r singleflight.Result
+		select {
+		case <-ctx.Done():
+			return timeline.Page{}, ctx.Err()
+		case r = <-ch:
+		}
+		var gone leaderGone
+		if errors.As(r.Err, &gone) {
+			if led || ctx.Err() != nil {
+				return timeline.Page{}, gone.err
+			}
+			continue // another caller's cancellation: read again
+		}
+		if r.Err != nil {
+			return timeline.Page{}, r.Err
+		}
+		f := r.Val.(*filled)
+		if led {
+			return f.page, nil
+		}
+		s.stats.coalesced.Add(1)
+		if start.Sub(f.fetchedAt) > s.ttl {
+			// The shared read began longer than the TTL before this one
+			// (a very slow store): too old for this caller.
+			return s.inner.Timeline(ctx, user, timeline.Query{})
+		}
+		// Every caller gets its own slice; the messages' strings are
+		// immutable.
+		p := f.page
+		p.Messages = slices.Clone(p.Messages)
+		return p, nil
+	}
+}
+
+// load runs in the flight's leader: read the wrapped store, then store the
+// page. The read begins after gen was read from memcached, which is what
+// makes the page current for gen.
+func (s *Store) load(ctx context.Context, user timeline.UserID, gen uint64) (any, error) {
+	fetchedAt := time.Now()
+	p, err := s.inner.Timeline(ctx, user, timeline.Query{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, leaderGone{err}
+		}
+		return nil, err
+	}
+	val, err := appendEntry(nil, &entry{gen: gen, fetchedAt: fetchedAt, page: p})
+	if err == nil {
+		err = s.mc.Set(&memcache.Item{Key: s.pageKey(user), Value: val, Expiration: s.expiry})
+	}
+	if err != nil {
+		s.stats.errors.Add(1)
+	}
+	return &filled{page: p, fetchedAt: fetchedAt}, nil
+}
+
+// Post implements timeline.Store. Under PolicyInvalidate it bumps the
+// generation of every follower of author after the wrapped store's Post
+// returns, and before this one does.
+func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
+	m, err := s.inner.Post(ctx, author, body)
+	if s.policy == PolicyInvalidate && !errors.Is(err, timeline.ErrInvalidInput) {
+		// Even when Post failed: a commit whose acknowledgement was lost
+		// (or whose context ended) may still have stored the message.
+		s.invalidateFollowers(ctx, author)
+	}
+	return m, err
+}
+
+// Follow implements timeline.Store. Under PolicyInvalidate it bumps the
+// follower's generation after the wrapped store's Follow returns.
+func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
+	err := s.inner.Follow(ctx, follower, followee)
+	if s.policy == PolicyInvalidate && !errors.Is(err, timeline.ErrInvalidInput) {
+		s.bump(follower)
+	}
+	return err
+}
+
+// Unfollow implements timeline.Store. Under PolicyInvalidate it bumps the
+// follower's generation after the wrapped store's Unfollow returns.
+func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
+	err := s.inner.Unfollow(ctx, follower, followee)
+	if s.policy == PolicyInvalidate && !errors.Is(err, timeline.ErrInvalidInput) {
+		s.bump(follower)
+	}
+	return err
+}
+
+// invalidateFollowers bumps the generation of every follower of author,
+// up to s.fanout at a time. The write has been committed, so this runs to
+// the end even if ctx is canceled.
+func (s *Store) invalidateFollowers(ctx context.Context, author timeline.UserID) {
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), invalidateTimeout)
+	defer cancel()
+	users, err := s.followers(ictx, author)
+	if err != nil {
+		// Nobody to bump: the followers' pages may stay stale for up to
+		// the TTL. See the package doc.
+		s.stats.errors.Add(1)
+		return
+	}
+	if len(users) <= 1 {
+		for _, u := range users {
+			s.bump(u)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(s.fanout, len(users)) {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(users)) {
+					return
+				}
+				s.bump(users[i])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// bump moves user's generation on, so that no page filled before now is
+// current any more. A missing generation needs nothing: the next read
+// creates a fresh random one. If memcached fails, the page itself is
+// deleted as a second line of defence.
+func (s *Store) bump(user timeline.UserID) {
+	_, err := s.mc.Increment(s.genKey(user), 1)
+	if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
+		s.stats.invalidations.Add(1)
+		return
+	}
+	s.stats.errors.Add(1)
+	if err := s.mc.Delete(s.pageKey(user)); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+		s.stats.errors.Add(1)
+	}
+}

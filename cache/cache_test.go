@@ -1,0 +1,803 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/cache"
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/timelinetest"
+)
+
+// readTwice reads every first page twice and returns the second copy, which
+// (unless a write came in between) is a cache hit. The conformance suite
+// rarely reads a first page twice without a write in between, so without
+// this it would mostly check the wrapped store through cache misses.
+type readTwice struct{ *cache.Store }
+
+func (r readTwice) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
+	if q.Before == "" && (q.Limit == 0 || q.Limit == timeline.DefaultLimit) {
+		if _, err := r.Store.Timeline(ctx, user, q); err != nil {
+			return timeline.Page{}, err
+		}
+	}
+	return r.Store.Timeline(ctx, user, q)
+}
+
+// TestConformance runs the timeline.Store suite on the memory, push and
+// pull-sp stores wrapped under the invalidate policy, each subtest with a
+// fresh store and namespace. The suite checks Follow, Unfollow and Post
+// through first pages that are served from the cache (see readTwice), so a
+// missed invalidation fails it. It must have hit the cache and
+// invalidated, or it proved nothing.
+func TestConformance(t *testing.T) {
+	for _, model := range []string{modelMemory, modelPush, modelPullSP} {
+		t.Run(model, func(t *testing.T) {
+			timelinetest.Run(t, func(t *testing.T) timeline.Store {
+				s, _ := open(t, model, cache.Options{Policy: cache.PolicyInvalidate})
+				return s
+			})
+		})
+		t.Run(model+"/read-twice", func(t *testing.T) {
+			var mu sync.Mutex
+			var total cache.Stats
+			timelinetest.Run(t, func(t *testing.T) timeline.Store {
+				s, _ := open(t, model, cache.Options{Policy: cache.PolicyInvalidate})
+				t.Cleanup(func() {
+					st := s.Stats()
+					mu.Lock()
+					total.Hits += st.Hits
+					total.Misses += st.Misses
+					total.Invalidations += st.Invalidations
+					total.Errors += st.Errors
+					mu.Unlock()
+				})
+				return readTwice{s}
+			})
+			t.Logf("%s: %+v", model, total)
+			if total.Hits == 0 || total.Invalidations == 0 {
+				t.Errorf("the suite never hit the cache or never invalidated: %+v", total)
+			}
+			if total.Errors != 0 {
+				t.Errorf("%d cache errors against a healthy memcached", total.Errors)
+			}
+		})
+	}
+}
+
+// TestConformanceTwoServers runs the suite with keys spread over two
+// memcached servers.
+func TestConformanceTwoServers(t *testing.T) {
+	second := startMemcached(t, 0)
+	timelinetest.Run(t, func(t *testing.T) timeline.Store {
+		s, _ := open(t, modelMemory, cache.Options{
+			Policy:  cache.PolicyInvalidate,
+			Servers: []string{testserver.Memcache(t), second.addr},
+		})
+		return s
+	})
+}
+
+// TestServersShareKeys checks that with two servers both get keys, and that
+// every key lives where gomemcache's selector puts it.
+func TestServersShareKeys(t *testing.T) {
+	a, b := startMemcached(t, 0), startMemcached(t, 0)
+	ns := namespace("shard")
+	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Servers: []string{a.addr, b.addr}, Namespace: ns})
+	const users = 40
+	for u := timeline.UserID(2); u <= users; u++ {
+		mustFollow(t, s, u, 1)
+	}
+	mustPost(t, inner, 1, "hello")
+	for u := timeline.UserID(2); u <= users; u++ {
+		firstPage(t, s, u)
+	}
+	count := func(addr string) int {
+		c := memcache.New(addr)
+		defer c.Close()
+		n := 0
+		for u := 2; u <= users; u++ {
+			for _, kind := range []string{"page", "gen"} {
+				if _, err := c.Get(fmt.Sprintf("pushpull:%s:%s:%d", ns, kind, u)); err == nil {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	na, nb := count(a.addr), count(b.addr)
+	t.Logf("keys on server A: %d, on server B: %d", na, nb)
+	if na == 0 || nb == 0 || na+nb != 2*(users-1) {
+		t.Fatalf("keys on A %d, on B %d; want both nonzero, %d in all", na, nb, 2*(users-1))
+	}
+}
+
+// TestHitServedFromCache: a second read of a first page does not reach the
+// wrapped store, returns the same page field for field, and its cursor
+// continues the walk.
+func TestHitServedFromCache(t *testing.T) {
+	for _, policy := range []cache.Policy{cache.PolicyTTL, cache.PolicyInvalidate} {
+		t.Run(string(policy), func(t *testing.T) {
+			mem := newTracked()
+			g := newGate(mem)
+			s := wrap(t, g, cache.Options{Policy: policy, TTL: time.Minute, Followers: mem.Followers})
+			mustFollow(t, s, 1, 2)
+			var posted []timeline.Message
+			for i := range 25 {
+				posted = append(posted, mustPost(t, s, 2, fmt.Sprintf("message %d ✓", i)))
+			}
+			want := firstPage(t, mem, 1)
+			first := firstPage(t, s, 1)
+			calls := g.calls.Load()
+			for range 3 {
+				got := firstPage(t, s, 1)
+				if !samePage(got, want) || !samePage(first, want) {
+					t.Fatalf("cached page differs from the store's:\ngot  %+v\nwant %+v", got, want)
+				}
+				for _, m := range got.Messages {
+					if m.CreatedAt.Location() != time.UTC {
+						t.Fatalf("CreatedAt %v not in UTC", m.CreatedAt)
+					}
+				}
+				// Limit 20 is the same page as limit 0.
+				if p, err := s.Timeline(bg(t), 1, timeline.Query{Limit: timeline.DefaultLimit}); err != nil || !samePage(p, want) {
+					t.Fatalf("limit %d: %v, %+v", timeline.DefaultLimit, err, p)
+				}
+			}
+			if c := g.calls.Load(); c != calls {
+				t.Fatalf("hits reached the wrapped store %d times", c-calls)
+			}
+			st := s.Stats()
+			if st.Hits != 6 || st.Misses != 1 {
+				t.Fatalf("stats %+v: want 6 hits and 1 miss", st)
+			}
+			rest, err := s.Timeline(bg(t), 1, timeline.Query{Before: first.Next})
+			if err != nil {
+				t.Fatalf("second page from a cached cursor: %v", err)
+			}
+			if len(rest.Messages) != 5 || rest.Messages[0].ID != posted[4].ID || rest.Next != "" {
+				t.Fatalf("second page %v, want the 5 oldest", ids(rest))
+			}
+		})
+	}
+}
+
+// TestPassThrough: pages other than the newest at the default limit, and
+// invalid queries, go to the wrapped store and are counted.
+func TestPassThrough(t *testing.T) {
+	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate})
+	mustFollow(t, s, 1, 2)
+	for i := range 30 {
+		mustPost(t, s, 2, fmt.Sprintf("m%d", i))
+	}
+	p0 := firstPage(t, s, 1)
+	for _, q := range []timeline.Query{{Limit: 5}, {Limit: timeline.MaxLimit}, {Before: p0.Next}, {Limit: 3, Before: p0.Next}} {
+		got, err := s.Timeline(bg(t), 1, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := inner.Timeline(bg(t), 1, q)
+		if !samePage(got, want) {
+			t.Fatalf("query %+v: got %v, want %v", q, ids(got), ids(want))
+		}
+	}
+	for _, tc := range timelinetest.BadInputs() {
+		if strings.HasPrefix(tc.Name, "timeline") {
+			timelinetest.CheckInputError(t, tc.Name, tc.Call(bg(t), s), tc.Sentinel, tc.Field)
+		}
+	}
+	if st := s.Stats(); st.PassThrough != 4+6 || st.Hits+st.Misses != 1 {
+		t.Fatalf("stats %+v: want 10 pass-through reads and 1 first-page read", st)
+	}
+}
+
+// TestReadAfterWriteConcurrent is the invalidate policy's guarantee under
+// load: readers keep filling and reading first pages while one writer
+// posts, follows and unfollows; after each write returns, every user's
+// cached first page equals the wrapped store's (nothing else writes, so the
+// store's page is the truth).
+func TestReadAfterWriteConcurrent(t *testing.T) {
+	for _, model := range []string{modelMemory, modelPush, modelPullSP} {
+		t.Run(model, func(t *testing.T) {
+			ops := 300
+			if model != modelMemory {
+				ops = 120
+			}
+			if testing.Short() {
+				ops /= 4
+			}
+			s, inner := open(t, model, cache.Options{Policy: cache.PolicyInvalidate})
+			const users = 6
+			rng := rand.New(rand.NewPCG(1, 2))
+			for u := timeline.UserID(1); u <= users; u++ {
+				for v := timeline.UserID(1); v <= users; v++ {
+					if u != v && rng.IntN(2) == 0 {
+						mustFollow(t, s, u, v)
+					}
+				}
+			}
+			ctx, stop := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			errs := make(chan error, 8)
+			for r := range 4 {
+				wg.Go(func() {
+					rr := rand.New(rand.NewPCG(uint64(r), 9))
+					for ctx.Err() == nil {
+						u := timeline.UserID(rr.IntN(users) + 1)
+						if _, err := s.Timeline(ctx, u, timeline.Query{}); err != nil && ctx.Err() == nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			defer func() { stop(); wg.Wait() }()
+			for i := range ops {
+				a := timeline.UserID(rng.IntN(users) + 1)
+				b := timeline.UserID(rng.IntN(users-1) + 1)
+				if b >= a {
+					b++
+				}
+				var what string
+				switch k := rng.IntN(10); {
+				case k < 6:
+					mustPost(t, s, a, fmt.Sprintf("post %d", i))
+					what = fmt.Sprintf("post by %d", a)
+				case k < 8:
+					mustFollow(t, s, a, b)
+					what = fmt.Sprintf("%d follows %d", a, b)
+				default:
+					if err := s.Unfollow(bg(t), a, b); err != nil {
+						t.Fatal(err)
+					}
+					what = fmt.Sprintf("%d unfollows %d", a, b)
+				}
+				select {
+				case err := <-errs:
+					t.Fatalf("reader: %v", err)
+				default:
+				}
+				for u := timeline.UserID(1); u <= users; u++ {
+					got := firstPage(t, s, u)
+					want := firstPage(t, inner, u)
+					if !samePage(got, want) {
+						t.Fatalf("op %d (%s): user %d's cached first page %v, store has %v", i, what, u, ids(got), ids(want))
+					}
+				}
+			}
+			st := s.Stats()
+			t.Logf("%+v", st)
+			if st.Hits == 0 || st.Invalidations == 0 || st.Errors != 0 {
+				t.Fatalf("stats %+v: want hits, invalidations, no errors", st)
+			}
+		})
+	}
+}
+
+// TestRacingFill orders the classic race by hand: a reader misses and reads
+// the store before a post commits, the post returns, and only then does the
+// reader store its (now outdated) page. Under invalidate the next read must
+// not be served that page; under ttl it is (within the TTL), which shows the
+// scenario really produces a stale page.
+func TestRacingFill(t *testing.T) {
+	for _, policy := range []cache.Policy{cache.PolicyInvalidate, cache.PolicyTTL} {
+		t.Run(string(policy), func(t *testing.T) {
+			mem := newTracked()
+			g := newGate(mem)
+			s := wrap(t, g, cache.Options{Policy: policy, TTL: time.Minute, Followers: mem.Followers})
+			mustFollow(t, s, 1, 2)
+			mustPost(t, s, 2, "a")
+			g.arm(1)
+			done := make(chan timeline.Page)
+			go func() {
+				p, _ := s.Timeline(context.Background(), 1, timeline.Query{})
+				done <- p
+			}()
+			g.waitEntered(t) // the reader has read the store: it holds [a]
+			c := mustPost(t, s, 2, "c")
+			close(g.release) // now it stores [a]
+			if p := <-done; len(p.Messages) != 1 {
+				t.Fatalf("the racing reader got %v", ids(p))
+			}
+			p := firstPage(t, s, 1)
+			switch policy {
+			case cache.PolicyInvalidate:
+				if !has(p, c.ID) {
+					t.Fatalf("read after Post returned lacks the post: %v (stats %+v)", ids(p), s.Stats())
+				}
+			case cache.PolicyTTL:
+				if has(p, c.ID) || s.Stats().Hits != 1 {
+					t.Fatalf("ttl: expected the racing reader's stale page as a hit, got %v, %+v", ids(p), s.Stats())
+				}
+			}
+		})
+	}
+}
+
+// TestCoalescingRespectsGeneration: a read that begins after a Post
+// returned must not share a store read that began before the post (one
+// that another caller started under the previous generation), or it would
+// be served a page without the post.
+func TestCoalescingRespectsGeneration(t *testing.T) {
+	mem := newTracked()
+	g := newGate(mem)
+	s := wrap(t, g, cache.Options{Policy: cache.PolicyInvalidate, Followers: mem.Followers})
+	mustFollow(t, s, 1, 2)
+	mustPost(t, s, 2, "a")
+	g.arm(1)
+	first := make(chan timeline.Page)
+	go func() {
+		p, _ := s.Timeline(context.Background(), 1, timeline.Query{})
+		first <- p
+	}()
+	g.waitEntered(t) // a store read without the coming post is in flight
+	c := mustPost(t, s, 2, "c")
+	second := make(chan timeline.Page)
+	go func() {
+		p, _ := s.Timeline(context.Background(), 1, timeline.Query{})
+		second <- p
+	}()
+	var p timeline.Page
+	select {
+	case p = <-second:
+	case <-time.After(time.Second):
+		// It joined the old flight: let that finish to see what it got.
+		close(g.release)
+		p = <-second
+		<-first
+		t.Fatalf("a read begun after the post waited for a store read begun before it, and got %v", ids(p))
+	}
+	if !has(p, c.ID) {
+		t.Fatalf("read after Post returned lacks the post: %v", ids(p))
+	}
+	close(g.release)
+	<-first
+}
+
+// TestEvictedGeneration: when a user's generation key disappears (evicted,
+// or memcached restarted), a page filled under the old generation must not
+// come back, whatever was posted meanwhile.
+func TestEvictedGeneration(t *testing.T) {
+	ns := namespace("evict")
+	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Namespace: ns})
+	mustFollow(t, s, 1, 2)
+	mustPost(t, s, 2, "a")
+	firstPage(t, s, 1) // page under generation g
+	mc := memcache.New(testserver.Memcache(t))
+	defer mc.Close()
+	genKey := fmt.Sprintf("pushpull:%s:gen:1", ns)
+	if err := mc.Delete(genKey); err != nil {
+		t.Fatal(err)
+	}
+	b := mustPost(t, inner, 2, "b") // behind the cache's back: no bump
+	if p := firstPage(t, s, 1); !has(p, b.ID) {
+		t.Fatalf("page of an evicted generation served: %v", ids(p))
+	}
+	it, err := mc.Get(genKey)
+	if err != nil {
+		t.Fatalf("generation not recreated: %v", err)
+	}
+	if string(it.Value) == "0" || string(it.Value) == "1" {
+		t.Fatalf("generation restarted at %s", it.Value)
+	}
+	if p := firstPage(t, s, 1); !has(p, b.ID) || s.Stats().Hits != 1 {
+		t.Fatalf("after refill: %v, %+v", ids(p), s.Stats())
+	}
+}
+
+// TestCoalescing: concurrent misses for one page make one read of the
+// wrapped store.
+func TestCoalescing(t *testing.T) {
+	for _, policy := range []cache.Policy{cache.PolicyTTL, cache.PolicyInvalidate} {
+		t.Run(string(policy), func(t *testing.T) {
+			mem := newTracked()
+			g := newGate(mem)
+			s := wrap(t, g, cache.Options{Policy: policy, Followers: mem.Followers, TTL: time.Minute})
+			mustFollow(t, s, 1, 2)
+			m := mustPost(t, s, 2, "hello")
+			g.arm(1)
+			const n = 8
+			var wg sync.WaitGroup
+			pages := make([]timeline.Page, n)
+			for i := range n {
+				wg.Go(func() {
+					pages[i], _ = s.Timeline(context.Background(), 1, timeline.Query{})
+				})
+			}
+			g.waitEntered(t)
+			time.Sleep(200 * time.Millisecond) // let the others join the flight
+			close(g.release)
+			wg.Wait()
+			for i, p := range pages {
+				if len(p.Messages) != 1 || p.Messages[0].ID != m.ID {
+					t.Fatalf("reader %d got %v", i, ids(p))
+				}
+			}
+			pages[0].Messages[0].Body = "changed by a caller"
+			if pages[1].Messages[0].Body != "hello" {
+				t.Fatal("coalesced callers share one Messages slice")
+			}
+			st := s.Stats()
+			if c := g.calls.Load(); c != 1 || st.Coalesced != n-1 || st.Misses != n {
+				t.Fatalf("%d reads of the store for %d concurrent misses; stats %+v", c, n, st)
+			}
+		})
+	}
+}
+
+// TestCanceledLeader: the caller whose miss is reading the store gives up;
+// those waiting for it still get the page.
+func TestCanceledLeader(t *testing.T) {
+	mem := newTracked()
+	g := newGate(mem)
+	s := wrap(t, g, cache.Options{Policy: cache.PolicyInvalidate, Followers: mem.Followers})
+	mustFollow(t, s, 1, 2)
+	m := mustPost(t, s, 2, "hello")
+	g.arm(1)
+	lctx, cancel := context.WithCancel(context.Background())
+	leaderErr := make(chan error)
+	go func() {
+		_, err := s.Timeline(lctx, 1, timeline.Query{})
+		leaderErr <- err
+	}()
+	g.waitEntered(t)
+	waiter := make(chan timeline.Page)
+	go func() {
+		p, err := s.Timeline(context.Background(), 1, timeline.Query{})
+		if err != nil {
+			t.Errorf("waiting reader: %v", err)
+		}
+		waiter <- p
+	}()
+	time.Sleep(100 * time.Millisecond) // let it join the flight
+	cancel()
+	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled reader: got %v, want context.Canceled", err)
+	}
+	if p := <-waiter; len(p.Messages) != 1 || p.Messages[0].ID != m.ID {
+		t.Fatalf("waiting reader got %v", ids(p))
+	}
+}
+
+// TestTTLStalenessBounded: under the ttl policy a page may be stale, but
+// never once the TTL has passed since the post returned. The bound is
+// checked on the decorator's own clock (each value records when its read
+// began), so it holds to the millisecond, not to memcached's whole seconds.
+func TestTTLStalenessBounded(t *testing.T) {
+	for _, ttl := range []time.Duration{300 * time.Millisecond, time.Second} {
+		t.Run(ttl.String(), func(t *testing.T) {
+			s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyTTL, TTL: ttl})
+			mustFollow(t, s, 1, 2)
+			mustPost(t, s, 2, "a")
+			firstPage(t, s, 1) // fill
+			b := mustPost(t, s, 2, "b")
+			posted := time.Now()
+			stale, fresh := 0, 0
+			for {
+				start := time.Now()
+				p := firstPage(t, s, 1)
+				switch {
+				case has(p, b.ID):
+					fresh++
+				case start.Sub(posted) >= ttl:
+					t.Fatalf("read begun %v after the post returned lacks it (TTL %v)", start.Sub(posted), ttl)
+				default:
+					stale++
+				}
+				if start.Sub(posted) > ttl+200*time.Millisecond {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			t.Logf("stale reads %d, fresh %d, stats %+v", stale, fresh, s.Stats())
+			if stale == 0 {
+				t.Fatal("no read was stale: the page was not cached")
+			}
+			if fresh == 0 {
+				t.Fatal("no read was fresh")
+			}
+		})
+	}
+}
+
+// TestTTLFollowNotInvalidated: under ttl, writes leave the cache alone
+// (the staleness the policy allows), and the TTL ends it.
+func TestTTLFollowNotInvalidated(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyTTL, TTL: ttl})
+	m := mustPost(t, s, 2, "a")
+	firstPage(t, s, 1)
+	mustFollow(t, s, 1, 2)
+	if p := firstPage(t, s, 1); len(p.Messages) != 0 {
+		t.Fatalf("ttl policy invalidated on follow: %v", ids(p))
+	}
+	time.Sleep(ttl + 50*time.Millisecond)
+	if p := firstPage(t, s, 1); !has(p, m.ID) {
+		t.Fatalf("after the TTL: %v", ids(p))
+	}
+	if st := s.Stats(); st.Invalidations != 0 {
+		t.Fatalf("ttl policy invalidated: %+v", st)
+	}
+}
+
+// TestMemcachedKilled kills memcached in the middle of a test: reads and
+// writes keep working from the store, errors are counted; when memcached
+// comes back, the cache is used again and invalidation still holds.
+func TestMemcachedKilled(t *testing.T) {
+	for _, policy := range []cache.Policy{cache.PolicyInvalidate, cache.PolicyTTL} {
+		t.Run(string(policy), func(t *testing.T) {
+			mc := startMemcached(t, 0)
+			s, inner := open(t, modelMemory, cache.Options{Policy: policy, Servers: []string{mc.addr}, TTL: time.Minute})
+			mustFollow(t, s, 1, 2)
+			mustPost(t, s, 2, "before")
+			firstPage(t, s, 1)
+			firstPage(t, s, 1)
+			if st := s.Stats(); st.Hits != 1 || st.Errors != 0 {
+				t.Fatalf("before the kill: %+v", st)
+			}
+
+			mc.kill()
+			for i := range 5 {
+				m := mustPost(t, s, 2, fmt.Sprintf("while down %d", i))
+				start := time.Now()
+				p := firstPage(t, s, 1)
+				if d := time.Since(start); d > 5*time.Second {
+					t.Fatalf("read took %v with memcached down", d)
+				}
+				if !has(p, m.ID) || !samePage(p, firstPage(t, inner, 1)) {
+					t.Fatalf("read with memcached down: %v", ids(p))
+				}
+			}
+			mustFollow(t, s, 1, 3)
+			st := s.Stats()
+			t.Logf("while down: %+v", st)
+			if st.Errors < 5 {
+				t.Fatalf("errors not counted: %+v", st)
+			}
+
+			back := startMemcached(t, mc.port)
+			if back == nil {
+				t.Skipf("port %d taken after the kill; cannot restart memcached there", mc.port)
+			}
+			// gomemcache dropped the broken connections; the first
+			// operations may still meet one.
+			deadline := time.Now().Add(10 * time.Second)
+			for s.Stats().Hits == st.Hits {
+				if time.Now().After(deadline) {
+					t.Fatalf("cache not used again after memcached came back: %+v", s.Stats())
+				}
+				firstPage(t, s, 1)
+			}
+			if policy == cache.PolicyInvalidate {
+				m := mustPost(t, s, 2, "after")
+				if p := firstPage(t, s, 1); !has(p, m.ID) {
+					t.Fatalf("after restart: post missing: %v", ids(p))
+				}
+			}
+		})
+	}
+}
+
+// TestServerErrors: a memcached that answers with errors (here: items over
+// its 1 KB limit are refused with SERVER_ERROR) costs hits, never reads.
+func TestServerErrors(t *testing.T) {
+	mc := startMemcached(t, 0, "-I", "1k", "-o", "slab_chunk_max=512")
+	s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Servers: []string{mc.addr}})
+	mustFollow(t, s, 1, 2)
+	var last timeline.Message
+	for i := range 10 {
+		last = mustPost(t, s, 2, strings.Repeat("long body ", 20)+fmt.Sprint(i))
+	}
+	for range 3 {
+		if p := firstPage(t, s, 1); len(p.Messages) != 10 || p.Messages[0].ID != last.ID {
+			t.Fatalf("got %v", ids(p))
+		}
+	}
+	if st := s.Stats(); st.Errors != 3 || st.Hits != 0 || st.Misses != 3 {
+		t.Fatalf("stats %+v: want 3 failed stores, no hits", st)
+	}
+}
+
+// TestCorruptValues: garbage under a page or generation key is counted as
+// an error and never served; the cache recovers by itself.
+func TestCorruptValues(t *testing.T) {
+	ns := namespace("corrupt")
+	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Namespace: ns})
+	mustFollow(t, s, 1, 2)
+	mustPost(t, s, 2, "a")
+	mc := memcache.New(testserver.Memcache(t))
+	defer mc.Close()
+	pageKey, genKey := fmt.Sprintf("pushpull:%s:page:1", ns), fmt.Sprintf("pushpull:%s:gen:1", ns)
+	want := firstPage(t, inner, 1)
+
+	firstPage(t, s, 1) // fills
+	it, err := mc.Get(pageKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it.Value = it.Value[:len(it.Value)-1] // truncated
+	if err := mc.Set(it); err != nil {
+		t.Fatal(err)
+	}
+	if p := firstPage(t, s, 1); !samePage(p, want) {
+		t.Fatalf("truncated page value: got %v", ids(p))
+	}
+	if st := s.Stats(); st.Errors != 1 || st.Hits != 0 {
+		t.Fatalf("truncated page value: stats %+v", st)
+	}
+	if p := firstPage(t, s, 1); !samePage(p, want) || s.Stats().Hits != 1 {
+		t.Fatalf("not refilled after a corrupt value: %v, %+v", ids(p), s.Stats())
+	}
+
+	if err := mc.Set(&memcache.Item{Key: genKey, Value: []byte("not a number")}); err != nil {
+		t.Fatal(err)
+	}
+	m := mustPost(t, s, 2, "b") // incr fails on a non-number: counted, page deleted
+	want = firstPage(t, inner, 1)
+	for range 3 {
+		if p := firstPage(t, s, 1); !samePage(p, want) || !has(p, m.ID) {
+			t.Fatalf("corrupt generation: got %v", ids(p))
+		}
+	}
+	st := s.Stats()
+	t.Logf("%+v", st)
+	if st.Errors < 3 || st.Hits < 2 {
+		t.Fatalf("corrupt generation: stats %+v; want errors counted and the cache recovered", st)
+	}
+}
+
+// TestNewValidates: bad options fail in New with a clear error; servers
+// that cannot be reached fail with timeline.ErrUnavailable.
+func TestNewValidates(t *testing.T) {
+	good := cache.Options{Servers: []string{testserver.Memcache(t)}, Namespace: "ok", Policy: cache.PolicyTTL}
+	closed := fmt.Sprintf("127.0.0.1:%d", freePort(t)) // nothing listens there
+	silent, err := net.Listen("tcp", "127.0.0.1:0")    // accepts, never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	var held []net.Conn
+	var heldMu sync.Mutex
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			heldMu.Lock()
+			held = append(held, c)
+			heldMu.Unlock()
+		}
+	}()
+	defer func() {
+		heldMu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		heldMu.Unlock()
+	}()
+	followers := func(context.Context, timeline.UserID) ([]timeline.UserID, error) { return nil, nil }
+	for _, tc := range []struct {
+		name        string
+		edit        func(*cache.Options)
+		unavailable bool
+		mention     string
+	}{
+		{"no servers", func(o *cache.Options) { o.Servers = nil }, false, "no memcached servers"},
+		{"empty address", func(o *cache.Options) { o.Servers = []string{""} }, false, `""`},
+		{"no port", func(o *cache.Options) { o.Servers = []string{"localhost"} }, false, "localhost"},
+		{"named port", func(o *cache.Options) { o.Servers = []string{"localhost:memcache"} }, false, "port"},
+		{"port out of range", func(o *cache.Options) { o.Servers = []string{"127.0.0.1:70000"} }, false, "70000"},
+		{"no host", func(o *cache.Options) { o.Servers = []string{":11211"} }, false, "no host"},
+		{"space", func(o *cache.Options) { o.Servers = []string{"127.0.0.1:11211 127.0.0.1:11212"} }, false, "127.0.0.1:11211 127.0.0.1:11212"},
+		{"twice", func(o *cache.Options) { o.Servers = append(o.Servers, o.Servers[0]) }, false, "twice"},
+		{"nothing listening", func(o *cache.Options) { o.Servers = []string{closed} }, true, closed},
+		{"one of two down", func(o *cache.Options) { o.Servers = append(o.Servers, closed) }, true, closed},
+		{"silent server", func(o *cache.Options) {
+			o.Servers = []string{silent.Addr().String()}
+			o.Timeout = 100 * time.Millisecond
+		}, true, silent.Addr().String()},
+		{"unknown host", func(o *cache.Options) { o.Servers = []string{"no-such-host.invalid:11211"} }, true, "no-such-host.invalid"},
+		{"no namespace", func(o *cache.Options) { o.Namespace = "" }, false, "namespace"},
+		{"namespace with space", func(o *cache.Options) { o.Namespace = "a b" }, false, "namespace"},
+		{"namespace with newline", func(o *cache.Options) { o.Namespace = "a\nb" }, false, "namespace"},
+		{"long namespace", func(o *cache.Options) { o.Namespace = strings.Repeat("n", cache.MaxNamespaceLen+1) }, false, "namespace"},
+		{"no policy", func(o *cache.Options) { o.Policy = "" }, false, "policy"},
+		{"unknown policy", func(o *cache.Options) { o.Policy = "lru" }, false, "lru"},
+		{"invalidate without followers", func(o *cache.Options) { o.Policy = cache.PolicyInvalidate }, false, "Followers"},
+		{"negative TTL", func(o *cache.Options) { o.TTL = -time.Second }, false, "TTL"},
+		{"TTL over 30 days", func(o *cache.Options) { o.TTL = 31 * 24 * time.Hour }, false, "TTL"},
+		{"negative timeout", func(o *cache.Options) { o.Timeout = -1 }, false, "Timeout"},
+		{"negative idle conns", func(o *cache.Options) { o.MaxIdleConns = -1 }, false, "MaxIdleConns"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := good
+			opts.Servers = slices.Clone(good.Servers)
+			tc.edit(&opts)
+			start := time.Now()
+			s, err := cache.New(timeline.NewMemory(), opts)
+			if err == nil {
+				s.Close()
+				t.Fatal("New succeeded")
+			}
+			t.Logf("%v (in %v)", err, time.Since(start).Round(time.Millisecond))
+			if got := errors.Is(err, timeline.ErrUnavailable); got != tc.unavailable {
+				t.Fatalf("errors.Is(err, ErrUnavailable) = %v, want %v", got, tc.unavailable)
+			}
+			if !strings.Contains(err.Error(), tc.mention) {
+				t.Fatalf("error does not mention %q", tc.mention)
+			}
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("New took %v", time.Since(start))
+			}
+		})
+	}
+	// And the good options, with every policy, work.
+	for _, opts := range []cache.Options{good, {Servers: good.Servers, Namespace: "ok", Policy: cache.PolicyInvalidate, Followers: followers}} {
+		s, err := cache.New(timeline.NewMemory(), opts)
+		if err != nil {
+			t.Fatalf("New(%+v): %v", opts, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+	}
+}
+
+// TestLongKeys: the longest namespace and the largest user id still make
+// legal memcached keys, and they are used (the page is a hit).
+func TestLongKeys(t *testing.T) {
+	ns := strings.Repeat("n", cache.MaxNamespaceLen-20) + namespace("")[:20]
+	s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Namespace: ns})
+	const u, v = timeline.UserID(math.MaxInt64), timeline.UserID(math.MaxInt64 - 1)
+	mustFollow(t, s, u, v)
+	m := mustPost(t, s, v, "far away")
+	firstPage(t, s, u)
+	if p := firstPage(t, s, u); !has(p, m.ID) {
+		t.Fatalf("got %v", ids(p))
+	}
+	if st := s.Stats(); st.Hits != 1 || st.Errors != 0 {
+		t.Fatalf("stats %+v: want one hit, no errors", st)
+	}
+	key := fmt.Sprintf("pushpull:%s:page:%d", ns, u)
+	if len(key) > 250 {
+		t.Fatalf("key of %d bytes", len(key))
+	}
+}
+
+// TestFollowersFailure: when the follower lookup fails, Post still
+// succeeds, the failure is counted, and staleness is bounded by the TTL.
+func TestFollowersFailure(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	mem := newTracked()
+	fail := func(context.Context, timeline.UserID) ([]timeline.UserID, error) {
+		return nil, errors.New("follower lookup down")
+	}
+	s := wrap(t, mem, cache.Options{Policy: cache.PolicyInvalidate, TTL: ttl, Followers: fail})
+	mustFollow(t, s, 1, 2)
+	firstPage(t, s, 1)
+	m := mustPost(t, s, 2, "hello")
+	posted := time.Now()
+	if st := s.Stats(); st.Errors != 1 {
+		t.Fatalf("follower lookup failure not counted: %+v", st)
+	}
+	time.Sleep(ttl - time.Since(posted) + 20*time.Millisecond)
+	if p := firstPage(t, s, 1); !has(p, m.ID) {
+		t.Fatalf("stale beyond the TTL: %v", ids(p))
+	}
+}

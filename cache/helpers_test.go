@@ -1,0 +1,361 @@
+package cache_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pushpull/pushpull/cache"
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
+
+var nsCounter atomic.Int64
+
+// namespace returns a namespace no other store (in this run or an earlier
+// one against the same memcached) has used.
+func namespace(what string) string {
+	return fmt.Sprintf("test-%s-%d-%d-%d", what, os.Getpid(), time.Now().UnixNano(), nsCounter.Add(1))
+}
+
+func bg(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// tracked is the memory store plus the follower lists that the invalidate
+// policy needs (timeline.Memory does not expose them).
+type tracked struct {
+	*timeline.Memory
+	mu        sync.Mutex
+	followers map[timeline.UserID]map[timeline.UserID]bool
+}
+
+func newTracked() *tracked {
+	return &tracked{Memory: timeline.NewMemory(), followers: make(map[timeline.UserID]map[timeline.UserID]bool)}
+}
+
+func (m *tracked) Follow(ctx context.Context, follower, followee timeline.UserID) error {
+	err := m.Memory.Follow(ctx, follower, followee)
+	if err == nil {
+		m.mu.Lock()
+		if m.followers[followee] == nil {
+			m.followers[followee] = make(map[timeline.UserID]bool)
+		}
+		m.followers[followee][follower] = true
+		m.mu.Unlock()
+	}
+	return err
+}
+
+func (m *tracked) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
+	err := m.Memory.Unfollow(ctx, follower, followee)
+	if err == nil {
+		m.mu.Lock()
+		delete(m.followers[followee], follower)
+		m.mu.Unlock()
+	}
+	return err
+}
+
+func (m *tracked) Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []timeline.UserID
+	for u := range m.followers[author] {
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// Models the cache is tested on.
+const (
+	modelMemory = "memory"
+	modelPush   = "push"
+	modelPullSP = "pull-sp"
+)
+
+// openInner opens a fresh, empty store of model (SQL ones in a database of
+// their own) and its follower lister.
+func openInner(t testing.TB, model string) (timeline.Store, cache.FollowersFunc) {
+	t.Helper()
+	var (
+		s         timeline.Store
+		followers cache.FollowersFunc
+	)
+	switch model {
+	case modelMemory:
+		m := newTracked()
+		s, followers = m, m.Followers
+	case modelPush:
+		p, err := push.Open(bg(t), push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, followers = p, cache.FollowersFromDB(p.DB())
+	case modelPullSP:
+		p, err := pull.Open(bg(t), pull.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Strategy: pull.StrategySP})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, followers = p, cache.FollowersFromDB(p.DB())
+	default:
+		t.Fatalf("unknown model %q", model)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, followers
+}
+
+// wrap wraps inner with opts, filling in the shared memcached and a fresh
+// namespace when opts leaves them empty.
+func wrap(t testing.TB, inner timeline.Store, opts cache.Options) *cache.Store {
+	t.Helper()
+	if opts.Servers == nil {
+		opts.Servers = []string{testserver.Memcache(t)}
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = namespace(string(opts.Policy))
+	}
+	s, err := cache.New(inner, opts)
+	if err != nil {
+		t.Fatalf("cache.New: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// open opens a cached store of model under policy.
+func open(t testing.TB, model string, opts cache.Options) (*cache.Store, timeline.Store) {
+	t.Helper()
+	inner, followers := openInner(t, model)
+	if opts.Followers == nil {
+		opts.Followers = followers
+	}
+	return wrap(t, inner, opts), inner
+}
+
+func mustPost(t testing.TB, s timeline.Store, author timeline.UserID, body string) timeline.Message {
+	t.Helper()
+	m, err := s.Post(bg(t), author, body)
+	if err != nil {
+		t.Fatalf("Post(%d): %v", author, err)
+	}
+	return m
+}
+
+func mustFollow(t testing.TB, s timeline.Store, follower, followee timeline.UserID) {
+	t.Helper()
+	if err := s.Follow(bg(t), follower, followee); err != nil {
+		t.Fatalf("Follow(%d, %d): %v", follower, followee, err)
+	}
+}
+
+func firstPage(t testing.TB, s timeline.Store, user timeline.UserID) timeline.Page {
+	t.Helper()
+	p, err := s.Timeline(bg(t), user, timeline.Query{})
+	if err != nil {
+		t.Fatalf("Timeline(%d): %v", user, err)
+	}
+	return p
+}
+
+func ids(p timeline.Page) []timeline.MessageID {
+	out := make([]timeline.MessageID, len(p.Messages))
+	for i, m := range p.Messages {
+		out[i] = m.ID
+	}
+	return out
+}
+
+func has(p timeline.Page, id timeline.MessageID) bool { return slices.Contains(ids(p), id) }
+
+// samePage reports whether two pages hold the same messages (every field)
+// and the same cursor.
+func samePage(a, b timeline.Page) bool {
+	if a.Next != b.Next || len(a.Messages) != len(b.Messages) {
+		return false
+	}
+	for i, m := range a.Messages {
+		n := b.Messages[i]
+		if m.ID != n.ID || m.Author != n.Author || m.Body != n.Body || !m.CreatedAt.Equal(n.CreatedAt) {
+			return false
+		}
+	}
+	return true
+}
+
+// gate wraps a store and can hold its next Timeline calls after they have
+// read, so that tests can order a fill against a write.
+type gate struct {
+	timeline.Store
+	calls   atomic.Int64
+	mu      sync.Mutex
+	armed   int
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newGate(s timeline.Store) *gate {
+	return &gate{Store: s, entered: make(chan struct{}, 100), release: make(chan struct{})}
+}
+
+// arm makes the next n Timeline calls block after reading, until Release
+// (or their context ends).
+func (g *gate) arm(n int) {
+	g.mu.Lock()
+	g.armed = n
+	g.mu.Unlock()
+}
+
+func (g *gate) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
+	g.calls.Add(1)
+	p, err := g.Store.Timeline(ctx, user, q)
+	g.mu.Lock()
+	block := g.armed > 0
+	if block {
+		g.armed--
+	}
+	g.mu.Unlock()
+	if block {
+		g.entered <- struct{}{}
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return timeline.Page{}, ctx.Err()
+		}
+	}
+	return p, err
+}
+
+func (g *gate) waitEntered(t testing.TB) {
+	t.Helper()
+	select {
+	case <-g.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no Timeline call reached the gate")
+	}
+}
+
+// memcachedProc is a private memcached that a test may kill.
+type memcachedProc struct {
+	addr string
+	port int
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startMemcached starts a private memcached on port (0: a free one), with
+// extra arguments, and stops it when the test ends. It fails the test if
+// memcached does not start; with a fixed port it returns nil instead, so
+// that a caller can tell a port taken in the meantime.
+func startMemcached(t testing.TB, port int, extra ...string) *memcachedProc {
+	t.Helper()
+	bin, err := exec.LookPath("memcached")
+	if err != nil {
+		t.Skipf("memcached not installed: %v", err)
+	}
+	tries := 5
+	if port != 0 {
+		tries = 1
+	}
+	for range tries {
+		p := port
+		if p == 0 {
+			p = freePort(t)
+		}
+		args := append([]string{"-l", "127.0.0.1", "-p", strconv.Itoa(p), "-U", "0", "-m", "16"}, extra...)
+		if os.Geteuid() == 0 {
+			args = append(args, "-u", "root")
+		}
+		cmd := exec.Command(bin, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		// Kill memcached if the test binary dies; see internal/sandbox.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		runtime.LockOSThread()
+		err := cmd.Start()
+		runtime.UnlockOSThread()
+		if err != nil {
+			t.Fatalf("start memcached: %v", err)
+		}
+		mp := &memcachedProc{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), port: p, cmd: cmd, done: make(chan struct{})}
+		go func() {
+			cmd.Wait()
+			close(mp.done)
+		}()
+		t.Cleanup(mp.kill)
+		if mp.waitReady() {
+			return mp
+		}
+		mp.kill()
+		t.Logf("memcached on port %d did not start: %s", p, stderr.String())
+	}
+	if port != 0 {
+		return nil
+	}
+	t.Fatal("could not start a private memcached")
+	return nil
+}
+
+func (mp *memcachedProc) waitReady() bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-mp.done:
+			return false
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", mp.addr, time.Second); err == nil {
+			c.SetDeadline(time.Now().Add(time.Second))
+			fmt.Fprintf(c, "version\r\n")
+			line, err := bufio.NewReader(c).ReadString('\n')
+			c.Close()
+			if err == nil && strings.HasPrefix(line, "VERSION") {
+				return true
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// kill ends this memcached (by its pid) and waits for it to exit.
+func (mp *memcachedProc) kill() {
+	select {
+	case <-mp.done:
+		return
+	default:
+	}
+	mp.cmd.Process.Kill()
+	<-mp.done
+}
