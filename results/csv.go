@@ -39,6 +39,11 @@ func WriteCSV(w io.Writer, r *Result) error {
 			return err
 		}
 	}
+	if r.MemcacheGet != nil {
+		if err := cw.Write(csvRow("memcached", "get", r.MemcacheGet, 0, 0)); err != nil {
+			return err
+		}
+	}
 	cw.Flush()
 	return cw.Error()
 }

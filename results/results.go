@@ -32,8 +32,14 @@ type Result struct {
 	// Harness is the rate of a no-op store driven by the same load
 	// generator: the harness's own ceiling. A model's rate close to it
 	// measures the harness, not the model.
-	Harness  *Phase   `json:"harness,omitempty"`
-	Models   []Model  `json:"models"`
+	Harness *Phase `json:"harness,omitempty"`
+	// MemcacheGet is the rate of plain memcached gets of one page-sized
+	// value, measured in the same run: the ceiling of a cached read.
+	MemcacheGet *Phase  `json:"memcache_get,omitempty"`
+	Models      []Model `json:"models"`
+	// Goals are the target figures the run was asked to reach, with what
+	// it reached. A missed goal is a finding, not a failure of the run.
+	Goals    []Goal   `json:"goals,omitempty"`
 	Failures []string `json:"failures,omitempty"` // non-empty = run failed
 	// Notes are remarks that qualify the numbers without failing the run,
 	// e.g. why a model was skipped.
@@ -112,6 +118,15 @@ type Model struct {
 	RetrieveOlder Phase              `json:"retrieve_older"` // a page further back, via cursor
 	Mixed         *Phase             `json:"mixed,omitempty"`
 	Extra         map[string]float64 `json:"extra,omitempty"` // e.g. hit_ratio, rows_per_page
+}
+
+// Goal is one target figure: Value against Target, both ratios of rates.
+type Goal struct {
+	Name   string  `json:"name"`   // e.g. "cached retrieval / push retrieval"
+	Value  float64 `json:"value"`  // what the run measured
+	Target float64 `json:"target"` // at least this
+	Met    bool    `json:"met"`
+	Detail string  `json:"detail,omitempty"` // which models and rates
 }
 
 // Failed reports whether the run failed. Its numbers may still be shown, but

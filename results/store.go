@@ -91,6 +91,19 @@ func sanitized(r *Result) *Result {
 		fixPhase("harness", &h)
 		c.Harness = &h
 	}
+	if r.MemcacheGet != nil {
+		h := *r.MemcacheGet
+		fixPhase("memcache_get", &h)
+		c.MemcacheGet = &h
+	}
+	c.Goals = nil
+	for _, g := range r.Goals {
+		if !finite(g.Value) {
+			note("goal %q was %v", g.Name, g.Value)
+			g.Value = 0
+		}
+		c.Goals = append(c.Goals, g)
+	}
 	c.Models = make([]Model, len(r.Models))
 	for i, m := range r.Models {
 		fixPhase(m.Name+" submit", &m.Submit)
