@@ -14,7 +14,7 @@ import (
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{}) }
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
 
 // TestLoadMatchesMemory bulk-loads a small dataset into fresh push and pull
 // databases and requires every user's timeline, read through each SQL
@@ -75,7 +75,10 @@ func TestLoadMatchesMemory(t *testing.T) {
 	}
 	readers := map[string]timeline.Store{"push": ps}
 	for _, strategy := range pull.Strategies {
-		s, err := stores.Open(ctx, "pull-"+string(strategy), stores.Config{DSN: testserver.DSN(t), Database: pullDB})
+		s, err := stores.Open(ctx, "pull-"+string(strategy), stores.Config{
+			DSN: testserver.DSN(t), Database: pullDB,
+			Memcache: []string{testserver.Memcache(t)}, Namespace: pullDB + "/",
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,15 @@
 //   - StrategyNaive: one JOIN ... ORDER BY id DESC LIMIT n, the obvious
 //     query whose cost grows with everything the followees ever posted; the
 //     baseline that shows why the others exist.
+//   - StrategyUnion: step 1 as one statement, then steps 2 to 4 as one
+//     UNION ALL of per-author LIMIT scans: two round trips (union.go).
+//   - StrategyMerge: a k-way merge over the followees' indexes that stops
+//     reading an author once it can no longer reach the page: about
+//     N + followees index entries instead of N² + followees (merge.go).
+//   - StrategyRecent: each author's newest ids kept in memcached, updated
+//     on post; a read is one multi-get, a merge and one fetch of the page's
+//     bodies, with the database as the fallback and the system of record
+//     (recent.go).
 package pull
 
 import (
@@ -46,10 +55,13 @@ const (
 	StrategySP     Strategy = "sp"
 	StrategyClient Strategy = "client"
 	StrategyNaive  Strategy = "naive"
+	StrategyUnion  Strategy = "union"
+	StrategyMerge  Strategy = "merge"
+	StrategyRecent Strategy = "recent" // needs Config.Memcache
 )
 
 // Strategies lists every strategy, in the order the benchmark runs them.
-var Strategies = []Strategy{StrategySP, StrategyClient, StrategyNaive}
+var Strategies = []Strategy{StrategySP, StrategyClient, StrategyNaive, StrategyUnion, StrategyMerge, StrategyRecent}
 
 // Config says where the store lives and how it reads.
 type Config struct {
@@ -68,6 +80,20 @@ type Config struct {
 	MaxConns int
 	// Force applies the schema even to a database holding other tables.
 	Force bool
+
+	// Memcache lists memcached servers ("host:port"). StrategyRecent needs
+	// them; with any other strategy, setting them makes Post keep the
+	// per-author lists current too (see recent.go), which every store
+	// writing to a database that StrategyRecent reads must do.
+	Memcache []string
+	// Namespace prefixes the memcached keys, so that stores on different
+	// databases, or tests, can share a memcached. Up to 64 characters, no
+	// spaces or control characters.
+	Namespace string
+	// RecentLen caps how many of an author's newest ids memcached keeps;
+	// 0 means DefaultRecentLen. Deeper pages read the database for the
+	// authors whose lists do not reach that far.
+	RecentLen int
 }
 
 // Store is the pull model. It implements timeline.Store.
@@ -78,6 +104,8 @@ type Store struct {
 	strategy    Strategy
 	concurrency int
 	read        func(ctx context.Context, r timeline.Request) ([]timeline.Message, error)
+	recent      *recentLists // nil unless Config.Memcache is set
+	stats       stats
 }
 
 var _ timeline.Store = (*Store)(nil)
@@ -102,8 +130,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.read = s.readClient
 	case StrategyNaive:
 		s.read = s.readNaive
+	case StrategyUnion:
+		s.read = s.readUnion
+	case StrategyMerge:
+		s.read = s.readMerge
+	case StrategyRecent:
+		if len(cfg.Memcache) == 0 {
+			return nil, fmt.Errorf("open pull store: strategy %q needs memcached servers (Config.Memcache)", cfg.Strategy)
+		}
+		s.read = s.readRecent
 	default:
 		return nil, fmt.Errorf("open pull store: unknown strategy %q (want one of %v)", cfg.Strategy, Strategies)
+	}
+	if err := checkNamespace(cfg.Namespace); err != nil {
+		return nil, fmt.Errorf("open pull store: %w", err)
 	}
 	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns})
 	if err != nil {
@@ -118,6 +158,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("open pull store: %w", err)
 	}
 	s.db = db
+	if len(cfg.Memcache) > 0 {
+		if s.recent, err = newRecentLists(ctx, db, cfg); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open pull store: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -136,14 +182,24 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	res, err := s.db.ExecContext(ctx,
 		`INSERT INTO messages (author_id, body, created_at) VALUES (?, ?, ?)`,
 		author, body, msg.CreatedAt)
-	if err != nil {
-		return timeline.Message{}, fmt.Errorf("pull post: %w", err)
+	var id int64
+	if err == nil {
+		id, err = res.LastInsertId()
 	}
-	id, err := res.LastInsertId()
 	if err != nil {
+		if s.recent != nil {
+			// The INSERT may have committed all the same (a connection
+			// lost after the commit): a list must not go on without it.
+			s.recent.invalidate(s, author)
+		}
 		return timeline.Message{}, fmt.Errorf("pull post: %w", err)
 	}
 	msg.ID = timeline.MessageID(id)
+	if s.recent != nil {
+		// After the commit, never before: a list may only ever hold ids
+		// that the database has. See recentLists.added.
+		s.recent.added(s, author, msg.ID)
+	}
 	return msg, nil
 }
 
@@ -185,7 +241,12 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 }
 
 // Close implements timeline.Store.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.recent != nil {
+		s.recent.close()
+	}
+	return s.db.Close()
+}
 
 // readSP runs the whole algorithm in the server: one CALL, one round trip.
 func (s *Store) readSP(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {

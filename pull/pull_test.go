@@ -2,6 +2,8 @@ package pull_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pushpull/pushpull/internal/testserver"
@@ -10,11 +12,29 @@ import (
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{}) }
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
+
+var namespaces atomic.Int64
+
+// config returns the Config of a store on database; StrategyRecent gets
+// the test memcached and a namespace no other store in this run uses.
+func config(t testing.TB, strategy pull.Strategy, database string) pull.Config {
+	cfg := pull.Config{DSN: testserver.DSN(t), Database: database, Strategy: strategy}
+	if strategy == pull.StrategyRecent {
+		cfg.Memcache = []string{testserver.Memcache(t)}
+		cfg.Namespace = fmt.Sprintf("t%s-%d/", database, namespaces.Add(1))
+	}
+	return cfg
+}
 
 func open(t *testing.T, strategy pull.Strategy, database string) *pull.Store {
 	t.Helper()
-	s, err := pull.Open(context.Background(), pull.Config{DSN: testserver.DSN(t), Database: database, Strategy: strategy})
+	return openConfig(t, config(t, strategy, database))
+}
+
+func openConfig(t *testing.T, cfg pull.Config) *pull.Store {
+	t.Helper()
+	s, err := pull.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,14 @@ package stores
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/timeline"
@@ -20,13 +25,40 @@ const (
 	PullSP     = "pull-sp"
 	PullClient = "pull-client"
 	PullNaive  = "pull-naive"
+	PullUnion  = "pull-union"
+	PullMerge  = "pull-merge"
+	PullRecent = "pull-recent" // needs Config.Memcache
 )
 
 // SQLModels are the models backed by MySQL/MariaDB, in benchmark order.
-var SQLModels = []string{Push, PullSP, PullClient, PullNaive}
+var SQLModels = []string{Push, PullSP, PullClient, PullNaive, PullUnion, PullMerge, PullRecent}
 
-// Models are all model names.
+// Models are the memory model and the SQL models.
 var Models = append([]string{Memory}, SQLModels...)
+
+// CachedSuffix marks a SQL model wrapped in the memcached decorator
+// (package cache): "push+memcache" is push with its newest pages in
+// memcached.
+const CachedSuffix = "+memcache"
+
+// The cached models.
+const (
+	PushCached       = Push + CachedSuffix
+	PullSPCached     = PullSP + CachedSuffix
+	PullClientCached = PullClient + CachedSuffix
+)
+
+// CachedModels are the cached variants offered by name. Any SQL model plus
+// CachedSuffix opens; these are the ones the benchmark knows.
+var CachedModels = []string{PushCached, PullSPCached, PullClientCached}
+
+// Base returns the SQL model under a cached one ("push" for
+// "push+memcache"), and model itself otherwise.
+func Base(model string) string { return strings.TrimSuffix(model, CachedSuffix) }
+
+// Cached reports whether model is a SQL model behind the memcached
+// decorator.
+func Cached(model string) bool { return strings.HasSuffix(model, CachedSuffix) }
 
 // Config is what a SQL model needs to open.
 type Config struct {
@@ -39,10 +71,28 @@ type Config struct {
 	// Force lets the schema be applied to a database pushpull did not
 	// create.
 	Force bool
+	// Memcache lists memcached servers ("host:port"). pull-recent needs
+	// them; the other models ignore them.
+	Memcache []string
+	// Namespace prefixes the memcached keys of pull-recent and of the
+	// cached models, for several runs sharing one memcached. Keys also
+	// carry a digest of the database's identity, so a re-created database
+	// never sees the entries of its predecessor.
+	Namespace string
+	// CachePolicy and CacheTTL configure the cached models (see
+	// cache.Options); the zero policy means cache.PolicyInvalidate.
+	CachePolicy cache.Policy
+	CacheTTL    time.Duration
 }
+
+// NeedsMemcache reports whether model cannot open without Config.Memcache.
+func NeedsMemcache(model string) bool { return model == PullRecent || Cached(model) }
 
 // Open opens model. Unknown names give an error listing the known ones.
 func Open(ctx context.Context, model string, cfg Config) (timeline.Store, error) {
+	if Cached(model) {
+		return openCached(ctx, model, cfg)
+	}
 	switch model {
 	case Memory:
 		return timeline.NewMemory(), nil
@@ -50,14 +100,75 @@ func Open(ctx context.Context, model string, cfg Config) (timeline.Store, error)
 		return push.Open(ctx, push.Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force})
 	}
 	if strategy, ok := strings.CutPrefix(model, "pull-"); ok {
-		return pull.Open(ctx, pull.Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force, Strategy: pull.Strategy(strategy)})
+		pc := pull.Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force, Strategy: pull.Strategy(strategy)}
+		// Only pull-recent gets memcached: with it, a pull store of any
+		// strategy would also keep the lists on Post, which costs the
+		// other models' posts a memcached round trip they do not need.
+		if NeedsMemcache(model) {
+			if len(cfg.Memcache) == 0 {
+				return nil, fmt.Errorf("model %s needs memcached servers (stores.Config.Memcache)", model)
+			}
+			pc.Memcache, pc.Namespace = cfg.Memcache, cfg.Namespace
+		}
+		return pull.Open(ctx, pc)
 	}
-	return nil, fmt.Errorf("unknown model %q (want one of %s)", model, strings.Join(Models, ", "))
+	return nil, fmt.Errorf("unknown model %q (want one of %s)", model, strings.Join(append(Models[:len(Models):len(Models)], CachedModels...), ", "))
 }
 
-// Database returns the default database of a SQL model.
+// openCached opens the base model of a cached one and wraps it in the
+// memcached decorator, which learns an author's followers from the base
+// model's follows table.
+func openCached(ctx context.Context, model string, cfg Config) (timeline.Store, error) {
+	base := Base(model)
+	if base == Memory || Cached(base) {
+		return nil, fmt.Errorf("unknown model %q: only SQL models can be cached", model)
+	}
+	if len(cfg.Memcache) == 0 {
+		return nil, fmt.Errorf("model %s needs memcached servers (stores.Config.Memcache)", model)
+	}
+	inner, err := Open(ctx, base, cfg)
+	if err != nil {
+		return nil, err
+	}
+	db := inner.(interface{ DB() *sql.DB }).DB()
+	id, err := identity(ctx, db)
+	if err != nil {
+		inner.Close()
+		return nil, fmt.Errorf("open %s: %w", model, err)
+	}
+	policy := cfg.CachePolicy
+	if policy == "" {
+		policy = cache.PolicyInvalidate
+	}
+	s, err := cache.New(inner, cache.Options{
+		Servers:      cfg.Memcache,
+		Namespace:    cfg.Namespace + model + ":" + id,
+		Policy:       policy,
+		TTL:          cfg.CacheTTL,
+		Followers:    cache.FollowersFromDB(db),
+		MaxIdleConns: max(cfg.MaxConns, 8),
+	})
+	if err != nil {
+		inner.Close()
+		return nil, fmt.Errorf("open %s: %w", model, err)
+	}
+	return s, nil
+}
+
+// identity is a short digest of the database's cursor key, which is made
+// afresh whenever the schema is applied to an empty database.
+func identity(ctx context.Context, db *sql.DB) (string, error) {
+	var key []byte
+	if err := db.QueryRowContext(ctx, `SELECT value FROM pushpull_meta WHERE name = 'cursor_key'`).Scan(&key); err != nil {
+		return "", fmt.Errorf("read database identity: %w", err)
+	}
+	sum := sha256.Sum256(append([]byte("pushpull cache\x00"), key...))
+	return hex.EncodeToString(sum[:6]), nil
+}
+
+// Database returns the default database of a SQL model (cached or not).
 func Database(model string) string {
-	if model == Push {
+	if Base(model) == Push {
 		return push.DefaultDatabase
 	}
 	return pull.DefaultDatabase

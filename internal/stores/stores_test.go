@@ -13,13 +13,26 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/internal/stores"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{}) }
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
+
+// config is the Config of a store on database: the test memcached for the
+// models that need it, under the database's name, so that no two stores of
+// a run share keys.
+func config(t *testing.T, model, database string) stores.Config {
+	cfg := stores.Config{DSN: testserver.DSN(t), Database: database}
+	if stores.NeedsMemcache(model) {
+		cfg.Memcache = []string{testserver.Memcache(t)}
+		cfg.Namespace = database + "/"
+	}
+	return cfg
+}
 
 var seedFlag = flag.Uint64("seed", 0, "seed for TestEquivalence (0: time-based)")
 
@@ -29,7 +42,7 @@ func openAll(t *testing.T) []timeline.Store {
 	t.Helper()
 	var out []timeline.Store
 	for _, model := range stores.Models {
-		s, err := stores.Open(context.Background(), model, stores.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
+		s, err := stores.Open(context.Background(), model, config(t, model, testserver.Database(t)))
 		if err != nil {
 			t.Fatalf("open %s: %v", model, err)
 		}
@@ -40,7 +53,7 @@ func openAll(t *testing.T) []timeline.Store {
 }
 
 // TestEquivalence applies one random stream of posts, follows and unfollows
-// (with some invalid ones) to all five stores, then walks every user's whole
+// (with some invalid ones) to every store, then walks every user's whole
 // timeline page by page in each and requires identical results: the same
 // messages (by the order they were posted), authors, bodies, and page
 // boundaries, and the same errors.
@@ -206,7 +219,7 @@ func TestBadInputChangesNoRows(t *testing.T) {
 	for _, model := range stores.SQLModels {
 		t.Run(model, func(t *testing.T) {
 			db := testserver.Database(t)
-			s, err := stores.Open(ctx, model, stores.Config{DSN: testserver.DSN(t), Database: db})
+			s, err := stores.Open(ctx, model, config(t, model, db))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +261,9 @@ func TestUnreachableServer(t *testing.T) {
 	} {
 		for _, model := range stores.SQLModels {
 			start := time.Now()
-			s, err := stores.Open(context.Background(), model, stores.Config{DSN: dsn})
+			cfg := config(t, model, "")
+			cfg.DSN = dsn
+			s, err := stores.Open(context.Background(), model, cfg)
 			if err == nil {
 				s.Close()
 				t.Fatalf("%s at %s: opened", model, dsn)
@@ -261,6 +276,84 @@ func TestUnreachableServer(t *testing.T) {
 			}
 		}
 	}
+	// A memcached that does not answer, for the models that need one.
+	for _, model := range append([]string{stores.PullRecent}, stores.CachedModels...) {
+		cfg := config(t, model, testserver.Database(t))
+		cfg.Memcache = []string{"127.0.0.1:1"}
+		s, err := stores.Open(context.Background(), model, cfg)
+		if err == nil {
+			s.Close()
+			t.Fatalf("%s with memcached at 127.0.0.1:1: opened", model)
+		}
+		if !errors.Is(err, timeline.ErrUnavailable) {
+			t.Fatalf("%s with memcached at 127.0.0.1:1: got %v, want ErrUnavailable", model, err)
+		}
+	}
+}
+
+// TestCachedModels: each cached model serves a repeated newest page from
+// memcached, sees a post at once (policy invalidate), and never serves a
+// page cached for an earlier database of the same name.
+func TestCachedModels(t *testing.T) {
+	ctx := context.Background()
+	for _, model := range stores.CachedModels {
+		t.Run(model, func(t *testing.T) {
+			db := testserver.Database(t)
+			cfg := stores.Config{DSN: testserver.DSN(t), Database: db, Memcache: []string{testserver.Memcache(t)}, Namespace: "t/"}
+			open := func() *cache.Store {
+				s, err := stores.Open(ctx, model, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				cs, ok := s.(*cache.Store)
+				if !ok || cs.Policy() != cache.PolicyInvalidate {
+					t.Fatalf("%s opened %T", model, s)
+				}
+				return cs
+			}
+			newest := func(s timeline.Store) []string {
+				p, err := s.Timeline(ctx, 1, timeline.Query{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []string
+				for _, m := range p.Messages {
+					out = append(out, m.Body)
+				}
+				return out
+			}
+			s := open()
+			if err := s.Follow(ctx, 1, 2); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Post(ctx, 2, "first database"); err != nil {
+				t.Fatal(err)
+			}
+			newest(s)
+			if got := newest(s); !slices.Equal(got, []string{"first database"}) || s.Stats().Hits != 1 {
+				t.Fatalf("second read %q, stats %+v: want one hit", got, s.Stats())
+			}
+			if _, err := s.Post(ctx, 2, "second post"); err != nil {
+				t.Fatal(err)
+			}
+			if got := newest(s); !slices.Equal(got, []string{"second post", "first database"}) {
+				t.Fatalf("after a post: %q", got)
+			}
+
+			// The same database name, dropped and made again: the old
+			// page stays in memcached, but under another identity.
+			admin := testserver.Admin(t)
+			defer admin.Close()
+			if _, err := admin.Exec("DROP DATABASE `" + db + "`"); err != nil {
+				t.Fatal(err)
+			}
+			s2 := open()
+			if got := newest(s2); len(got) != 0 {
+				t.Fatalf("a re-created database was served the old one's page: %q", got)
+			}
+		})
+	}
 }
 
 func TestBadConfig(t *testing.T) {
@@ -270,12 +363,18 @@ func TestBadConfig(t *testing.T) {
 		cfg   stores.Config
 		want  string
 	}{
-		"unknown model":    {"pull-magic", stores.Config{DSN: testserver.DSN(t)}, "unknown"},
-		"unknown family":   {"gossip", stores.Config{DSN: testserver.DSN(t)}, "want one of"},
-		"no DSN":           {stores.Push, stores.Config{}, "no DSN"},
-		"garbage DSN":      {stores.Push, stores.Config{DSN: "not a dsn"}, "DSN"},
-		"bad database":     {stores.Push, stores.Config{DSN: testserver.DSN(t), Database: "x; DROP TABLE y"}, "database name"},
-		"database too big": {stores.PullSP, stores.Config{DSN: testserver.DSN(t), Database: strings.Repeat("a", 65)}, "database name"},
+		"unknown model":        {"pull-magic", stores.Config{DSN: testserver.DSN(t)}, "unknown"},
+		"no memcached":         {stores.PullRecent, stores.Config{DSN: testserver.DSN(t)}, "memcached"},
+		"bad namespace":        {stores.PullRecent, stores.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Memcache: []string{testserver.Memcache(t)}, Namespace: "a b"}, "namespace"},
+		"unknown family":       {"gossip", stores.Config{DSN: testserver.DSN(t)}, "want one of"},
+		"cached, no memcached": {stores.PushCached, stores.Config{DSN: testserver.DSN(t)}, "memcached"},
+		"cached memory":        {"memory+memcache", stores.Config{DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}}, "only SQL models"},
+		"cached twice":         {"push+memcache+memcache", stores.Config{DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}}, "only SQL models"},
+		"bad cache policy":     {stores.PushCached, stores.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Memcache: []string{testserver.Memcache(t)}, CachePolicy: "sometimes"}, "policy"},
+		"no DSN":               {stores.Push, stores.Config{}, "no DSN"},
+		"garbage DSN":          {stores.Push, stores.Config{DSN: "not a dsn"}, "DSN"},
+		"bad database":         {stores.Push, stores.Config{DSN: testserver.DSN(t), Database: "x; DROP TABLE y"}, "database name"},
+		"database too big":     {stores.PullSP, stores.Config{DSN: testserver.DSN(t), Database: strings.Repeat("a", 65)}, "database name"},
 	} {
 		s, err := stores.Open(ctx, tc.model, tc.cfg)
 		if err == nil {

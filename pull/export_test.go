@@ -1,0 +1,12 @@
+package pull
+
+import "github.com/pushpull/pushpull/timeline"
+
+// RecentKey returns the memcached key of author's list, for tests that
+// damage it.
+func (s *Store) RecentKey(author timeline.UserID) string { return s.recent.key(author) }
+
+// EncodeList lets tests forge lists that pass the checksum.
+func EncodeList(key string, ids []uint64, complete bool, builtAt int64) []byte {
+	return encodeList(key, ids, complete, builtAt)
+}

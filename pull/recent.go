@@ -1,0 +1,571 @@
+package pull
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// StrategyRecent keeps, for every author, the ids of their newest messages
+// in memcached: a capped list, updated when they post (one append, not one
+// write per follower). A read takes the followees from the database, all
+// their lists in one multi-get, merges them, and fetches the page's bodies
+// by primary key; the database stays the system of record:
+//
+//   - A missing, expired or unreadable list is rebuilt from the database
+//     (newest RecentLen ids), through a CAS token taken before the database
+//     read, so that a post racing the rebuild can never be lost: see
+//     rebuild.
+//   - A list covers only the author's newest ids. When a page reaches below
+//     an incomplete list, that author's part comes from the database, in
+//     the same statement that fetches the bodies, and only if it can still
+//     reach the page (the floor of readMerge).
+//   - The bodies' rows are checked against the lists: an id that is not in
+//     the database, or not by that author, means a corrupt list; it is
+//     deleted and the page is read from the database alone.
+//   - A memcached that fails or times out costs only speed: the read falls
+//     back to readMerge, the failure is counted.
+//
+// Every post to the database must go through a store with the same
+// Memcache and Namespace (any strategy: Config.Memcache makes Post keep the
+// lists), or the lists miss those posts. A post whose append fails deletes
+// the author's list; if that fails too, this store reads that author from
+// the database until any list built before the failure has aged out
+// (recentMaxAge), and lists older than that are rebuilt everywhere.
+//
+// Keys are Namespace + "pr:" + a digest of the database's cursor secret +
+// ":" + author id: a re-created database (as the benchmark does before
+// loading) gets fresh keys and never sees lists of the old one.
+
+// DefaultRecentLen is how many ids an author's list holds unless
+// Config.RecentLen says otherwise.
+const DefaultRecentLen = 64
+
+const (
+	// recentMaxAge bounds how long a list may serve reads after it was
+	// built from the database. It only matters when a post could neither
+	// append to a list nor delete it (memcached unreachable from that
+	// process but not from others).
+	recentMaxAge = 10 * time.Minute
+	// placeholderTTL: a rebuild that dies between its placeholder and its
+	// CAS leaves the key blocked only this long (readers go on rebuilding
+	// from the database meanwhile).
+	placeholderTTL = 30
+	// compactAt: a list with this many appended records is rewritten as a
+	// base by the next reader, so values stay small.
+	compactAt = 16
+)
+
+var placeholder = []byte("P")
+
+type recentLists struct {
+	mc     *memcache.Client
+	prefix string
+	maxIDs int // RecentLen
+
+	mu     sync.Mutex
+	dirty  map[timeline.UserID]time.Time // authors whose list may have missed a post, until when
+	nDirty atomic.Int32
+	closed atomic.Bool
+}
+
+// checkNamespace keeps keys valid for memcached: at most 250 bytes (the
+// rest of a key takes under 40), no spaces or control characters.
+func checkNamespace(ns string) error {
+	if len(ns) > 64 {
+		return fmt.Errorf("memcached namespace %q: longer than 64 bytes", ns)
+	}
+	for _, c := range []byte(ns) {
+		if c <= ' ' || c == 0x7f {
+			return fmt.Errorf("memcached namespace %q: spaces and control characters are not allowed in memcached keys", ns)
+		}
+	}
+	return nil
+}
+
+func newRecentLists(ctx context.Context, db *sql.DB, cfg Config) (*recentLists, error) {
+	var key []byte
+	if err := db.QueryRowContext(ctx, `SELECT value FROM pushpull_meta WHERE name = 'cursor_key'`).Scan(&key); err != nil {
+		return nil, fmt.Errorf("read database identity: %w", err)
+	}
+	sum := sha256.Sum256(append([]byte("pushpull recent lists\x00"), key...))
+	r := &recentLists{
+		mc:     memcache.New(cfg.Memcache...),
+		prefix: cfg.Namespace + "pr:" + hex.EncodeToString(sum[:6]) + ":",
+		maxIDs: cfg.RecentLen,
+		dirty:  make(map[timeline.UserID]time.Time),
+	}
+	if r.maxIDs <= 0 {
+		r.maxIDs = DefaultRecentLen
+	}
+	// One idle connection per database connection: a read holds one of
+	// each at a time, so the two pools see the same concurrency.
+	r.mc.MaxIdleConns = cfg.MaxConns
+	if r.mc.MaxIdleConns <= 0 {
+		r.mc.MaxIdleConns = 64
+	}
+	r.mc.Timeout = 500 * time.Millisecond
+	// Later, a memcached that stops answering only costs speed (reads
+	// fall back to the database). At Open it is most likely a wrong
+	// address, better refused now, like an unreachable database, than
+	// found out through a slow benchmark.
+	if err := r.mc.Ping(); err != nil {
+		return nil, fmt.Errorf("memcached at %v: %w: %w", cfg.Memcache, timeline.ErrUnavailable, err)
+	}
+	return r, nil
+}
+
+func (r *recentLists) close() {
+	if r.closed.CompareAndSwap(false, true) {
+		r.mc.Close()
+	}
+}
+
+func (r *recentLists) key(author timeline.UserID) string {
+	return r.prefix + strconv.FormatInt(int64(author), 10)
+}
+
+// isDirty reports whether this store must not trust author's list.
+func (r *recentLists) isDirty(author timeline.UserID, now time.Time) bool {
+	if r.nDirty.Load() == 0 {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until, ok := r.dirty[author]
+	if ok && now.After(until) {
+		delete(r.dirty, author)
+		r.nDirty.Add(-1)
+		return false
+	}
+	return ok
+}
+
+func (r *recentLists) clearDirty(author timeline.UserID) {
+	if r.nDirty.Load() == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.dirty[author]; ok {
+		delete(r.dirty, author)
+		r.nDirty.Add(-1)
+	}
+}
+
+func (r *recentLists) markDirty(author timeline.UserID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.dirty[author]; !ok {
+		r.nDirty.Add(1)
+	}
+	r.dirty[author] = time.Now().Add(recentMaxAge + time.Minute)
+}
+
+// added appends a committed post's id to its author's list. A missing list
+// is left missing: whoever rebuilds it reads the database after this
+// commit (see rebuild). If the append fails for another reason, the list
+// may now lack a post that has been acknowledged, so it is deleted; if even
+// that fails, this store stops trusting it (isDirty), and every store stops
+// trusting it once it is older than recentMaxAge.
+func (r *recentLists) added(s *Store, author timeline.UserID, id timeline.MessageID) {
+	key := r.key(author)
+	err := r.mc.Append(&memcache.Item{Key: key, Value: encodeRecord(key, uint64(id))})
+	if err == nil || errors.Is(err, memcache.ErrNotStored) {
+		return
+	}
+	s.stats.cacheErrors.Add(1)
+	r.invalidate(s, author)
+}
+
+// invalidate deletes author's list, which may lack a post that the
+// database has; if memcached cannot be told, this store stops trusting
+// the list instead.
+func (r *recentLists) invalidate(s *Store, author timeline.UserID) {
+	if err := r.mc.Delete(r.key(author)); err == nil || errors.Is(err, memcache.ErrCacheMiss) {
+		return
+	}
+	s.stats.cacheErrors.Add(1)
+	r.markDirty(author)
+}
+
+// rebuild reads the lists of authors from the database and stores them,
+// returning them for the read at hand. tokens holds, for some of the
+// authors, the value their key held when it was read (placeholder or
+// garbage) with its CAS id; for the others it first adds a placeholder and
+// reads it back for one.
+//
+// Why a token taken before the database read: a post commits, then
+// appends. If its append comes after the token, the value changed and the
+// CAS fails, so a list that may lack the post is never stored. If it came
+// before, the commit came before the database read, which therefore holds
+// the post. And if the post found no key at all, the placeholder that
+// gave the token was added later still. The same holds for two rebuilds
+// racing each other: only one CAS can succeed, and both read the database
+// after their token. A failed CAS is not retried: this read already has
+// correct lists from the database, and the next reader rebuilds.
+func (r *recentLists) rebuild(ctx context.Context, s *Store, authors []timeline.UserID, tokens map[timeline.UserID]*memcache.Item) (map[timeline.UserID]authorList, int64, error) {
+	var need []string
+	for _, a := range authors {
+		if tokens[a] == nil {
+			need = append(need, r.key(a))
+		}
+	}
+	if len(need) > 0 {
+		g := new(errgroup.Group)
+		g.SetLimit(8)
+		var failed atomic.Bool
+		for _, key := range need {
+			g.Go(func() error {
+				err := r.mc.Add(&memcache.Item{Key: key, Value: placeholder, Expiration: placeholderTTL})
+				if err != nil && !errors.Is(err, memcache.ErrNotStored) {
+					s.stats.cacheErrors.Add(1)
+					failed.Store(true)
+				}
+				return nil
+			})
+		}
+		g.Wait()
+		if !failed.Load() {
+			got, err := r.mc.GetMulti(need)
+			if err != nil {
+				s.stats.cacheErrors.Add(1)
+			}
+			for _, a := range authors {
+				if it := got[r.key(a)]; it != nil && tokens[a] == nil {
+					tokens[a] = it
+				}
+			}
+		}
+	}
+
+	// One statement for all of them: RecentLen+1 ids each, the one extra
+	// telling whether the list is complete.
+	q := make([]byte, 0, 100*len(authors))
+	for i, a := range authors {
+		if i > 0 {
+			q = append(q, ` UNION ALL `...)
+		}
+		q = append(q, `(SELECT author_id, id FROM messages WHERE author_id = `...)
+		q = strconv.AppendInt(q, int64(a), 10)
+		q = append(q, ` ORDER BY id DESC LIMIT `...)
+		q = strconv.AppendInt(q, int64(r.maxIDs+1), 10)
+		q = append(q, ')')
+	}
+	builtAt := time.Now().Unix()
+	got, err := s.authorIDs(ctx, string(q))
+	if err != nil {
+		return nil, 0, err
+	}
+	var rows int64
+	lists := make(map[timeline.UserID]authorList, len(authors))
+	values := make(map[timeline.UserID][]byte, len(authors))
+	for _, a := range authors {
+		ids := got[a]
+		rows += int64(len(ids))
+		slices.SortFunc(ids, newestFirst)
+		complete := len(ids) <= r.maxIDs
+		if !complete {
+			ids = ids[:r.maxIDs]
+		}
+		// The read uses the encoded list like one from memcached: one
+		// code path for both.
+		key := r.key(a)
+		v := encodeList(key, ids, complete, builtAt)
+		l, ok := decodeList(key, v)
+		if !ok {
+			panic("pull: a list just encoded does not decode")
+		}
+		lists[a], values[a] = l, v
+	}
+
+	// Store the lists that have a token, concurrently: they are
+	// independent keys, and a cold page can have dozens.
+	g := new(errgroup.Group)
+	g.SetLimit(8)
+	for _, a := range authors {
+		tok := tokens[a]
+		if tok == nil {
+			continue
+		}
+		g.Go(func() error {
+			tok.Value = values[a]
+			tok.Expiration = listTTL
+			switch err := r.mc.CompareAndSwap(tok); {
+			case err == nil:
+				s.stats.rebuilds.Add(1)
+				// Built from a database read after the token: whatever
+				// post this store failed to append is in it.
+				r.clearDirty(a)
+			case isCASMiss(err):
+				// A post or another rebuild got there first.
+			default:
+				s.stats.cacheErrors.Add(1)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	return lists, rows, nil
+}
+
+// listTTL is memcached's expiration for lists: a little over recentMaxAge,
+// after which readers rebuild them anyway.
+const listTTL = int32((recentMaxAge + time.Minute) / time.Second)
+
+// isCASMiss reports whether a CompareAndSwap failed because the value
+// changed or vanished since it was read: the expected outcome of a race.
+func isCASMiss(err error) bool {
+	return errors.Is(err, memcache.ErrCASConflict) || errors.Is(err, memcache.ErrNotStored) || errors.Is(err, memcache.ErrCacheMiss)
+}
+
+// compact rewrites a list that has accumulated appended records as a base,
+// keeping its age: compacting must not make a list live longer than its
+// last database read allows. Best effort: a post in between makes the CAS
+// fail, and the next reader tries again.
+func (r *recentLists) compact(s *Store, it *memcache.Item, l authorList) {
+	ids, ok := l.all()
+	if !ok {
+		return
+	}
+	complete := l.complete
+	if len(ids) > r.maxIDs {
+		ids, complete = ids[:r.maxIDs], false
+	}
+	it.Value = encodeList(it.Key, ids, complete, l.builtAt)
+	it.Expiration = listTTL
+	if err := r.mc.CompareAndSwap(it); err != nil && !isCASMiss(err) {
+		s.stats.cacheErrors.Add(1)
+	}
+}
+
+// errSuspect means a list contradicted the database.
+var errSuspect = errors.New("an author's recent list disagrees with the database")
+
+// errCacheDown means memcached did not answer the multi-get.
+var errCacheDown = errors.New("memcached failed")
+
+// suspect deletes the lists of authors, which contradicted the database,
+// and returns errSuspect: the read starts over from the database alone.
+func (s *Store) suspect(authors []timeline.UserID) error {
+	rl := s.recent
+	for _, a := range authors {
+		s.stats.cacheErrors.Add(1)
+		rl.invalidate(s, a)
+	}
+	return errSuspect
+}
+
+// readRecent implements StrategyRecent; see the comment at the top. When
+// memcached fails, or a list contradicts the database, the page comes
+// from readMerge instead.
+func (s *Store) readRecent(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+	msgs, err := s.readRecentLists(ctx, r)
+	if errors.Is(err, errSuspect) || errors.Is(err, errCacheDown) {
+		return s.readMerge(ctx, r)
+	}
+	return msgs, err
+}
+
+func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+	rl := s.recent
+	followees, err := s.followees(ctx, r.User)
+	if err != nil {
+		return nil, err
+	}
+	rows := int64(len(followees))
+	if len(followees) == 0 {
+		s.countPage(rows)
+		return nil, nil
+	}
+	// memcached calls take no context: check it between round trips.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(followees))
+	for i, a := range followees {
+		keys[i] = rl.key(a)
+	}
+	items, err := rl.mc.GetMulti(keys)
+	if err != nil {
+		s.stats.cacheErrors.Add(1)
+		return nil, errCacheDown
+	}
+
+	now := time.Now()
+	lists := make([]authorList, len(followees))
+	var stale []timeline.UserID
+	var tokens map[timeline.UserID]*memcache.Item
+	for i, a := range followees {
+		it := items[keys[i]]
+		if it == nil || rl.isDirty(a, now) {
+			// Missing, or this store failed to append to it: rebuild
+			// (the rebuild takes a fresh token, so storing it is safe).
+			stale = append(stale, a)
+			continue
+		}
+		l, ok := decodeList(keys[i], it.Value)
+		if !ok || now.Unix()-l.builtAt > int64(recentMaxAge/time.Second) {
+			// A placeholder, garbage, or too old: it is its own token.
+			stale = append(stale, a)
+			if tokens == nil {
+				tokens = make(map[timeline.UserID]*memcache.Item)
+			}
+			tokens[a] = it
+			continue
+		}
+		lists[i] = l
+		if l.nRecords >= compactAt {
+			rl.compact(s, it, l)
+		}
+	}
+	s.stats.cacheHits.Add(int64(len(followees) - len(stale)))
+	if len(stale) > 0 {
+		s.stats.cacheMisses.Add(int64(len(stale)))
+		if tokens == nil {
+			tokens = make(map[timeline.UserID]*memcache.Item)
+		}
+		built, n, err := rl.rebuild(ctx, s, stale, tokens)
+		if err != nil {
+			return nil, err
+		}
+		rows += n
+		for i, a := range followees {
+			if l, ok := built[a]; ok {
+				lists[i] = l
+			}
+		}
+	}
+
+	// Merge the lists, newest first, until Fetch() ids are taken: a k-way
+	// merge on a heap of the lists' next ids below the cursor.
+	fetch := r.Fetch()
+	before := uint64(r.Before)
+	iters := make([]listIter, len(followees))
+	heap := make([]int, 0, len(followees)) // indexes into iters, largest peek() first
+	for i := range followees {
+		iters[i] = lists[i].iter()
+		it := &iters[i]
+		for before > 0 && it.peek() >= before {
+			it.pop()
+		}
+		if it.peek() != 0 {
+			heap = append(heap, i)
+		}
+	}
+	above := func(i, j int) bool { return iters[heap[i]].peek() > iters[heap[j]].peek() }
+	down := func(i int) {
+		for {
+			c := 2*i + 1
+			if c >= len(heap) {
+				return
+			}
+			if c+1 < len(heap) && above(c+1, c) {
+				c++
+			}
+			if !above(c, i) {
+				return
+			}
+			heap[i], heap[c] = heap[c], heap[i]
+			i = c
+		}
+	}
+	for i := len(heap)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	taken := make([]uint64, 0, fetch)
+	owner := make([]int, 0, fetch) // the followee of each taken id, by index
+	perAuthor := make([]int, len(followees))
+	for len(taken) < fetch && len(heap) > 0 {
+		i := heap[0]
+		taken = append(taken, iters[i].pop())
+		owner = append(owner, i)
+		perAuthor[i]++
+		if iters[i].peek() == 0 {
+			heap[0] = heap[len(heap)-1]
+			heap = heap[:len(heap)-1]
+		}
+		down(0)
+	}
+	for i := range iters {
+		if iters[i].bad {
+			return nil, s.suspect([]timeline.UserID{followees[i]})
+		}
+	}
+	var floor uint64 // no id below it can be on the page
+	if len(taken) == fetch {
+		floor = taken[fetch-1]
+	}
+
+	// Authors whose unlisted ids could still reach the page are read from
+	// the database, in the statement that fetches the bodies: those whose
+	// list is incomplete and ran out above the floor.
+	var b pageQuery
+	b.start()
+	for i, a := range followees {
+		l := &lists[i]
+		if l.complete || iters[i].peek() != 0 {
+			continue
+		}
+		more := l.floor // every id of the author above it is listed
+		if before > 0 && before < more {
+			more = before
+		}
+		if more > floor+1 {
+			b.branch(a, more, floor, fetch-perAuthor[i])
+		}
+	}
+	var msgs []timeline.Message
+	if b.branches == 0 {
+		msgs, err = s.messagesByID(ctx, taken)
+		rows += int64(len(msgs))
+	} else {
+		s.stats.fallbacks.Add(int64(b.branches))
+		var branchRows int64
+		msgs, branchRows, err = b.run(ctx, s.db, taken, fetch)
+		rows += branchRows + int64(len(msgs))
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	// Every listed id that the page should hold must be there, by its
+	// author; the page's order is the database's. taken and msgs are both
+	// newest first.
+	var bad []timeline.UserID
+	j := 0
+	for k, id := range taken {
+		for j < len(msgs) && uint64(msgs[j].ID) > id {
+			j++
+		}
+		author := followees[owner[k]]
+		switch {
+		case j < len(msgs) && uint64(msgs[j].ID) == id:
+			if msgs[j].Author != author {
+				bad = append(bad, author)
+			}
+		case j < len(msgs) || len(msgs) < fetch:
+			// Missing, yet newer than the page's last message (or the
+			// page is not full).
+			bad = append(bad, author)
+		}
+	}
+	if len(bad) > 0 {
+		return nil, s.suspect(bad)
+	}
+	s.countPage(rows)
+	return msgs, nil
+}

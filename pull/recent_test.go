@@ -1,0 +1,376 @@
+package pull_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// recentFixture is a StrategyRecent store in a fresh database where user 1
+// follows users 2, 3 and 4, who have posted a few messages each.
+type recentFixture struct {
+	s     *pull.Store
+	mc    *memcache.Client
+	posts []timeline.Message // everything posted, oldest first
+}
+
+func newRecentFixture(t *testing.T, memcacheAddr string) *recentFixture {
+	t.Helper()
+	ctx := context.Background()
+	cfg := config(t, pull.StrategyRecent, testserver.Database(t))
+	if memcacheAddr != "" {
+		cfg.Memcache = []string{memcacheAddr}
+	}
+	f := &recentFixture{s: openConfig(t, cfg), mc: memcache.New(testserver.Memcache(t))}
+	t.Cleanup(func() { f.mc.Close() })
+	for a := timeline.UserID(2); a <= 4; a++ {
+		if err := f.s.Follow(ctx, 1, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 12 {
+		f.post(t, timeline.UserID(2+i%3))
+	}
+	return f
+}
+
+func (f *recentFixture) post(t *testing.T, author timeline.UserID) timeline.Message {
+	t.Helper()
+	m, err := f.s.Post(context.Background(), author, fmt.Sprintf("post %d by %d", len(f.posts), author))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.posts = append(f.posts, m)
+	return m
+}
+
+// check reads user 1's timeline in pages of 5 and compares it with
+// everything posted.
+func (f *recentFixture) check(t *testing.T, what string) {
+	t.Helper()
+	var want []timeline.MessageID
+	for _, m := range slices.Backward(f.posts) {
+		want = append(want, m.ID)
+	}
+	var got []timeline.MessageID
+	q := timeline.Query{Limit: 5}
+	for {
+		p, err := f.s.Timeline(context.Background(), 1, q)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for _, m := range p.Messages {
+			got = append(got, m.ID)
+		}
+		if p.Next == "" {
+			break
+		}
+		q.Before = p.Next
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: timeline %v, want %v", what, got, want)
+	}
+}
+
+// TestRecentPostUpdatesList: once the lists are in memcached, a post is
+// visible to the next read through its append, with no rebuild.
+func TestRecentPostUpdatesList(t *testing.T) {
+	f := newRecentFixture(t, "")
+	f.check(t, "first read")
+	if st := f.s.Stats(); st.Rebuilds != 3 || st.CacheMisses != 3 {
+		t.Fatalf("first read: want 3 lists rebuilt, got %+v", st)
+	}
+	for i := range 40 { // more than compactAt appends
+		m := f.post(t, timeline.UserID(2+i%2))
+		p, err := f.s.Timeline(context.Background(), 1, timeline.Query{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Messages) != 1 || p.Messages[0].ID != m.ID {
+			t.Fatalf("post %d (id %d) returned, then the newest page holds %v", i, m.ID, p.Messages)
+		}
+	}
+	f.check(t, "after 40 posts")
+	if st := f.s.Stats(); st.Rebuilds != 3 || st.CacheMisses != 3 || st.CacheErrors != 0 || st.Fallbacks != 0 {
+		t.Fatalf("posts should reach reads through their appends alone: %+v", st)
+	}
+}
+
+// TestRecentSurvivesCacheDamage damages author 2's list in every way a
+// cache can lose or garble an entry, and some it cannot by itself, and
+// reads after each: the timeline stays exact.
+func TestRecentSurvivesCacheDamage(t *testing.T) {
+	f := newRecentFixture(t, "")
+	f.check(t, "warm")
+	key2, key3 := f.s.RecentKey(2), f.s.RecentKey(3)
+	get := func(key string) *memcache.Item {
+		it, err := f.mc.Get(key)
+		if err != nil {
+			t.Fatalf("get %s: %v", key, err)
+		}
+		return it
+	}
+	set := func(key string, v []byte) {
+		if err := f.mc.Set(&memcache.Item{Key: key, Value: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids2 := func() []uint64 {
+		var out []uint64
+		for _, m := range slices.Backward(f.posts) {
+			if m.Author == 2 {
+				out = append(out, uint64(m.ID))
+			}
+		}
+		return out
+	}
+	good := get(key2).Value
+	for _, tc := range []struct {
+		name   string
+		damage func()
+	}{
+		{"evicted", func() { f.mc.Delete(key2) }},
+		{"garbage", func() { set(key2, []byte("not a list")) }},
+		{"truncated", func() { set(key2, good[:len(good)-1]) }},
+		{"a bit flipped", func() { v := slices.Clone(good); v[len(v)/2] ^= 4; set(key2, v) }},
+		{"another author's list", func() { set(key2, get(key3).Value) }},
+		{"a rebuild that died (placeholder)", func() { set(key2, []byte("P")) }},
+		{"a garbled append", func() { f.mc.Append(&memcache.Item{Key: key2, Value: []byte("a1234567890123")}) }},
+		{"older than the maximum age", func() { set(key2, pull.EncodeList(key2, ids2(), true, time.Now().Add(-time.Hour).Unix())) }},
+		// These pass the checksum: a bug, not the cache, would write them.
+		{"claims another author's message", func() {
+			set(key2, pull.EncodeList(key2, append([]uint64{uint64(f.posts[len(f.posts)-1].ID)}, ids2()...), true, time.Now().Unix()))
+		}},
+		{"claims a message that does not exist", func() {
+			set(key2, pull.EncodeList(key2, append([]uint64{uint64(f.posts[len(f.posts)-1].ID) + 1000}, ids2()...), true, time.Now().Unix()))
+		}},
+	} {
+		if tc.name == "claims another author's message" && f.posts[len(f.posts)-1].Author == 2 {
+			f.post(t, 3) // the newest message must not be author 2's
+			f.check(t, "before "+tc.name)
+		}
+		tc.damage()
+		f.check(t, tc.name)
+		f.check(t, tc.name+", read again")
+		f.post(t, 2)
+		f.check(t, tc.name+", then a post")
+	}
+	st := f.s.Stats()
+	t.Logf("%+v", st)
+	if st.Rebuilds < 8 || st.CacheErrors < 2 {
+		t.Fatalf("want lists rebuilt and the forged ones counted as errors: %+v", st)
+	}
+	// Every damaged list was replaced by a good one.
+	f.check(t, "at the end")
+	if st2 := f.s.Stats(); st2.CacheMisses != st.CacheMisses {
+		t.Fatalf("the last read still missed: %+v", st2)
+	}
+}
+
+// TestRecentMemcachedDown cuts memcached off mid-run: reads fall back to
+// the database and stay exact, posts still succeed, and once memcached is
+// back the lists that missed posts are rebuilt before they are used.
+func TestRecentMemcachedDown(t *testing.T) {
+	p := newProxy(t, testserver.Memcache(t))
+	f := newRecentFixture(t, p.addr)
+	f.check(t, "warm")
+	p.cut()
+	f.post(t, 2)
+	f.post(t, 3)
+	f.check(t, "memcached down")
+	down := f.s.Stats()
+	if down.CacheErrors == 0 {
+		t.Fatalf("no cache errors counted while memcached was down: %+v", down)
+	}
+	p.restore(t)
+	f.check(t, "memcached back")
+	f.post(t, 2)
+	f.check(t, "memcached back, then a post")
+	if st := f.s.Stats(); st.Rebuilds < down.Rebuilds+2 {
+		t.Fatalf("the lists that missed posts were not rebuilt: %+v", st)
+	}
+}
+
+// TestRecentRacingRebuilds posts from three goroutines while others read
+// and keep destroying the lists, so that rebuilds race posts all the time.
+// Every read must hold every post that had returned before the read began.
+func TestRecentRacingRebuilds(t *testing.T) {
+	f := newRecentFixture(t, "")
+	ctx := context.Background()
+	var acked [3]atomic.Int64 // newest returned post of authors 2, 3, 4
+	var mu sync.Mutex
+	ackedAll := map[timeline.MessageID]bool{}
+	for _, m := range f.posts {
+		ackedAll[m.ID] = true
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 3 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(deadline); i++ {
+				m, err := f.s.Post(ctx, timeline.UserID(2+w), fmt.Sprintf("race %d", i))
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				ackedAll[m.ID] = true
+				mu.Unlock()
+				acked[w].Store(int64(m.ID))
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := 0; time.Now().Before(deadline); i++ {
+			key := f.s.RecentKey(timeline.UserID(2 + i%3))
+			if i%2 == 0 {
+				f.mc.Delete(key)
+			} else {
+				f.mc.Set(&memcache.Item{Key: key, Value: []byte("x")})
+			}
+			time.Sleep(time.Duration(i%3) * time.Millisecond)
+		}
+	})
+	var reads atomic.Int64
+	for range 3 {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				var want [3]int64
+				for i := range want {
+					want[i] = acked[i].Load()
+				}
+				p, err := f.s.Timeline(ctx, 1, timeline.Query{Limit: timeline.MaxLimit})
+				if err != nil {
+					errs <- err
+					return
+				}
+				reads.Add(1)
+				have := map[timeline.MessageID]bool{}
+				for _, m := range p.Messages {
+					have[m.ID] = true
+				}
+				for i, id := range want {
+					if id != 0 && !have[timeline.MessageID(id)] {
+						errs <- fmt.Errorf("post %d by %d had returned before the read began, and the read lacks it", id, i+2)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := f.s.Stats()
+	t.Logf("%d reads; %+v", reads.Load(), st)
+	if st.Rebuilds == 0 {
+		t.Fatal("no list was ever rebuilt: the test raced nothing")
+	}
+	// Quiet now: the walk holds every post exactly.
+	var all []timeline.MessageID
+	for id := range ackedAll {
+		all = append(all, id)
+	}
+	slices.Sort(all)
+	got := []timeline.MessageID{}
+	q := timeline.Query{Limit: timeline.MaxLimit}
+	for {
+		p, err := f.s.Timeline(ctx, 1, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range p.Messages {
+			got = append(got, m.ID)
+		}
+		if p.Next == "" {
+			break
+		}
+		q.Before = p.Next
+	}
+	slices.Reverse(got)
+	if !slices.Equal(got, all) {
+		t.Fatalf("after the race the timeline has %d messages, want %d", len(got), len(all))
+	}
+}
+
+// proxy forwards TCP connections to a server until cut, which closes its
+// listener and every connection, so that clients see a server that went
+// away; restore listens again on the same address.
+type proxy struct {
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        []net.Conn
+	wg           sync.WaitGroup
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{addr: ln.Addr().String(), target: target}
+	p.serve(ln)
+	t.Cleanup(func() { p.cut(); p.wg.Wait() })
+	return p
+}
+
+func (p *proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			p.wg.Go(func() { io.Copy(up, c); up.Close() })
+			p.wg.Go(func() { io.Copy(c, up); c.Close() })
+		}
+	})
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) restore(t *testing.T) {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.serve(ln)
+}

@@ -1,0 +1,231 @@
+package pull
+
+import (
+	"cmp"
+	"encoding/binary"
+	"hash/crc32"
+	"slices"
+)
+
+// An author's list in memcached is a base, written whole from a database
+// read, followed by zero or more records that posts appended since:
+//
+//	base:   'R' | flags | uvarint builtAt (Unix seconds) | uvarint count |
+//	        uvarint oldest id | uvarint length in bytes of the ids |
+//	        ids: uvarint newest id, then uvarint gap to each older id |
+//	        crc32c(key | everything before)            (4 bytes, big endian)
+//	record: 'a' | id (8 bytes, big endian) | crc32c(key | 'a' | id)
+//
+// flags bit 0, complete: the author has no message older than the oldest id
+// in the base. Without it the base holds the author's newest count ids and
+// says nothing about older ones.
+//
+// Appending is what makes a post one memcached round trip (no read, no CAS
+// loop, no conflict between two posts by the same author). Checksums are
+// keyed by the memcached key, so a value that is truncated, garbled, or
+// copied from another author's key is rejected, never used: a rejected
+// value is treated like a missing one and rebuilt from the database.
+//
+// The ids are decoded lazily (listIter): a newest page needs the first few
+// ids of each list, not all of them; the header's length lets the checksum
+// be verified without decoding them.
+
+const (
+	listMagic    = 'R'
+	recordMagic  = 'a'
+	recordLen    = 1 + 8 + 4
+	flagComplete = 1
+)
+
+// newestFirst orders ids from the largest down.
+func newestFirst(x, y uint64) int { return cmp.Compare(y, x) }
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// authorList is a checked list, its ids not yet decoded.
+type authorList struct {
+	base     []byte   // the base's id varints
+	count    int      // how many ids base holds
+	records  []uint64 // appended ids that count (see decodeList), newest first
+	nRecords int      // appended records, counted or not
+	complete bool     // the author has no message below floor
+	// floor is the oldest id of the base: every id of the author at or
+	// above it is listed, except posts whose append is still on its way.
+	floor   uint64
+	builtAt int64
+}
+
+// encodeList encodes a base list of ids (newest first, at least one unless
+// complete).
+func encodeList(key string, ids []uint64, complete bool, builtAt int64) []byte {
+	var idBytes []byte
+	for i, id := range ids {
+		if i == 0 {
+			idBytes = binary.AppendUvarint(idBytes, id)
+		} else {
+			idBytes = binary.AppendUvarint(idBytes, ids[i-1]-id)
+		}
+	}
+	b := make([]byte, 0, 32+len(idBytes))
+	b = append(b, listMagic, 0)
+	if complete {
+		b[1] = flagComplete
+	}
+	b = binary.AppendUvarint(b, uint64(builtAt))
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	var oldest uint64
+	if len(ids) > 0 {
+		oldest = ids[len(ids)-1]
+	}
+	b = binary.AppendUvarint(b, oldest)
+	b = binary.AppendUvarint(b, uint64(len(idBytes)))
+	b = append(b, idBytes...)
+	sum := crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, b)
+	return binary.BigEndian.AppendUint32(b, sum)
+}
+
+// encodeRecord encodes the record a post appends.
+func encodeRecord(key string, id uint64) []byte {
+	b := make([]byte, 0, recordLen)
+	b = append(b, recordMagic)
+	b = binary.BigEndian.AppendUint64(b, id)
+	sum := crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, b)
+	return binary.BigEndian.AppendUint32(b, sum)
+}
+
+// decodeList checks v, the value of key, or reports that it is not a valid
+// list (a placeholder, garbage, or a list with a bad record).
+func decodeList(key string, v []byte) (authorList, bool) {
+	var l authorList
+	if len(v) < 2+4 || v[0] != listMagic || v[1]&^flagComplete != 0 {
+		return l, false
+	}
+	l.complete = v[1]&flagComplete != 0
+	p := 2
+	var fields [4]uint64 // builtAt, count, oldest, length of ids
+	for i := range fields {
+		x, n := binary.Uvarint(v[p:])
+		if n <= 0 {
+			return l, false
+		}
+		fields[i], p = x, p+n
+	}
+	built, count, oldest, idLen := fields[0], fields[1], fields[2], fields[3]
+	// Each id takes one to ten bytes.
+	if built > 1<<62 || idLen > uint64(len(v)-p) || count > idLen || idLen > 10*count ||
+		(count == 0) != (oldest == 0) || (count == 0 && !l.complete) {
+		return l, false
+	}
+	end := p + int(idLen)
+	if len(v)-end < 4 {
+		return l, false
+	}
+	keySum := crc32.Checksum([]byte(key), crcTable)
+	if crc32.Update(keySum, crcTable, v[:end]) != binary.BigEndian.Uint32(v[end:]) {
+		return l, false
+	}
+	l.builtAt, l.count, l.floor, l.base = int64(built), int(count), oldest, v[p:end]
+
+	// Records: posts since the base was built. Concurrent posts by one
+	// author can append out of order, and one whose id is below the
+	// base's floor says nothing about the gap above it, so for an
+	// incomplete list such ids are left to the database.
+	rest := v[end+4:]
+	if len(rest)%recordLen != 0 {
+		return l, false
+	}
+	for ; len(rest) > 0; rest = rest[recordLen:] {
+		r := rest[:recordLen]
+		if r[0] != recordMagic || crc32.Update(keySum, crcTable, r[:9]) != binary.BigEndian.Uint32(r[9:]) {
+			return l, false
+		}
+		id := binary.BigEndian.Uint64(r[1:9])
+		if id == 0 {
+			return l, false
+		}
+		l.nRecords++
+		if l.complete || id > l.floor {
+			l.records = append(l.records, id)
+		}
+	}
+	if len(l.records) > 1 {
+		slices.SortFunc(l.records, newestFirst)
+		l.records = slices.Compact(l.records)
+	}
+	return l, true
+}
+
+// listIter yields a list's ids newest first, base and records merged.
+type listIter struct {
+	base  []byte
+	left  int    // base ids not yet decoded
+	prev  uint64 // last base id decoded
+	bHead uint64 // next base id, 0 when none
+	recs  []uint64
+	bad   bool // the base's ids were malformed (never, unless forged)
+}
+
+func (l *authorList) iter() listIter {
+	it := listIter{base: l.base, left: l.count, recs: l.records}
+	it.bHead = it.nextBase()
+	return it
+}
+
+func (it *listIter) nextBase() uint64 {
+	if it.left == 0 {
+		return 0
+	}
+	x, n := binary.Uvarint(it.base)
+	if n <= 0 {
+		it.bad, it.left = true, 0
+		return 0
+	}
+	it.base, it.left = it.base[n:], it.left-1
+	id := x
+	if it.prev != 0 {
+		if x == 0 || x >= it.prev {
+			it.bad, it.left = true, 0
+			return 0
+		}
+		id = it.prev - x
+	}
+	if id == 0 {
+		it.bad, it.left = true, 0
+		return 0
+	}
+	it.prev = id
+	return id
+}
+
+// peek returns the next id without consuming it; 0 when there is none.
+func (it *listIter) peek() uint64 {
+	if len(it.recs) > 0 && it.recs[0] > it.bHead {
+		return it.recs[0]
+	}
+	return it.bHead
+}
+
+// pop consumes the next id and returns it; 0 when there is none.
+func (it *listIter) pop() uint64 {
+	id := it.peek()
+	if id == 0 {
+		return 0
+	}
+	if len(it.recs) > 0 && it.recs[0] == id {
+		it.recs = it.recs[1:]
+	}
+	if it.bHead == id {
+		it.bHead = it.nextBase()
+	}
+	return id
+}
+
+// all decodes every id, newest first.
+func (l *authorList) all() ([]uint64, bool) {
+	it := l.iter()
+	out := make([]uint64, 0, l.count+len(l.records))
+	for id := it.pop(); id != 0; id = it.pop() {
+		out = append(out, id)
+	}
+	return out, !it.bad
+}

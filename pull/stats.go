@@ -1,0 +1,64 @@
+package pull
+
+import "sync/atomic"
+
+// stats are the store's counters. They are atomics so that reads and posts
+// on any goroutine can bump them without a lock.
+type stats struct {
+	pages       atomic.Int64 // pages served by a strategy that counts rows
+	rowsRead    atomic.Int64 // index entries and rows its queries examined
+	cacheHits   atomic.Int64 // author lists used from memcached
+	cacheMisses atomic.Int64 // author lists missing, unreadable, too old or distrusted
+	cacheErrors atomic.Int64 // memcached operations that failed
+	rebuilds    atomic.Int64 // author lists rebuilt from the database and stored
+	fallbacks   atomic.Int64 // authors whose page part came from the database
+}
+
+// Stats is a snapshot of a store's counters.
+type Stats struct {
+	// Pages is the number of timeline pages served by a strategy that
+	// counts rows (StrategyUnion, StrategyMerge, StrategyRecent); the
+	// others leave it and RowsRead at 0.
+	Pages int64
+	// RowsRead is how many index entries and table rows those pages made
+	// the database examine, as far as the strategy can tell: one per
+	// followee for step 1, each row a batch or branch returned or skipped
+	// over, and each message row fetched for its body. RowsRead/Pages is
+	// the cost per page that the early stop is meant to bring from about
+	// N² + followees down to about N + followees.
+	RowsRead int64
+
+	// StrategyRecent only.
+	CacheHits   int64 // author lists taken from memcached
+	CacheMisses int64 // author lists that were missing, unreadable, too old or distrusted (rebuilt)
+	CacheErrors int64 // memcached operations that failed (the read or post went on without it)
+	Rebuilds    int64 // author lists rebuilt from the database and stored
+	Fallbacks   int64 // authors whose share of a page came from the database
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Pages:       s.stats.pages.Load(),
+		RowsRead:    s.stats.rowsRead.Load(),
+		CacheHits:   s.stats.cacheHits.Load(),
+		CacheMisses: s.stats.cacheMisses.Load(),
+		CacheErrors: s.stats.cacheErrors.Load(),
+		Rebuilds:    s.stats.rebuilds.Load(),
+		Fallbacks:   s.stats.fallbacks.Load(),
+	}
+}
+
+// RowsRead returns the total rows read by the pages Pages counts; see
+// Stats.RowsRead.
+func (s *Store) RowsRead() int64 { return s.stats.rowsRead.Load() }
+
+// Pages returns the number of pages served by a strategy that counts rows
+// read; see Stats.Pages.
+func (s *Store) Pages() int64 { return s.stats.pages.Load() }
+
+// countPage records one page that read rows rows.
+func (s *Store) countPage(rows int64) {
+	s.stats.pages.Add(1)
+	s.stats.rowsRead.Add(rows)
+}
