@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/sandbox"
 	"github.com/pushpull/pushpull/internal/stores"
@@ -34,15 +35,29 @@ type BenchConfig struct {
 	Spec   Spec
 	Scale  float64 // already applied to Spec; recorded in the result
 
-	Duration    time.Duration // measured time per phase
-	Ops         int64         // if > 0, measure this many operations per phase instead
-	Warmup      time.Duration // unmeasured time before each phase
-	NaiveCap    time.Duration // pull-naive's phases are capped at this
-	Concurrency int           // workers per phase
-	ReadRatio   float64       // > 0 adds a mixed phase with this share of reads
-	Durability  string        // results.Durable or results.Relaxed
+	Duration time.Duration // measured time per phase of the paper's models
+	// ExtraDuration is the measured time per phase of the models beyond
+	// the paper's push, pull-sp, pull-client and pull-naive (the other
+	// pull strategies and the +memcache models), so that the default run
+	// fits in five minutes; 0 means min(Duration, 5s).
+	ExtraDuration time.Duration
+	Ops           int64         // if > 0, measure this many operations per phase instead
+	Warmup        time.Duration // unmeasured time before each phase
+	NaiveCap      time.Duration // pull-naive's phases are capped at this
+	Concurrency   int           // workers per phase
+	ReadRatio     float64       // > 0 adds a mixed phase with this share of reads
+	Durability    string        // results.Durable or results.Relaxed
 	// Settings override the sandbox's mariadbd options.
 	Settings map[string]string
+	// Memcache lists memcached servers for pull-recent and the +memcache
+	// models when DSN is set; a sandbox starts its own memcached.
+	Memcache []string
+	// CacheTTL is the page lifetime of the cached models' ttl-policy
+	// phase; 0 means cache.DefaultTTL.
+	CacheTTL time.Duration
+	// CacheReadRatio is the share of reads in the cached models' mixed
+	// phases; 0 means 0.9.
+	CacheReadRatio float64
 
 	Command  string    // the command line, for the record
 	Progress io.Writer // progress and per-second rows; nil for none
@@ -54,12 +69,29 @@ const (
 	BenchPullDB = "pushpull_pull"
 )
 
+// DefaultBenchModels are the models a run measures unless told otherwise:
+// every SQL model, and push and pull-sp behind memcached.
+var DefaultBenchModels = append(stores.SQLModels[:len(stores.SQLModels):len(stores.SQLModels)], stores.PushCached, stores.PullSPCached)
+
+// paperModels get the full phase duration; see BenchConfig.ExtraDuration.
+var paperModels = []string{stores.Push, stores.PullSP, stores.PullClient, stores.PullNaive}
+
 func (c *BenchConfig) defaults() {
 	if c.Models == nil {
-		c.Models = stores.SQLModels
+		c.Models = DefaultBenchModels
 	}
 	if c.Duration <= 0 {
 		c.Duration = 10 * time.Second
+	}
+	if c.ExtraDuration <= 0 {
+		c.ExtraDuration = 5 * time.Second
+	}
+	c.ExtraDuration = min(c.ExtraDuration, c.Duration)
+	if c.CacheTTL <= 0 {
+		c.CacheTTL = cache.DefaultTTL
+	}
+	if c.CacheReadRatio <= 0 {
+		c.CacheReadRatio = 0.9
 	}
 	if c.NaiveCap <= 0 {
 		c.NaiveCap = 3 * time.Second
@@ -83,10 +115,19 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	if cfg.Durability != results.Durable && cfg.Durability != results.Relaxed {
 		return nil, fmt.Errorf("durability %q: want %q or %q", cfg.Durability, results.Durable, results.Relaxed)
 	}
+	known := append(stores.SQLModels[:len(stores.SQLModels):len(stores.SQLModels)], stores.CachedModels...)
+	needMemcache := false
 	for _, m := range cfg.Models {
-		if !contains(stores.SQLModels, m) {
-			return nil, fmt.Errorf("unknown model %q (want some of %s)", m, strings.Join(stores.SQLModels, ", "))
+		if !contains(known, m) {
+			return nil, fmt.Errorf("unknown model %q (want some of %s)", m, strings.Join(known, ", "))
 		}
+		needMemcache = needMemcache || stores.NeedsMemcache(m)
+	}
+	if cfg.CacheReadRatio >= 1 {
+		return nil, fmt.Errorf("cache read ratio %g: want a share of reads below 1", cfg.CacheReadRatio)
+	}
+	if needMemcache && cfg.DSN != "" && len(cfg.Memcache) == 0 {
+		return nil, fmt.Errorf("models %s keep data in memcached: name servers with --memcache (or leave out --dsn to use a sandbox)", strings.Join(filter(cfg.Models, stores.NeedsMemcache), ", "))
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, format+"\n", args...) }
 	res := &results.Result{Version: results.FormatVersion, StartedAt: time.Now().UTC(), Command: cfg.Command}
@@ -116,8 +157,12 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		for k, v := range cfg.Settings {
 			settings[k] = v
 		}
-		logf("starting a sandboxed MariaDB ...")
-		sb, err = sandbox.Start(ctx, sandbox.Options{MariaDB: true, Settings: settings})
+		if needMemcache {
+			logf("starting a sandboxed MariaDB and memcached ...")
+		} else {
+			logf("starting a sandboxed MariaDB ...")
+		}
+		sb, err = sandbox.Start(ctx, sandbox.Options{MariaDB: true, Memcached: needMemcache, Settings: settings})
 		if err != nil {
 			return nil, err
 		}
@@ -137,157 +182,28 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		return nil, errors.New("--durability relaxed on your own server: set innodb_flush_log_at_trx_commit=2 there; pushpull does not change a server's global settings")
 	}
 
-	// Fresh databases, loaded pull first, then push.
-	needPush := contains(cfg.Models, stores.Push)
-	needPull := len(cfg.Models) > 1 || !needPush
-	var targets []Target
-	open := map[string]timeline.Store{}
-	defer func() {
-		for _, s := range open {
-			s.Close()
-		}
-	}()
-	for _, t := range []struct {
-		model, db, name string
-		need, mailbox   bool
-	}{{stores.PullSP, BenchPullDB, "pull", needPull, false}, {stores.Push, BenchPushDB, "push", needPush, true}} {
-		if !t.need {
-			continue
-		}
-		if err := recreate(ctx, admin, t.db, cfg.Force); err != nil {
-			return nil, err
-		}
-		s, err := stores.Open(ctx, t.model, stores.Config{DSN: dsn, Database: t.db, MaxConns: cfg.Concurrency * 8})
-		if err != nil {
-			return nil, err
-		}
-		open[t.name] = s
-		targets = append(targets, Target{Name: t.name, DB: dbOf(s), Mailbox: t.mailbox})
+	b := &bench{cfg: cfg, res: res, dsn: dsn, data: d, users: st.Users, logf: logf, open: map[string]timeline.Store{}}
+	defer b.closeAll()
+	if sb != nil && sb.MemcacheAddr != "" {
+		b.memcache = []string{sb.MemcacheAddr}
+	} else {
+		b.memcache = cfg.Memcache
 	}
-	logf("loading ...")
-	if res.Load, err = Load(ctx, d, targets, cfg.Progress); err != nil {
+	if err := b.run(ctx, admin, sb != nil); err != nil {
 		return nil, err
-	}
-	logf("loaded in %.1fs", res.Load.Seconds)
-	sizes := map[string][2]int64{}
-	for _, t := range targets {
-		db := map[string]string{"push": BenchPushDB, "pull": BenchPullDB}[t.Name]
-		data, disk, err := dataSize(ctx, admin, db, sb != nil)
-		if err != nil {
-			return nil, err
-		}
-		sizes[t.Name] = [2]int64{data, disk}
-		logf("%s database: %s data+index, %s on disk", t.Name, mb(data), mb(disk))
-	}
-
-	// The harness's own ceiling.
-	phase := func(name string, dur time.Duration, newOp func(int) Op) (results.Phase, error) {
-		length := dur.String()
-		if cfg.Ops > 0 {
-			length = fmt.Sprintf("%d ops", cfg.Ops)
-		}
-		logf("phase %s (%s, %d workers)", name, length, cfg.Concurrency)
-		pr, err := RunPhase(ctx, PhaseConfig{Name: name, Workers: cfg.Concurrency, Warmup: cfg.Warmup, Duration: dur, Ops: cfg.Ops, Progress: cfg.Progress}, newOp)
-		if err != nil {
-			return results.Phase{}, err
-		}
-		p := results.PhaseFromHistogram(pr.Latency, pr.Ops, pr.Errors, pr.Seconds)
-		logf("  = %s: %.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors", name, p.OpsPerSec, p.P50Ms, p.P99Ms, p.Errors)
-		if pr.ErrorRate() > MaxErrorRate {
-			res.Failures = append(res.Failures, fmt.Sprintf("%s: %.1f%% of operations failed (over %.0f%%), e.g. %s",
-				name, 100*pr.ErrorRate(), 100*MaxErrorRate, strings.Join(pr.SampleErrors, "; ")))
-		}
-		return p, nil
-	}
-	harness, err := phase("harness/noop", min(cfg.Duration, 2*time.Second), NewestPage(Noop{}, st.Users, cfg.Spec.Seed))
-	if err != nil {
-		return nil, err
-	}
-	res.Harness = &harness
-
-	// Reads first, for every model, while the data is as loaded; then
-	// writes.
-	for _, name := range cfg.Models {
-		s, ok := open[family(name)]
-		if name != stores.Push && name != stores.PullSP {
-			if s, err = stores.Open(ctx, name, stores.Config{DSN: dsn, Database: BenchPullDB, MaxConns: cfg.Concurrency * 8}); err != nil {
-				return nil, err
-			}
-			open[name] = s
-			ok = true
-		}
-		if !ok {
-			return nil, fmt.Errorf("model %s: no store", name)
-		}
-		dur, sample := cfg.Duration, 400
-		if name == stores.PullNaive {
-			dur, sample = min(cfg.Duration, cfg.NaiveCap), 40
-		}
-		m := results.Model{Name: name, DataBytes: sizes[family(name)][0], DiskBytes: sizes[family(name)][1]}
-		if m.Retrieve, err = phase(name+"/retrieve", dur, NewestPage(s, st.Users, cfg.Spec.Seed)); err != nil {
-			return nil, err
-		}
-		pool, err := CollectOlderPages(ctx, s, st.Users, sample, cfg.Concurrency, cfg.Spec.Seed)
-		switch {
-		case errors.Is(err, ErrNoOlderPages):
-			m.RetrieveOlder.Skipped = true
-			res.Notes = append(res.Notes, name+": no timeline has a second page; older-page retrieval not measured")
-		case err != nil:
-			return nil, err
-		default:
-			if m.RetrieveOlder, err = phase(name+"/retrieve-older", dur, OlderPages(s, pool, cfg.Spec.Seed)); err != nil {
-				return nil, err
-			}
-		}
-		res.Models = append(res.Models, m)
-	}
-	// Submission is the same code for every pull strategy (one INSERT):
-	// measure it once per database and report it for each pull model.
-	var pullSubmit *results.Phase
-	for i := range res.Models {
-		m := &res.Models[i]
-		if family(m.Name) == "pull" && pullSubmit != nil {
-			m.Submit = *pullSubmit
-			continue
-		}
-		if m.Submit, err = phase(family(m.Name)+"/submit", cfg.Duration, Submit(open[family(m.Name)], d, cfg.Spec.Seed)); err != nil {
-			return nil, err
-		}
-		if family(m.Name) == "pull" {
-			pullSubmit = &m.Submit
-			res.Notes = append(res.Notes, "submission is measured once on the pull database and shown for every pull strategy: posting is the same single INSERT for all of them")
-		}
-	}
-	if cfg.ReadRatio > 0 {
-		for i := range res.Models {
-			m := &res.Models[i]
-			p, err := phase(m.Name+"/mixed", cfg.Duration, Mixed(open[storeKey(m.Name)], d, cfg.ReadRatio, cfg.Spec.Seed))
-			if err != nil {
-				return nil, err
-			}
-			m.Mixed = &p
-		}
-	}
-	if push := res.Model(stores.Push); push != nil && push.Retrieve.OpsPerSec > 0 && harness.OpsPerSec < 20*push.Retrieve.OpsPerSec {
-		res.Failures = append(res.Failures, fmt.Sprintf("the harness ran a no-op store at only %.0f ops/s, under 20x push retrieval (%.0f/s): it would be measuring itself",
-			harness.OpsPerSec, push.Retrieve.OpsPerSec))
 	}
 	res.FinishedAt = time.Now().UTC()
 	return res, nil
 }
 
-func storeKey(model string) string {
-	if model == stores.Push || model == stores.PullSP {
-		return family(model)
+func filter(list []string, keep func(string) bool) []string {
+	var out []string
+	for _, x := range list {
+		if keep(x) {
+			out = append(out, x)
+		}
 	}
-	return model
-}
-
-func family(model string) string {
-	if model == stores.Push {
-		return "push"
-	}
-	return "pull"
+	return out
 }
 
 func contains(list []string, s string) bool {

@@ -38,6 +38,9 @@ type PhaseConfig struct {
 	// Progress receives a row per second (ops/s, p50, p99, errors); nil
 	// for none.
 	Progress io.Writer
+	// OnMeasure, if set, is called when the warm-up ends and measuring
+	// begins, e.g. to snapshot a store's counters.
+	OnMeasure func()
 }
 
 // PhaseResult is what a phase measured.
@@ -155,6 +158,9 @@ func RunPhase(ctx context.Context, cfg PhaseConfig, newOp func(worker int) Op) (
 		case <-time.After(cfg.Warmup):
 		case <-ctx.Done():
 		}
+	}
+	if cfg.OnMeasure != nil {
+		cfg.OnMeasure()
 	}
 	measuring.Store(true)
 	start := time.Now()

@@ -18,6 +18,8 @@ import (
 func newBenchCmd() *cobra.Command {
 	var (
 		dsn, graph, durability, out string
+		memcacheList                string
+		extraDuration, cacheTTL     time.Duration
 		models                      []string
 		set                         []string
 		duration, warmup, naiveCap  time.Duration
@@ -45,10 +47,23 @@ pull database, and measures every model in turn with a closed loop of
   submission       a message by a random author
   mixed            reads and posts, when --read-ratio is given
 
-Each phase runs --warmup unmeasured, then --duration measured (pull-naive is
-capped at --naive-cap: it is slow by design), or --ops operations. Progress and one row per second
-go to stderr. Submission is measured once on the pull database, since posting
-is the same INSERT for every pull strategy.
+The models are the paper's push and pull (pull-sp), our other pull
+strategies (pull-client, pull-naive, pull-union, pull-merge, pull-recent),
+and push and pull-sp with memcached in front of the newest page
+(push+memcache, pull-sp+memcache; pull-client+memcache on request). For the
+cached models the run also measures the hit ratio, a mixed phase of 90%
+reads under the invalidate policy, the same under the ttl policy with the
+staleness of every page served, and plain memcached gets of a page-sized
+value for comparison. The table ends with the goals these figures are set
+against (cached reads 5x push; the best pull strategy 10x pull-sp).
+
+Each phase runs --warmup unmeasured, then --duration measured for the
+paper's models (push, pull-sp, pull-client, pull-naive; pull-naive is capped
+at --naive-cap: it is slow by design) and --extra-duration for the others,
+or --ops operations. Progress and one row per second go to stderr.
+Submission is measured once on the pull database, since posting is the same
+INSERT for every pull strategy except pull-recent, which also updates
+memcached and is measured on its own.
 
 The run is saved under --out as <UTC timestamp>/result.json, result.csv and
 result.png (bar charts of the paper's three figures). It fails (exit 1) when
@@ -57,7 +72,8 @@ store, is not at least 20x faster than push retrieval.
 
 --dsn runs against an existing server instead, in the databases
 pushpull_push and pushpull_pull, which it drops and re-creates; it refuses
-databases it did not create unless --force.`,
+databases it did not create unless --force. With --dsn, the models that use
+memcached need --memcache.`,
 		Example: `  pushpull bench                          # the paper's benchmark, about 5 minutes
   pushpull bench --scale 0.1 --duration 3s  # a quick look
   pushpull bench --graph zipf --models push,pull-sp
@@ -110,14 +126,36 @@ databases it did not create unless --force.`,
 			if dsn != "" && len(settings) > 0 {
 				return usagef("--set configures the sandbox; it cannot be used with --dsn")
 			}
+			if extraDuration < 0 || cacheTTL <= 0 || cacheTTL > 30*24*time.Hour {
+				return usagef("--extra-duration must not be negative, and --cache-ttl must be between 1ms and 720h")
+			}
+			servers, err := parseServers(memcacheList)
+			if err != nil {
+				return usagef("--memcache: %v", err)
+			}
+			if dsn == "" && len(servers) > 0 {
+				return usagef("--memcache goes with --dsn; without it the sandbox starts its own memcached")
+			}
 			var modelList []string
 			if len(models) > 0 {
 				modelList = models
 			}
+			if dsn != "" && len(servers) == 0 {
+				need := modelList
+				if need == nil {
+					need = loadgen.DefaultBenchModels
+				}
+				for _, m := range need {
+					if stores.NeedsMemcache(m) {
+						return usagef("--model %s keeps data in memcached: with --dsn, pass --memcache host:port (or choose --models without it)", m)
+					}
+				}
+			}
 			stderr := cmd.ErrOrStderr()
 			r, err := loadgen.RunBench(cmd.Context(), loadgen.BenchConfig{
 				DSN: dsn, Force: force, Models: modelList, Spec: spec, Scale: scale,
-				Duration: duration, Ops: ops, Warmup: warmup, NaiveCap: naiveCap, Concurrency: concurrency,
+				Duration: duration, ExtraDuration: extraDuration, Ops: ops, Warmup: warmup, NaiveCap: naiveCap, Concurrency: concurrency,
+				Memcache: servers, CacheTTL: cacheTTL,
 				ReadRatio: readRatio, Durability: durability, Settings: settings,
 				Command: commandLine(cmd), Progress: stderr,
 			})
@@ -150,8 +188,11 @@ databases it did not create unless --force.`,
 	f := cmd.Flags()
 	f.StringVar(&dsn, "dsn", "", "existing server to use instead of a sandbox (its pushpull_push and pushpull_pull databases are dropped and re-created)")
 	f.BoolVar(&force, "force", false, "with --dsn, drop those databases even if pushpull did not create them")
-	f.StringSliceVar(&models, "models", nil, "models to measure, comma-separated (default "+strings.Join(stores.SQLModels, ",")+")")
-	f.DurationVar(&duration, "duration", 10*time.Second, "measured time per phase")
+	f.StringVar(&memcacheList, "memcache", "", "with --dsn, memcached servers (host:port, comma-separated) for pull-recent and the +memcache models")
+	f.StringSliceVar(&models, "models", nil, "models to measure, comma-separated (default "+strings.Join(loadgen.DefaultBenchModels, ",")+")")
+	f.DurationVar(&duration, "duration", 10*time.Second, "measured time per phase of the paper's models")
+	f.DurationVar(&extraDuration, "extra-duration", 5*time.Second, "measured time per phase of the other models (never longer than --duration)")
+	f.DurationVar(&cacheTTL, "cache-ttl", time.Second, "page lifetime in the cached models' ttl-policy phase")
 	f.Int64Var(&ops, "ops", 0, "if > 0, measure this many operations per phase instead of --duration")
 	f.DurationVar(&warmup, "warmup", time.Second, "unmeasured time before each phase")
 	f.DurationVar(&naiveCap, "naive-cap", 3*time.Second, "cap on pull-naive's phases, which are slow by design")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pushpull/pushpull/internal/stores"
+	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/results"
 )
 
@@ -31,16 +32,39 @@ func TestBenchSmall(t *testing.T) {
 	if res.Dataset.Users != 100 || res.Dataset.Messages != 10000 || res.Dataset.AvgFollowees < 42 || res.Dataset.AvgFollowees > 44 {
 		t.Fatalf("dataset %+v", res.Dataset)
 	}
-	if len(res.Models) != len(stores.SQLModels) {
-		t.Fatalf("%d models, want %v", len(res.Models), stores.SQLModels)
+	want := loadgen.DefaultBenchModels
+	if len(res.Models) != len(want) {
+		t.Fatalf("%d models, want %v", len(res.Models), want)
 	}
 	for i, m := range res.Models {
-		if m.Name != stores.SQLModels[i] {
-			t.Fatalf("model %d is %q, want %q", i, m.Name, stores.SQLModels[i])
+		if m.Name != want[i] {
+			t.Fatalf("model %d is %q, want %q", i, m.Name, want[i])
 		}
-		for name, p := range map[string]results.Phase{"submit": m.Submit, "retrieve": m.Retrieve, "retrieve_older": m.RetrieveOlder} {
+		phases := map[string]results.Phase{"submit": m.Submit, "retrieve": m.Retrieve, "retrieve_older": m.RetrieveOlder}
+		if stores.Cached(m.Name) {
+			if !m.RetrieveOlder.Skipped || m.Mixed == nil {
+				t.Fatalf("%s: older pages %+v (want skipped: they pass through), mixed %v", m.Name, m.RetrieveOlder, m.Mixed)
+			}
+			delete(phases, "retrieve_older")
+			phases["mixed"] = *m.Mixed
+			for _, k := range []string{"hit_ratio", "mixed_hit_ratio", "ttl_hit_ratio", "ttl_mixed_ops_per_sec"} {
+				if !(m.Extra[k] > 0) {
+					t.Fatalf("%s: %s = %v in %v", m.Name, k, m.Extra[k], m.Extra)
+				}
+			}
+			if m.Extra["ttl_max_staleness_ms"] > m.Extra["ttl_ms"] || m.Extra["ttl_ms"] != 1000 {
+				t.Fatalf("%s: staleness %v ms beyond the TTL of %v ms", m.Name, m.Extra["ttl_max_staleness_ms"], m.Extra["ttl_ms"])
+			}
+		}
+		for name, p := range phases {
 			if p.OpsPerSec <= 0 || p.Ops <= 0 || p.Errors != 0 || p.P50Ms <= 0 {
 				t.Fatalf("%s %s: %+v", m.Name, name, p)
+			}
+		}
+		switch m.Name {
+		case stores.PullUnion, stores.PullMerge, stores.PullRecent:
+			if !(m.Extra["rows_per_page"] > 0) {
+				t.Fatalf("%s: rows per page not reported: %v", m.Name, m.Extra)
 			}
 		}
 		if m.DataBytes <= 0 || m.DiskBytes <= 0 {
@@ -53,6 +77,19 @@ func TestBenchSmall(t *testing.T) {
 	}
 	if res.Harness == nil || res.Harness.OpsPerSec < 20*push.Retrieve.OpsPerSec {
 		t.Fatalf("harness %+v", res.Harness)
+	}
+	if res.MemcacheGet == nil || !(res.MemcacheGet.OpsPerSec > 0) {
+		t.Fatalf("raw memcached gets: %+v", res.MemcacheGet)
+	}
+	goals := map[string]bool{}
+	for _, g := range res.Goals {
+		goals[g.Name] = true
+		if !(g.Value > 0) || g.Met != (g.Value >= g.Target) {
+			t.Fatalf("goal %+v", g)
+		}
+	}
+	if len(goals) != 5 {
+		t.Fatalf("goals %+v, want the cache's two and the fast pull's three", res.Goals)
 	}
 	if res.Environment.Durability != results.Durable || res.Environment.InnoDB["innodb_flush_log_at_trx_commit"] != "1" {
 		t.Fatalf("environment %+v", res.Environment)
@@ -99,6 +136,12 @@ func TestBenchBadFlags(t *testing.T) {
 		{"bench", "--dsn", "root@tcp(127.0.0.1:1)/", "--set", "innodb_buffer_pool_size=1G"},
 		{"bench", "--followees", "-3"},
 		{"bench", "--ops", "-1"},
+		{"bench", "--memcache", "nonsense"},
+		{"bench", "--memcache", "127.0.0.1:11211"},   // without --dsn
+		{"bench", "--dsn", "root@tcp(127.0.0.1:1)/"}, // the default models need --memcache
+		{"bench", "--dsn", "root@tcp(127.0.0.1:1)/", "--models", "push+memcache"},
+		{"bench", "--cache-ttl", "0s"},
+		{"bench", "--extra-duration", "-1s"},
 		{"report"},
 		{"report", "a", "b", "c"},
 	} {

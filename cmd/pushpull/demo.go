@@ -30,22 +30,23 @@ them (6 users, follows, 30 posts, a late follow and an unfollow), and prints:
 
   - the newest page of three users' home timelines from every model side by
     side, one column of message ids per model;
-  - whether all five models returned identical timelines for every user
+  - whether all models returned identical timelines for every user
     (same ids, authors and bodies, on the newest page and on a complete walk
     in pages of 3);
   - a walk through one timeline in pages of 3, showing the cursors that
     'pushpull timeline --before' takes.
 
-Every write goes to memory, push and pull-sp. pull-client and pull-naive share
-pull-sp's database, so they only read: the three pull models differ in how
-they compute a timeline, not in what they store.
+Every write goes to memory, push and pull-recent. The other pull models share
+pull-recent's database, so they only read: the pull models differ in how they
+compute a timeline, not in what they store (pull-recent adds lists of each
+author's newest ids in memcached, rebuilt from the database when missing).
 
 The server uses small, non-durable settings (internal/sandbox.TestSettings)
 so that the demo starts fast; they are not the benchmark's settings. The
 server and its directory are removed when the demo ends, also on Ctrl-C. It
 takes a few seconds. The exit code is 1 if the models disagree.`,
 		Example: `  pushpull demo
-  make bench      # runs bin/pushpull demo for now`,
+  pushpull demo > demo.txt`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -126,13 +127,14 @@ func demoName(id timeline.UserID) string {
 }
 
 // demoWriters are the models every write goes to. The other pull models
-// share pull-sp's database and only read.
-var demoWriters = []string{stores.Memory, stores.Push, stores.PullSP}
+// share pull-recent's database and only read; pull-recent writes so that
+// its memcached lists of recent ids follow the posts.
+var demoWriters = []string{stores.Memory, stores.Push, stores.PullRecent}
 
 func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
-	fmt.Fprintln(stderr, "pushpull demo: starting a throw-away MariaDB (small, non-durable test settings)...")
+	fmt.Fprintln(stderr, "pushpull demo: starting a throw-away MariaDB and memcached (small, non-durable test settings)...")
 	start := time.Now()
-	sb, err := sandbox.Start(ctx, sandbox.Options{MariaDB: true, Settings: sandbox.TestSettings()})
+	sb, err := sandbox.Start(ctx, sandbox.Options{MariaDB: true, Memcached: true, Settings: sandbox.TestSettings()})
 	if err != nil {
 		return err
 	}
@@ -141,8 +143,8 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 			err = serr
 		}
 	}()
-	fmt.Fprintf(stderr, "pushpull demo: MariaDB ready in %v\n", time.Since(start).Round(100*time.Millisecond))
-	fmt.Fprintf(out, "MariaDB sandbox in %s\n", sb.Dir)
+	fmt.Fprintf(stderr, "pushpull demo: MariaDB and memcached ready in %v\n", time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(out, "MariaDB and memcached sandbox in %s\n", sb.Dir)
 	fmt.Fprintf(out, "(small, non-durable test settings: innodb_buffer_pool_size=%s, innodb_flush_log_at_trx_commit=%s; fine for a demo, not for measurements)\n\n",
 		sb.Settings["innodb_buffer_pool_size"], sb.Settings["innodb_flush_log_at_trx_commit"])
 
@@ -153,14 +155,14 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 		}
 	}()
 	for _, m := range stores.Models {
-		s, err := stores.Open(ctx, m, stores.Config{DSN: sb.DSN, MaxConns: 8})
+		s, err := stores.Open(ctx, m, stores.Config{DSN: sb.DSN, MaxConns: 8, Memcache: []string{sb.MemcacheAddr}})
 		if err != nil {
 			return fmt.Errorf("open %s: %w", m, err)
 		}
 		open[m] = s
 	}
-	fmt.Fprintf(out, "Opened %s: push in database %s, the three pull models in %s.\n",
-		strings.Join(stores.Models, ", "), stores.Database(stores.Push), stores.Database(stores.PullSP))
+	fmt.Fprintf(out, "Opened %s: push in database %s, the pull models in %s (pull-recent also keeps recent ids in memcached at %s).\n",
+		strings.Join(stores.Models, ", "), stores.Database(stores.Push), stores.Database(stores.PullSP), sb.MemcacheAddr)
 
 	// Write.
 	var nFollow, nUnfollow, nPost int

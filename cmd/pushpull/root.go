@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,8 +17,12 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
-// dsnEnv names the environment variable that --dsn defaults to.
-const dsnEnv = "PUSHPULL_DSN"
+// dsnEnv and memcacheEnv name the environment variables that --dsn and
+// --memcache default to.
+const (
+	dsnEnv      = "PUSHPULL_DSN"
+	memcacheEnv = "PUSHPULL_MEMCACHE"
+)
 
 // newRootCmd builds the whole command tree. Each call returns fresh commands
 // with fresh flags, so tests can run many command lines in one process.
@@ -33,6 +39,18 @@ people I follow") from MySQL or MariaDB with two designs behind one interface:
   pull-sp      merge on read, run by stored procedures (one CALL per page).
   pull-client  merge on read, run as concurrent small queries from the client.
   pull-naive   merge on read as one JOIN ... ORDER BY ... LIMIT (the baseline).
+  pull-union   merge on read: newest id per followee, then one UNION ALL
+               statement for the top followees' messages (two round trips).
+  pull-merge   merge on read with early stop: a k-way merge over followees
+               fetched in small batches, dropping a followee once it can no
+               longer reach the page.
+  pull-recent  merge on read from each author's newest ids kept in memcached
+               (one GetMulti), then one fetch of the page's bodies; needs
+               --memcache. The database stays the system of record.
+
+Any of push, pull-sp and pull-client + "+memcache" (push+memcache, ...) puts
+memcached in front of the newest page, kept current by invalidation on every
+write (see package cache); it needs --memcache too.
 
 The pull-* models share one database (pushpull_pull) and differ only in how
 they read; push has its own database (pushpull_push).
@@ -109,11 +127,50 @@ type serverFlags struct {
 	getenv   func(string) string
 	dsn      string
 	database string
+	memcache string
 }
 
 func (f *serverFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.dsn, "dsn", "", "go-sql-driver DSN of the server, e.g. 'user:pass@tcp(127.0.0.1:3306)/' (default $"+dsnEnv+")")
 	cmd.Flags().StringVar(&f.database, "database", "", "database to use instead of the model's default (pushpull_push or pushpull_pull)")
+	cmd.Flags().StringVar(&f.memcache, "memcache", "", "memcached servers as host:port, comma-separated; pull-recent and the +memcache models need them (default $"+memcacheEnv+")")
+}
+
+// resolveMemcache returns the servers of --memcache, else $PUSHPULL_MEMCACHE,
+// checked for shape; model says whether they are required.
+func (f *serverFlags) resolveMemcache(model string) ([]string, error) {
+	list := f.memcache
+	if list == "" {
+		list = f.getenv(memcacheEnv)
+	}
+	servers, err := parseServers(list)
+	if err != nil {
+		return nil, usagef("--memcache: %v", err)
+	}
+	if len(servers) == 0 && stores.NeedsMemcache(model) {
+		return nil, usagef("--model %s keeps recent ids in memcached: pass --memcache host:port or export %s (`pushpull sandbox` prints both servers)", model, memcacheEnv)
+	}
+	return servers, nil
+}
+
+// parseServers splits a comma-separated list of host:port addresses.
+func parseServers(list string) ([]string, error) {
+	var out []string
+	for _, a := range strings.Split(list, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return nil, fmt.Errorf("%q: want host:port", a)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || host == "" {
+			return nil, fmt.Errorf("%q: want host:port with a port in 1-65535", a)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // resolveDSN returns --dsn, else $PUSHPULL_DSN, else a usage error that says
@@ -145,17 +202,15 @@ func checkDatabase(name string) error {
 // checkStoreModel accepts the SQL models. Memory is refused: it keeps
 // nothing from one invocation to the next.
 func checkStoreModel(model string) error {
-	valid := strings.Join(stores.SQLModels, ", ")
+	valid := strings.Join(stores.SQLModels, ", ") + ", or " + strings.Join(stores.CachedModels, ", ")
 	switch {
 	case model == "":
 		return usagef("--model is required: one of %s", valid)
 	case model == stores.Memory:
 		return usagef("--model memory keeps nothing between invocations, so it cannot be used here: use one of %s (`pushpull demo` shows memory next to the others)", valid)
 	}
-	for _, m := range stores.SQLModels {
-		if model == m {
-			return nil
-		}
+	if slices.Contains(stores.SQLModels, model) || slices.Contains(stores.CachedModels, model) {
+		return nil
 	}
 	return usagef("unknown model %q: want one of %s", model, valid)
 }
@@ -198,7 +253,11 @@ func (f *serverFlags) openStore(ctx context.Context, model string) (timeline.Sto
 	if err != nil {
 		return nil, err
 	}
-	s, err := stores.Open(ctx, model, stores.Config{DSN: dsn, Database: f.database, MaxConns: 4})
+	servers, err := f.resolveMemcache(model)
+	if err != nil {
+		return nil, err
+	}
+	s, err := stores.Open(ctx, model, stores.Config{DSN: dsn, Database: f.database, MaxConns: 4, Memcache: servers})
 	if err != nil {
 		return nil, withHint(err)
 	}

@@ -102,6 +102,7 @@ shell and the other pushpull commands find the server without --dsn.`,
 			}
 			fmt.Fprintln(out)
 			fmt.Fprintf(out, "export %s=%s\n", dsnEnv, shellQuote(sb.DSN))
+			fmt.Fprintf(out, "export %s=%s\n", memcacheEnv, shellQuote(sb.MemcacheAddr))
 			fmt.Fprintln(stderr, "pushpull sandbox: running; press Ctrl-C to stop the servers and remove the directory")
 
 			<-ctx.Done()

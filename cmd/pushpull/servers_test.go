@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pushpull/pushpull/internal/stores"
 )
 
 // TestDemo runs the demo end to end: it starts its own MariaDB.
@@ -19,8 +22,8 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo: %v", r)
 	}
 	for _, want := range []string{
-		"Agreement: all 5 models returned identical timelines for all 6 users",
-		"memory  push  pull-sp  pull-client  pull-naive",
+		fmt.Sprintf("Agreement: all %d models returned identical timelines for all 6 users", len(stores.Models)),
+		"memory  push  pull-sp  pull-client  pull-naive  pull-union  pull-merge  pull-recent",
 		"Café crème at the corner bistro, très bien ☕🥐",
 		`Shopping list:\n- oat milk`,
 		"next: (end)",
