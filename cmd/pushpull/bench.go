@@ -191,7 +191,7 @@ memcached need --memcache.`,
 	f.StringVar(&memcacheList, "memcache", "", "with --dsn, memcached servers (host:port, comma-separated) for pull-recent and the +memcache models")
 	f.StringSliceVar(&models, "models", nil, "models to measure, comma-separated (default "+strings.Join(loadgen.DefaultBenchModels, ",")+")")
 	f.DurationVar(&duration, "duration", 10*time.Second, "measured time per phase of the paper's models")
-	f.DurationVar(&extraDuration, "extra-duration", 5*time.Second, "measured time per phase of the other models (never longer than --duration)")
+	f.DurationVar(&extraDuration, "extra-duration", 4*time.Second, "measured time per phase of the other models (never longer than --duration)")
 	f.DurationVar(&cacheTTL, "cache-ttl", time.Second, "page lifetime in the cached models' ttl-policy phase")
 	f.Int64Var(&ops, "ops", 0, "if > 0, measure this many operations per phase instead of --duration")
 	f.DurationVar(&warmup, "warmup", time.Second, "unmeasured time before each phase")
