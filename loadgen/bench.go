@@ -39,7 +39,7 @@ type BenchConfig struct {
 	// ExtraDuration is the measured time per phase of the models beyond
 	// the paper's push, pull-sp, pull-client and pull-naive (the other
 	// pull strategies and the +memcache models), so that the default run
-	// fits in five minutes; 0 means 4s. Never longer than Duration.
+	// fits in five minutes; 0 means 3s. Never longer than Duration.
 	ExtraDuration time.Duration
 	Ops           int64         // if > 0, measure this many operations per phase instead
 	Warmup        time.Duration // unmeasured time before each phase
@@ -84,7 +84,7 @@ func (c *BenchConfig) defaults() {
 		c.Duration = 10 * time.Second
 	}
 	if c.ExtraDuration <= 0 {
-		c.ExtraDuration = 4 * time.Second
+		c.ExtraDuration = 3 * time.Second
 	}
 	c.ExtraDuration = min(c.ExtraDuration, c.Duration)
 	if c.CacheTTL <= 0 {
