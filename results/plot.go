@@ -16,11 +16,18 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Image size of WritePNG, in pixels.
+// Image size of WritePNG, in pixels. The width grows beyond PNGWidth by
+// pngBarWidth per bar when a run has so many models that the value labels
+// above the bars would run into each other.
 const (
-	PNGWidth  = 1500
-	PNGHeight = 500
+	PNGWidth    = 1500
+	PNGHeight   = 500
+	pngBarWidth = 62
 )
+
+// pngWidth is the image width for a run of n models (plus the paper's two
+// bars in each of the three charts).
+func pngWidth(n int) int { return max(PNGWidth, 3*(n+2)*pngBarWidth+80) }
 
 // Bar colours: one per design family, and grey for the paper, so that the
 // eye groups push against pull before reading names.
@@ -92,7 +99,7 @@ func writePNG(path string, r *Result) error {
 	}
 
 	px := func(n int) vg.Length { return vg.Length(n) * vg.Inch / vgimg.DefaultDPI }
-	img := vgimg.NewWith(vgimg.UseWH(px(PNGWidth), px(PNGHeight)), vgimg.UseDPI(vgimg.DefaultDPI),
+	img := vgimg.NewWith(vgimg.UseWH(px(pngWidth(len(r.Models))), px(PNGHeight)), vgimg.UseDPI(vgimg.DefaultDPI),
 		vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
 

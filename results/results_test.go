@@ -42,7 +42,12 @@ func sample() *Result {
 			{Database: "push", Table: "mailbox", Rows: 42900000, Seconds: 80, RowsPerSec: 536250},
 			{Database: "pull_sp", Table: "messages", Rows: 1000000, Seconds: 15.5, RowsPerSec: 64516.1},
 		}},
-		Harness: &Phase{Ops: 30000000, Seconds: 30, OpsPerSec: 1e6, P50Ms: 0.01, P99Ms: 0.05},
+		Harness:     &Phase{Ops: 30000000, Seconds: 30, OpsPerSec: 1e6, P50Ms: 0.01, P99Ms: 0.05},
+		MemcacheGet: &Phase{Ops: 400000, Seconds: 10, OpsPerSec: 40000, P50Ms: 0.1, P99Ms: 1.2},
+		Goals: []Goal{
+			{Name: "cached retrieval / push retrieval", Value: 3.5, Target: 5, Detail: "push+memcache 35000/s, push 10000/s"},
+			{Name: "cached retrieval / raw memcached get", Value: 0.8, Target: 0.5, Met: true},
+		},
 		Models: []Model{
 			{Name: "push", DataBytes: 2.0e9, DiskBytes: 2.2e9,
 				Submit: phase(560, 20, 80), Retrieve: phase(1300.4, 5, 30), RetrieveOlder: phase(1100, 6, 35),
@@ -96,7 +101,8 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 
 func TestSavePNG(t *testing.T) {
 	dir := t.TempDir()
-	if err := Save(dir, sample()); err != nil {
+	r := sample()
+	if err := Save(dir, r); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(filepath.Join(dir, PNGFile))
@@ -109,8 +115,8 @@ func TestSavePNG(t *testing.T) {
 		t.Fatalf("result.png does not decode: %v", err)
 	}
 	b := img.Bounds()
-	if b.Dx() != PNGWidth || b.Dy() != PNGHeight {
-		t.Errorf("result.png is %dx%d, want %dx%d", b.Dx(), b.Dy(), PNGWidth, PNGHeight)
+	if b.Dx() != pngWidth(len(r.Models)) || b.Dx() < PNGWidth || b.Dy() != PNGHeight {
+		t.Errorf("result.png is %dx%d, want %dx%d", b.Dx(), b.Dy(), pngWidth(len(r.Models)), PNGHeight)
 	}
 }
 
@@ -255,8 +261,17 @@ func TestWriteTable(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(out, "\n          push.mailbox: 42,900,000 rows in 80.0 s, 536,250 rows/s\n") {
+	if !regexp.MustCompile(`\n +push\.mailbox: 42,900,000 rows in 80\.0 s, 536,250 rows/s\n`).MatchString(out) {
 		t.Error("per-table load missing")
+	}
+	if l := line(t, out, "memcached:"); !strings.Contains(l, "40,000 gets/s") {
+		t.Errorf("raw memcached rate: %q", l)
+	}
+	if l := line(t, out, "cached retrieval / push retrieval"); !strings.Contains(l, "3.50x") || !strings.Contains(l, "≥ 5.00x") || !strings.Contains(l, "NOT met") {
+		t.Errorf("goal line %q", l)
+	}
+	if l := line(t, out, "cached retrieval / raw memcached get"); !strings.Contains(l, "0.8x") || strings.Contains(l, "NOT") {
+		t.Errorf("goal line %q", l)
 	}
 	if l := line(t, out, "retrieval, older page"); strings.Contains(l, " 0 ") || strings.HasSuffix(l, " 0") {
 		t.Errorf("skipped phase rendered as 0: %q", l)
@@ -329,10 +344,12 @@ func TestWriteCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Header, 4 models x 3 phases, pull-sp's mixed phase, the harness.
-	if len(recs) != 1+12+1+1 {
-		t.Fatalf("%d records, want 15:\n%q", len(recs), recs)
+	// Header, 4 models x 3 phases, pull-sp's mixed phase, the harness,
+	// the raw memcached gets.
+	if len(recs) != 1+12+1+1+1 {
+		t.Fatalf("%d records, want 16:\n%q", len(recs), recs)
 	}
+
 	if !reflect.DeepEqual(recs[0], CSVHeader) || recs[0][0] != "model" || recs[0][12] != "disk_bytes" {
 		t.Errorf("header = %q", recs[0])
 	}
@@ -344,6 +361,9 @@ func TestWriteCSV(t *testing.T) {
 		}
 		t.Fatalf("no row for %s %s", model, phase)
 		return nil
+	}
+	if r := find("memcached", "get"); r == nil || r[5] != "40000" {
+		t.Errorf("memcached row %q", r)
 	}
 	if r := find("push", "retrieve"); r[5] != "1300.4" || r[2] != "39012" || r[11] != "2000000000" || r[12] != "2200000000" {
 		t.Errorf("push retrieve row = %q", r)

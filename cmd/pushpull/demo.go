@@ -23,9 +23,10 @@ import (
 func newDemoCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "demo",
-		Short: "Show all five models serving identical timelines, on a throw-away MariaDB",
-		Long: `demo starts a private, throw-away MariaDB, opens all five models (memory,
-push, pull-sp, pull-client and pull-naive), writes a small social network into
+		Short: "Show every model serving identical timelines, on a throw-away MariaDB",
+		Long: `demo starts a private, throw-away MariaDB and memcached, opens the memory,
+push and every pull model (pull-sp, pull-client, pull-naive, pull-union,
+pull-merge, pull-recent), writes a small social network into
 them (6 users, follows, 30 posts, a late follow and an unfollow), and prints:
 
   - the newest page of three users' home timelines from every model side by

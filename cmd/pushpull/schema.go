@@ -44,7 +44,7 @@ leave pushpull_meta empty; pushpull records the model, the schema version and
 the secret that signs cursors there the first time it opens the database.
 
 The --model names push, pull-sp, pull-client and pull-naive are accepted too;
-the three pull-* models share the pull schema.`,
+the pull-* models share the pull schema.`,
 		Example: `  pushpull schema --model push
   pushpull schema --model pull --dsn 'app:secret@tcp(db.example:3306)/'
   pushpull schema --model pull --database pushpull_pull_test

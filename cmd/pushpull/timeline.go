@@ -36,7 +36,7 @@ The last line is "next: CURSOR" when older messages remain, or "next: (end)".
 To read the next page, pass that cursor to --before. Pages are keyset pages
 on the message id, so a walk never repeats or skips a message even while new
 ones are posted. Cursors are opaque and signed: they are valid only for the
-user and the database that issued them (the three pull-* models share theirs),
+user and the database that issued them (the pull-* models share theirs),
 and a forged or foreign cursor is refused.
 
 --json prints {"messages":[{"id":..,"author":..,"body":..,"created_at":..}],
