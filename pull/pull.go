@@ -90,6 +90,11 @@ type Config struct {
 	// databases, or tests, can share a memcached. Up to 64 characters, no
 	// spaces or control characters.
 	Namespace string
+	// MessageCache is how many messages StrategyRecent keeps in process,
+	// so that a page whose ids all come from memcached needs no database
+	// read for its bodies (messages never change once written); 0 means
+	// DefaultMessageCache, a negative number none.
+	MessageCache int
 	// RecentLen caps how many of an author's newest ids memcached keeps;
 	// 0 means DefaultRecentLen. Deeper pages read the database for the
 	// authors whose lists do not reach that far.
@@ -104,7 +109,8 @@ type Store struct {
 	strategy    Strategy
 	concurrency int
 	read        func(ctx context.Context, r timeline.Request) ([]timeline.Message, error)
-	recent      *recentLists // nil unless Config.Memcache is set
+	recent      *recentLists  // nil unless Config.Memcache is set
+	messages    *messageCache // nil unless StrategyRecent
 	stats       stats
 }
 
@@ -139,6 +145,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("open pull store: strategy %q needs memcached servers (Config.Memcache)", cfg.Strategy)
 		}
 		s.read = s.readRecent
+		if cfg.MessageCache == 0 {
+			cfg.MessageCache = DefaultMessageCache
+		}
+		s.messages = newMessageCache(cfg.MessageCache)
 	default:
 		return nil, fmt.Errorf("open pull store: unknown strategy %q (want one of %v)", cfg.Strategy, Strategies)
 	}
@@ -195,6 +205,7 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 		return timeline.Message{}, fmt.Errorf("pull post: %w", err)
 	}
 	msg.ID = timeline.MessageID(id)
+	s.messages.put(msg)
 	if s.recent != nil {
 		// After the commit, never before: a list may only ever hold ids
 		// that the database has. See recentLists.added.

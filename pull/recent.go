@@ -530,13 +530,20 @@ func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]time
 	}
 	var msgs []timeline.Message
 	if b.branches == 0 {
-		msgs, err = s.messagesByID(ctx, taken)
-		rows += int64(len(msgs))
+		var cached bool
+		if msgs, cached = s.messages.getAll(taken); cached {
+			s.stats.messageHits.Add(1)
+		} else {
+			msgs, err = s.messagesByID(ctx, taken)
+			rows += int64(len(msgs))
+			s.messages.putAll(msgs)
+		}
 	} else {
 		s.stats.fallbacks.Add(int64(b.branches))
 		var branchRows int64
 		msgs, branchRows, err = b.run(ctx, s.db, taken, fetch)
 		rows += branchRows + int64(len(msgs))
+		s.messages.putAll(msgs)
 	}
 	if err != nil {
 		return nil, err

@@ -172,6 +172,11 @@ func TestRecentSurvivesCacheDamage(t *testing.T) {
 	if st.Rebuilds < 8 || st.CacheErrors < 2 {
 		t.Fatalf("want lists rebuilt and the forged ones counted as errors: %+v", st)
 	}
+	// The forged lists were caught although the bodies of their ids were
+	// in the in-process message cache, not read from the database.
+	if st.MessageHits == 0 {
+		t.Fatalf("no page came from the message cache: %+v", st)
+	}
 	// Every damaged list was replaced by a good one.
 	f.check(t, "at the end")
 	if st2 := f.s.Stats(); st2.CacheMisses != st.CacheMisses {

@@ -12,6 +12,7 @@ type stats struct {
 	cacheErrors atomic.Int64 // memcached operations that failed
 	rebuilds    atomic.Int64 // author lists rebuilt from the database and stored
 	fallbacks   atomic.Int64 // authors whose page part came from the database
+	messageHits atomic.Int64 // pages whose bodies all came from the message cache
 }
 
 // Stats is a snapshot of a store's counters.
@@ -34,6 +35,7 @@ type Stats struct {
 	CacheErrors int64 // memcached operations that failed (the read or post went on without it)
 	Rebuilds    int64 // author lists rebuilt from the database and stored
 	Fallbacks   int64 // authors whose share of a page came from the database
+	MessageHits int64 // pages whose bodies all came from the in-process message cache
 }
 
 // Stats returns the store's counters.
@@ -46,6 +48,7 @@ func (s *Store) Stats() Stats {
 		CacheErrors: s.stats.cacheErrors.Load(),
 		Rebuilds:    s.stats.rebuilds.Load(),
 		Fallbacks:   s.stats.fallbacks.Load(),
+		MessageHits: s.stats.messageHits.Load(),
 	}
 }
 

@@ -1,0 +1,70 @@
+package pull
+
+import (
+	"sync/atomic"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// DefaultMessageCache is how many messages StrategyRecent keeps in process
+// unless Config.MessageCache says otherwise: about 45 MB at the paper's
+// body lengths.
+const DefaultMessageCache = 1 << 18
+
+// messageCache keeps messages by id in this process, so that
+// StrategyRecent, which learns a page's ids from memcached, can often skip
+// the database altogether. A message never changes once written (a Store
+// has no edit or delete), so a copy is never stale, and the cache needs no
+// invalidation across processes: it is filled only with rows read from
+// the database or just inserted into it.
+//
+// It is direct-mapped: slot id % size holds the last message stored there,
+// and a lookup checks the id, so a collision costs a miss, never a wrong
+// answer. No locks: a slot is one atomic pointer to an immutable Message.
+type messageCache struct {
+	slots []atomic.Pointer[timeline.Message]
+	mask  uint64
+}
+
+// newMessageCache returns a cache of at least size slots (rounded up to a
+// power of two), or nil for size <= 0.
+func newMessageCache(size int) *messageCache {
+	if size <= 0 {
+		return nil
+	}
+	n := 1
+	for n < size {
+		n <<= 1
+	}
+	return &messageCache{slots: make([]atomic.Pointer[timeline.Message], n), mask: uint64(n - 1)}
+}
+
+func (c *messageCache) put(m timeline.Message) {
+	if c == nil || m.ID <= 0 {
+		return
+	}
+	c.slots[uint64(m.ID)&c.mask].Store(&m)
+}
+
+func (c *messageCache) putAll(ms []timeline.Message) {
+	for _, m := range ms {
+		c.put(m)
+	}
+}
+
+// getAll returns the messages of ids, in the same order, if every one is
+// cached.
+func (c *messageCache) getAll(ids []uint64) ([]timeline.Message, bool) {
+	if c == nil || len(ids) == 0 {
+		return nil, false
+	}
+	out := make([]timeline.Message, len(ids))
+	for i, id := range ids {
+		m := c.slots[id&c.mask].Load()
+		if m == nil || uint64(m.ID) != id {
+			return nil, false
+		}
+		out[i] = *m
+	}
+	return out, true
+}
