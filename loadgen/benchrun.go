@@ -440,9 +440,9 @@ func (b *bench) cachedWrites(ctx context.Context, m *results.Model) error {
 	if err != nil {
 		return err
 	}
-	m.Mixed = &p
+	mixed := p
+	m.Mixed = &mixed
 	describeCounters(m, "mixed_", before, b.snapshot(s, false))
-	p = results.Phase{} // m.Mixed keeps its own
 
 	ttl, err := b.freshStore(ctx, m.Name, cache.PolicyTTL)
 	if err != nil {

@@ -52,6 +52,9 @@ func TestBenchSmall(t *testing.T) {
 					t.Fatalf("%s: %s = %v in %v", m.Name, k, m.Extra[k], m.Extra)
 				}
 			}
+			if m.Mixed.OpsPerSec == m.Extra["ttl_mixed_ops_per_sec"] {
+				t.Fatalf("%s: the invalidate and ttl mixed phases report the same rate %v: one overwrote the other", m.Name, m.Mixed.OpsPerSec)
+			}
 			if m.Extra["ttl_max_staleness_ms"] > m.Extra["ttl_ms"] || m.Extra["ttl_ms"] != 1000 {
 				t.Fatalf("%s: staleness %v ms beyond the TTL of %v ms", m.Name, m.Extra["ttl_max_staleness_ms"], m.Extra["ttl_ms"])
 			}
