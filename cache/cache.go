@@ -184,7 +184,7 @@ func New(inner timeline.Store, opts Options) (*Store, error) {
 	if timeout < 0 {
 		return nil, fmt.Errorf("cache: Timeout %v is negative", opts.Timeout)
 	}
-	if err := checkServers(opts.Servers); err != nil {
+	if err := CheckServers(opts.Servers); err != nil {
 		return nil, err
 	}
 	servers := new(memcache.ServerList)
@@ -214,9 +214,9 @@ func checkNamespace(ns string) error {
 	return nil
 }
 
-// checkServers rejects an empty list and addresses that are not host:port
+// CheckServers rejects an empty list and addresses that are not host:port
 // with a numeric port (or a unix socket path), before any network traffic.
-func checkServers(servers []string) error {
+func CheckServers(servers []string) error {
 	if len(servers) == 0 {
 		return errors.New("cache: no memcached servers given")
 	}

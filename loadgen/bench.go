@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -71,7 +72,7 @@ const (
 
 // DefaultBenchModels are the models a run measures unless told otherwise:
 // every SQL model, and push and pull-sp behind memcached.
-var DefaultBenchModels = append(stores.SQLModels[:len(stores.SQLModels):len(stores.SQLModels)], stores.PushCached, stores.PullSPCached)
+var DefaultBenchModels = slices.Concat(stores.SQLModels, []string{stores.PushCached, stores.PullSPCached})
 
 // paperModels get the full phase duration; see BenchConfig.ExtraDuration.
 var paperModels = []string{stores.Push, stores.PullSP, stores.PullClient, stores.PullNaive}
@@ -115,11 +116,10 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	if cfg.Durability != results.Durable && cfg.Durability != results.Relaxed {
 		return nil, fmt.Errorf("durability %q: want %q or %q", cfg.Durability, results.Durable, results.Relaxed)
 	}
-	known := append(stores.SQLModels[:len(stores.SQLModels):len(stores.SQLModels)], stores.CachedModels...)
 	needMemcache := false
 	for _, m := range cfg.Models {
-		if !contains(known, m) {
-			return nil, fmt.Errorf("unknown model %q (want some of %s)", m, strings.Join(known, ", "))
+		if !slices.Contains(stores.ServerModels, m) {
+			return nil, fmt.Errorf("unknown model %q (want some of %s)", m, strings.Join(stores.ServerModels, ", "))
 		}
 		needMemcache = needMemcache || stores.NeedsMemcache(m)
 	}
@@ -204,15 +204,6 @@ func filter(list []string, keep func(string) bool) []string {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func graphName(s Spec) string {

@@ -41,16 +41,8 @@ func (b *bench) closeAll() {
 	}
 }
 
-// family is the database a model lives in: "push" or "pull".
-func family(model string) string {
-	if stores.Base(model) == stores.Push {
-		return "push"
-	}
-	return "pull"
-}
-
 func benchDatabase(model string) string {
-	if family(model) == "push" {
+	if results.Family(model) == "push" {
 		return BenchPushDB
 	}
 	return BenchPullDB
@@ -104,7 +96,7 @@ func (b *bench) duration(model string) time.Duration {
 	switch {
 	case model == stores.PullNaive:
 		return min(b.cfg.Duration, b.cfg.NaiveCap)
-	case contains(paperModels, model):
+	case slices.Contains(paperModels, model):
 		return b.cfg.Duration
 	}
 	return b.cfg.ExtraDuration
@@ -172,8 +164,8 @@ func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
 // load creates fresh databases and bulk-loads them, pull first, then push,
 // and records their sizes.
 func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
-	needPush := slices.ContainsFunc(b.cfg.Models, func(m string) bool { return family(m) == "push" })
-	needPull := slices.ContainsFunc(b.cfg.Models, func(m string) bool { return family(m) == "pull" })
+	needPush := slices.ContainsFunc(b.cfg.Models, func(m string) bool { return results.Family(m) == "push" })
+	needPull := slices.ContainsFunc(b.cfg.Models, func(m string) bool { return results.Family(m) == "pull" })
 	var targets []Target
 	for _, t := range []struct {
 		model, name   string
@@ -239,7 +231,7 @@ func (b *bench) reads(ctx context.Context, name string) (results.Model, error) {
 	if err != nil {
 		return results.Model{}, err
 	}
-	fam := family(name)
+	fam := results.Family(name)
 	m := results.Model{Name: name, DataBytes: b.sizes[fam][0], DiskBytes: b.sizes[fam][1], Extra: map[string]float64{}}
 	// Cursors for the older-page phase come from walking sample
 	// timelines 2 to 5 pages deep; fewer for the slow models, whose walk
@@ -525,7 +517,7 @@ func (b *bench) goals() {
 	// Pull at push speed: the best pull strategy other than the paper's.
 	var best string
 	for _, m := range b.res.Models {
-		if family(m.Name) == "pull" && !stores.Cached(m.Name) && m.Name != stores.PullSP && (best == "" || rate(m.Name) > rate(best)) {
+		if results.Family(m.Name) == "pull" && !stores.Cached(m.Name) && m.Name != stores.PullSP && (best == "" || rate(m.Name) > rate(best)) {
 			best = m.Name
 		}
 	}
@@ -540,7 +532,7 @@ func (b *bench) goals() {
 	}
 	var plain float64
 	for _, m := range b.res.Models {
-		if family(m.Name) == "pull" && !stores.Cached(m.Name) && m.Name != stores.PullRecent && m.Submit.Ran() {
+		if results.Family(m.Name) == "pull" && !stores.Cached(m.Name) && m.Name != stores.PullRecent && m.Submit.Ran() {
 			plain = m.Submit.OpsPerSec
 			break
 		}

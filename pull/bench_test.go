@@ -50,14 +50,9 @@ func BenchmarkRead(b *testing.B) {
 	}
 	ctx := context.Background()
 	for _, strategy := range strategies {
-		cfg := pull.Config{DSN: dsn, Database: database, Strategy: strategy, MaxConns: 64, RecentLen: recentLen}
-		if strategy == pull.StrategyRecent {
-			mc := os.Getenv("PUSHPULL_BENCH_MEMCACHE")
-			if mc == "" {
-				continue
-			}
-			cfg.Memcache = []string{mc}
-			cfg.Namespace = "bench" + strconv.Itoa(recentLen) + "/"
+		cfg, ok := benchConfig(dsn, database, strategy, recentLen)
+		if !ok {
+			continue
 		}
 		s, err := pull.Open(ctx, cfg)
 		if err != nil {
@@ -143,14 +138,9 @@ func BenchmarkPost(b *testing.B) {
 	recentLen, _ := strconv.Atoi(os.Getenv("PUSHPULL_BENCH_RECENT_LEN"))
 	ctx := context.Background()
 	for _, strategy := range []pull.Strategy{pull.StrategySP, pull.StrategyRecent} {
-		cfg := pull.Config{DSN: dsn, Database: database, Strategy: strategy, MaxConns: 64, RecentLen: recentLen}
-		if strategy == pull.StrategyRecent {
-			mc := os.Getenv("PUSHPULL_BENCH_MEMCACHE")
-			if mc == "" {
-				continue
-			}
-			cfg.Memcache = []string{mc}
-			cfg.Namespace = "bench" + strconv.Itoa(recentLen) + "/"
+		cfg, ok := benchConfig(dsn, database, strategy, recentLen)
+		if !ok {
+			continue
 		}
 		s, err := pull.Open(ctx, cfg)
 		if err != nil {
@@ -171,4 +161,19 @@ func BenchmarkPost(b *testing.B) {
 		})
 		s.Close()
 	}
+}
+
+// benchConfig is the store configuration the benchmarks use; ok is false
+// for pull-recent when no memcached is named in PUSHPULL_BENCH_MEMCACHE.
+func benchConfig(dsn, database string, strategy pull.Strategy, recentLen int) (cfg pull.Config, ok bool) {
+	cfg = pull.Config{DSN: dsn, Database: database, Strategy: strategy, MaxConns: 64, RecentLen: recentLen}
+	if strategy == pull.StrategyRecent {
+		mc := os.Getenv("PUSHPULL_BENCH_MEMCACHE")
+		if mc == "" {
+			return cfg, false
+		}
+		cfg.Memcache = []string{mc}
+		cfg.Namespace = "bench" + strconv.Itoa(recentLen) + "/"
+	}
+	return cfg, true
 }

@@ -2,9 +2,7 @@ package pull
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,6 +14,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 	"golang.org/x/sync/errgroup"
 
+	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -97,14 +96,13 @@ func checkNamespace(ns string) error {
 }
 
 func newRecentLists(ctx context.Context, db *sql.DB, cfg Config) (*recentLists, error) {
-	var key []byte
-	if err := db.QueryRowContext(ctx, `SELECT value FROM pushpull_meta WHERE name = 'cursor_key'`).Scan(&key); err != nil {
-		return nil, fmt.Errorf("read database identity: %w", err)
+	id, err := schema.Identity(ctx, db, "pushpull recent lists")
+	if err != nil {
+		return nil, err
 	}
-	sum := sha256.Sum256(append([]byte("pushpull recent lists\x00"), key...))
 	r := &recentLists{
 		mc:     memcache.New(cfg.Memcache...),
-		prefix: cfg.Namespace + "pr:" + hex.EncodeToString(sum[:6]) + ":",
+		prefix: cfg.Namespace + "pr:" + id + ":",
 		maxIDs: cfg.RecentLen,
 		dirty:  make(map[timeline.UserID]time.Time),
 	}

@@ -208,9 +208,29 @@ func ReadMeta(ctx context.Context, db *sql.DB) (map[string]string, error) {
 // CursorCodec returns the cursor codec keyed by the secret Apply stored in
 // db's current database.
 func CursorCodec(ctx context.Context, db *sql.DB) (*timeline.CursorCodec, error) {
-	var key []byte
-	if err := db.QueryRowContext(ctx, `SELECT value FROM pushpull_meta WHERE name = 'cursor_key'`).Scan(&key); err != nil {
+	key, err := cursorKey(ctx, db)
+	if err != nil {
 		return nil, fmt.Errorf("read cursor key: %w", err)
 	}
 	return timeline.NewCursorCodec(key)
+}
+
+// Identity is a short digest of db's cursor key, which Apply makes afresh
+// for every new database: caches outside the database put it in their
+// keys, so that a database dropped and made again under the same name never
+// sees its predecessor's entries. purpose separates the digests of
+// different users of the key, so that none reveals another.
+func Identity(ctx context.Context, db *sql.DB, purpose string) (string, error) {
+	key, err := cursorKey(ctx, db)
+	if err != nil {
+		return "", fmt.Errorf("read database identity: %w", err)
+	}
+	sum := sha256.Sum256(append([]byte(purpose+"\x00"), key...))
+	return hex.EncodeToString(sum[:6]), nil
+}
+
+func cursorKey(ctx context.Context, db *sql.DB) ([]byte, error) {
+	var key []byte
+	err := db.QueryRowContext(ctx, `SELECT value FROM pushpull_meta WHERE name = 'cursor_key'`).Scan(&key)
+	return key, err
 }

@@ -58,9 +58,6 @@ The model's database and schema are created if missing.`
 		if err := timeline.CheckFollow(follower, followee); err != nil {
 			return err
 		}
-		if err := checkDatabase(sf.database); err != nil {
-			return err
-		}
 		s, err := sf.openStore(cmd.Context(), model)
 		if err != nil {
 			return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
+	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/internal/stores"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -148,27 +148,25 @@ func (f *serverFlags) resolveMemcache(model string) ([]string, error) {
 		return nil, usagef("--memcache: %v", err)
 	}
 	if len(servers) == 0 && stores.NeedsMemcache(model) {
-		return nil, usagef("--model %s keeps recent ids in memcached: pass --memcache host:port or export %s (`pushpull sandbox` prints both servers)", model, memcacheEnv)
+		return nil, usagef("--model %s keeps data in memcached: pass --memcache host:port or export %s (`pushpull sandbox` prints both servers)", model, memcacheEnv)
 	}
 	return servers, nil
 }
 
-// parseServers splits a comma-separated list of host:port addresses.
+// parseServers splits a comma-separated list of memcached addresses and
+// checks them as package cache does (host:port, or a unix socket path).
 func parseServers(list string) ([]string, error) {
 	var out []string
 	for _, a := range strings.Split(list, ",") {
-		a = strings.TrimSpace(a)
-		if a == "" {
-			continue
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
 		}
-		host, port, err := net.SplitHostPort(a)
-		if err != nil {
-			return nil, fmt.Errorf("%q: want host:port", a)
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || host == "" {
-			return nil, fmt.Errorf("%q: want host:port with a port in 1-65535", a)
-		}
-		out = append(out, a)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	if err := cache.CheckServers(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -209,7 +207,7 @@ func checkStoreModel(model string) error {
 	case model == stores.Memory:
 		return usagef("--model memory keeps nothing between invocations, so it cannot be used here: use one of %s (`pushpull demo` shows memory next to the others)", valid)
 	}
-	if slices.Contains(stores.SQLModels, model) || slices.Contains(stores.CachedModels, model) {
+	if slices.Contains(stores.ServerModels, model) {
 		return nil
 	}
 	return usagef("unknown model %q: want one of %s", model, valid)
@@ -246,9 +244,12 @@ func serverAddr(dsn string) string {
 }
 
 // openStore opens model (already checked by checkStoreModel) on the server
-// the flags name. A server that cannot be reached gives an error matching
+// and database the flags name, after checking them. A server that cannot be reached gives an error matching
 // timeline.ErrUnavailable with a hint on how to get one.
 func (f *serverFlags) openStore(ctx context.Context, model string) (timeline.Store, error) {
+	if err := checkDatabase(f.database); err != nil {
+		return nil, err
+	}
 	dsn, err := f.resolveDSN()
 	if err != nil {
 		return nil, err

@@ -60,9 +60,6 @@ and a forged or foreign cursor is refused.
 			if _, err := timeline.PageLimit(limit); err != nil {
 				return err
 			}
-			if err := checkDatabase(sf.database); err != nil {
-				return err
-			}
 			s, err := sf.openStore(cmd.Context(), model)
 			if err != nil {
 				return err

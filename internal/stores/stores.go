@@ -5,16 +5,16 @@ package stores
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/push"
+	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -51,6 +51,10 @@ const (
 // CachedModels are the cached variants offered by name. Any SQL model plus
 // CachedSuffix opens; these are the ones the benchmark knows.
 var CachedModels = []string{PushCached, PullSPCached, PullClientCached}
+
+// ServerModels are the models that live on a server: SQLModels, then
+// CachedModels.
+var ServerModels = slices.Concat(SQLModels, CachedModels)
 
 // Base returns the SQL model under a cached one ("push" for
 // "push+memcache"), and model itself otherwise.
@@ -112,7 +116,7 @@ func Open(ctx context.Context, model string, cfg Config) (timeline.Store, error)
 		}
 		return pull.Open(ctx, pc)
 	}
-	return nil, fmt.Errorf("unknown model %q (want one of %s)", model, strings.Join(append(Models[:len(Models):len(Models)], CachedModels...), ", "))
+	return nil, fmt.Errorf("unknown model %q (want one of %s)", model, strings.Join(slices.Concat(Models, CachedModels), ", "))
 }
 
 // openCached opens the base model of a cached one and wraps it in the
@@ -131,7 +135,7 @@ func openCached(ctx context.Context, model string, cfg Config) (timeline.Store, 
 		return nil, err
 	}
 	db := inner.(interface{ DB() *sql.DB }).DB()
-	id, err := identity(ctx, db)
+	id, err := schema.Identity(ctx, db, "pushpull cache")
 	if err != nil {
 		inner.Close()
 		return nil, fmt.Errorf("open %s: %w", model, err)
@@ -153,17 +157,6 @@ func openCached(ctx context.Context, model string, cfg Config) (timeline.Store, 
 		return nil, fmt.Errorf("open %s: %w", model, err)
 	}
 	return s, nil
-}
-
-// identity is a short digest of the database's cursor key, which is made
-// afresh whenever the schema is applied to an empty database.
-func identity(ctx context.Context, db *sql.DB) (string, error) {
-	var key []byte
-	if err := db.QueryRowContext(ctx, `SELECT value FROM pushpull_meta WHERE name = 'cursor_key'`).Scan(&key); err != nil {
-		return "", fmt.Errorf("read database identity: %w", err)
-	}
-	sum := sha256.Sum256(append([]byte("pushpull cache\x00"), key...))
-	return hex.EncodeToString(sum[:6]), nil
 }
 
 // Database returns the default database of a SQL model (cached or not).
