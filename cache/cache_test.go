@@ -80,11 +80,11 @@ func TestConformance(t *testing.T) {
 // TestConformanceTwoServers runs the suite with keys spread over two
 // memcached servers.
 func TestConformanceTwoServers(t *testing.T) {
-	second := startMemcached(t, 0)
+	second := testserver.StartMemcached(t, 0)
 	timelinetest.Run(t, func(t *testing.T) timeline.Store {
 		s, _ := open(t, modelMemory, cache.Options{
 			Policy:  cache.PolicyInvalidate,
-			Servers: []string{testserver.Memcache(t), second.addr},
+			Servers: []string{testserver.Memcache(t), second.Addr},
 		})
 		return s
 	})
@@ -93,9 +93,9 @@ func TestConformanceTwoServers(t *testing.T) {
 // TestServersShareKeys checks that with two servers both get keys, and that
 // every key lives where gomemcache's selector puts it.
 func TestServersShareKeys(t *testing.T) {
-	a, b := startMemcached(t, 0), startMemcached(t, 0)
+	a, b := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
 	ns := namespace("shard")
-	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Servers: []string{a.addr, b.addr}, Namespace: ns})
+	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Servers: []string{a.Addr, b.Addr}, Namespace: ns})
 	const users = 40
 	for u := timeline.UserID(2); u <= users; u++ {
 		mustFollow(t, s, u, 1)
@@ -117,7 +117,7 @@ func TestServersShareKeys(t *testing.T) {
 		}
 		return n
 	}
-	na, nb := count(a.addr), count(b.addr)
+	na, nb := count(a.Addr), count(b.Addr)
 	t.Logf("keys on server A: %d, on server B: %d", na, nb)
 	if na == 0 || nb == 0 || na+nb != 2*(users-1) {
 		t.Fatalf("keys on A %d, on B %d; want both nonzero, %d in all", na, nb, 2*(users-1))
@@ -538,8 +538,8 @@ func TestTTLFollowNotInvalidated(t *testing.T) {
 func TestMemcachedKilled(t *testing.T) {
 	for _, policy := range []cache.Policy{cache.PolicyInvalidate, cache.PolicyTTL} {
 		t.Run(string(policy), func(t *testing.T) {
-			mc := startMemcached(t, 0)
-			s, inner := open(t, modelMemory, cache.Options{Policy: policy, Servers: []string{mc.addr}, TTL: time.Minute})
+			mc := testserver.StartMemcached(t, 0)
+			s, inner := open(t, modelMemory, cache.Options{Policy: policy, Servers: []string{mc.Addr}, TTL: time.Minute})
 			mustFollow(t, s, 1, 2)
 			mustPost(t, s, 2, "before")
 			firstPage(t, s, 1)
@@ -548,7 +548,7 @@ func TestMemcachedKilled(t *testing.T) {
 				t.Fatalf("before the kill: %+v", st)
 			}
 
-			mc.kill()
+			mc.Kill()
 			for i := range 5 {
 				m := mustPost(t, s, 2, fmt.Sprintf("while down %d", i))
 				start := time.Now()
@@ -567,9 +567,9 @@ func TestMemcachedKilled(t *testing.T) {
 				t.Fatalf("errors not counted: %+v", st)
 			}
 
-			back := startMemcached(t, mc.port)
+			back := testserver.StartMemcached(t, mc.Port)
 			if back == nil {
-				t.Skipf("port %d taken after the kill; cannot restart memcached there", mc.port)
+				t.Skipf("port %d taken after the kill; cannot restart memcached there", mc.Port)
 			}
 			// gomemcache dropped the broken connections; the first
 			// operations may still meet one.
@@ -593,8 +593,8 @@ func TestMemcachedKilled(t *testing.T) {
 // TestServerErrors: a memcached that answers with errors (here: items over
 // its 1 KB limit are refused with SERVER_ERROR) costs hits, never reads.
 func TestServerErrors(t *testing.T) {
-	mc := startMemcached(t, 0, "-I", "1k", "-o", "slab_chunk_max=512")
-	s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Servers: []string{mc.addr}})
+	mc := testserver.StartMemcached(t, 0, "-I", "1k", "-o", "slab_chunk_max=512")
+	s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Servers: []string{mc.Addr}})
 	mustFollow(t, s, 1, 2)
 	var last timeline.Message
 	for i := range 10 {
@@ -662,8 +662,8 @@ func TestCorruptValues(t *testing.T) {
 // that cannot be reached fail with timeline.ErrUnavailable.
 func TestNewValidates(t *testing.T) {
 	good := cache.Options{Servers: []string{testserver.Memcache(t)}, Namespace: "ok", Policy: cache.PolicyTTL}
-	closed := fmt.Sprintf("127.0.0.1:%d", freePort(t)) // nothing listens there
-	silent, err := net.Listen("tcp", "127.0.0.1:0")    // accepts, never answers
+	closed := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t)) // nothing listens there
+	silent, err := net.Listen("tcp", "127.0.0.1:0")               // accepts, never answers
 	if err != nil {
 		t.Fatal(err)
 	}
