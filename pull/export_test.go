@@ -10,3 +10,6 @@ func (s *Store) RecentKey(author timeline.UserID) string { return s.recent.key(a
 func EncodeList(key string, ids []uint64, complete bool, builtAt int64) []byte {
 	return encodeList(key, ids, complete, builtAt)
 }
+
+// FollowKey returns the memcached key of user's follow token.
+func (s *Store) FollowKey(user timeline.UserID) string { return s.recent.followKey(user) }

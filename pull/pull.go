@@ -95,6 +95,12 @@ type Config struct {
 	// read for its bodies (messages never change once written); 0 means
 	// DefaultMessageCache, a negative number none.
 	MessageCache int
+	// FolloweeCache is how many users' followee lists StrategyRecent keeps
+	// in process, checked at every read against a token in memcached that
+	// follows and unfollows replace (see followsets.go), so that a read
+	// needs no database query for them; 0 means DefaultFolloweeCache, a
+	// negative number none. Each costs 8 bytes per followee.
+	FolloweeCache int
 	// RecentLen caps how many of an author's newest ids memcached keeps;
 	// 0 means DefaultRecentLen. Deeper pages read the database for the
 	// authors whose lists do not reach that far.
@@ -219,8 +225,10 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 	if err := timeline.CheckFollow(follower, followee); err != nil {
 		return err
 	}
-	if _, err := s.db.ExecContext(ctx,
-		`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`, follower, followee); err != nil {
+	_, err := s.db.ExecContext(ctx,
+		`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`, follower, followee)
+	s.followsChanged(follower)
+	if err != nil {
 		return fmt.Errorf("pull follow: %w", err)
 	}
 	return nil
@@ -231,11 +239,22 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 	if err := timeline.CheckFollow(follower, followee); err != nil {
 		return err
 	}
-	if _, err := s.db.ExecContext(ctx,
-		`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee); err != nil {
+	_, err := s.db.ExecContext(ctx,
+		`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee)
+	s.followsChanged(follower)
+	if err != nil {
 		return fmt.Errorf("pull unfollow: %w", err)
 	}
 	return nil
+}
+
+// followsChanged tells the stores that cache followee lists
+// (StrategyRecent) that user's changed. It runs even after a failed
+// write, which may have committed all the same.
+func (s *Store) followsChanged(user timeline.UserID) {
+	if s.recent != nil {
+		s.recent.followsChanged(s, user)
+	}
 }
 
 // Timeline implements timeline.Store with the configured strategy.

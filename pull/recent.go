@@ -14,6 +14,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pushpull/pushpull/internal/multiget"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -72,8 +73,11 @@ var placeholder = []byte("P")
 
 type recentLists struct {
 	mc     *memcache.Client
+	get    *multiget.Client // the read path's multi-gets, on mc's servers
 	prefix string
 	maxIDs int // RecentLen
+
+	follows *followSets // nil unless StrategyRecent
 
 	mu     sync.Mutex
 	dirty  map[timeline.UserID]time.Time // authors whose list may have missed a post, until when
@@ -100,14 +104,24 @@ func newRecentLists(ctx context.Context, db *sql.DB, cfg Config) (*recentLists, 
 	if err != nil {
 		return nil, err
 	}
+	servers := new(memcache.ServerList)
+	if err := servers.SetServers(cfg.Memcache...); err != nil {
+		return nil, fmt.Errorf("memcached at %v: %w", cfg.Memcache, err)
+	}
 	r := &recentLists{
-		mc:     memcache.New(cfg.Memcache...),
+		mc:     memcache.NewFromSelector(servers),
 		prefix: cfg.Namespace + "pr:" + id + ":",
 		maxIDs: cfg.RecentLen,
 		dirty:  make(map[timeline.UserID]time.Time),
 	}
 	if r.maxIDs <= 0 {
 		r.maxIDs = DefaultRecentLen
+	}
+	if cfg.Strategy == StrategyRecent {
+		if cfg.FolloweeCache == 0 {
+			cfg.FolloweeCache = DefaultFolloweeCache
+		}
+		r.follows = newFollowSets(cfg.FolloweeCache)
 	}
 	// One idle connection per database connection: a read holds one of
 	// each at a time, so the two pools see the same concurrency.
@@ -116,6 +130,7 @@ func newRecentLists(ctx context.Context, db *sql.DB, cfg Config) (*recentLists, 
 		r.mc.MaxIdleConns = 64
 	}
 	r.mc.Timeout = 500 * time.Millisecond
+	r.get = multiget.New(servers, r.mc.Timeout, r.mc.MaxIdleConns)
 	// Later, a memcached that stops answering only costs speed (reads
 	// fall back to the database). At Open it is most likely a wrong
 	// address, better refused now, like an unreachable database, than
@@ -129,6 +144,7 @@ func newRecentLists(ctx context.Context, db *sql.DB, cfg Config) (*recentLists, 
 func (r *recentLists) close() {
 	if r.closed.CompareAndSwap(false, true) {
 		r.mc.Close()
+		r.get.Close()
 	}
 }
 
@@ -350,6 +366,149 @@ func (r *recentLists) compact(s *Store, it *memcache.Item, l authorList) {
 	}
 }
 
+// readScratch holds one read's working slices, reused through a pool: a
+// read of 43 followees would otherwise allocate about 10 KB for them, and
+// on a page served from memory the garbage collector reclaiming that is a
+// noticeable share of the work.
+type readScratch struct {
+	lists     []authorList
+	iters     []listIter
+	heap      []int // empty, with room for n
+	perAuthor []int
+	taken     []uint64 // empty, with room for fetch
+	owner     []int    // empty, with room for fetch
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(readScratch) }}
+
+// getScratch returns zeroed slices for n followees and a page of fetch.
+func getScratch(n, fetch int) *readScratch {
+	sc := scratchPool.Get().(*readScratch)
+	sc.lists = zeroed(sc.lists, n)
+	sc.iters = zeroed(sc.iters, n)
+	sc.perAuthor = zeroed(sc.perAuthor, n)
+	sc.heap = zeroed(sc.heap, n)[:0]
+	sc.taken = zeroed(sc.taken, fetch)[:0]
+	sc.owner = zeroed(sc.owner, fetch)[:0]
+	return sc
+}
+
+// release returns sc to the pool, dropping its references to memcached's
+// values; a read of thousands of followees keeps its slices to itself.
+func (sc *readScratch) release() {
+	if cap(sc.lists) > 4096 {
+		return
+	}
+	clear(sc.lists)
+	clear(sc.iters)
+	scratchPool.Put(sc)
+}
+
+// zeroed returns s resized to n zero values, reusing its array if it can.
+func zeroed[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// fetchLists returns user's followees and what memcached holds for
+// their lists: lists[i] is followees[i]'s, or nil. With the followees
+// cached in process (followSets) that is one multi-get, the user's follow
+// token included; otherwise the followees come from the database first
+// (rows is how many rows that read).
+func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.UserID) (followees []timeline.UserID, lists []*memcache.Item, rows int64, err error) {
+	var earlier map[string]*memcache.Item // lists fetched for followees that changed
+	var keys []string                     // of followees' lists
+	if rl.follows == nil {
+		if followees, err = s.followees(ctx, user); err != nil {
+			return nil, nil, 0, err
+		}
+	} else {
+		now := time.Now()
+		if fs := rl.follows.get(user, now); fs != nil {
+			n := len(fs.followees)
+			items, err := rl.get.Get(fs.keys) // the lists, then the token
+			if err != nil {
+				s.stats.cacheErrors.Add(1)
+				return nil, nil, 0, errCacheDown
+			}
+			if tok := items[n]; tok != nil && string(tok.Value) == fs.token {
+				s.stats.followHits.Add(1)
+				return fs.followees, items[:n], 0, nil
+			}
+			// Followed or unfollowed since: the lists fetched stay good
+			// for the authors still followed.
+			earlier = make(map[string]*memcache.Item, n)
+			for i, it := range items[:n] {
+				if it != nil {
+					earlier[fs.keys[i]] = it
+				}
+			}
+		}
+		s.stats.followMisses.Add(1)
+		token, err := rl.followToken(user)
+		if err != nil {
+			s.stats.cacheErrors.Add(1)
+			return nil, nil, 0, errCacheDown
+		}
+		// The token was read first: see followSets.
+		if followees, err = s.followees(ctx, user); err != nil {
+			return nil, nil, 0, err
+		}
+		keys = rl.listKeys(followees, 1)
+		rl.follows.put(&followSet{user: user, token: token, followees: followees, keys: append(keys, rl.followKey(user)), loadedAt: now})
+	}
+	rows = int64(len(followees))
+	if len(followees) == 0 {
+		return nil, nil, rows, nil
+	}
+	// memcached calls take no context: check it between round trips.
+	if err := ctx.Err(); err != nil {
+		return nil, nil, 0, err
+	}
+	if keys == nil {
+		keys = rl.listKeys(followees, 0)
+	}
+	need := keys
+	if earlier != nil {
+		need = nil
+		for _, k := range keys {
+			if earlier[k] == nil {
+				need = append(need, k)
+			}
+		}
+	}
+	got, err := rl.get.Get(need)
+	if err != nil {
+		s.stats.cacheErrors.Add(1)
+		return nil, nil, 0, errCacheDown
+	}
+	if len(need) == len(keys) {
+		return followees, got, rows, nil
+	}
+	lists = make([]*memcache.Item, len(keys))
+	j := 0
+	for i, k := range keys {
+		if lists[i] = earlier[k]; lists[i] == nil {
+			lists[i] = got[j]
+			j++
+		}
+	}
+	return followees, lists, rows, nil
+}
+
+// listKeys returns the keys of authors' lists, with room for spare more.
+func (rl *recentLists) listKeys(authors []timeline.UserID, spare int) []string {
+	keys := make([]string, len(authors), len(authors)+spare)
+	for i, a := range authors {
+		keys[i] = rl.key(a)
+	}
+	return keys
+}
+
 // errSuspect means a list contradicted the database.
 var errSuspect = errors.New("an author's recent list disagrees with the database")
 
@@ -380,42 +539,31 @@ func (s *Store) readRecent(ctx context.Context, r timeline.Request) ([]timeline.
 
 func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
 	rl := s.recent
-	followees, err := s.followees(ctx, r.User)
+	followees, items, rows, err := rl.fetchLists(ctx, s, r.User)
 	if err != nil {
 		return nil, err
 	}
-	rows := int64(len(followees))
 	if len(followees) == 0 {
 		s.countPage(rows)
 		return nil, nil
 	}
-	// memcached calls take no context: check it between round trips.
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	keys := make([]string, len(followees))
-	for i, a := range followees {
-		keys[i] = rl.key(a)
-	}
-	items, err := rl.mc.GetMulti(keys)
-	if err != nil {
-		s.stats.cacheErrors.Add(1)
-		return nil, errCacheDown
-	}
 
 	now := time.Now()
-	lists := make([]authorList, len(followees))
+	fetch := r.Fetch()
+	sc := getScratch(len(followees), fetch)
+	defer sc.release()
+	lists := sc.lists
 	var stale []timeline.UserID
 	var tokens map[timeline.UserID]*memcache.Item
 	for i, a := range followees {
-		it := items[keys[i]]
+		it := items[i]
 		if it == nil || rl.isDirty(a, now) {
 			// Missing, or this store failed to append to it: rebuild
 			// (the rebuild takes a fresh token, so storing it is safe).
 			stale = append(stale, a)
 			continue
 		}
-		l, ok := decodeList(keys[i], it.Value)
+		l, ok := decodeList(it.Key, it.Value)
 		if !ok || now.Unix()-l.builtAt > int64(recentMaxAge/time.Second) {
 			// A placeholder, garbage, or too old: it is its own token.
 			stale = append(stale, a)
@@ -450,10 +598,9 @@ func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]time
 
 	// Merge the lists, newest first, until Fetch() ids are taken: a k-way
 	// merge on a heap of the lists' next ids below the cursor.
-	fetch := r.Fetch()
 	before := uint64(r.Before)
-	iters := make([]listIter, len(followees))
-	heap := make([]int, 0, len(followees)) // indexes into iters, largest peek() first
+	iters := sc.iters
+	heap := sc.heap // indexes into iters, largest peek() first
 	for i := range followees {
 		iters[i] = lists[i].iter()
 		it := &iters[i]
@@ -484,9 +631,9 @@ func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]time
 	for i := len(heap)/2 - 1; i >= 0; i-- {
 		down(i)
 	}
-	taken := make([]uint64, 0, fetch)
-	owner := make([]int, 0, fetch) // the followee of each taken id, by index
-	perAuthor := make([]int, len(followees))
+	taken := sc.taken
+	owner := sc.owner // the followee of each taken id, by index
+	perAuthor := sc.perAuthor
 	for len(taken) < fetch && len(heap) > 0 {
 		i := heap[0]
 		taken = append(taken, iters[i].pop())

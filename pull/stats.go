@@ -5,14 +5,16 @@ import "sync/atomic"
 // stats are the store's counters. They are atomics so that reads and posts
 // on any goroutine can bump them without a lock.
 type stats struct {
-	pages       atomic.Int64 // pages served by a strategy that counts rows
-	rowsRead    atomic.Int64 // index entries and rows its queries examined
-	cacheHits   atomic.Int64 // author lists used from memcached
-	cacheMisses atomic.Int64 // author lists missing, unreadable, too old or distrusted
-	cacheErrors atomic.Int64 // memcached operations that failed
-	rebuilds    atomic.Int64 // author lists rebuilt from the database and stored
-	fallbacks   atomic.Int64 // authors whose page part came from the database
-	messageHits atomic.Int64 // pages whose bodies all came from the message cache
+	pages        atomic.Int64 // pages served by a strategy that counts rows
+	rowsRead     atomic.Int64 // index entries and rows its queries examined
+	cacheHits    atomic.Int64 // author lists used from memcached
+	cacheMisses  atomic.Int64 // author lists missing, unreadable, too old or distrusted
+	cacheErrors  atomic.Int64 // memcached operations that failed
+	rebuilds     atomic.Int64 // author lists rebuilt from the database and stored
+	fallbacks    atomic.Int64 // authors whose page part came from the database
+	messageHits  atomic.Int64 // pages whose bodies all came from the message cache
+	followHits   atomic.Int64 // reads whose followees came from the in-process cache
+	followMisses atomic.Int64 // reads that loaded the followees from the database
 }
 
 // Stats is a snapshot of a store's counters.
@@ -30,25 +32,29 @@ type Stats struct {
 	RowsRead int64
 
 	// StrategyRecent only.
-	CacheHits   int64 // author lists taken from memcached
-	CacheMisses int64 // author lists that were missing, unreadable, too old or distrusted (rebuilt)
-	CacheErrors int64 // memcached operations that failed (the read or post went on without it)
-	Rebuilds    int64 // author lists rebuilt from the database and stored
-	Fallbacks   int64 // authors whose share of a page came from the database
-	MessageHits int64 // pages whose bodies all came from the in-process message cache
+	CacheHits    int64 // author lists taken from memcached
+	CacheMisses  int64 // author lists that were missing, unreadable, too old or distrusted (rebuilt)
+	CacheErrors  int64 // memcached operations that failed (the read or post went on without it)
+	Rebuilds     int64 // author lists rebuilt from the database and stored
+	Fallbacks    int64 // authors whose share of a page came from the database
+	MessageHits  int64 // pages whose bodies all came from the in-process message cache
+	FollowHits   int64 // reads whose followees came from the in-process cache, confirmed by their token
+	FollowMisses int64 // reads that loaded the followees from the database (first read, or a follow since)
 }
 
 // Stats returns the store's counters.
 func (s *Store) Stats() Stats {
 	return Stats{
-		Pages:       s.stats.pages.Load(),
-		RowsRead:    s.stats.rowsRead.Load(),
-		CacheHits:   s.stats.cacheHits.Load(),
-		CacheMisses: s.stats.cacheMisses.Load(),
-		CacheErrors: s.stats.cacheErrors.Load(),
-		Rebuilds:    s.stats.rebuilds.Load(),
-		Fallbacks:   s.stats.fallbacks.Load(),
-		MessageHits: s.stats.messageHits.Load(),
+		Pages:        s.stats.pages.Load(),
+		RowsRead:     s.stats.rowsRead.Load(),
+		CacheHits:    s.stats.cacheHits.Load(),
+		CacheMisses:  s.stats.cacheMisses.Load(),
+		CacheErrors:  s.stats.cacheErrors.Load(),
+		Rebuilds:     s.stats.rebuilds.Load(),
+		Fallbacks:    s.stats.fallbacks.Load(),
+		MessageHits:  s.stats.messageHits.Load(),
+		FollowHits:   s.stats.followHits.Load(),
+		FollowMisses: s.stats.followMisses.Load(),
 	}
 }
 

@@ -1,0 +1,154 @@
+package pull
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// DefaultFolloweeCache is how many users' followee lists StrategyRecent
+// keeps in process unless Config.FolloweeCache says otherwise.
+const DefaultFolloweeCache = 1 << 16
+
+// followSets keeps users' followee lists in this process, so that a
+// StrategyRecent read needs no database query to learn whom to merge: its
+// one multi-get fetches the authors' lists together with the user's follow
+// token, and the token says whether the cached followees are still the
+// user's.
+//
+// The token is a random value in memcached (key prefix + "f" + user) that
+// every follow and unfollow replaces after its database write commits
+// (followsChanged). A followee list is cached together with the token read
+// before the database read that produced it, so:
+//
+//   - if the token is unchanged at a later read, no follow or unfollow
+//     has returned since that database read: the list is current;
+//   - a follow that commits while a list is being read replaces the token
+//     after the commit, so that list, whatever it holds, is reloaded at
+//     the next read;
+//   - a token that memcached lost is a mismatch too: the reader adds a
+//     fresh one (Add, so that racing readers agree on one) and reloads.
+//
+// The one gap is a follow whose token could not be replaced because
+// memcached failed: this process forgets the user's list at once, and the
+// others reload theirs once it is older than recentMaxAge, the same bound
+// as for an author's list that a post could not reach.
+//
+// Slots are direct-mapped by user id, like messageCache: a collision
+// costs a reload, never a wrong answer.
+type followSets struct {
+	slots []atomic.Pointer[followSet]
+	mask  uint64
+}
+
+// followSet is one user's followees as of token; immutable once stored.
+type followSet struct {
+	user      timeline.UserID
+	token     string
+	followees []timeline.UserID
+	keys      []string // memcached keys: the followees' lists, then the token
+	loadedAt  time.Time
+}
+
+// newFollowSets returns a cache of at least size slots (rounded up to a
+// power of two), or nil for size <= 0.
+func newFollowSets(size int) *followSets {
+	if size <= 0 {
+		return nil
+	}
+	n := 1
+	for n < size {
+		n <<= 1
+	}
+	return &followSets{slots: make([]atomic.Pointer[followSet], n), mask: uint64(n - 1)}
+}
+
+// get returns user's cached followees, unless they are missing or older
+// than recentMaxAge.
+func (c *followSets) get(user timeline.UserID, now time.Time) *followSet {
+	if c == nil {
+		return nil
+	}
+	fs := c.slots[uint64(user)&c.mask].Load()
+	if fs == nil || fs.user != user || now.Sub(fs.loadedAt) > recentMaxAge {
+		return nil
+	}
+	return fs
+}
+
+func (c *followSets) put(fs *followSet) {
+	if c == nil {
+		return
+	}
+	c.slots[uint64(fs.user)&c.mask].Store(fs)
+}
+
+// forget drops user's followees, so that this process reloads them.
+func (c *followSets) forget(user timeline.UserID) {
+	if c == nil {
+		return
+	}
+	slot := &c.slots[uint64(user)&c.mask]
+	if fs := slot.Load(); fs != nil && fs.user == user {
+		slot.CompareAndSwap(fs, nil)
+	}
+}
+
+// followKey is the memcached key of user's follow token.
+func (r *recentLists) followKey(user timeline.UserID) string {
+	return r.prefix + "f" + strconv.FormatInt(int64(user), 10)
+}
+
+// newToken returns a follow token: 16 random hex digits, so that two
+// tokens ever set for one user practically never collide.
+func newToken() []byte {
+	return strconv.AppendUint(make([]byte, 0, 16), rand.Uint64()|1<<63, 16)
+}
+
+// followsChanged tells every store that user's followees changed: it
+// replaces the user's follow token. Called after the database write, and
+// also after a failed one, which may have committed all the same.
+func (r *recentLists) followsChanged(s *Store, user timeline.UserID) {
+	r.follows.forget(user)
+	key := r.followKey(user)
+	err := r.mc.Set(&memcache.Item{Key: key, Value: newToken()})
+	if err == nil {
+		return
+	}
+	s.stats.cacheErrors.Add(1)
+	// A deleted token works as well as a new one (readers add a fresh
+	// one), if memcached takes that.
+	if err := r.mc.Delete(key); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+		s.stats.cacheErrors.Add(1)
+	}
+}
+
+// followToken returns user's current follow token, adding one if memcached
+// has none.
+func (r *recentLists) followToken(user timeline.UserID) (string, error) {
+	key := r.followKey(user)
+	for range 3 {
+		it, err := r.mc.Get(key)
+		if err == nil {
+			return string(it.Value), nil
+		}
+		if !errors.Is(err, memcache.ErrCacheMiss) {
+			return "", err
+		}
+		tok := newToken()
+		switch err := r.mc.Add(&memcache.Item{Key: key, Value: tok}); {
+		case err == nil:
+			return string(tok), nil
+		case !errors.Is(err, memcache.ErrNotStored):
+			return "", err
+		}
+		// Another reader or a follow set one first: read it.
+	}
+	return "", errors.New("follow token keeps vanishing")
+}
