@@ -83,8 +83,9 @@ type Config struct {
 
 	// Memcache lists memcached servers ("host:port"). StrategyRecent needs
 	// them; with any other strategy, setting them makes Post keep the
-	// per-author lists current too (see recent.go), which every store
-	// writing to a database that StrategyRecent reads must do.
+	// per-author lists current too, and Follow and Unfollow the follow
+	// tokens (see recent.go), which every store writing to a database that
+	// StrategyRecent reads must do.
 	Memcache []string
 	// Namespace prefixes the memcached keys, so that stores on different
 	// databases, or tests, can share a memcached. Up to 64 characters, no

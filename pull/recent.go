@@ -21,9 +21,11 @@ import (
 
 // StrategyRecent keeps, for every author, the ids of their newest messages
 // in memcached: a capped list, updated when they post (one append, not one
-// write per follower). A read takes the followees from the database, all
-// their lists in one multi-get, merges them, and fetches the page's bodies
-// by primary key; the database stays the system of record:
+// write per follower). A read takes the followees (cached in process,
+// checked by a follow token fetched along with the lists: followsets.go),
+// all their lists in one multi-get, merges them, and takes the page's
+// bodies from the in-process message cache or by primary key; the database
+// stays the system of record:
 //
 //   - A missing, expired or unreadable list is rebuilt from the database
 //     (newest RecentLen ids), through a CAS token taken before the database
@@ -39,9 +41,10 @@ import (
 //   - A memcached that fails or times out costs only speed: the read falls
 //     back to readMerge, the failure is counted.
 //
-// Every post to the database must go through a store with the same
-// Memcache and Namespace (any strategy: Config.Memcache makes Post keep the
-// lists), or the lists miss those posts. A post whose append fails deletes
+// Every post, follow and unfollow on the database must go through a store
+// with the same Memcache and Namespace (any strategy: Config.Memcache makes
+// Post keep the lists and Follow and Unfollow the tokens), or the lists
+// miss those posts and the followee caches those follows. A post whose append fails deletes
 // the author's list; if that fails too, this store reads that author from
 // the database until any list built before the failure has aged out
 // (recentMaxAge), and lists older than that are rebuilt everywhere.
