@@ -341,6 +341,10 @@ func describeCounters(m *results.Model, prefix string, before, after counters) {
 			m.Extra[prefix+"list_hit_ratio"] = float64(hits) / float64(hits+misses)
 			m.Extra[prefix+"cache_errors"] = float64(after.pull.CacheErrors - before.pull.CacheErrors)
 		}
+		hits, misses = after.pull.FollowHits-before.pull.FollowHits, after.pull.FollowMisses-before.pull.FollowMisses
+		if hits+misses > 0 {
+			m.Extra[prefix+"followee_hit_ratio"] = float64(hits) / float64(hits+misses)
+		}
 	}
 }
 
