@@ -130,9 +130,7 @@ func TestServersShareKeys(t *testing.T) {
 func TestHitServedFromCache(t *testing.T) {
 	for _, policy := range []cache.Policy{cache.PolicyTTL, cache.PolicyInvalidate} {
 		t.Run(string(policy), func(t *testing.T) {
-			mem := newTracked()
-			g := newGate(mem)
-			s := wrap(t, g, cache.Options{Policy: policy, TTL: time.Minute, Followers: mem.Followers})
+			mem, g, s := gated(t, cache.Options{Policy: policy, TTL: time.Minute})
 			mustFollow(t, s, 1, 2)
 			var posted []timeline.Message
 			for i := range 25 {
@@ -294,9 +292,7 @@ func TestReadAfterWriteConcurrent(t *testing.T) {
 func TestRacingFill(t *testing.T) {
 	for _, policy := range []cache.Policy{cache.PolicyInvalidate, cache.PolicyTTL} {
 		t.Run(string(policy), func(t *testing.T) {
-			mem := newTracked()
-			g := newGate(mem)
-			s := wrap(t, g, cache.Options{Policy: policy, TTL: time.Minute, Followers: mem.Followers})
+			_, g, s := gated(t, cache.Options{Policy: policy, TTL: time.Minute})
 			mustFollow(t, s, 1, 2)
 			mustPost(t, s, 2, "a")
 			g.arm(1)
@@ -331,9 +327,7 @@ func TestRacingFill(t *testing.T) {
 // that another caller started under the previous generation), or it would
 // be served a page without the post.
 func TestCoalescingRespectsGeneration(t *testing.T) {
-	mem := newTracked()
-	g := newGate(mem)
-	s := wrap(t, g, cache.Options{Policy: cache.PolicyInvalidate, Followers: mem.Followers})
+	_, g, s := gated(t, cache.Options{Policy: cache.PolicyInvalidate})
 	mustFollow(t, s, 1, 2)
 	mustPost(t, s, 2, "a")
 	g.arm(1)
@@ -402,9 +396,7 @@ func TestEvictedGeneration(t *testing.T) {
 func TestCoalescing(t *testing.T) {
 	for _, policy := range []cache.Policy{cache.PolicyTTL, cache.PolicyInvalidate} {
 		t.Run(string(policy), func(t *testing.T) {
-			mem := newTracked()
-			g := newGate(mem)
-			s := wrap(t, g, cache.Options{Policy: policy, Followers: mem.Followers, TTL: time.Minute})
+			_, g, s := gated(t, cache.Options{Policy: policy, TTL: time.Minute})
 			mustFollow(t, s, 1, 2)
 			m := mustPost(t, s, 2, "hello")
 			g.arm(1)
@@ -440,9 +432,7 @@ func TestCoalescing(t *testing.T) {
 // TestCanceledLeader: the caller whose miss is reading the store gives up;
 // those waiting for it still get the page.
 func TestCanceledLeader(t *testing.T) {
-	mem := newTracked()
-	g := newGate(mem)
-	s := wrap(t, g, cache.Options{Policy: cache.PolicyInvalidate, Followers: mem.Followers})
+	_, g, s := gated(t, cache.Options{Policy: cache.PolicyInvalidate})
 	mustFollow(t, s, 1, 2)
 	m := mustPost(t, s, 2, "hello")
 	g.arm(1)

@@ -208,6 +208,17 @@ type gate struct {
 	release chan struct{}
 }
 
+// gated returns a tracked memory store, a gate in front of it, and the
+// cache (with opts, learning followers from the memory store) in front of
+// the gate.
+func gated(t testing.TB, opts cache.Options) (*tracked, *gate, *cache.Store) {
+	t.Helper()
+	mem := newTracked()
+	g := newGate(mem)
+	opts.Followers = mem.Followers
+	return mem, g, wrap(t, g, opts)
+}
+
 func newGate(s timeline.Store) *gate {
 	return &gate{Store: s, entered: make(chan struct{}, 100), release: make(chan struct{})}
 }
