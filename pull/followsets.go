@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
@@ -40,12 +39,9 @@ const DefaultFolloweeCache = 1 << 16
 // others reload theirs once it is older than recentMaxAge, the same bound
 // as for an author's list that a post could not reach.
 //
-// Slots are direct-mapped by user id, like messageCache: a collision
-// costs a reload, never a wrong answer.
-type followSets struct {
-	slots []atomic.Pointer[followSet]
-	mask  uint64
-}
+// The table is direct-mapped by user id (directMapped): a collision costs
+// a reload, never a wrong answer.
+type followSets struct{ directMapped[followSet] }
 
 // followSet is one user's followees as of token; immutable once stored.
 type followSet struct {
@@ -62,11 +58,7 @@ func newFollowSets(size int) *followSets {
 	if size <= 0 {
 		return nil
 	}
-	n := 1
-	for n < size {
-		n <<= 1
-	}
-	return &followSets{slots: make([]atomic.Pointer[followSet], n), mask: uint64(n - 1)}
+	return &followSets{newDirectMapped[followSet](size)}
 }
 
 // get returns user's cached followees, unless they are missing or older
@@ -75,7 +67,7 @@ func (c *followSets) get(user timeline.UserID, now time.Time) *followSet {
 	if c == nil {
 		return nil
 	}
-	fs := c.slots[uint64(user)&c.mask].Load()
+	fs := c.slot(uint64(user)).Load()
 	if fs == nil || fs.user != user || now.Sub(fs.loadedAt) > recentMaxAge {
 		return nil
 	}
@@ -86,7 +78,7 @@ func (c *followSets) put(fs *followSet) {
 	if c == nil {
 		return
 	}
-	c.slots[uint64(fs.user)&c.mask].Store(fs)
+	c.slot(uint64(fs.user)).Store(fs)
 }
 
 // forget drops user's followees, so that this process reloads them.
@@ -94,7 +86,7 @@ func (c *followSets) forget(user timeline.UserID) {
 	if c == nil {
 		return
 	}
-	slot := &c.slots[uint64(user)&c.mask]
+	slot := c.slot(uint64(user))
 	if fs := slot.Load(); fs != nil && fs.user == user {
 		slot.CompareAndSwap(fs, nil)
 	}

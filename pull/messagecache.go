@@ -18,13 +18,9 @@ const DefaultMessageCache = 1 << 18
 // invalidation across processes: it is filled only with rows read from
 // the database or just inserted into it.
 //
-// It is direct-mapped: slot id % size holds the last message stored there,
-// and a lookup checks the id, so a collision costs a miss, never a wrong
-// answer. No locks: a slot is one atomic pointer to an immutable Message.
-type messageCache struct {
-	slots []atomic.Pointer[timeline.Message]
-	mask  uint64
-}
+// It is direct-mapped by id (directMapped): no locks, and a collision costs
+// a miss.
+type messageCache struct{ directMapped[timeline.Message] }
 
 // newMessageCache returns a cache of at least size slots (rounded up to a
 // power of two), or nil for size <= 0.
@@ -32,18 +28,36 @@ func newMessageCache(size int) *messageCache {
 	if size <= 0 {
 		return nil
 	}
+	return &messageCache{newDirectMapped[timeline.Message](size)}
+}
+
+// directMapped is a lock-free table of immutable values: the value for key
+// k lives in slot k % len(slots), and a later one with another key there
+// replaces it. Readers check the key they find, so a collision costs a
+// miss, never a wrong answer.
+type directMapped[T any] struct {
+	slots []atomic.Pointer[T]
+	mask  uint64
+}
+
+// newDirectMapped returns a table of at least size slots, rounded up to a
+// power of two.
+func newDirectMapped[T any](size int) directMapped[T] {
 	n := 1
 	for n < size {
 		n <<= 1
 	}
-	return &messageCache{slots: make([]atomic.Pointer[timeline.Message], n), mask: uint64(n - 1)}
+	return directMapped[T]{slots: make([]atomic.Pointer[T], n), mask: uint64(n - 1)}
 }
+
+// slot returns the slot of key.
+func (d *directMapped[T]) slot(key uint64) *atomic.Pointer[T] { return &d.slots[key&d.mask] }
 
 func (c *messageCache) put(m timeline.Message) {
 	if c == nil || m.ID <= 0 {
 		return
 	}
-	c.slots[uint64(m.ID)&c.mask].Store(&m)
+	c.slot(uint64(m.ID)).Store(&m)
 }
 
 func (c *messageCache) putAll(ms []timeline.Message) {
@@ -60,7 +74,7 @@ func (c *messageCache) getAll(ids []uint64) ([]timeline.Message, bool) {
 	}
 	out := make([]timeline.Message, len(ids))
 	for i, id := range ids {
-		m := c.slots[id&c.mask].Load()
+		m := c.slot(id).Load()
 		if m == nil || uint64(m.ID) != id {
 			return nil, false
 		}
