@@ -32,15 +32,7 @@ func BenchmarkRead(b *testing.B) {
 	if dsn == "" {
 		b.Skip("PUSHPULL_BENCH_DSN not set")
 	}
-	database := os.Getenv("PUSHPULL_BENCH_DATABASE")
-	if database == "" {
-		database = pull.DefaultDatabase
-	}
-	users, _ := strconv.Atoi(os.Getenv("PUSHPULL_BENCH_USERS"))
-	if users <= 0 {
-		users = 10000
-	}
-	recentLen, _ := strconv.Atoi(os.Getenv("PUSHPULL_BENCH_RECENT_LEN"))
+	database, users, recentLen := benchEnv()
 	strategies := pull.Strategies
 	if list := os.Getenv("PUSHPULL_BENCH_STRATEGIES"); list != "" {
 		strategies = nil
@@ -127,15 +119,7 @@ func BenchmarkPost(b *testing.B) {
 	if dsn == "" || os.Getenv("PUSHPULL_BENCH_WRITE") != "1" {
 		b.Skip("PUSHPULL_BENCH_DSN and PUSHPULL_BENCH_WRITE=1 not set")
 	}
-	database := os.Getenv("PUSHPULL_BENCH_DATABASE")
-	if database == "" {
-		database = pull.DefaultDatabase
-	}
-	users, _ := strconv.Atoi(os.Getenv("PUSHPULL_BENCH_USERS"))
-	if users <= 0 {
-		users = 10000
-	}
-	recentLen, _ := strconv.Atoi(os.Getenv("PUSHPULL_BENCH_RECENT_LEN"))
+	database, users, recentLen := benchEnv()
 	ctx := context.Background()
 	for _, strategy := range []pull.Strategy{pull.StrategySP, pull.StrategyRecent} {
 		cfg, ok := benchConfig(dsn, database, strategy, recentLen)
@@ -161,6 +145,21 @@ func BenchmarkPost(b *testing.B) {
 		})
 		s.Close()
 	}
+}
+
+// benchEnv reads the settings both benchmarks share: the database, the
+// number of users in it, and Config.RecentLen.
+func benchEnv() (database string, users, recentLen int) {
+	database = os.Getenv("PUSHPULL_BENCH_DATABASE")
+	if database == "" {
+		database = pull.DefaultDatabase
+	}
+	users, _ = strconv.Atoi(os.Getenv("PUSHPULL_BENCH_USERS"))
+	if users <= 0 {
+		users = 10000
+	}
+	recentLen, _ = strconv.Atoi(os.Getenv("PUSHPULL_BENCH_RECENT_LEN"))
+	return database, users, recentLen
 }
 
 // benchConfig is the store configuration the benchmarks use; ok is false
