@@ -113,27 +113,20 @@ type decoder struct {
 	bad bool
 }
 
-func (d *decoder) uvarint() uint64 {
-	if d.bad {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.bad = true
-		return 0
-	}
-	d.off += n
-	return v
-}
+func (d *decoder) uvarint() uint64 { return next(d, binary.Uvarint) }
 
-func (d *decoder) varint() int64 {
+func (d *decoder) varint() int64 { return next(d, binary.Varint) }
+
+// next decodes one value with decode (binary.Uvarint or binary.Varint).
+func next[T any](d *decoder, decode func([]byte) (T, int)) T {
+	var zero T
 	if d.bad {
-		return 0
+		return zero
 	}
-	v, n := binary.Varint(d.b[d.off:])
+	v, n := decode(d.b[d.off:])
 	if n <= 0 {
 		d.bad = true
-		return 0
+		return zero
 	}
 	d.off += n
 	return v
