@@ -422,7 +422,7 @@ func zeroed[T any](s []T, n int) []T {
 // cached in process (followSets) that is one multi-get, the user's follow
 // token included; otherwise the followees come from the database first
 // (rows is how many rows that read).
-func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.UserID) (followees []timeline.UserID, lists []*memcache.Item, rows int64, err error) {
+func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.UserID, now time.Time) (followees []timeline.UserID, lists []*memcache.Item, rows int64, err error) {
 	var earlier map[string]*memcache.Item // lists fetched for followees that changed
 	var keys []string                     // of followees' lists
 	if rl.follows == nil {
@@ -430,7 +430,6 @@ func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.U
 			return nil, nil, 0, err
 		}
 	} else {
-		now := time.Now()
 		if fs := rl.follows.get(user, now); fs != nil {
 			n := len(fs.followees)
 			items, err := rl.get.Get(fs.keys) // the lists, then the token
@@ -542,7 +541,8 @@ func (s *Store) readRecent(ctx context.Context, r timeline.Request) ([]timeline.
 
 func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
 	rl := s.recent
-	followees, items, rows, err := rl.fetchLists(ctx, s, r.User)
+	now := time.Now()
+	followees, items, rows, err := rl.fetchLists(ctx, s, r.User, now)
 	if err != nil {
 		return nil, err
 	}
@@ -551,7 +551,6 @@ func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]time
 		return nil, nil
 	}
 
-	now := time.Now()
 	fetch := r.Fetch()
 	sc := getScratch(len(followees), fetch)
 	defer sc.release()
