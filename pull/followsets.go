@@ -48,7 +48,8 @@ type followSet struct {
 	user      timeline.UserID
 	token     string
 	followees []timeline.UserID
-	keys      []string // memcached keys: the followees' lists, then the token
+	sorted    []timeline.UserID // followees in ascending order, for lookups
+	keys      []string          // memcached keys: the followees' lists, then the token
 	loadedAt  time.Time
 }
 

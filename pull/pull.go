@@ -32,6 +32,10 @@
 //     on post; a read is one multi-get, a merge and one fetch of the page's
 //     bodies, with the database as the fallback and the system of record
 //     (recent.go).
+//   - StrategyActive: StrategyRecent plus, for users who follow many
+//     authors, an index of the followees who posted most recently, so that
+//     a read fetches a few dozen lists instead of all of them; posts hint
+//     it to their heavy followers (active.go).
 package pull
 
 import (
@@ -58,10 +62,11 @@ const (
 	StrategyUnion  Strategy = "union"
 	StrategyMerge  Strategy = "merge"
 	StrategyRecent Strategy = "recent" // needs Config.Memcache
+	StrategyActive Strategy = "active" // needs Config.Memcache
 )
 
 // Strategies lists every strategy, in the order the benchmark runs them.
-var Strategies = []Strategy{StrategySP, StrategyClient, StrategyNaive, StrategyUnion, StrategyMerge, StrategyRecent}
+var Strategies = []Strategy{StrategySP, StrategyClient, StrategyNaive, StrategyUnion, StrategyMerge, StrategyRecent, StrategyActive}
 
 // Config says where the store lives and how it reads.
 type Config struct {
@@ -106,6 +111,16 @@ type Config struct {
 	// 0 means DefaultRecentLen. Deeper pages read the database for the
 	// authors whose lists do not reach that far.
 	RecentLen int
+
+	// ActiveLen is how many followees a StrategyActive index keeps; 0
+	// means DefaultActiveLen. Users who follow more than twice as many
+	// authors get an index; the others read like StrategyRecent.
+	ActiveLen int
+	// ActiveHints makes Post send its hint to the indexes of the author's
+	// heavy followers (see active.go): every store that posts to a
+	// database that StrategyActive reads must set it. StrategyActive sets
+	// it; it needs Memcache.
+	ActiveHints bool
 }
 
 // Store is the pull model. It implements timeline.Store.
@@ -147,17 +162,26 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.read = s.readUnion
 	case StrategyMerge:
 		s.read = s.readMerge
-	case StrategyRecent:
+	case StrategyRecent, StrategyActive:
 		if len(cfg.Memcache) == 0 {
 			return nil, fmt.Errorf("open pull store: strategy %q needs memcached servers (Config.Memcache)", cfg.Strategy)
 		}
 		s.read = s.readRecent
+		if cfg.Strategy == StrategyActive {
+			s.read, cfg.ActiveHints = s.readActive, true
+		}
 		if cfg.MessageCache == 0 {
 			cfg.MessageCache = DefaultMessageCache
 		}
 		s.messages = newMessageCache(cfg.MessageCache)
 	default:
 		return nil, fmt.Errorf("open pull store: unknown strategy %q (want one of %v)", cfg.Strategy, Strategies)
+	}
+	if cfg.ActiveHints && len(cfg.Memcache) == 0 {
+		return nil, fmt.Errorf("open pull store: ActiveHints needs memcached servers (Config.Memcache)")
+	}
+	if cfg.ActiveLen < 0 || cfg.ActiveLen > 10_000 {
+		return nil, fmt.Errorf("open pull store: ActiveLen %d is outside 0..10000", cfg.ActiveLen)
 	}
 	if err := checkNamespace(cfg.Namespace); err != nil {
 		return nil, fmt.Errorf("open pull store: %w", err)
@@ -206,8 +230,12 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	if err != nil {
 		if s.recent != nil {
 			// The INSERT may have committed all the same (a connection
-			// lost after the commit): a list must not go on without it.
+			// lost after the commit): a list must not go on without it,
+			// nor an index.
 			s.recent.invalidate(s, author)
+			if s.recent.active != nil {
+				s.recent.hint(ctx, s, author, 0)
+			}
 		}
 		return timeline.Message{}, fmt.Errorf("pull post: %w", err)
 	}
@@ -217,6 +245,9 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 		// After the commit, never before: a list may only ever hold ids
 		// that the database has. See recentLists.added.
 		s.recent.added(s, author, msg.ID)
+		if s.recent.active != nil {
+			s.recent.hint(ctx, s, author, msg.ID)
+		}
 	}
 	return msg, nil
 }

@@ -16,11 +16,12 @@ func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: t
 
 var namespaces atomic.Int64
 
-// config returns the Config of a store on database; StrategyRecent gets
-// the test memcached and a namespace no other store in this run uses.
+// config returns the Config of a store on database; StrategyRecent and
+// StrategyActive get the test memcached and a namespace no other store in
+// this run uses.
 func config(t testing.TB, strategy pull.Strategy, database string) pull.Config {
 	cfg := pull.Config{DSN: testserver.DSN(t), Database: database, Strategy: strategy}
-	if strategy == pull.StrategyRecent {
+	if strategy == pull.StrategyRecent || strategy == pull.StrategyActive {
 		cfg.Memcache = []string{testserver.Memcache(t)}
 		cfg.Namespace = fmt.Sprintf("t%s-%d/", database, namespaces.Add(1))
 	}

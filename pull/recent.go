@@ -80,7 +80,8 @@ type recentLists struct {
 	prefix string
 	maxIDs int // RecentLen
 
-	follows *followSets // nil unless StrategyRecent
+	follows *followSets     // nil unless StrategyRecent or StrategyActive
+	active  *activeIndexes // nil unless Config.ActiveHints (StrategyActive sets it)
 
 	mu     sync.Mutex
 	dirty  map[timeline.UserID]time.Time // authors whose list may have missed a post, until when
@@ -120,7 +121,10 @@ func newRecentLists(ctx context.Context, db *sql.DB, cfg Config) (*recentLists, 
 	if r.maxIDs <= 0 {
 		r.maxIDs = DefaultRecentLen
 	}
-	if cfg.Strategy == StrategyRecent {
+	if cfg.ActiveHints {
+		r.active = newActiveIndexes(cfg.ActiveLen)
+	}
+	if cfg.Strategy == StrategyRecent || cfg.Strategy == StrategyActive {
 		if cfg.FolloweeCache == 0 {
 			cfg.FolloweeCache = DefaultFolloweeCache
 		}
@@ -193,18 +197,22 @@ func (r *recentLists) markDirty(author timeline.UserID) {
 }
 
 // added appends a committed post's id to its author's list. A missing list
-// is left missing: whoever rebuilds it reads the database after this
-// commit (see rebuild). If the append fails for another reason, the list
-// may now lack a post that has been acknowledged, so it is deleted; if even
-// that fails, this store stops trusting it (isDirty), and every store stops
+// may stay missing: whoever rebuilds it reads the database after this
+// commit (see rebuild). But memcached answers an append to a value that
+// would outgrow its item size limit as it answers one to a missing key
+// (NOT_STORED), and such a list now lacks an acknowledged post, so both
+// are deleted, as is a list whose append failed otherwise; if even that
+// fails, this store stops trusting it (isDirty), and every store stops
 // trusting it once it is older than recentMaxAge.
 func (r *recentLists) added(s *Store, author timeline.UserID, id timeline.MessageID) {
 	key := r.key(author)
 	err := r.mc.Append(&memcache.Item{Key: key, Value: encodeRecord(key, uint64(id))})
-	if err == nil || errors.Is(err, memcache.ErrNotStored) {
+	if err == nil {
 		return
 	}
-	s.stats.cacheErrors.Add(1)
+	if !errors.Is(err, memcache.ErrNotStored) {
+		s.stats.cacheErrors.Add(1)
+	}
 	r.invalidate(s, author)
 }
 
@@ -461,7 +469,9 @@ func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.U
 			return nil, nil, 0, err
 		}
 		keys = rl.listKeys(followees, 1)
-		rl.follows.put(&followSet{user: user, token: token, followees: followees, keys: append(keys, rl.followKey(user)), loadedAt: now})
+		sorted := slices.Clone(followees)
+		slices.Sort(sorted)
+		rl.follows.put(&followSet{user: user, token: token, followees: followees, sorted: sorted, keys: append(keys, rl.followKey(user)), loadedAt: now})
 	}
 	rows = int64(len(followees))
 	if len(followees) == 0 {
@@ -540,17 +550,29 @@ func (s *Store) readRecent(ctx context.Context, r timeline.Request) ([]timeline.
 }
 
 func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	rl := s.recent
 	now := time.Now()
-	followees, items, rows, err := rl.fetchLists(ctx, s, r.User, now)
+	followees, items, rows, err := s.recent.fetchLists(ctx, s, r.User, now)
 	if err != nil {
 		return nil, err
 	}
-	if len(followees) == 0 {
-		s.countPage(rows)
-		return nil, nil
+	msgs, n, err := s.mergeLists(ctx, r, followees, items, now)
+	if err != nil {
+		return nil, err
 	}
+	s.countPage(rows + n)
+	return msgs, nil
+}
 
+// mergeLists computes the page of r from the authors' lists as memcached
+// returned them (items[i] is authors[i]'s, or nil): it rebuilds the
+// missing ones, merges, reads from the database what the lists do not
+// cover, and checks the lists against the rows it fetched. rows is how
+// many rows the database examined.
+func (s *Store) mergeLists(ctx context.Context, r timeline.Request, followees []timeline.UserID, items []*memcache.Item, now time.Time) (_ []timeline.Message, rows int64, err error) {
+	if len(followees) == 0 {
+		return nil, 0, nil
+	}
+	rl := s.recent
 	fetch := r.Fetch()
 	sc := getScratch(len(followees), fetch)
 	defer sc.release()
@@ -588,7 +610,7 @@ func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]time
 		}
 		built, n, err := rl.rebuild(ctx, s, stale, tokens)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		rows += n
 		for i, a := range followees {
@@ -649,7 +671,7 @@ func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]time
 	}
 	for i := range iters {
 		if iters[i].bad {
-			return nil, s.suspect([]timeline.UserID{followees[i]})
+			return nil, 0, s.suspect([]timeline.UserID{followees[i]})
 		}
 	}
 	var floor uint64 // no id below it can be on the page
@@ -693,7 +715,7 @@ func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]time
 		s.messages.putAll(msgs)
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 
 	// Every listed id that the page should hold must be there, by its
@@ -718,8 +740,7 @@ func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]time
 		}
 	}
 	if len(bad) > 0 {
-		return nil, s.suspect(bad)
+		return nil, 0, s.suspect(bad)
 	}
-	s.countPage(rows)
-	return msgs, nil
+	return msgs, rows, nil
 }

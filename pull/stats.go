@@ -15,6 +15,12 @@ type stats struct {
 	messageHits  atomic.Int64 // pages whose bodies all came from the message cache
 	followHits   atomic.Int64 // reads whose followees came from the in-process cache
 	followMisses atomic.Int64 // reads that loaded the followees from the database
+
+	indexReads     atomic.Int64 // pages served from the authors a user's index named
+	indexBuilds    atomic.Int64 // indexes built from the database
+	indexFallbacks atomic.Int64 // indexed reads that could not prove the page
+	hints          atomic.Int64 // hints posts appended to followers' indexes
+	hintErrors     atomic.Int64 // hint deliveries that failed (indexes distrusted)
 }
 
 // Stats is a snapshot of a store's counters.
@@ -40,6 +46,13 @@ type Stats struct {
 	MessageHits  int64 // pages whose bodies all came from the in-process message cache
 	FollowHits   int64 // reads whose followees came from the in-process cache, confirmed by their token
 	FollowMisses int64 // reads that loaded the followees from the database (first read, or a follow since)
+
+	// StrategyActive, and posts with Config.ActiveHints.
+	IndexReads     int64 // pages read from the lists of the authors a user's index named
+	IndexBuilds    int64 // indexes built from the database
+	IndexFallbacks int64 // indexed reads whose page the index could not prove (read from every list instead)
+	Hints          int64 // hints that posts appended to their followers' indexes
+	HintErrors     int64 // posts whose hints could not be delivered (this process then distrusts older indexes)
 }
 
 // Stats returns the store's counters.
@@ -55,6 +68,12 @@ func (s *Store) Stats() Stats {
 		MessageHits:  s.stats.messageHits.Load(),
 		FollowHits:   s.stats.followHits.Load(),
 		FollowMisses: s.stats.followMisses.Load(),
+
+		IndexReads:     s.stats.indexReads.Load(),
+		IndexBuilds:    s.stats.indexBuilds.Load(),
+		IndexFallbacks: s.stats.indexFallbacks.Load(),
+		Hints:          s.stats.hints.Load(),
+		HintErrors:     s.stats.hintErrors.Load(),
 	}
 }
 

@@ -12,26 +12,34 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
-// TestStrategiesAgree writes one random history through a StrategyRecent
+// TestStrategiesAgree writes one random history through a StrategyActive
 // store with very short lists (so that pages run past them and the
-// database fallback, compaction and trimming all happen), and checks every
-// strategy's pages against the memory store after each round of writes:
-// newest pages for every user, whole walks for some. Followee counts
-// range from 2 to 28, below and above the page size, and one author posts
-// far more than the others.
+// database fallback, compaction and trimming all happen) and short indexes
+// (so that users with 22 or 28 followees read through one, and pages
+// below it fall back), and checks every strategy's pages against the
+// memory store after each round of writes: newest pages for every user,
+// whole walks for some. Followee counts range from 2 to 28, below and
+// above the page size, and one author posts far more than the others.
 func TestStrategiesAgree(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(11, 12))
 	db := testserver.Database(t)
-	writerCfg := config(t, pull.StrategyRecent, db)
+	writerCfg := config(t, pull.StrategyActive, db)
 	writerCfg.RecentLen = 3
+	writerCfg.ActiveLen = 4 // an index for users who follow more than 8
 	writer := openConfig(t, writerCfg)
-	readers := map[string]timeline.Store{"recent/3": writer}
-	longer := writerCfg
-	longer.RecentLen = 8 // same namespace: reads the lists the writer keeps
-	readers["recent/8"] = openConfig(t, longer)
+	readers := map[string]timeline.Store{"active/3/4": writer}
+	// Same namespace: these read the lists and indexes the writer keeps.
+	other := writerCfg
+	other.RecentLen, other.ActiveLen = 8, 2
+	readers["active/8/2"] = openConfig(t, other)
+	other = writerCfg
+	other.Strategy = pull.StrategyRecent
+	readers["recent/3"] = openConfig(t, other)
+	other.RecentLen = 8
+	readers["recent/8"] = openConfig(t, other)
 	for _, st := range pull.Strategies {
-		if st != pull.StrategyRecent {
+		if st != pull.StrategyRecent && st != pull.StrategyActive {
 			readers[string(st)] = open(t, st, db)
 		}
 	}
@@ -102,9 +110,15 @@ func TestStrategiesAgree(t *testing.T) {
 		}
 	}
 	st := writer.Stats()
-	t.Logf("recent/3: %+v", st)
+	t.Logf("active/3/4: %+v", st)
 	if st.Fallbacks == 0 || st.CacheHits == 0 {
 		t.Fatalf("the lists never ran short, or were never used: %+v", st)
+	}
+	if st.IndexReads == 0 || st.IndexFallbacks == 0 || st.Hints == 0 {
+		t.Fatalf("the indexes never served a page, never fell short, or never got a hint: %+v", st)
+	}
+	if st2 := readers["active/8/2"].(*pull.Store).Stats(); st2.IndexReads == 0 {
+		t.Fatalf("active/8/2 never read from an index: %+v", st2)
 	}
 }
 

@@ -16,6 +16,16 @@
 -- connection lacks them and empties them before use: results never depend
 -- on which connection, or which earlier call, came before.
 
+-- Users whose recently-active-followees index lives in memcached
+-- (StrategyActive, pull/active.go). A post sends its hint only to the
+-- author's followers listed here, so an author nobody heavy follows posts
+-- without touching anyone's index. A read adds its user before it builds
+-- the first index; rows are never removed while stores run.
+CREATE TABLE IF NOT EXISTS active_readers (
+  user_id BIGINT UNSIGNED NOT NULL,
+  PRIMARY KEY (user_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 DROP PROCEDURE IF EXISTS pull_timeline_newest;
 DROP PROCEDURE IF EXISTS pull_timeline_before;
 DROP PROCEDURE IF EXISTS pull_collect_page;

@@ -1,5 +1,6 @@
 // Package multiget is a lean memcached multi-get ("gets k1 k2 ...") for a
-// hot read path that fetches dozens of small values per request.
+// hot read path that fetches dozens of small values per request, and
+// pipelined appends and deletes for a write that touches dozens of keys.
 //
 // gomemcache's GetMulti does the same job, but per value it renews the
 // connection's deadline, allocates an Item, a value buffer and a map
@@ -57,7 +58,7 @@ func New(servers *memcache.ServerList, timeout time.Duration, maxIdle int) *Clie
 	return &Client{servers: servers, timeout: timeout, maxIdle: maxIdle, idle: make(map[net.Addr][]*conn)}
 }
 
-// ErrClosed is returned by Get after Close.
+// ErrClosed is returned by Get, Append and Delete after Close.
 var ErrClosed = errors.New("multiget: client closed")
 
 // Get fetches keys with their CAS ids. items[i] is the value of keys[i],
@@ -76,32 +77,9 @@ func (c *Client) Get(keys []string) ([]*memcache.Item, error) {
 			return nil, fmt.Errorf("multiget: %w: %q", memcache.ErrMalformedKey, k)
 		}
 	}
-	// Group the keys by server, keeping the common case of one server
-	// free of maps and goroutines.
-	first, err := c.servers.PickServer(keys[0])
+	first, groups, err := c.split(keys)
 	if err != nil {
 		return nil, err
-	}
-	// A ServerList hands out the same net.Addr values every time, so
-	// they compare (and hash) by identity.
-	var groups map[net.Addr]*group
-	for i := 1; i < len(keys); i++ {
-		addr, err := c.servers.PickServer(keys[i])
-		if err != nil {
-			return nil, err
-		}
-		if groups == nil && addr == first {
-			continue
-		}
-		if groups == nil {
-			groups = map[net.Addr]*group{first: {addr: first, index: seq(i)}}
-		}
-		g := groups[addr]
-		if g == nil {
-			g = &group{addr: addr}
-			groups[addr] = g
-		}
-		g.index = append(g.index, i)
 	}
 	if groups == nil {
 		return items, c.getFrom(first, keys, nil, items)
@@ -119,6 +97,194 @@ func (c *Client) Get(keys []string) ([]*memcache.Item, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+// Append appends each item's value to the value memcached holds under its
+// key, pipelined: one write and one read per server however many items
+// there are, where gomemcache's Append takes a round trip each. Only the
+// keys and values are used (append keeps the stored flags and expiry).
+//
+// errs[i] is nil when items[i] was appended and memcache.ErrNotStored when
+// memcached did not store it: its key holds nothing (append never creates
+// a key), or the value would grow past memcached's item size limit;
+// memcached gives the same answer for both. Other errors mean memcached
+// refused it or the server failed; a server that fails fails all of its
+// items. Keys must be valid memcached keys.
+func (c *Client) Append(items []*memcache.Item) (errs []error) {
+	keys := make([]string, len(items))
+	for i, it := range items {
+		keys[i] = it.Key
+	}
+	var num []byte
+	return c.pipeline(keys, func(w *bufio.Writer, i int) {
+		it := items[i]
+		w.WriteString("append ")
+		w.WriteString(it.Key)
+		w.WriteString(" 0 0 ")
+		num = strconv.AppendInt(num[:0], int64(len(it.Value)), 10)
+		w.Write(num)
+		w.WriteString("\r\n")
+		w.Write(it.Value)
+		w.WriteString("\r\n")
+	}, func(line []byte) (error, bool) {
+		switch {
+		case bytes.Equal(line, storedLine):
+			return nil, true
+		case bytes.Equal(line, notStoredLine):
+			return memcache.ErrNotStored, true
+		}
+		return nil, false
+	})
+}
+
+// Delete deletes keys, pipelined like Append. errs[i] is nil when keys[i]
+// was deleted, memcache.ErrCacheMiss when it held nothing, and another
+// error when the server failed.
+func (c *Client) Delete(keys []string) (errs []error) {
+	return c.pipeline(keys, func(w *bufio.Writer, i int) {
+		w.WriteString("delete ")
+		w.WriteString(keys[i])
+		w.WriteString("\r\n")
+	}, func(line []byte) (error, bool) {
+		switch {
+		case bytes.Equal(line, deletedLine):
+			return nil, true
+		case bytes.Equal(line, notFoundLine):
+			return memcache.ErrCacheMiss, true
+		}
+		return nil, false
+	})
+}
+
+// pipeline sends one command per key (write writes the i-th) to each
+// key's server, all of a server's in one write, then reads one reply line
+// per command, in order, and turns it into the key's error with reply,
+// which reports false for a line it does not know.
+func (c *Client) pipeline(keys []string, write func(w *bufio.Writer, i int), reply func(line []byte) (error, bool)) []error {
+	errs := make([]error, len(keys))
+	failAll := func(err error) []error {
+		for j := range errs {
+			errs[j] = err
+		}
+		return errs
+	}
+	if len(keys) == 0 {
+		return errs
+	}
+	for _, k := range keys {
+		if !legalKey(k) {
+			return failAll(fmt.Errorf("multiget: %w: %q", memcache.ErrMalformedKey, k))
+		}
+	}
+	first, groups, err := c.split(keys)
+	if err != nil {
+		return failAll(err)
+	}
+	if groups == nil {
+		c.pipelineTo(first, len(keys), nil, write, reply, errs)
+		return errs
+	}
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Go(func() { c.pipelineTo(g.addr, len(g.index), g.index, write, reply, errs) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// pipelineTo runs pipeline's commands for the n keys at index (all of
+// them if index is nil) on addr.
+func (c *Client) pipelineTo(addr net.Addr, n int, index []int, write func(w *bufio.Writer, i int), reply func(line []byte) (error, bool), errs []error) {
+	slot := func(j int) int {
+		if index == nil {
+			return j
+		}
+		return index[j]
+	}
+	fail := func(from int, err error) {
+		for j := from; j < n; j++ {
+			errs[slot(j)] = err
+		}
+	}
+	cn, err := c.conn(addr)
+	if err != nil {
+		fail(0, err)
+		return
+	}
+	if err := cn.nc.SetDeadline(time.Now().Add(c.timeout)); err != nil {
+		cn.nc.Close()
+		fail(0, err)
+		return
+	}
+	for j := range n {
+		write(cn.w, slot(j))
+	}
+	if err := cn.w.Flush(); err != nil {
+		cn.nc.Close()
+		fail(0, fmt.Errorf("multiget: %v: %w", addr, err))
+		return
+	}
+	for j := range n {
+		line, err := cn.r.ReadSlice('\n')
+		if err != nil {
+			cn.nc.Close()
+			fail(j, fmt.Errorf("multiget: %v: %w", addr, err))
+			return
+		}
+		if e, ok := reply(line); ok {
+			errs[slot(j)] = e
+			continue
+		}
+		if bytes.HasPrefix(line, serverErrorPrefix) {
+			// The server read the command and refused it (out of
+			// memory, say): the stream is still in step.
+			errs[slot(j)] = fmt.Errorf("multiget: %v: %s", addr, bytes.TrimSpace(line))
+			continue
+		}
+		cn.nc.Close()
+		fail(j, fmt.Errorf("multiget: %v: unexpected reply %q", addr, truncate(line)))
+		return
+	}
+	c.release(cn)
+}
+
+var (
+	storedLine        = []byte("STORED\r\n")
+	notStoredLine     = []byte("NOT_STORED\r\n")
+	deletedLine       = []byte("DELETED\r\n")
+	notFoundLine      = []byte("NOT_FOUND\r\n")
+	serverErrorPrefix = []byte("SERVER_ERROR ")
+)
+
+// split groups keys by server. With one server (the common case) it
+// returns that server and no map, sparing the caller maps and goroutines;
+// otherwise every key is in one of the groups.
+func (c *Client) split(keys []string) (first net.Addr, groups map[net.Addr]*group, err error) {
+	first, err = c.servers.PickServer(keys[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	// A ServerList hands out the same net.Addr values every time, so
+	// they compare (and hash) by identity.
+	for i := 1; i < len(keys); i++ {
+		addr, err := c.servers.PickServer(keys[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		if groups == nil && addr == first {
+			continue
+		}
+		if groups == nil {
+			groups = map[net.Addr]*group{first: {addr: first, index: seq(i)}}
+		}
+		g := groups[addr]
+		if g == nil {
+			g = &group{addr: addr}
+			groups[addr] = g
+		}
+		g.index = append(g.index, i)
+	}
+	return first, groups, nil
 }
 
 // group is the keys (their indexes) that live on one server.

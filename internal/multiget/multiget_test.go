@@ -258,3 +258,136 @@ func TestGetErrors(t *testing.T) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestAppend: one pipelined request appends to the keys that exist, in
+// both servers, reports the missing ones as ErrNotStored, and so a value
+// grown too large, and the connection stays usable after that refusal.
+func TestAppend(t *testing.T) {
+	a, b := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	mc, g := newClients(t, a.Addr, b.Addr)
+	var items []*memcache.Item
+	for i := range 60 {
+		k := fmt.Sprintf("ap%d", i)
+		if i%4 != 0 {
+			set(t, mc, k, []byte("base:"), uint32(i))
+		}
+		items = append(items, &memcache.Item{Key: k, Value: []byte(fmt.Sprintf("+%d\r\n", i))})
+	}
+	// Over memcached's 1 MB item limit once appended.
+	set(t, mc, "ap-huge", bytes.Repeat([]byte("x"), 1000_000), 0)
+	items = append(items, &memcache.Item{Key: "ap-huge", Value: bytes.Repeat([]byte("y"), 100_000)})
+	for round := range 2 {
+		errs := g.Append(items)
+		for i, it := range items {
+			err := errs[i]
+			if it.Key == "ap-huge" {
+				// memcached answers NOT_STORED, as for a missing key.
+				if !errors.Is(err, memcache.ErrNotStored) {
+					t.Errorf("round %d: appending past the item limit: err %v, want ErrNotStored", round, err)
+				}
+				continue
+			}
+			got, gerr := mc.Get(it.Key)
+			switch {
+			case i%4 == 0:
+				if !errors.Is(err, memcache.ErrNotStored) || !errors.Is(gerr, memcache.ErrCacheMiss) {
+					t.Errorf("%s: err %v, then get %v; want ErrNotStored and still missing", it.Key, err, gerr)
+				}
+			case err != nil || gerr != nil:
+				t.Errorf("%s: err %v, get %v", it.Key, err, gerr)
+			default:
+				want := "base:" + strings.Repeat(fmt.Sprintf("+%d\r\n", i), round+1)
+				if string(got.Value) != want || got.Flags != uint32(i) {
+					t.Errorf("%s: value %q flags %d, want %q flags %d", it.Key, got.Value, got.Flags, want, i)
+				}
+			}
+		}
+	}
+	if errs := g.Append(nil); len(errs) != 0 {
+		t.Errorf("Append(nil) = %v", errs)
+	}
+}
+
+// TestAppendErrors: bad keys, servers that are absent, hang or answer
+// nonsense fail every item they hold.
+func TestAppendErrors(t *testing.T) {
+	_, good := newClients(t, testserver.StartMemcached(t, 0).Addr)
+	errs := good.Append([]*memcache.Item{{Key: "ok"}, {Key: "has space"}})
+	if !errors.Is(errs[0], memcache.ErrMalformedKey) || !errors.Is(errs[1], memcache.ErrMalformedKey) {
+		t.Errorf("a bad key: %v, want ErrMalformedKey for all", errs)
+	}
+	two := []*memcache.Item{{Key: "k1", Value: []byte("v")}, {Key: "k2", Value: []byte("v")}}
+	for name, reply := range map[string]string{
+		"an unknown reply":      "WHAT\r\nWHAT\r\n",
+		"one reply of two":      "STORED\r\n",
+		"a client error":        "STORED\r\nCLIENT_ERROR bad data chunk\r\n",
+		"no answer but a close": "",
+	} {
+		addr := fakeServer(t, reply)
+		if reply == "" {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				if c, err := ln.Accept(); err == nil {
+					c.Close()
+				}
+			}()
+			t.Cleanup(func() { ln.Close() })
+			addr = ln.Addr().String()
+		}
+		ss := new(memcache.ServerList)
+		ss.SetServers(addr)
+		g := multiget.New(ss, 300*time.Millisecond, 1)
+		errs := g.Append(two)
+		g.Close()
+		if errs[1] == nil {
+			t.Errorf("%s: the second append reported stored", name)
+		}
+		if name == "a client error" && errs[0] != nil {
+			t.Errorf("%s: the first append, answered STORED, got %v", name, errs[0])
+		}
+	}
+	_, absent := newClients(t, fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t)))
+	for i, err := range absent.Append(two) {
+		if err == nil {
+			t.Errorf("no server listening: item %d reported stored", i)
+		}
+	}
+	good.Close()
+	if errs := good.Append(two); !errors.Is(errs[0], multiget.ErrClosed) {
+		t.Errorf("after Close: %v, want ErrClosed", errs)
+	}
+}
+
+// TestDelete: pipelined deletes across two servers tell deleted keys from
+// missing ones.
+func TestDelete(t *testing.T) {
+	a, b := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	mc, g := newClients(t, a.Addr, b.Addr)
+	var keys []string
+	for i := range 40 {
+		k := fmt.Sprintf("del%d", i)
+		keys = append(keys, k)
+		if i%3 != 0 {
+			set(t, mc, k, []byte("x"), 0)
+		}
+	}
+	for i, err := range g.Delete(keys) {
+		if want := error(nil); i%3 == 0 {
+			if !errors.Is(err, memcache.ErrCacheMiss) {
+				t.Errorf("%s: err %v, want ErrCacheMiss", keys[i], err)
+			}
+		} else if err != want {
+			t.Errorf("%s: err %v", keys[i], err)
+		}
+		if _, err := mc.Get(keys[i]); !errors.Is(err, memcache.ErrCacheMiss) {
+			t.Errorf("%s: still there after Delete (%v)", keys[i], err)
+		}
+	}
+	_, absent := newClients(t, fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t)))
+	if errs := absent.Delete(keys[:2]); errs[0] == nil || errs[1] == nil {
+		t.Errorf("no server listening: %v", errs)
+	}
+}

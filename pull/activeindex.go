@@ -1,0 +1,160 @@
+package pull
+
+import (
+	"cmp"
+	"encoding/binary"
+	"hash/crc32"
+	"slices"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// A user's recently-active-followees index in memcached (StrategyActive)
+// is, like an author's list, a base written whole from a database read
+// followed by records that posts appended since:
+//
+//	base:   'I' | uvarint builtAt (Unix milliseconds) | uvarint token length |
+//	        token | uvarint floor | uvarint count |
+//	        count × (uvarint author, uvarint newest id) |
+//	        crc32c(key | everything before)            (4 bytes, big endian)
+//	record: 'h' | author (8 bytes) | id (8 bytes) | crc32c(key | 'h' | author | id)
+//
+// token is the user's follow token when the base was built: the index
+// describes the followees of that moment, and a follow or unfollow, which
+// replaces the token, retires it. floor is the promise that makes the index
+// exact: every followee of that moment who is not in the base had no
+// message above floor when it was built (0: the base holds every followee
+// who had posted at all). A record is a post's hint: author just posted id.
+//
+// As with lists, checksums are keyed by the memcached key, so a value that
+// is truncated, garbled or copied from another user is rejected and
+// rebuilt, never used.
+
+const (
+	indexMagic = 'I'
+	hintMagic  = 'h'
+	hintLen    = 1 + 8 + 8 + 4
+)
+
+// activeEntry is a followee and the newest message id the index knows of.
+type activeEntry struct {
+	author timeline.UserID
+	newest uint64
+}
+
+// byNewest orders entries newest first.
+func byNewest(x, y activeEntry) int { return cmp.Compare(y.newest, x.newest) }
+
+// activeIndex is a checked index.
+type activeIndex struct {
+	builtAt  int64 // Unix milliseconds
+	token    string
+	floor    uint64
+	entries  []activeEntry // base and records merged, one per author, newest first
+	nRecords int           // records appended since the base
+}
+
+// encodeIndex encodes a base; entries must be newest first.
+func encodeIndex(key, token string, builtAt int64, floor uint64, entries []activeEntry) []byte {
+	b := make([]byte, 0, 32+len(token)+8*len(entries))
+	b = append(b, indexMagic)
+	b = binary.AppendUvarint(b, uint64(builtAt))
+	b = binary.AppendUvarint(b, uint64(len(token)))
+	b = append(b, token...)
+	b = binary.AppendUvarint(b, floor)
+	b = binary.AppendUvarint(b, uint64(len(entries)))
+	for _, e := range entries {
+		b = binary.AppendUvarint(b, uint64(e.author))
+		b = binary.AppendUvarint(b, e.newest)
+	}
+	sum := crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, b)
+	return binary.BigEndian.AppendUint32(b, sum)
+}
+
+// encodeHint encodes the record that author's post of id appends to a
+// follower's index stored under key.
+func encodeHint(key string, author timeline.UserID, id uint64) []byte {
+	b := make([]byte, 0, hintLen)
+	b = append(b, hintMagic)
+	b = binary.BigEndian.AppendUint64(b, uint64(author))
+	b = binary.BigEndian.AppendUint64(b, id)
+	sum := crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, b)
+	return binary.BigEndian.AppendUint32(b, sum)
+}
+
+// decodeIndex checks v, the value of key, or reports that it is not a
+// valid index (a placeholder, garbage, or a bad record).
+func decodeIndex(key string, v []byte) (activeIndex, bool) {
+	var x activeIndex
+	if len(v) < 1+4 || v[0] != indexMagic {
+		return x, false
+	}
+	p := 1
+	uvarint := func() (uint64, bool) {
+		n, k := binary.Uvarint(v[p:])
+		if k <= 0 {
+			return 0, false
+		}
+		p += k
+		return n, true
+	}
+	built, ok1 := uvarint()
+	tokLen, ok2 := uvarint()
+	if !ok1 || !ok2 || built > 1<<62 || tokLen > 64 || tokLen > uint64(len(v)-p) {
+		return x, false
+	}
+	x.builtAt, x.token = int64(built), string(v[p:p+int(tokLen)])
+	p += int(tokLen)
+	floor, ok1 := uvarint()
+	count, ok2 := uvarint()
+	// Each entry takes at least two bytes.
+	if !ok1 || !ok2 || count > uint64(len(v)-p)/2 {
+		return x, false
+	}
+	x.floor = floor
+	x.entries = make([]activeEntry, 0, int(count)+4)
+	for range count {
+		a, ok1 := uvarint()
+		id, ok2 := uvarint()
+		if !ok1 || !ok2 || a == 0 || id == 0 {
+			return x, false
+		}
+		x.entries = append(x.entries, activeEntry{timeline.UserID(a), id})
+	}
+	if len(v)-p < 4 {
+		return x, false
+	}
+	keySum := crc32.Checksum([]byte(key), crcTable)
+	if crc32.Update(keySum, crcTable, v[:p]) != binary.BigEndian.Uint32(v[p:]) {
+		return x, false
+	}
+	rest := v[p+4:]
+	if len(rest)%hintLen != 0 {
+		return x, false
+	}
+	for ; len(rest) > 0; rest = rest[hintLen:] {
+		r := rest[:hintLen]
+		if r[0] != hintMagic || crc32.Update(keySum, crcTable, r[:17]) != binary.BigEndian.Uint32(r[17:]) {
+			return x, false
+		}
+		a, id := binary.BigEndian.Uint64(r[1:9]), binary.BigEndian.Uint64(r[9:17])
+		if a == 0 || id == 0 {
+			return x, false
+		}
+		x.nRecords++
+		x.entries = append(x.entries, activeEntry{timeline.UserID(a), id})
+	}
+	// One entry per author, with the newest id any of them gave: sort by
+	// author, newest first within one, keep the first of each.
+	if x.nRecords > 0 || !slices.IsSortedFunc(x.entries, byNewest) {
+		slices.SortFunc(x.entries, func(e, f activeEntry) int {
+			if c := cmp.Compare(e.author, f.author); c != 0 {
+				return c
+			}
+			return byNewest(e, f)
+		})
+		x.entries = slices.CompactFunc(x.entries, func(e, f activeEntry) bool { return e.author == f.author })
+		slices.SortFunc(x.entries, byNewest)
+	}
+	return x, true
+}
