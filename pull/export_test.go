@@ -13,3 +13,11 @@ func EncodeList(key string, ids []uint64, complete bool, builtAt int64) []byte {
 
 // FollowKey returns the memcached key of user's follow token.
 func (s *Store) FollowKey(user timeline.UserID) string { return s.recent.followKey(user) }
+
+// IndexKey returns the memcached key of user's recently-active index.
+func (s *Store) IndexKey(user timeline.UserID) string { return s.recent.indexKey(user) }
+
+// EncodeHint lets tests forge the hint a post appends to an index.
+func EncodeHint(key string, author timeline.UserID, id uint64) []byte {
+	return encodeHint(key, author, id)
+}

@@ -51,4 +51,13 @@ func TestConformance(t *testing.T) {
 			})
 		})
 	}
+	// With indexes of one followee, every user who follows three or more
+	// authors reads through one.
+	t.Run("active/1", func(t *testing.T) {
+		timelinetest.Run(t, func(t *testing.T) timeline.Store {
+			cfg := config(t, pull.StrategyActive, testserver.Database(t))
+			cfg.ActiveLen = 1
+			return openConfig(t, cfg)
+		})
+	})
 }

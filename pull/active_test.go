@@ -1,0 +1,350 @@
+package pull_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// activeFixture is a StrategyActive store whose indexes keep 4 followees
+// (so users who follow more than 8 get one), in a fresh database where
+// user 1 follows authors 2 to 13, who have posted three messages each.
+type activeFixture struct {
+	s       *pull.Store
+	cfg     pull.Config
+	mc      *memcache.Client
+	posts   []timeline.Message
+	follows map[timeline.UserID]bool // user 1's followees
+}
+
+func newActiveFixture(t *testing.T, memcacheAddr string) *activeFixture {
+	t.Helper()
+	cfg := config(t, pull.StrategyActive, testserver.Database(t))
+	cfg.ActiveLen = 4
+	if memcacheAddr != "" {
+		cfg.Memcache = []string{memcacheAddr}
+	}
+	f := &activeFixture{s: openConfig(t, cfg), cfg: cfg, mc: memcache.New(testserver.Memcache(t)), follows: map[timeline.UserID]bool{}}
+	t.Cleanup(func() { f.mc.Close() })
+	for a := timeline.UserID(2); a <= 13; a++ {
+		f.follow(t, a, true)
+	}
+	for i := range 36 {
+		f.post(t, timeline.UserID(2+i%12))
+	}
+	return f
+}
+
+func (f *activeFixture) follow(t *testing.T, a timeline.UserID, on bool) {
+	t.Helper()
+	op := f.s.Follow
+	if !on {
+		op = f.s.Unfollow
+	}
+	if err := op(context.Background(), 1, a); err != nil {
+		t.Fatal(err)
+	}
+	f.follows[a] = on
+}
+
+func (f *activeFixture) post(t *testing.T, author timeline.UserID) timeline.Message {
+	t.Helper()
+	m, err := f.s.Post(context.Background(), author, fmt.Sprintf("post %d by %d", len(f.posts), author))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.posts = append(f.posts, m)
+	return m
+}
+
+// want is user 1's whole timeline, newest first.
+func (f *activeFixture) want() []timeline.MessageID {
+	var ids []timeline.MessageID
+	for _, m := range slices.Backward(f.posts) {
+		if f.follows[m.Author] {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
+// newest checks user 1's newest page of 2 (three ids fetched: as many as
+// the index can always prove).
+func (f *activeFixture) newest(t *testing.T, what string) {
+	t.Helper()
+	p, err := f.s.Timeline(context.Background(), 1, timeline.Query{Limit: 2})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	var got []timeline.MessageID
+	for _, m := range p.Messages {
+		got = append(got, m.ID)
+	}
+	if want := f.want()[:2]; !slices.Equal(got, want) {
+		t.Fatalf("%s: newest page %v, want %v", what, got, want)
+	}
+}
+
+// walk checks user 1's whole timeline, in pages of 5.
+func (f *activeFixture) walk(t *testing.T, what string) {
+	t.Helper()
+	var got []timeline.MessageID
+	q := timeline.Query{Limit: 5}
+	for {
+		p, err := f.s.Timeline(context.Background(), 1, q)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for _, m := range p.Messages {
+			got = append(got, m.ID)
+		}
+		if p.Next == "" {
+			break
+		}
+		q.Before = p.Next
+	}
+	if want := f.want(); !slices.Equal(got, want) {
+		t.Fatalf("%s: timeline %v, want %v", what, got, want)
+	}
+}
+
+// TestActiveHintsKeepIndex: once built, an index serves newest pages and
+// follows every post through its hints, with no rebuild, past compaction;
+// deeper pages fall back and stay exact.
+func TestActiveHintsKeepIndex(t *testing.T) {
+	f := newActiveFixture(t, "")
+	f.newest(t, "first read") // loads the followees, reads every list
+	f.newest(t, "second read")
+	if st := f.s.Stats(); st.IndexBuilds != 1 || st.IndexReads != 1 {
+		t.Fatalf("the second read should build the index and use it: %+v", st)
+	}
+	for i := range 80 { // more hints than indexCompactAt
+		// Every author in turn, most of them outside the index of 4.
+		f.post(t, timeline.UserID(2+i*5%12))
+		f.newest(t, fmt.Sprintf("after post %d", i))
+	}
+	st := f.s.Stats()
+	if st.IndexBuilds != 1 || st.IndexReads != 81 || st.IndexFallbacks != 0 || st.Hints != 80 || st.HintErrors != 0 {
+		t.Fatalf("posts should reach the index through their hints alone: %+v", st)
+	}
+	it, err := f.mc.Get(f.s.IndexKey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(it.Value) > 30*21 { // 80 hints of 21 bytes uncompacted
+		t.Fatalf("the index holds %d bytes after 80 hints: never compacted", len(it.Value))
+	}
+	f.walk(t, "walk")
+	if st := f.s.Stats(); st.IndexFallbacks == 0 {
+		t.Fatalf("pages below the index should fall back: %+v", st)
+	}
+}
+
+// TestActiveFollowsAndLateHints: a follow or unfollow retires the index;
+// and a hint from an author the user no longer follows, landing after the
+// index was rebuilt (as a post racing the unfollow can), shows nothing.
+func TestActiveFollowsAndLateHints(t *testing.T) {
+	f := newActiveFixture(t, "")
+	ctx := context.Background()
+	f.newest(t, "warm")
+	f.newest(t, "indexed")
+	f.post(t, 20) // nobody follows 20 yet
+	f.newest(t, "a post by someone not followed")
+	f.follow(t, 20, true)
+	f.newest(t, "after following 20") // reloads the followees
+	f.newest(t, "again")              // must not use the index of before
+	f.post(t, 20)
+	f.newest(t, "after 20 posts again")
+	f.follow(t, 20, false)
+	f.newest(t, "after unfollowing 20") // reloads the followees
+	f.newest(t, "again")                // rebuilds the index
+	builds := f.s.Stats().IndexBuilds
+
+	late, err := f.s.Post(ctx, 20, "posted as the unfollow commits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.posts = append(f.posts, late)
+	key := f.s.IndexKey(1)
+	if err := f.mc.Append(&memcache.Item{Key: key, Value: pull.EncodeHint(key, 20, uint64(late.ID))}); err != nil {
+		t.Fatal(err)
+	}
+	f.newest(t, "after a late hint from 20")
+	f.walk(t, "walk after a late hint")
+	if st := f.s.Stats(); st.IndexBuilds != builds {
+		t.Fatalf("one late entry should be dropped, not trigger a rebuild: %d builds, was %d", st.IndexBuilds, builds)
+	}
+}
+
+// TestActiveSurvivesIndexDamage: an index that is lost, garbled, a
+// placeholder, another user's, or carries a forged hint is rebuilt, and
+// every read stays exact.
+func TestActiveSurvivesIndexDamage(t *testing.T) {
+	f := newActiveFixture(t, "")
+	ctx := context.Background()
+	// User 21 follows the same authors: an index to copy.
+	for a := timeline.UserID(2); a <= 13; a++ {
+		if err := f.s.Follow(ctx, 21, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if _, err := f.s.Timeline(ctx, 21, timeline.Query{Limit: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.newest(t, "warm")
+	f.newest(t, "indexed")
+	key := f.s.IndexKey(1)
+	other, err := f.mc.Get(f.s.IndexKey(21))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := f.mc.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damage := map[string]func(){
+		"deleted":        func() { f.mc.Delete(key) },
+		"garbage":        func() { f.mc.Set(&memcache.Item{Key: key, Value: []byte("I\x01garbage")}) },
+		"placeholder":    func() { f.mc.Set(&memcache.Item{Key: key, Value: []byte("P")}) },
+		"another user's": func() { f.mc.Set(&memcache.Item{Key: key, Value: other.Value}) },
+		"truncated":      func() { f.mc.Set(&memcache.Item{Key: key, Value: mine.Value[:len(mine.Value)-3]}) },
+		"a forged hint": func() {
+			bad := pull.EncodeHint(key, 5, 1)
+			bad[len(bad)-1] ^= 1
+			f.mc.Append(&memcache.Item{Key: key, Value: bad})
+		},
+	}
+	for name, do := range damage {
+		before := f.s.Stats().IndexBuilds
+		do()
+		f.post(t, 9)
+		f.newest(t, name)
+		if st := f.s.Stats(); st.IndexBuilds != before+1 {
+			t.Fatalf("%s: %d index builds, want %d", name, st.IndexBuilds, before+1)
+		}
+		mine, _ = f.mc.Get(key)
+	}
+	f.walk(t, "walk")
+}
+
+// TestActiveHintsWhileMemcachedDown: posts made while memcached is cut off
+// cannot hint; they still succeed, reads stay exact, and once memcached
+// is back this process rebuilds the indexes they missed.
+func TestActiveHintsWhileMemcachedDown(t *testing.T) {
+	p := newProxy(t, testserver.Memcache(t))
+	f := newActiveFixture(t, p.addr)
+	f.newest(t, "warm")
+	f.newest(t, "indexed")
+	p.cut()
+	f.post(t, 7)
+	f.post(t, 11)
+	f.newest(t, "memcached down")
+	if st := f.s.Stats(); st.HintErrors == 0 {
+		t.Fatalf("no hint errors counted while memcached was down: %+v", st)
+	}
+	p.restore(t)
+	builds := f.s.Stats().IndexBuilds
+	f.newest(t, "memcached back")
+	if st := f.s.Stats(); st.IndexBuilds != builds+1 {
+		t.Fatalf("the index that missed hints was used without a rebuild: %+v", st)
+	}
+	f.walk(t, "walk")
+}
+
+// TestActiveRacingHints posts from two stores (one namespace) while
+// others read newest pages and keep destroying the index, so that hints
+// race rebuilds. A read must show the newest post that had returned
+// before it began, or a full page of newer ones.
+func TestActiveRacingHints(t *testing.T) {
+	f := newActiveFixture(t, "")
+	second := openConfig(t, f.cfg)
+	stores := []*pull.Store{f.s, second}
+	ctx := context.Background()
+	var newestAcked atomic.Int64
+	var mu sync.Mutex
+	var raced []timeline.Message
+	deadline := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 4 {
+		wg.Go(func() {
+			s := stores[w%2]
+			for i := 0; time.Now().Before(deadline); i++ {
+				m, err := s.Post(ctx, timeline.UserID(2+(w*3+i)%12), fmt.Sprintf("race %d/%d", w, i))
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				raced = append(raced, m)
+				mu.Unlock()
+				for {
+					old := newestAcked.Load()
+					if int64(m.ID) <= old || newestAcked.CompareAndSwap(old, int64(m.ID)) {
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := 0; time.Now().Before(deadline); i++ {
+			if i%2 == 0 {
+				f.mc.Delete(f.s.IndexKey(1))
+			} else {
+				f.mc.Set(&memcache.Item{Key: f.s.IndexKey(1), Value: []byte("x")})
+			}
+			time.Sleep(time.Duration(5+i%5) * time.Millisecond)
+		}
+	})
+	for r := range 2 {
+		wg.Go(func() {
+			s := stores[r]
+			for time.Now().Before(deadline) {
+				want := timeline.MessageID(newestAcked.Load())
+				p, err := s.Timeline(ctx, 1, timeline.Query{Limit: 2})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if want == 0 {
+					continue
+				}
+				ok := false
+				for _, m := range p.Messages {
+					ok = ok || m.ID == want
+				}
+				if !ok && (len(p.Messages) < 2 || p.Messages[1].ID < want) {
+					errs <- fmt.Errorf("post %d had returned before the read began; the newest page %v neither holds it nor anything newer", want, p.Messages)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	slices.SortFunc(raced, func(a, b timeline.Message) int { return int(a.ID - b.ID) })
+	f.posts = append(f.posts, raced...)
+	st, st2 := f.s.Stats(), second.Stats()
+	t.Logf("%+v\n%+v", st, st2)
+	if st.IndexReads+st2.IndexReads == 0 || st.IndexBuilds+st2.IndexBuilds < 3 {
+		t.Fatal("the indexes were never used, or never rebuilt: the test raced nothing")
+	}
+	f.newest(t, "after the race")
+	f.walk(t, "walk after the race")
+}
