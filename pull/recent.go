@@ -80,7 +80,7 @@ type recentLists struct {
 	prefix string
 	maxIDs int // RecentLen
 
-	follows *followSets     // nil unless StrategyRecent or StrategyActive
+	follows *followSets    // nil unless StrategyRecent or StrategyActive
 	active  *activeIndexes // nil unless Config.ActiveHints (StrategyActive sets it)
 
 	mu     sync.Mutex
