@@ -248,8 +248,9 @@ func (b *bench) reads(ctx context.Context, name string) (results.Model, error) {
 	if usesMemcache {
 		// The figure wanted is a warm cache's, as a service would see
 		// it: every user's newest page is read once first (for
-		// pull-recent, that builds every followed author's list, which
-		// a live service's posts keep built). Without this a slow model
+		// pull-recent and pull-active, that builds every followed
+		// author's list and the heavy followers' indexes, which a live
+		// service's posts keep built). Without this a slow model
 		// fills its cache during the phase and the rate measures the
 		// filling.
 		if err := b.warm(ctx, s); err != nil {
@@ -264,8 +265,9 @@ func (b *bench) reads(ctx context.Context, name string) (results.Model, error) {
 	describeCounters(&m, "", before, after)
 	if grown := after.mcBytes - startMem.mcBytes; usesMemcache && grown > 0 {
 		// What this model's reads added to memcached: the cached pages,
-		// or pull-recent's author lists. (Other items expiring meanwhile
-		// would make it an underestimate; none expire this soon.)
+		// or pull-recent's and pull-active's lists and indexes. (Other
+		// items expiring meanwhile would make it an underestimate; none
+		// expire this soon.)
 		m.Extra["memcached_mb"] = float64(grown) / 1e6
 	}
 	if stores.Cached(name) {
@@ -345,15 +347,26 @@ func describeCounters(m *results.Model, prefix string, before, after counters) {
 		if hits+misses > 0 {
 			m.Extra[prefix+"followee_hit_ratio"] = float64(hits) / float64(hits+misses)
 		}
+		// pull-active: the share of pages its indexes served, and of the
+		// indexed reads they could not prove (read from every list).
+		indexed, short := after.pull.IndexReads-before.pull.IndexReads, after.pull.IndexFallbacks-before.pull.IndexFallbacks
+		if pages := after.pull.Pages - before.pull.Pages; pages > 0 && after.pull.IndexBuilds > 0 {
+			m.Extra[prefix+"indexed_page_ratio"] = float64(indexed) / float64(pages)
+			if indexed+short > 0 {
+				m.Extra[prefix+"index_fallback_ratio"] = float64(short) / float64(indexed+short)
+			}
+		}
 	}
 }
 
 // writes measures submission, and the mixed phases.
 //
-// Order matters because the models share databases. pull-recent goes first:
-// its memcached lists of recent ids follow only the posts made through a
-// store that keeps them, so it must not read after other stores have
-// posted to the pull database. Submission is the same single INSERT for
+// Order matters because the models share databases. pull-active goes
+// first, then pull-recent: their memcached lists of recent ids follow only
+// the posts made through a store that keeps them, and pull-active's
+// indexes only the posts of a store that sends hints (pull-active's own),
+// so neither may read after a store that does less has posted to the pull
+// database. Submission is the same single INSERT for
 // every other pull strategy, so it is measured once, through pull-sp's
 // store, and shown for each. The cached models come last, each phase on a
 // cache nobody has filled yet (see freshStore).
@@ -368,28 +381,42 @@ func (b *bench) writes(ctx context.Context) error {
 			uncached = append(uncached, m)
 		}
 	}
-	slices.SortStableFunc(uncached, func(x, y *results.Model) int {
-		return boolInt(x.Name != stores.PullRecent) - boolInt(y.Name != stores.PullRecent)
-	})
+	rank := func(m *results.Model) int {
+		switch m.Name {
+		case stores.PullActive:
+			return 0
+		case stores.PullRecent:
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(uncached, func(x, y *results.Model) int { return rank(x) - rank(y) })
 	var shared *results.Phase
 	var sharedBy []string
 	for _, m := range uncached {
 		s := b.open[m.Name]
 		switch {
-		case m.Name == stores.PullRecent || m.Name == stores.Push:
-			// pull-recent's submission is a goal figure against plain
-			// pull's: both phases get the same length.
+		case m.Name == stores.PullRecent || m.Name == stores.PullActive || m.Name == stores.Push:
+			// Their submission is a goal figure against plain pull's:
+			// the phases get the same length.
 			dur := b.duration(m.Name)
-			if m.Name == stores.PullRecent {
+			if m.Name != stores.Push {
 				dur = b.cfg.Duration
 			}
-			p, err := b.phase(ctx, m.Name+"/submit", dur, Submit(s, b.data, seed), nil)
+			var before counters
+			p, err := b.phase(ctx, m.Name+"/submit", dur, Submit(s, b.data, seed), func() { before = b.snapshot(s, false) })
 			if err != nil {
 				return err
 			}
 			m.Submit = p
-			if m.Name == stores.PullRecent {
+			if after := b.snapshot(s, false); m.Name == stores.PullActive && after.hasPull && p.Ops > 0 {
+				m.Extra["hints_per_post"] = float64(after.pull.Hints-before.pull.Hints) / float64(p.Ops)
+			}
+			switch m.Name {
+			case stores.PullRecent:
 				b.res.Notes = append(b.res.Notes, "pull-recent's submission is measured on its own: its posts also append to the author's list in memcached")
+			case stores.PullActive:
+				b.res.Notes = append(b.res.Notes, "pull-active's submission is measured on its own: its posts also append to the author's list and send a hint to the index of each heavy follower")
 			}
 		case shared == nil:
 			p, err := b.phase(ctx, "pull/submit", b.cfg.Duration, Submit(b.open[stores.PullSP], b.data, seed), nil)
@@ -542,7 +569,7 @@ func (b *bench) goals() {
 	}
 	var plain float64
 	for _, m := range b.res.Models {
-		if results.Family(m.Name) == "pull" && !stores.Cached(m.Name) && m.Name != stores.PullRecent && m.Submit.Ran() {
+		if results.Family(m.Name) == "pull" && !stores.Cached(m.Name) && m.Name != stores.PullRecent && m.Name != stores.PullActive && m.Submit.Ran() {
 			plain = m.Submit.OpsPerSec
 			break
 		}

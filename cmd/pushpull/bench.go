@@ -48,7 +48,8 @@ pull database, and measures every model in turn with a closed loop of
   mixed            reads and posts, when --read-ratio is given
 
 The models are the paper's push and pull (pull-sp), our other pull
-strategies (pull-client, pull-naive, pull-union, pull-merge, pull-recent),
+strategies (pull-client, pull-naive, pull-union, pull-merge, pull-recent,
+pull-active),
 and push and pull-sp with memcached in front of the newest page
 (push+memcache, pull-sp+memcache; pull-client+memcache on request). For the
 cached models the run also measures the hit ratio, a mixed phase of 90%
@@ -62,8 +63,8 @@ paper's models (push, pull-sp, pull-client, pull-naive; pull-naive is capped
 at --naive-cap: it is slow by design) and --extra-duration for the others,
 or --ops operations. Progress and one row per second go to stderr.
 Submission is measured once on the pull database, since posting is the same
-INSERT for every pull strategy except pull-recent, which also updates
-memcached and is measured on its own.
+INSERT for every pull strategy except pull-recent and pull-active, which also
+update memcached and are measured on their own.
 
 The run is saved under --out as <UTC timestamp>/result.json, result.csv and
 result.png (bar charts of the paper's three figures). It fails (exit 1) when
@@ -188,7 +189,7 @@ memcached need --memcache.`,
 	f := cmd.Flags()
 	f.StringVar(&dsn, "dsn", "", "existing server to use instead of a sandbox (its pushpull_push and pushpull_pull databases are dropped and re-created)")
 	f.BoolVar(&force, "force", false, "with --dsn, drop those databases even if pushpull did not create them")
-	f.StringVar(&memcacheList, "memcache", "", "with --dsn, memcached servers (host:port, comma-separated) for pull-recent and the +memcache models")
+	f.StringVar(&memcacheList, "memcache", "", "with --dsn, memcached servers (host:port, comma-separated) for pull-recent, pull-active and the +memcache models")
 	f.StringSliceVar(&models, "models", nil, "models to measure, comma-separated (default "+strings.Join(loadgen.DefaultBenchModels, ",")+")")
 	f.DurationVar(&duration, "duration", 10*time.Second, "measured time per phase of the paper's models")
 	f.DurationVar(&extraDuration, "extra-duration", 3*time.Second, "measured time per phase of the other models (never longer than --duration)")

@@ -69,7 +69,7 @@ func TestBenchSmall(t *testing.T) {
 			if !(m.Extra["rows_per_page"] > 0) {
 				t.Fatalf("%s: rows per page not reported: %v", m.Name, m.Extra)
 			}
-		case stores.PullRecent:
+		case stores.PullRecent, stores.PullActive:
 			// Once warm, a page needs no database row: the followees
 			// come from the process, the ids from memcached and the
 			// bodies from the message cache; the first read of each

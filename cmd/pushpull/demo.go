@@ -26,7 +26,7 @@ func newDemoCmd() *cobra.Command {
 		Short: "Show every model serving identical timelines, on a throw-away MariaDB",
 		Long: `demo starts a private, throw-away MariaDB and memcached, opens the memory,
 push and every pull model (pull-sp, pull-client, pull-naive, pull-union,
-pull-merge, pull-recent), writes a small social network into
+pull-merge, pull-recent, pull-active), writes a small social network into
 them (6 users, follows, 30 posts, a late follow and an unfollow), and prints:
 
   - the newest page of three users' home timelines from every model side by
@@ -37,10 +37,12 @@ them (6 users, follows, 30 posts, a late follow and an unfollow), and prints:
   - a walk through one timeline in pages of 3, showing the cursors that
     'pushpull timeline --before' takes.
 
-Every write goes to memory, push and pull-recent. The other pull models share
-pull-recent's database, so they only read: the pull models differ in how they
-compute a timeline, not in what they store (pull-recent adds lists of each
-author's newest ids in memcached, rebuilt from the database when missing).
+Every write goes to memory, push and pull-active. The other pull models share
+pull-active's database, so they only read: the pull models differ in how they
+compute a timeline, not in what they store (pull-recent and pull-active add
+lists of each author's newest ids in memcached, rebuilt from the database
+when missing, and pull-active indexes of heavy followers, which nobody in the
+demo is).
 
 The server uses small, non-durable settings (internal/sandbox.TestSettings)
 so that the demo starts fast; they are not the benchmark's settings. The
@@ -128,9 +130,10 @@ func demoName(id timeline.UserID) string {
 }
 
 // demoWriters are the models every write goes to. The other pull models
-// share pull-recent's database and only read; pull-recent writes so that
-// its memcached lists of recent ids follow the posts.
-var demoWriters = []string{stores.Memory, stores.Push, stores.PullRecent}
+// share pull-active's database and only read; pull-active writes so that
+// the memcached lists of recent ids (which pull-recent reads too) and its
+// indexes follow the posts.
+var demoWriters = []string{stores.Memory, stores.Push, stores.PullActive}
 
 func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 	fmt.Fprintln(stderr, "pushpull demo: starting a throw-away MariaDB and memcached (small, non-durable test settings)...")
@@ -162,7 +165,7 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 		}
 		open[m] = s
 	}
-	fmt.Fprintf(out, "Opened %s: push in database %s, the pull models in %s (pull-recent also keeps recent ids in memcached at %s).\n",
+	fmt.Fprintf(out, "Opened %s: push in database %s, the pull models in %s (pull-recent and pull-active also keep recent ids in memcached at %s).\n",
 		strings.Join(stores.Models, ", "), stores.Database(stores.Push), stores.Database(stores.PullSP), sb.MemcacheAddr)
 
 	// Write.

@@ -47,6 +47,10 @@ people I follow") from MySQL or MariaDB with two designs behind one interface:
   pull-recent  merge on read from each author's newest ids kept in memcached
                (one GetMulti), then one fetch of the page's bodies; needs
                --memcache. The database stays the system of record.
+  pull-active  pull-recent plus, for users following more than 128 authors,
+               an index of the 64 who posted last, so a page fetches 21
+               lists, not all; each post hints the index of every such
+               follower. Needs --memcache.
 
 Any of push, pull-sp and pull-client + "+memcache" (push+memcache, ...) puts
 memcached in front of the newest page, kept current by invalidation on every
@@ -133,7 +137,7 @@ type serverFlags struct {
 func (f *serverFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.dsn, "dsn", "", "go-sql-driver DSN of the server, e.g. 'user:pass@tcp(127.0.0.1:3306)/' (default $"+dsnEnv+")")
 	cmd.Flags().StringVar(&f.database, "database", "", "database to use instead of the model's default (pushpull_push or pushpull_pull)")
-	cmd.Flags().StringVar(&f.memcache, "memcache", "", "memcached servers as host:port, comma-separated; pull-recent and the +memcache models need them (default $"+memcacheEnv+")")
+	cmd.Flags().StringVar(&f.memcache, "memcache", "", "memcached servers as host:port, comma-separated; pull-recent, pull-active and the +memcache models need them (default $"+memcacheEnv+")")
 }
 
 // resolveMemcache returns the servers of --memcache, else $PUSHPULL_MEMCACHE,

@@ -115,14 +115,13 @@ func (c *Client) Append(items []*memcache.Item) (errs []error) {
 	for i, it := range items {
 		keys[i] = it.Key
 	}
-	var num []byte
 	return c.pipeline(keys, func(w *bufio.Writer, i int) {
 		it := items[i]
 		w.WriteString("append ")
 		w.WriteString(it.Key)
 		w.WriteString(" 0 0 ")
-		num = strconv.AppendInt(num[:0], int64(len(it.Value)), 10)
-		w.Write(num)
+		var num [20]byte // servers' goroutines write concurrently
+		w.Write(strconv.AppendInt(num[:0], int64(len(it.Value)), 10))
 		w.WriteString("\r\n")
 		w.Write(it.Value)
 		w.WriteString("\r\n")

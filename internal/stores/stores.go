@@ -28,10 +28,11 @@ const (
 	PullUnion  = "pull-union"
 	PullMerge  = "pull-merge"
 	PullRecent = "pull-recent" // needs Config.Memcache
+	PullActive = "pull-active" // needs Config.Memcache
 )
 
 // SQLModels are the models backed by MySQL/MariaDB, in benchmark order.
-var SQLModels = []string{Push, PullSP, PullClient, PullNaive, PullUnion, PullMerge, PullRecent}
+var SQLModels = []string{Push, PullSP, PullClient, PullNaive, PullUnion, PullMerge, PullRecent, PullActive}
 
 // Models are the memory model and the SQL models.
 var Models = append([]string{Memory}, SQLModels...)
@@ -75,10 +76,10 @@ type Config struct {
 	// Force lets the schema be applied to a database pushpull did not
 	// create.
 	Force bool
-	// Memcache lists memcached servers ("host:port"). pull-recent needs
-	// them; the other models ignore them.
+	// Memcache lists memcached servers ("host:port"). pull-recent and
+	// pull-active need them; the other models ignore them.
 	Memcache []string
-	// Namespace prefixes the memcached keys of pull-recent and of the
+	// Namespace prefixes the memcached keys of pull-recent, pull-active and of the
 	// cached models, for several runs sharing one memcached. Keys also
 	// carry a digest of the database's identity, so a re-created database
 	// never sees the entries of its predecessor.
@@ -90,7 +91,9 @@ type Config struct {
 }
 
 // NeedsMemcache reports whether model cannot open without Config.Memcache.
-func NeedsMemcache(model string) bool { return model == PullRecent || Cached(model) }
+func NeedsMemcache(model string) bool {
+	return model == PullRecent || model == PullActive || Cached(model)
+}
 
 // Open opens model. Unknown names give an error listing the known ones.
 func Open(ctx context.Context, model string, cfg Config) (timeline.Store, error) {
@@ -105,9 +108,10 @@ func Open(ctx context.Context, model string, cfg Config) (timeline.Store, error)
 	}
 	if strategy, ok := strings.CutPrefix(model, "pull-"); ok {
 		pc := pull.Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force, Strategy: pull.Strategy(strategy)}
-		// Only pull-recent gets memcached: with it, a pull store of any
-		// strategy would also keep the lists on Post, which costs the
-		// other models' posts a memcached round trip they do not need.
+		// Only pull-recent and pull-active get memcached: with it, a
+		// pull store of any strategy would also keep the lists on Post,
+		// which costs the other models' posts a memcached round trip
+		// they do not need. (pull-active's posts also send its hints.)
 		if NeedsMemcache(model) {
 			if len(cfg.Memcache) == 0 {
 				return nil, fmt.Errorf("model %s needs memcached servers (stores.Config.Memcache)", model)

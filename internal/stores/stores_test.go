@@ -277,7 +277,7 @@ func TestUnreachableServer(t *testing.T) {
 		}
 	}
 	// A memcached that does not answer, for the models that need one.
-	for _, model := range append([]string{stores.PullRecent}, stores.CachedModels...) {
+	for _, model := range append([]string{stores.PullRecent, stores.PullActive}, stores.CachedModels...) {
 		cfg := config(t, model, testserver.Database(t))
 		cfg.Memcache = []string{"127.0.0.1:1"}
 		s, err := stores.Open(context.Background(), model, cfg)
@@ -363,18 +363,19 @@ func TestBadConfig(t *testing.T) {
 		cfg   stores.Config
 		want  string
 	}{
-		"unknown model":        {"pull-magic", stores.Config{DSN: testserver.DSN(t)}, "unknown"},
-		"no memcached":         {stores.PullRecent, stores.Config{DSN: testserver.DSN(t)}, "memcached"},
-		"bad namespace":        {stores.PullRecent, stores.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Memcache: []string{testserver.Memcache(t)}, Namespace: "a b"}, "namespace"},
-		"unknown family":       {"gossip", stores.Config{DSN: testserver.DSN(t)}, "want one of"},
-		"cached, no memcached": {stores.PushCached, stores.Config{DSN: testserver.DSN(t)}, "memcached"},
-		"cached memory":        {"memory+memcache", stores.Config{DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}}, "only SQL models"},
-		"cached twice":         {"push+memcache+memcache", stores.Config{DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}}, "only SQL models"},
-		"bad cache policy":     {stores.PushCached, stores.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Memcache: []string{testserver.Memcache(t)}, CachePolicy: "sometimes"}, "policy"},
-		"no DSN":               {stores.Push, stores.Config{}, "no DSN"},
-		"garbage DSN":          {stores.Push, stores.Config{DSN: "not a dsn"}, "DSN"},
-		"bad database":         {stores.Push, stores.Config{DSN: testserver.DSN(t), Database: "x; DROP TABLE y"}, "database name"},
-		"database too big":     {stores.PullSP, stores.Config{DSN: testserver.DSN(t), Database: strings.Repeat("a", 65)}, "database name"},
+		"unknown model":         {"pull-magic", stores.Config{DSN: testserver.DSN(t)}, "unknown"},
+		"no memcached":          {stores.PullRecent, stores.Config{DSN: testserver.DSN(t)}, "memcached"},
+		"no memcached (active)": {stores.PullActive, stores.Config{DSN: testserver.DSN(t)}, "memcached"},
+		"bad namespace":         {stores.PullRecent, stores.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Memcache: []string{testserver.Memcache(t)}, Namespace: "a b"}, "namespace"},
+		"unknown family":        {"gossip", stores.Config{DSN: testserver.DSN(t)}, "want one of"},
+		"cached, no memcached":  {stores.PushCached, stores.Config{DSN: testserver.DSN(t)}, "memcached"},
+		"cached memory":         {"memory+memcache", stores.Config{DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}}, "only SQL models"},
+		"cached twice":          {"push+memcache+memcache", stores.Config{DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}}, "only SQL models"},
+		"bad cache policy":      {stores.PushCached, stores.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Memcache: []string{testserver.Memcache(t)}, CachePolicy: "sometimes"}, "policy"},
+		"no DSN":                {stores.Push, stores.Config{}, "no DSN"},
+		"garbage DSN":           {stores.Push, stores.Config{DSN: "not a dsn"}, "DSN"},
+		"bad database":          {stores.Push, stores.Config{DSN: testserver.DSN(t), Database: "x; DROP TABLE y"}, "database name"},
+		"database too big":      {stores.PullSP, stores.Config{DSN: testserver.DSN(t), Database: strings.Repeat("a", 65)}, "database name"},
 	} {
 		s, err := stores.Open(ctx, tc.model, tc.cfg)
 		if err == nil {
