@@ -252,9 +252,14 @@ func (s *Store) readActiveIndex(ctx context.Context, r timeline.Request) ([]time
 	rl, a := s.recent, s.recent.active
 	now := time.Now()
 	fs := rl.follows.get(r.User, now)
+	if fs == nil && rl.follows != nil {
+		var err error
+		if fs, err = rl.loadFollowSet(ctx, s, r.User, now); err != nil {
+			return nil, err
+		}
+	}
 	if fs == nil || len(fs.followees) <= a.above {
-		// Few followees, or not known yet: StrategyRecent's read, which
-		// also loads them.
+		// Few followees (or no followee cache): StrategyRecent's read.
 		return s.readRecentLists(ctx, r)
 	}
 	msgs, rows, err := s.readIndexed(ctx, r, fs, now)

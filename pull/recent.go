@@ -458,20 +458,11 @@ func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.U
 				}
 			}
 		}
-		s.stats.followMisses.Add(1)
-		token, err := rl.followToken(user)
+		fs, err := rl.loadFollowSet(ctx, s, user, now)
 		if err != nil {
-			s.stats.cacheErrors.Add(1)
-			return nil, nil, 0, errCacheDown
-		}
-		// The token was read first: see followSets.
-		if followees, err = s.followees(ctx, user); err != nil {
 			return nil, nil, 0, err
 		}
-		keys = rl.listKeys(followees, 1)
-		sorted := slices.Clone(followees)
-		slices.Sort(sorted)
-		rl.follows.put(&followSet{user: user, token: token, followees: followees, sorted: sorted, keys: append(keys, rl.followKey(user)), loadedAt: now})
+		followees, keys = fs.followees, fs.keys[:len(fs.followees)]
 	}
 	rows = int64(len(followees))
 	if len(followees) == 0 {
@@ -510,6 +501,26 @@ func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.U
 		}
 	}
 	return followees, lists, rows, nil
+}
+
+// loadFollowSet reads user's followees from the database, under the
+// follow token read first (see followSets), and caches them.
+func (rl *recentLists) loadFollowSet(ctx context.Context, s *Store, user timeline.UserID, now time.Time) (*followSet, error) {
+	s.stats.followMisses.Add(1)
+	token, err := rl.followToken(user)
+	if err != nil {
+		s.stats.cacheErrors.Add(1)
+		return nil, errCacheDown
+	}
+	followees, err := s.followees(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	sorted := slices.Clone(followees)
+	slices.Sort(sorted)
+	fs := &followSet{user: user, token: token, followees: followees, sorted: sorted, keys: append(rl.listKeys(followees, 1), rl.followKey(user)), loadedAt: now}
+	rl.follows.put(fs)
+	return fs, nil
 }
 
 // listKeys returns the keys of authors' lists, with room for spare more.

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -153,7 +155,11 @@ memcached need --memcache.`,
 				}
 			}
 			stderr := cmd.ErrOrStderr()
-			r, err := loadgen.RunBench(cmd.Context(), loadgen.BenchConfig{
+			// Ctrl-C or a TERM ends the run through its context, so that
+			// the sandbox it started is stopped and removed.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			r, err := loadgen.RunBench(ctx, loadgen.BenchConfig{
 				DSN: dsn, Force: force, Models: modelList, Spec: spec, Scale: scale,
 				Duration: duration, ExtraDuration: extraDuration, Ops: ops, Warmup: warmup, NaiveCap: naiveCap, Concurrency: concurrency,
 				Memcache: servers, CacheTTL: cacheTTL,
