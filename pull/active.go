@@ -290,6 +290,7 @@ func (s *Store) readIndexed(ctx context.Context, r timeline.Request, fs *followS
 		// full read reloads them.
 		return nil, 0, errNotProven
 	}
+	s.stats.followHits.Add(1)
 	var idx activeIndex
 	ok := false
 	if it := items[0]; it != nil {
