@@ -1,11 +1,12 @@
 package pull
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,11 +32,13 @@ import (
 //     the true page when its last message is above the floor (or the
 //     floor is 0); otherwise the read falls back to every list.
 //   - A post appends a hint (author, id) to the index of each follower
-//     who has one, after its commit: a pipelined append per server, sent
-//     only to followers in the active_readers table, which a read joins
-//     before it builds a user's first index. Posts by authors that no
-//     heavy reader follows write nothing beyond their own list; that is
-//     the price, one write per heavy follower, that the index costs.
+//     who may have one, after its commit: a pipelined append per server,
+//     sent only to followers in the index_readers table whose entry has
+//     not expired. A read enters its user there, until a minute past the
+//     lifetime of the index (recentMaxAge), before it builds one. Posts by
+//     authors that no heavy follower has read lately write nothing beyond
+//     their own list; that is the price, one write per active heavy
+//     follower, that the index costs.
 //   - Rebuilds use the placeholder and CAS of the lists (see rebuild), so
 //     a hint racing a rebuild is never lost.
 //   - The index carries the follow token it was built under; a follow or
@@ -68,7 +71,6 @@ type activeIndexes struct {
 	keep  int // ActiveLen
 	above int // users with more followees than this get an index
 
-	registered sync.Map // timeline.UserID -> struct{}: in active_readers
 	// distrustBefore: indexes built before this (Unix milliseconds) are not
 	// used by this process, which failed to deliver a hint.
 	distrustBefore atomic.Int64
@@ -91,80 +93,155 @@ func (a *activeIndexes) distrust() {
 	a.distrustBefore.Store(time.Now().UnixMilli() + 1)
 }
 
-// hint tells the indexes of author's heavy followers that author posted
-// id (0: an INSERT that failed and may have committed, whose id is
-// unknown; those indexes are deleted instead). Called after the commit.
-func (r *recentLists) hint(ctx context.Context, s *Store, author timeline.UserID, id timeline.MessageID) {
-	rows, err := s.db.QueryContext(ctx,
-		`SELECT f.follower_id FROM follows f JOIN active_readers a ON a.user_id = f.follower_id WHERE f.followee_id = ?`, author)
+// postHinted is Post for a store that sends hints: pull_post_hinted
+// stores the message and names the followers to hint in the round trip of
+// a plain INSERT, and one pipelined append per memcached server carries
+// both the record for the author's list and every hint.
+func (s *Store) postHinted(ctx context.Context, msg timeline.Message) (timeline.Message, error) {
+	r := s.recent
+	id, followers, err := s.insertHinted(ctx, msg)
 	if err != nil {
-		s.stats.hintErrors.Add(1)
-		r.active.distrust()
-		return
+		// The INSERT may have committed all the same (a connection lost
+		// after the commit): neither the list nor an index may go on
+		// without it.
+		r.invalidate(s, msg.Author)
+		r.forgetHinted(ctx, s, msg.Author)
+		return timeline.Message{}, fmt.Errorf("pull post: %w", err)
 	}
-	var keys []string
+	msg.ID = id
+	s.messages.put(msg)
+	r.publish(s, msg.Author, id, followers)
+	return msg, nil
+}
+
+// insertHinted runs pull_post_hinted: the new message's id, and the
+// followers whose index to hint.
+func (s *Store) insertHinted(ctx context.Context, msg timeline.Message) (timeline.MessageID, []timeline.UserID, error) {
+	rows, err := s.db.QueryContext(ctx, `CALL pull_post_hinted(?, ?, ?, ?)`, msg.Author, msg.Body, msg.CreatedAt, time.Now().UTC())
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	var id timeline.MessageID
+	if !rows.Next() {
+		return 0, nil, cmp.Or(rows.Err(), errors.New("pull_post_hinted returned no id"))
+	}
+	if err := rows.Scan(&id); err != nil {
+		return 0, nil, err
+	}
+	if !rows.NextResultSet() {
+		return 0, nil, cmp.Or(rows.Err(), errors.New("pull_post_hinted returned no followers"))
+	}
+	var followers []timeline.UserID
 	for rows.Next() {
 		var u timeline.UserID
-		if err = rows.Scan(&u); err != nil {
-			break
+		if err := rows.Scan(&u); err != nil {
+			return 0, nil, err
 		}
-		keys = append(keys, r.indexKey(u))
+		followers = append(followers, u)
 	}
-	rows.Close()
-	if err == nil {
-		err = rows.Err()
+	if err := rows.Err(); err != nil {
+		return 0, nil, err
 	}
-	if err != nil {
-		s.stats.hintErrors.Add(1)
-		r.active.distrust()
-		return
+	return id, followers, rows.Close()
+}
+
+// publish appends a committed post's record to its author's list and its
+// hint to each follower's index, in one pipelined request per server.
+// Whatever memcached did not store is deleted: a missing key needs
+// nothing, but append answers a value grown too large as it answers a
+// missing key, and a failed append leaves the value unknown. A list that
+// cannot be deleted is distrusted as in added; an index, by distrusting
+// every index this process has not rebuilt since.
+func (r *recentLists) publish(s *Store, author timeline.UserID, id timeline.MessageID, followers []timeline.UserID) {
+	listKey := r.key(author)
+	items := make([]memcache.Item, 1+len(followers))
+	ptrs := make([]*memcache.Item, len(items))
+	items[0] = memcache.Item{Key: listKey, Value: encodeRecord(listKey, uint64(id))}
+	for i, u := range followers {
+		k := r.indexKey(u)
+		items[i+1] = memcache.Item{Key: k, Value: encodeHint(k, author, uint64(id))}
 	}
+	for i := range items {
+		ptrs[i] = &items[i]
+	}
+	s.stats.hints.Add(int64(len(followers)))
+	var drop []string
+	for i, err := range r.get.Append(ptrs) {
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, memcache.ErrNotStored) {
+			s.stats.cacheErrors.Add(1)
+		}
+		drop = append(drop, items[i].Key)
+	}
+	r.drop(s, author, drop)
+}
+
+// drop deletes keys (author's list and indexes that may lack a post), and
+// distrusts what it cannot delete.
+func (r *recentLists) drop(s *Store, author timeline.UserID, keys []string) {
 	if len(keys) == 0 {
 		return
 	}
-	var drop []string
-	if id == 0 {
-		drop = keys
-	} else {
-		items := make([]memcache.Item, len(keys))
-		ptrs := make([]*memcache.Item, len(keys))
-		for i, k := range keys {
-			items[i] = memcache.Item{Key: k, Value: encodeHint(k, author, uint64(id))}
-			ptrs[i] = &items[i]
+	listKey := r.key(author)
+	hintLost := false
+	for i, err := range r.get.Delete(keys) {
+		if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
+			continue
 		}
-		s.stats.hints.Add(int64(len(keys)))
-		for i, err := range r.get.Append(ptrs) {
-			if err != nil {
-				// Missing (nothing to do, but append cannot say so
-				// apart from too large), or failed: delete.
-				drop = append(drop, keys[i])
-			}
+		s.stats.cacheErrors.Add(1)
+		if keys[i] == listKey {
+			r.markDirty(author)
+		} else {
+			hintLost = true
 		}
 	}
-	if len(drop) == 0 {
-		return
-	}
-	for _, err := range r.get.Delete(drop) {
-		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
-			s.stats.hintErrors.Add(1)
-			r.active.distrust()
-			return
-		}
+	if hintLost {
+		s.stats.hintErrors.Add(1)
+		r.active.distrust()
 	}
 }
 
-// register adds user to active_readers, once per process: from then on,
-// posts by the user's followees send hints. It must commit before the
-// token of the user's first rebuild is taken (see rebuild).
+// forgetHinted deletes the indexes of author's followers after a post
+// whose outcome is unknown (its id too), or distrusts them all if their
+// followers cannot be read.
+func (r *recentLists) forgetHinted(ctx context.Context, s *Store, author timeline.UserID) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT f.follower_id FROM follows f JOIN index_readers a ON a.user_id = f.follower_id
+		 WHERE f.followee_id = ? AND a.until > ?`, author, time.Now().UTC())
+	var keys []string
+	if err == nil {
+		for rows.Next() {
+			var u timeline.UserID
+			if err = rows.Scan(&u); err != nil {
+				break
+			}
+			keys = append(keys, r.indexKey(u))
+		}
+		rows.Close()
+		err = cmp.Or(err, rows.Err())
+	}
+	if err != nil {
+		s.stats.hintErrors.Add(1)
+		r.active.distrust()
+		return
+	}
+	r.drop(s, author, keys)
+}
+
+// register enters user in index_readers until a minute past the lifetime
+// of an index built now (the minute covers clocks of different hosts that
+// disagree a little): until then, posts by the user's followees send
+// hints. It must commit before the token of the build is taken (see
+// rebuild), and every build renews it, so that no index is ever read
+// after its user's entry expired.
 func (r *recentLists) register(ctx context.Context, s *Store, user timeline.UserID) error {
-	if _, ok := r.active.registered.Load(user); ok {
-		return nil
-	}
-	if _, err := s.db.ExecContext(ctx, `INSERT IGNORE INTO active_readers (user_id) VALUES (?)`, user); err != nil {
-		return err
-	}
-	r.active.registered.Store(user, struct{}{})
-	return nil
+	until := time.Now().UTC().Add(recentMaxAge + time.Minute)
+	_, err := s.db.ExecContext(ctx,
+		`INSERT INTO index_readers (user_id, until) VALUES (?, ?) ON DUPLICATE KEY UPDATE until = GREATEST(until, VALUES(until))`, user, until)
+	return err
 }
 
 // buildIndex reads user's followees' newest ids from the database and

@@ -348,3 +348,31 @@ func TestActiveRacingHints(t *testing.T) {
 	f.newest(t, "after the race")
 	f.walk(t, "walk after the race")
 }
+
+// TestActiveHintsOnlyActiveReaders: a post hints only the followers whose
+// index_readers entry has not expired, and the next index build renews it.
+func TestActiveHintsOnlyActiveReaders(t *testing.T) {
+	f := newActiveFixture(t, "")
+	ctx := context.Background()
+	f.newest(t, "indexed")
+	f.post(t, 5)
+	if st := f.s.Stats(); st.Hints != 1 {
+		t.Fatalf("a post by a followee of an index reader: %d hints, want 1", st.Hints)
+	}
+	// As if the index had outlived its age: the entry expires, and the
+	// index with it.
+	if _, err := f.s.DB().ExecContext(ctx, `UPDATE index_readers SET until = ? WHERE user_id = 1`, time.Now().UTC().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	f.mc.Delete(f.s.IndexKey(1))
+	f.post(t, 5)
+	if st := f.s.Stats(); st.Hints != 1 {
+		t.Fatalf("a post after the reader's entry expired: %d hints in all, want still 1", st.Hints)
+	}
+	f.newest(t, "rebuilt")
+	f.post(t, 6)
+	f.newest(t, "hinted again")
+	if st := f.s.Stats(); st.Hints != 2 || st.IndexBuilds != 2 {
+		t.Fatalf("the rebuild should renew the entry: %+v", st)
+	}
+}

@@ -16,19 +16,22 @@
 -- connection lacks them and empties them before use: results never depend
 -- on which connection, or which earlier call, came before.
 
--- Users whose recently-active-followees index lives in memcached
--- (StrategyActive, pull/active.go). A post sends its hint only to the
--- author's followers listed here, so an author nobody heavy follows posts
--- without touching anyone's index. A read adds its user before it builds
--- the first index; rows are never removed while stores run.
-CREATE TABLE IF NOT EXISTS active_readers (
+-- Users whose recently-active-followees index may be in use in memcached
+-- (StrategyActive, pull/active.go), and until when: a read that builds an
+-- index first sets until past the index's lifetime. A post sends its hint
+-- only to the author's followers listed here with until still ahead, so an
+-- author whom no heavy follower has read lately posts without touching any
+-- index. Times are the stores' clocks (UTC), like an index's age.
+CREATE TABLE IF NOT EXISTS index_readers (
   user_id BIGINT UNSIGNED NOT NULL,
+  until   DATETIME(6)     NOT NULL,
   PRIMARY KEY (user_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 DROP PROCEDURE IF EXISTS pull_timeline_newest;
 DROP PROCEDURE IF EXISTS pull_timeline_before;
 DROP PROCEDURE IF EXISTS pull_collect_page;
+DROP PROCEDURE IF EXISTS pull_post_hinted;
 
 DELIMITER //
 
@@ -128,6 +131,27 @@ BEGIN
     ORDER BY newest_id DESC LIMIT p_limit;
 
   CALL pull_collect_page(p_before, p_limit);
+END //
+
+-- pull_post_hinted is a post by a store that sends StrategyActive's hints
+-- (pull/active.go): it stores the message, commits, and returns its id and
+-- then the author's followers whose index may be in use, in the one round
+-- trip that a plain post's INSERT takes. The followers are read after the
+-- commit, never before: a follower who enters index_readers later builds
+-- its index from a database read that already holds the message.
+CREATE PROCEDURE pull_post_hinted(
+  IN p_author  BIGINT UNSIGNED,
+  IN p_body    VARCHAR(280) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
+  IN p_created DATETIME(6),
+  IN p_now     DATETIME(6))
+MODIFIES SQL DATA
+BEGIN
+  INSERT INTO messages (author_id, body, created_at) VALUES (p_author, p_body, p_created);
+  COMMIT;
+  SELECT LAST_INSERT_ID();
+  SELECT f.follower_id
+  FROM follows f JOIN index_readers r ON r.user_id = f.follower_id
+  WHERE f.followee_id = p_author AND r.until > p_now;
 END //
 
 DELIMITER ;
