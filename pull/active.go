@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -33,12 +32,13 @@ import (
 //     floor is 0); otherwise the read falls back to every list.
 //   - A post appends a hint (author, id) to the index of each follower
 //     who may have one, after its commit: a pipelined append per server,
-//     sent only to followers in the index_readers table whose entry has
-//     not expired. A read enters its user there, until a minute past the
-//     lifetime of the index (recentMaxAge), before it builds one. Posts by
-//     authors that no heavy follower has read lately write nothing beyond
-//     their own list; that is the price, one write per active heavy
-//     follower, that the index costs.
+//     sent to the author's hint targets, which the append to the author's
+//     list fetches in the same request (hinttargets.go). A read makes its
+//     user a target of every followee, until a minute past the lifetime
+//     of the index (recentMaxAge), before it builds one. A post by an
+//     author whom no heavy follower has read lately costs what a
+//     StrategyRecent post does; the price of the index is one write per
+//     active heavy follower.
 //   - Rebuilds use the placeholder and CAS of the lists (see rebuild), so
 //     a hint racing a rebuild is never lost.
 //   - The index carries the follow token it was built under; a follow or
@@ -93,88 +93,52 @@ func (a *activeIndexes) distrust() {
 	a.distrustBefore.Store(time.Now().UnixMilli() + 1)
 }
 
-// postHinted is Post for a store that sends hints: pull_post_hinted
-// stores the message and names the followers to hint in the round trip of
-// a plain INSERT, and one pipelined append per memcached server carries
-// both the record for the author's list and every hint.
-func (s *Store) postHinted(ctx context.Context, msg timeline.Message) (timeline.Message, error) {
-	r := s.recent
-	id, followers, err := s.insertHinted(ctx, msg)
-	if err != nil {
-		// The INSERT may have committed all the same (a connection lost
-		// after the commit): neither the list nor an index may go on
-		// without it.
-		r.invalidate(s, msg.Author)
-		r.forgetHinted(ctx, s, msg.Author)
-		return timeline.Message{}, fmt.Errorf("pull post: %w", err)
-	}
-	msg.ID = id
-	s.messages.put(msg)
-	r.publish(s, msg.Author, id, followers)
-	return msg, nil
-}
-
-// insertHinted runs pull_post_hinted: the new message's id, and the
-// followers whose index to hint.
-func (s *Store) insertHinted(ctx context.Context, msg timeline.Message) (timeline.MessageID, []timeline.UserID, error) {
-	rows, err := s.db.QueryContext(ctx, `CALL pull_post_hinted(?, ?, ?, ?)`, msg.Author, msg.Body, msg.CreatedAt, time.Now().UTC())
-	if err != nil {
-		return 0, nil, err
-	}
-	defer rows.Close()
-	var id timeline.MessageID
-	if !rows.Next() {
-		return 0, nil, cmp.Or(rows.Err(), errors.New("pull_post_hinted returned no id"))
-	}
-	if err := rows.Scan(&id); err != nil {
-		return 0, nil, err
-	}
-	if !rows.NextResultSet() {
-		return 0, nil, cmp.Or(rows.Err(), errors.New("pull_post_hinted returned no followers"))
-	}
-	var followers []timeline.UserID
-	for rows.Next() {
-		var u timeline.UserID
-		if err := rows.Scan(&u); err != nil {
-			return 0, nil, err
-		}
-		followers = append(followers, u)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, nil, err
-	}
-	return id, followers, rows.Close()
-}
-
-// publish appends a committed post's record to its author's list and its
-// hint to each follower's index, in one pipelined request per server.
-// Whatever memcached did not store is deleted: a missing key needs
-// nothing, but append answers a value grown too large as it answers a
-// missing key, and a failed append leaves the value unknown. A list that
-// cannot be deleted is distrusted as in added; an index, by distrusting
-// every index this process has not rebuilt since.
-func (r *recentLists) publish(s *Store, author timeline.UserID, id timeline.MessageID, followers []timeline.UserID) {
+// published appends a committed post's record to its author's list and
+// learns, in the same request, whom to hint: the author's hint targets
+// (hinttargets.go), rebuilt from the database if memcached lost them. It
+// then appends the hint to each target's index, pipelined. Whatever
+// memcached did not store is deleted: a missing key needs nothing, but
+// append answers a value grown too large as it answers a missing key, and
+// a failed append leaves the value unknown.
+func (r *recentLists) published(ctx context.Context, s *Store, author timeline.UserID, id timeline.MessageID) {
 	listKey := r.key(author)
-	items := make([]memcache.Item, 1+len(followers))
-	ptrs := make([]*memcache.Item, len(items))
-	items[0] = memcache.Item{Key: listKey, Value: encodeRecord(listKey, uint64(id))}
-	for i, u := range followers {
-		k := r.indexKey(u)
-		items[i+1] = memcache.Item{Key: k, Value: encodeHint(k, author, uint64(id))}
+	appErr, tgt, err := r.get.AppendGet(&memcache.Item{Key: listKey, Value: encodeRecord(listKey, uint64(id))}, r.targetsKey(author))
+	if err != nil {
+		// memcached failed: the list may lack the post, and whom to hint
+		// is unknown.
+		s.stats.cacheErrors.Add(1)
+		r.invalidate(s, author)
+		r.forgetHinted(ctx, s, author)
+		return
 	}
-	for i := range items {
-		ptrs[i] = &items[i]
-	}
-	s.stats.hints.Add(int64(len(followers)))
 	var drop []string
-	for i, err := range r.get.Append(ptrs) {
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, memcache.ErrNotStored) {
+	if appErr != nil {
+		if !errors.Is(appErr, memcache.ErrNotStored) {
 			s.stats.cacheErrors.Add(1)
 		}
-		drop = append(drop, items[i].Key)
+		drop = append(drop, listKey)
+	}
+	targets, err := r.hintTargets(ctx, s, author, tgt)
+	if err != nil {
+		r.drop(s, author, drop)
+		s.stats.hintErrors.Add(1)
+		r.active.distrust()
+		return
+	}
+	if len(targets) > 0 {
+		items := make([]memcache.Item, len(targets))
+		ptrs := make([]*memcache.Item, len(targets))
+		for i, u := range targets {
+			k := r.indexKey(u)
+			items[i] = memcache.Item{Key: k, Value: encodeHint(k, author, uint64(id))}
+			ptrs[i] = &items[i]
+		}
+		s.stats.hints.Add(int64(len(targets)))
+		for i, err := range r.get.Append(ptrs) {
+			if err != nil {
+				drop = append(drop, items[i].Key)
+			}
+		}
 	}
 	r.drop(s, author, drop)
 }
@@ -204,9 +168,9 @@ func (r *recentLists) drop(s *Store, author timeline.UserID, keys []string) {
 	}
 }
 
-// forgetHinted deletes the indexes of author's followers after a post
-// whose outcome is unknown (its id too), or distrusts them all if their
-// followers cannot be read.
+// forgetHinted deletes the indexes of author's followers who may be
+// reading one, after a post whose hints could not be sent, or distrusts
+// them all if those followers cannot be read.
 func (r *recentLists) forgetHinted(ctx context.Context, s *Store, author timeline.UserID) {
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT f.follower_id FROM follows f JOIN index_readers a ON a.user_id = f.follower_id
@@ -231,26 +195,30 @@ func (r *recentLists) forgetHinted(ctx context.Context, s *Store, author timelin
 	r.drop(s, author, keys)
 }
 
-// register enters user in index_readers until a minute past the lifetime
-// of an index built now (the minute covers clocks of different hosts that
-// disagree a little): until then, posts by the user's followees send
-// hints. It must commit before the token of the build is taken (see
-// rebuild), and every build renews it, so that no index is ever read
-// after its user's entry expired.
-func (r *recentLists) register(ctx context.Context, s *Store, user timeline.UserID) error {
+// register makes user a hint target of each of followees until a minute
+// past the lifetime of an index built now (the minute covers clocks of
+// different hosts that disagree a little): first in index_readers, the
+// record, then in each followee's targets in memcached (see
+// hinttargets.go). It must be done before the token of the build is taken
+// (see rebuild), and every build renews it, so that no index is ever read
+// after its user stopped being a target.
+func (r *recentLists) register(ctx context.Context, s *Store, user timeline.UserID, followees []timeline.UserID) error {
 	until := time.Now().UTC().Add(recentMaxAge + time.Minute)
-	_, err := s.db.ExecContext(ctx,
-		`INSERT INTO index_readers (user_id, until) VALUES (?, ?) ON DUPLICATE KEY UPDATE until = GREATEST(until, VALUES(until))`, user, until)
-	return err
+	if _, err := s.db.ExecContext(ctx,
+		`INSERT INTO index_readers (user_id, until) VALUES (?, ?) ON DUPLICATE KEY UPDATE until = GREATEST(until, VALUES(until))`, user, until); err != nil {
+		return err
+	}
+	return r.addTarget(s, user, until.UnixMilli(), followees)
 }
 
 // buildIndex reads user's followees' newest ids from the database and
-// stores the index, returning it for the read at hand. cur is what the key
+// stores the index, returning it for the read at hand. followees are the
+// user's as of token: a follow since then retires the index anyway. cur is what the key
 // held (a placeholder, garbage or a retired index: its own CAS token), or
 // nil.
-func (r *recentLists) buildIndex(ctx context.Context, s *Store, user timeline.UserID, token string, cur *memcache.Item) (activeIndex, int64, error) {
+func (r *recentLists) buildIndex(ctx context.Context, s *Store, user timeline.UserID, followees []timeline.UserID, token string, cur *memcache.Item) (activeIndex, int64, error) {
 	a := r.active
-	if err := r.register(ctx, s, user); err != nil {
+	if err := r.register(ctx, s, user, followees); err != nil {
 		return activeIndex{}, 0, err
 	}
 	key := r.indexKey(user)
@@ -266,7 +234,7 @@ func (r *recentLists) buildIndex(ctx context.Context, s *Store, user timeline.Us
 		}
 	}
 	builtAt := time.Now().UnixMilli()
-	newest, followees, err := s.followeesNewest(ctx, timeline.Request{User: user})
+	newest, nFollowees, err := s.followeesNewest(ctx, timeline.Request{User: user})
 	if err != nil {
 		return activeIndex{}, 0, err
 	}
@@ -292,7 +260,7 @@ func (r *recentLists) buildIndex(ctx context.Context, s *Store, user timeline.Us
 			s.stats.cacheErrors.Add(1)
 		}
 	}
-	return idx, int64(followees), nil
+	return idx, int64(nFollowees), nil
 }
 
 // compactIndex rewrites an index that has accumulated hints as a base,
@@ -393,7 +361,7 @@ func (s *Store) readIndexed(ctx context.Context, r timeline.Request, fs *followS
 	}
 	if !ok {
 		var n int64
-		if idx, n, err = rl.buildIndex(ctx, s, r.User, fs.token, items[0]); err != nil {
+		if idx, n, err = rl.buildIndex(ctx, s, r.User, fs.followees, fs.token, items[0]); err != nil {
 			return nil, 0, err
 		}
 		rows += n

@@ -264,8 +264,9 @@ func TestActiveHintsWhileMemcachedDown(t *testing.T) {
 }
 
 // TestActiveRacingHints posts from two stores (one namespace) while
-// others read newest pages and keep destroying the index, so that hints
-// race rebuilds. A read must show the newest post that had returned
+// others read newest pages and keep destroying the index and the authors'
+// hint targets, so that hints race index rebuilds and registrations race
+// rebuilds of the targets. A read must show the newest post that had returned
 // before it began, or a full page of newer ones.
 func TestActiveRacingHints(t *testing.T) {
 	f := newActiveFixture(t, "")
@@ -301,10 +302,15 @@ func TestActiveRacingHints(t *testing.T) {
 	}
 	wg.Go(func() {
 		for i := 0; time.Now().Before(deadline); i++ {
-			if i%2 == 0 {
+			switch i % 4 {
+			case 0:
 				f.mc.Delete(f.s.IndexKey(1))
-			} else {
+			case 1:
 				f.mc.Set(&memcache.Item{Key: f.s.IndexKey(1), Value: []byte("x")})
+			case 2:
+				f.mc.Delete(f.s.TargetsKey(timeline.UserID(2 + i%12)))
+			case 3:
+				f.mc.Set(&memcache.Item{Key: f.s.TargetsKey(timeline.UserID(2 + i%12)), Value: []byte("T")})
 			}
 			time.Sleep(time.Duration(5+i%5) * time.Millisecond)
 		}
@@ -351,6 +357,8 @@ func TestActiveRacingHints(t *testing.T) {
 
 // TestActiveHintsOnlyActiveReaders: a post hints only the followers whose
 // index_readers entry has not expired, and the next index build renews it.
+// (memcached's copy of the author's targets is deleted with the entry, as
+// if it had expired too.)
 func TestActiveHintsOnlyActiveReaders(t *testing.T) {
 	f := newActiveFixture(t, "")
 	ctx := context.Background()
@@ -365,6 +373,7 @@ func TestActiveHintsOnlyActiveReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.mc.Delete(f.s.IndexKey(1))
+	f.mc.Delete(f.s.TargetsKey(5)) // rebuilt from index_readers
 	f.post(t, 5)
 	if st := f.s.Stats(); st.Hints != 1 {
 		t.Fatalf("a post after the reader's entry expired: %d hints in all, want still 1", st.Hints)
@@ -375,4 +384,31 @@ func TestActiveHintsOnlyActiveReaders(t *testing.T) {
 	if st := f.s.Stats(); st.Hints != 2 || st.IndexBuilds != 2 {
 		t.Fatalf("the rebuild should renew the entry: %+v", st)
 	}
+}
+
+// TestActiveTargetsDamage: an author's hint targets that memcached lost or
+// garbled are rebuilt from index_readers by the next post, which still
+// hints the index.
+func TestActiveTargetsDamage(t *testing.T) {
+	f := newActiveFixture(t, "")
+	f.newest(t, "indexed")
+	key := f.s.TargetsKey(7)
+	for name, damage := range map[string]func(){
+		"deleted":     func() { f.mc.Delete(key) },
+		"placeholder": func() { f.mc.Set(&memcache.Item{Key: key, Value: []byte("P")}) },
+		"garbage":     func() { f.mc.Set(&memcache.Item{Key: key, Value: []byte("T\x05junk")}) },
+		"a forged record": func() {
+			rec := pull.EncodeHint(key, 1, 1) // a hint is no target record
+			f.mc.Append(&memcache.Item{Key: key, Value: rec})
+		},
+	} {
+		hints := f.s.Stats().Hints
+		damage()
+		f.post(t, 7)
+		f.newest(t, name)
+		if st := f.s.Stats(); st.Hints != hints+1 || st.IndexBuilds != 1 {
+			t.Fatalf("%s: the post should hint the index from rebuilt targets: %+v", name, st)
+		}
+	}
+	f.walk(t, "walk")
 }

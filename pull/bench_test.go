@@ -111,8 +111,8 @@ func BenchmarkRead(b *testing.B) {
 }
 
 // BenchmarkPost measures Post with and without the lists StrategyRecent
-// keeps (StrategySP's Post is the plain INSERT every other strategy
-// shares). It writes to the database named as for BenchmarkRead, so it
+// keeps and the hints StrategyActive sends (StrategySP's Post is the plain
+// INSERT every other strategy shares). It writes to the database named as for BenchmarkRead, so it
 // also needs PUSHPULL_BENCH_WRITE=1.
 func BenchmarkPost(b *testing.B) {
 	dsn := os.Getenv("PUSHPULL_BENCH_DSN")
@@ -121,7 +121,7 @@ func BenchmarkPost(b *testing.B) {
 	}
 	database, users, recentLen := benchEnv()
 	ctx := context.Background()
-	for _, strategy := range []pull.Strategy{pull.StrategySP, pull.StrategyRecent} {
+	for _, strategy := range []pull.Strategy{pull.StrategySP, pull.StrategyRecent, pull.StrategyActive} {
 		cfg, ok := benchConfig(dsn, database, strategy, recentLen)
 		if !ok {
 			continue
@@ -166,7 +166,7 @@ func benchEnv() (database string, users, recentLen int) {
 // for pull-recent when no memcached is named in PUSHPULL_BENCH_MEMCACHE.
 func benchConfig(dsn, database string, strategy pull.Strategy, recentLen int) (cfg pull.Config, ok bool) {
 	cfg = pull.Config{DSN: dsn, Database: database, Strategy: strategy, MaxConns: 64, RecentLen: recentLen}
-	if strategy == pull.StrategyRecent {
+	if strategy == pull.StrategyRecent || strategy == pull.StrategyActive {
 		mc := os.Getenv("PUSHPULL_BENCH_MEMCACHE")
 		if mc == "" {
 			return cfg, false

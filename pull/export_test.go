@@ -21,3 +21,6 @@ func (s *Store) IndexKey(user timeline.UserID) string { return s.recent.indexKey
 func EncodeHint(key string, author timeline.UserID, id uint64) []byte {
 	return encodeHint(key, author, id)
 }
+
+// TargetsKey returns the memcached key of author's hint targets.
+func (s *Store) TargetsKey(author timeline.UserID) string { return s.recent.targetsKey(author) }

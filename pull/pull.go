@@ -214,17 +214,12 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Strategy returns the read strategy.
 func (s *Store) Strategy() Strategy { return s.strategy }
 
-// Post implements timeline.Store: one INSERT, whatever the follower count
-// (with Config.ActiveHints, one CALL that also names the followers to
-// hint: see postHinted).
+// Post implements timeline.Store: one INSERT, whatever the follower count.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	if err := timeline.CheckPost(author, body); err != nil {
 		return timeline.Message{}, err
 	}
 	msg := timeline.Message{Author: author, Body: body, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
-	if s.recent != nil && s.recent.active != nil {
-		return s.postHinted(ctx, msg)
-	}
 	res, err := s.db.ExecContext(ctx,
 		`INSERT INTO messages (author_id, body, created_at) VALUES (?, ?, ?)`,
 		author, body, msg.CreatedAt)
@@ -238,6 +233,9 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 			// lost after the commit): a list must not go on without it,
 			// nor an index.
 			s.recent.invalidate(s, author)
+			if s.recent.active != nil {
+				s.recent.forgetHinted(ctx, s, author)
+			}
 		}
 		return timeline.Message{}, fmt.Errorf("pull post: %w", err)
 	}
@@ -246,7 +244,11 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	if s.recent != nil {
 		// After the commit, never before: a list may only ever hold ids
 		// that the database has. See recentLists.added.
-		s.recent.added(s, author, msg.ID)
+		if s.recent.active != nil {
+			s.recent.published(ctx, s, author, msg.ID)
+		} else {
+			s.recent.added(s, author, msg.ID)
+		}
 	}
 	return msg, nil
 }

@@ -31,7 +31,6 @@ CREATE TABLE IF NOT EXISTS index_readers (
 DROP PROCEDURE IF EXISTS pull_timeline_newest;
 DROP PROCEDURE IF EXISTS pull_timeline_before;
 DROP PROCEDURE IF EXISTS pull_collect_page;
-DROP PROCEDURE IF EXISTS pull_post_hinted;
 
 DELIMITER //
 
@@ -131,27 +130,6 @@ BEGIN
     ORDER BY newest_id DESC LIMIT p_limit;
 
   CALL pull_collect_page(p_before, p_limit);
-END //
-
--- pull_post_hinted is a post by a store that sends StrategyActive's hints
--- (pull/active.go): it stores the message, commits, and returns its id and
--- then the author's followers whose index may be in use, in the one round
--- trip that a plain post's INSERT takes. The followers are read after the
--- commit, never before: a follower who enters index_readers later builds
--- its index from a database read that already holds the message.
-CREATE PROCEDURE pull_post_hinted(
-  IN p_author  BIGINT UNSIGNED,
-  IN p_body    VARCHAR(280) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin,
-  IN p_created DATETIME(6),
-  IN p_now     DATETIME(6))
-MODIFIES SQL DATA
-BEGIN
-  INSERT INTO messages (author_id, body, created_at) VALUES (p_author, p_body, p_created);
-  COMMIT;
-  SELECT LAST_INSERT_ID();
-  SELECT f.follower_id
-  FROM follows f JOIN index_readers r ON r.user_id = f.follower_id
-  WHERE f.followee_id = p_author AND r.until > p_now;
 END //
 
 DELIMITER ;

@@ -82,11 +82,11 @@ func (c *Client) Get(keys []string) ([]*memcache.Item, error) {
 		return nil, err
 	}
 	if groups == nil {
-		return items, c.getFrom(first, keys, nil, items)
+		return items, c.getFrom(first, keys, nil, items, nil, nil)
 	}
 	errs := make(chan error, len(groups))
 	for _, g := range groups {
-		go func() { errs <- c.getFrom(g.addr, keys, g.index, items) }()
+		go func() { errs <- c.getFrom(g.addr, keys, g.index, items, nil, nil) }()
 	}
 	for range groups {
 		if e := <-errs; e != nil && err == nil {
@@ -115,25 +115,76 @@ func (c *Client) Append(items []*memcache.Item) (errs []error) {
 	for i, it := range items {
 		keys[i] = it.Key
 	}
-	return c.pipeline(keys, func(w *bufio.Writer, i int) {
-		it := items[i]
-		w.WriteString("append ")
-		w.WriteString(it.Key)
-		w.WriteString(" 0 0 ")
-		var num [20]byte // servers' goroutines write concurrently
-		w.Write(strconv.AppendInt(num[:0], int64(len(it.Value)), 10))
-		w.WriteString("\r\n")
-		w.Write(it.Value)
-		w.WriteString("\r\n")
-	}, func(line []byte) (error, bool) {
-		switch {
-		case bytes.Equal(line, storedLine):
-			return nil, true
-		case bytes.Equal(line, notStoredLine):
-			return memcache.ErrNotStored, true
-		}
-		return nil, false
+	return c.pipeline(keys, func(w *bufio.Writer, i int) { writeAppend(w, items[i]) }, func(line []byte) (error, bool) {
+		err := appendReply(line)
+		return err, err != errUnknownReply
 	})
+}
+
+// AppendGet appends app and then fetches key (with its CAS id; nil when
+// memcached has none), in one request when both keys live on one server,
+// in two concurrent ones otherwise: a write that must also learn
+// something costs one round trip. appErr is app's outcome as Append
+// reports it; err is the failure of the whole request, which makes
+// appErr unknown too.
+func (c *Client) AppendGet(app *memcache.Item, key string) (appErr error, it *memcache.Item, err error) {
+	if !legalKey(app.Key) || !legalKey(key) {
+		err := fmt.Errorf("multiget: %w: %q or %q", memcache.ErrMalformedKey, app.Key, key)
+		return err, nil, err
+	}
+	a, err := c.servers.PickServer(app.Key)
+	if err != nil {
+		return err, nil, err
+	}
+	b, err := c.servers.PickServer(key)
+	if err != nil {
+		return err, nil, err
+	}
+	items := make([]*memcache.Item, 1)
+	keys := []string{key}
+	if a == b {
+		if err := c.getFrom(a, keys, nil, items, app, &appErr); err != nil {
+			return err, nil, err
+		}
+		return appErr, items[0], nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Append([]*memcache.Item{app})[0] }()
+	err = c.getFrom(b, keys, nil, items, nil, nil)
+	appErr = <-done
+	if err != nil {
+		return appErr, nil, err
+	}
+	return appErr, items[0], nil
+}
+
+// writeAppend writes the append command for it.
+func writeAppend(w *bufio.Writer, it *memcache.Item) {
+	w.WriteString("append ")
+	w.WriteString(it.Key)
+	w.WriteString(" 0 0 ")
+	var num [20]byte // servers' goroutines write concurrently
+	w.Write(strconv.AppendInt(num[:0], int64(len(it.Value)), 10))
+	w.WriteString("\r\n")
+	w.Write(it.Value)
+	w.WriteString("\r\n")
+}
+
+var errUnknownReply = errors.New("multiget: unknown reply")
+
+// appendReply turns the reply line to an append into its outcome:
+// errUnknownReply when the line is none of memcached's answers to it
+// (the stream is then out of step).
+func appendReply(line []byte) error {
+	switch {
+	case bytes.Equal(line, storedLine):
+		return nil
+	case bytes.Equal(line, notStoredLine):
+		return memcache.ErrNotStored
+	case bytes.HasPrefix(line, serverErrorPrefix):
+		return fmt.Errorf("multiget: %s", bytes.TrimSpace(line))
+	}
+	return errUnknownReply
 }
 
 // Delete deletes keys, pipelined like Append. errs[i] is nil when keys[i]
@@ -302,8 +353,9 @@ func seq(n int) []int {
 }
 
 // getFrom fetches the keys at index (all of them if index is nil) from
-// addr into items.
-func (c *Client) getFrom(addr net.Addr, keys []string, index []int, items []*memcache.Item) error {
+// addr into items. If app is not nil, it first appends app in the same
+// request, and sets *appErr as Append would.
+func (c *Client) getFrom(addr net.Addr, keys []string, index []int, items []*memcache.Item, app *memcache.Item, appErr *error) error {
 	cn, err := c.conn(addr)
 	if err != nil {
 		return err
@@ -328,6 +380,9 @@ func (c *Client) getFrom(addr net.Addr, keys []string, index []int, items []*mem
 		cn.nc.Close()
 		return err
 	}
+	if app != nil {
+		writeAppend(cn.w, app)
+	}
 	cn.w.WriteString("gets")
 	for j := range n {
 		cn.w.WriteByte(' ')
@@ -339,6 +394,17 @@ func (c *Client) getFrom(addr net.Addr, keys []string, index []int, items []*mem
 		return fmt.Errorf("multiget: %v: %w", addr, err)
 	}
 
+	if app != nil {
+		line, err := cn.r.ReadSlice('\n')
+		if err != nil {
+			cn.nc.Close()
+			return fmt.Errorf("multiget: %v: %w", addr, err)
+		}
+		if *appErr = appendReply(line); *appErr == errUnknownReply {
+			cn.nc.Close()
+			return fmt.Errorf("multiget: %v: unexpected reply %q to append", addr, truncate(line))
+		}
+	}
 	// memcached answers the keys it has in the order they were asked
 	// for, then END.
 	store := make([]memcache.Item, n) // hits point into it

@@ -391,3 +391,51 @@ func TestDelete(t *testing.T) {
 		t.Errorf("no server listening: %v", errs)
 	}
 }
+
+// TestAppendGet: the append lands before the get, on one server or two,
+// and each outcome is reported.
+func TestAppendGet(t *testing.T) {
+	a, b := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	for _, addrs := range [][]string{{a.Addr}, {a.Addr, b.Addr}} {
+		mc, g := newClients(t, addrs...)
+		for i := range 20 {
+			ak, gk := fmt.Sprintf("ag-a%d-%d", len(addrs), i), fmt.Sprintf("ag-g%d-%d", len(addrs), i)
+			if i%2 == 0 {
+				set(t, mc, ak, []byte("x"), 0)
+			}
+			if i%3 != 0 {
+				set(t, mc, gk, []byte("value"), 7)
+			}
+			appErr, it, err := g.AppendGet(&memcache.Item{Key: ak, Value: []byte("y")}, gk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := error(nil); i%2 != 0 {
+				if !errors.Is(appErr, memcache.ErrNotStored) {
+					t.Errorf("%s missing: append err %v, want ErrNotStored", ak, appErr)
+				}
+			} else if appErr != want {
+				t.Errorf("%s: append err %v", ak, appErr)
+			}
+			switch {
+			case i%3 == 0 && it != nil:
+				t.Errorf("%s: got %q, want a miss", gk, it.Value)
+			case i%3 != 0 && (it == nil || string(it.Value) != "value" || it.Flags != 7 || it.CasID == 0):
+				t.Errorf("%s: got %+v", gk, it)
+			}
+			// The same key: the get sees the append.
+			appErr, it, err = g.AppendGet(&memcache.Item{Key: gk, Value: []byte("+")}, gk)
+			if i%3 != 0 && (err != nil || appErr != nil || it == nil || string(it.Value) != "value+") {
+				t.Errorf("%s appended then read: %v, %v, %+v", gk, appErr, err, it)
+			}
+		}
+	}
+	_, absent := newClients(t, fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t)))
+	if appErr, _, err := absent.AppendGet(&memcache.Item{Key: "k", Value: []byte("v")}, "k2"); err == nil || appErr == nil {
+		t.Errorf("no server listening: %v, %v", appErr, err)
+	}
+	_, bad := newClients(t, fakeServer(t, "WHAT\r\n"))
+	if _, _, err := bad.AppendGet(&memcache.Item{Key: "k", Value: []byte("v")}, "k"); err == nil {
+		t.Error("a nonsense reply to the append: no error")
+	}
+}

@@ -1,0 +1,236 @@
+package pull
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// An author's hint targets are the followers whose StrategyActive index a
+// post by the author must hint: those who built an index lately, each
+// with the time (Unix milliseconds) after which their index is no longer
+// read. index_readers in the database is the record; memcached keeps a
+// copy per author (key prefix + "t" + author), so that a post learns its
+// targets in the request that appends to the author's list, and an author
+// whom no heavy follower reads costs no more than a StrategyRecent post.
+//
+//	base:   'T' | uvarint count | count × (uvarint user, uvarint until) |
+//	        crc32c(key | everything before)
+//	record: 'u' | user (8 bytes) | until (8 bytes) | crc32c(key | 'u' | user | until)
+//
+// A reader that is about to build an index first writes index_readers,
+// then appends its record to every followee's targets (register). A post
+// commits, then fetches the targets. So either the post sees the record,
+// or the record was appended after the fetch, and the index built after
+// it reads a database that holds the post. Targets memcached lost are
+// rebuilt from index_readers by the post that misses them, through a
+// placeholder and CAS as for lists: a registration appending after the
+// placeholder makes the CAS fail, and one appending before it committed
+// to index_readers before the rebuild read it. A registration whose
+// append memcached refused deletes that copy; if even that fails, the
+// registration fails and the reader does without an index. Copies have
+// no expiry (each entry carries its own); a copy memcached evicts costs
+// the next post by that author a database read.
+
+const (
+	targetsMagic   = 'T'
+	targetRecMagic = 'u'
+	targetRecLen   = 1 + 8 + 8 + 4
+	// targetsCompactAt: targets with this many appended records are
+	// rewritten by the next post, without the expired ones.
+	targetsCompactAt = 32
+)
+
+type hintTarget struct {
+	user  timeline.UserID
+	until int64 // Unix milliseconds
+}
+
+func (r *recentLists) targetsKey(author timeline.UserID) string {
+	return r.prefix + "t" + strconv.FormatInt(int64(author), 10)
+}
+
+func encodeTargets(key string, ts []hintTarget) []byte {
+	b := make([]byte, 0, 8+12*len(ts))
+	b = append(b, targetsMagic)
+	b = binary.AppendUvarint(b, uint64(len(ts)))
+	for _, t := range ts {
+		b = binary.AppendUvarint(b, uint64(t.user))
+		b = binary.AppendUvarint(b, uint64(t.until))
+	}
+	sum := crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, b)
+	return binary.BigEndian.AppendUint32(b, sum)
+}
+
+func encodeTargetRecord(key string, user timeline.UserID, until int64) []byte {
+	b := make([]byte, 0, targetRecLen)
+	b = append(b, targetRecMagic)
+	b = binary.BigEndian.AppendUint64(b, uint64(user))
+	b = binary.BigEndian.AppendUint64(b, uint64(until))
+	sum := crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, b)
+	return binary.BigEndian.AppendUint32(b, sum)
+}
+
+// decodeTargets checks v, the value of key: the targets, one per user
+// with the latest until, and how many records were appended.
+func decodeTargets(key string, v []byte) (ts []hintTarget, records int, ok bool) {
+	if len(v) < 1+4 || v[0] != targetsMagic {
+		return nil, 0, false
+	}
+	p := 1
+	n, k := binary.Uvarint(v[p:])
+	if k <= 0 || n > uint64(len(v)-p)/2 {
+		return nil, 0, false
+	}
+	p += k
+	ts = make([]hintTarget, 0, int(n)+4)
+	for range n {
+		u, k1 := binary.Uvarint(v[p:])
+		if k1 <= 0 {
+			return nil, 0, false
+		}
+		until, k2 := binary.Uvarint(v[p+k1:])
+		if k2 <= 0 || u == 0 || until > 1<<62 {
+			return nil, 0, false
+		}
+		p += k1 + k2
+		ts = append(ts, hintTarget{timeline.UserID(u), int64(until)})
+	}
+	if len(v)-p < 4 {
+		return nil, 0, false
+	}
+	keySum := crc32.Checksum([]byte(key), crcTable)
+	if crc32.Update(keySum, crcTable, v[:p]) != binary.BigEndian.Uint32(v[p:]) {
+		return nil, 0, false
+	}
+	rest := v[p+4:]
+	if len(rest)%targetRecLen != 0 {
+		return nil, 0, false
+	}
+	for ; len(rest) > 0; rest = rest[targetRecLen:] {
+		rec := rest[:targetRecLen]
+		if rec[0] != targetRecMagic || crc32.Update(keySum, crcTable, rec[:17]) != binary.BigEndian.Uint32(rec[17:]) {
+			return nil, 0, false
+		}
+		u, until := binary.BigEndian.Uint64(rec[1:9]), binary.BigEndian.Uint64(rec[9:17])
+		if u == 0 || until > 1<<62 {
+			return nil, 0, false
+		}
+		records++
+		ts = append(ts, hintTarget{timeline.UserID(u), int64(until)})
+	}
+	if records > 0 {
+		slices.SortFunc(ts, func(a, b hintTarget) int {
+			return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(b.until, a.until))
+		})
+		ts = slices.CompactFunc(ts, func(a, b hintTarget) bool { return a.user == b.user })
+	}
+	return ts, records, true
+}
+
+// addTarget appends user, until the given time, to the targets of each of
+// authors, pipelined; a copy that did not take the record is deleted (the
+// next post rebuilds it from index_readers). It fails only if one could
+// neither take the record nor be deleted.
+func (r *recentLists) addTarget(s *Store, user timeline.UserID, until int64, authors []timeline.UserID) error {
+	if len(authors) == 0 {
+		return nil
+	}
+	items := make([]memcache.Item, len(authors))
+	ptrs := make([]*memcache.Item, len(authors))
+	for i, a := range authors {
+		k := r.targetsKey(a)
+		items[i] = memcache.Item{Key: k, Value: encodeTargetRecord(k, user, until)}
+		ptrs[i] = &items[i]
+	}
+	var drop []string
+	for i, err := range r.get.Append(ptrs) {
+		if err != nil {
+			drop = append(drop, items[i].Key)
+		}
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	for _, err := range r.get.Delete(drop) {
+		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+			s.stats.cacheErrors.Add(1)
+			return err
+		}
+	}
+	return nil
+}
+
+// hintTargets returns the users whose index a post by author must hint,
+// from it, the value of author's targets (nil if memcached has none).
+func (r *recentLists) hintTargets(ctx context.Context, s *Store, author timeline.UserID, it *memcache.Item) ([]timeline.UserID, error) {
+	key := r.targetsKey(author)
+	now := time.Now().UnixMilli()
+	if it != nil {
+		if ts, records, ok := decodeTargets(key, it.Value); ok {
+			live := ts[:0]
+			for _, t := range ts {
+				if t.until > now {
+					live = append(live, t)
+				}
+			}
+			if records >= targetsCompactAt || len(live) < len(ts) {
+				it.Value, it.Expiration = encodeTargets(key, live), 0
+				if err := r.mc.CompareAndSwap(it); err != nil && !isCASMiss(err) {
+					s.stats.cacheErrors.Add(1)
+				}
+			}
+			users := make([]timeline.UserID, len(live))
+			for i, t := range live {
+				users[i] = t.user
+			}
+			return users, nil
+		}
+	} else {
+		// A token taken before the database read; see the top.
+		err := r.mc.Add(&memcache.Item{Key: key, Value: placeholder, Expiration: placeholderTTL})
+		if err == nil || errors.Is(err, memcache.ErrNotStored) {
+			it, err = r.mc.Get(key)
+		}
+		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+			s.stats.cacheErrors.Add(1)
+		}
+	}
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT f.follower_id, r.until FROM follows f JOIN index_readers r ON r.user_id = f.follower_id
+		 WHERE f.followee_id = ? AND r.until > ?`, author, time.UnixMilli(now).UTC())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ts []hintTarget
+	var users []timeline.UserID
+	for rows.Next() {
+		var u timeline.UserID
+		var until time.Time
+		if err := rows.Scan(&u, &until); err != nil {
+			return nil, err
+		}
+		ts = append(ts, hintTarget{u, until.UnixMilli()})
+		users = append(users, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if it != nil {
+		it.Value, it.Expiration = encodeTargets(key, ts), 0
+		if err := r.mc.CompareAndSwap(it); err != nil && !isCASMiss(err) {
+			s.stats.cacheErrors.Add(1)
+		}
+	}
+	return users, nil
+}
