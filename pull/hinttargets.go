@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -195,42 +196,137 @@ func (r *recentLists) hintTargets(ctx context.Context, s *Store, author timeline
 			}
 			return users, nil
 		}
-	} else {
-		// A token taken before the database read; see the top.
-		err := r.mc.Add(&memcache.Item{Key: key, Value: placeholder, Expiration: placeholderTTL})
-		if err == nil || errors.Is(err, memcache.ErrNotStored) {
-			it, err = r.mc.Get(key)
-		}
-		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
-			s.stats.cacheErrors.Add(1)
+	}
+	var tokens map[timeline.UserID]*memcache.Item
+	if it != nil {
+		tokens = map[timeline.UserID]*memcache.Item{author: it}
+	}
+	built, err := r.buildTargets(ctx, s, []timeline.UserID{author}, tokens)
+	return built[author], err
+}
+
+// buildTargets reads the hint targets of authors from index_readers and
+// stores them in memcached, returning them. tokens holds, for some of the
+// authors, the value their key held (a placeholder or garbage) with its
+// CAS id; for the others a placeholder is added first and read back for
+// one, before the database read (see the top).
+func (r *recentLists) buildTargets(ctx context.Context, s *Store, authors []timeline.UserID, tokens map[timeline.UserID]*memcache.Item) (map[timeline.UserID][]timeline.UserID, error) {
+	var need []string
+	for _, a := range authors {
+		if tokens[a] == nil {
+			need = append(need, r.targetsKey(a))
 		}
 	}
-	rows, err := s.db.QueryContext(ctx,
-		`SELECT f.follower_id, r.until FROM follows f JOIN index_readers r ON r.user_id = f.follower_id
-		 WHERE f.followee_id = ? AND r.until > ?`, author, time.UnixMilli(now).UTC())
+	if len(need) > 0 {
+		g := new(errgroup.Group)
+		g.SetLimit(8)
+		for _, key := range need {
+			g.Go(func() error {
+				if err := r.mc.Add(&memcache.Item{Key: key, Value: placeholder, Expiration: placeholderTTL}); err != nil && !errors.Is(err, memcache.ErrNotStored) {
+					s.stats.cacheErrors.Add(1)
+				}
+				return nil
+			})
+		}
+		g.Wait()
+		got, err := r.get.Get(need)
+		if err != nil {
+			s.stats.cacheErrors.Add(1)
+		} else {
+			if tokens == nil {
+				tokens = make(map[timeline.UserID]*memcache.Item)
+			}
+			j := 0
+			for _, a := range authors {
+				if tokens[a] == nil {
+					if got[j] != nil {
+						tokens[a] = got[j]
+					}
+					j++
+				}
+			}
+		}
+	}
+
+	now := time.Now().UTC()
+	q := make([]byte, 0, 200+12*len(authors))
+	q = append(q, `SELECT f.followee_id, f.follower_id, r.until FROM follows f JOIN index_readers r ON r.user_id = f.follower_id WHERE r.until > ? AND f.followee_id IN (`...)
+	for i, a := range authors {
+		if i > 0 {
+			q = append(q, ',')
+		}
+		q = strconv.AppendInt(q, int64(a), 10)
+	}
+	q = append(q, ')')
+	rows, err := s.db.QueryContext(ctx, string(q), now)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var ts []hintTarget
-	var users []timeline.UserID
+	targets := make(map[timeline.UserID][]hintTarget, len(authors))
 	for rows.Next() {
-		var u timeline.UserID
+		var a, u timeline.UserID
 		var until time.Time
-		if err := rows.Scan(&u, &until); err != nil {
+		if err := rows.Scan(&a, &u, &until); err != nil {
 			return nil, err
 		}
-		ts = append(ts, hintTarget{u, until.UnixMilli()})
-		users = append(users, u)
+		targets[a] = append(targets[a], hintTarget{u, until.UnixMilli()})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if it != nil {
-		it.Value, it.Expiration = encodeTargets(key, ts), 0
-		if err := r.mc.CompareAndSwap(it); err != nil && !isCASMiss(err) {
-			s.stats.cacheErrors.Add(1)
+	out := make(map[timeline.UserID][]timeline.UserID, len(authors))
+	for a, ts := range targets {
+		for _, t := range ts {
+			out[a] = append(out[a], t.user)
 		}
 	}
-	return users, nil
+	g := new(errgroup.Group)
+	g.SetLimit(8)
+	for _, a := range authors {
+		tok := tokens[a]
+		if tok == nil {
+			continue
+		}
+		g.Go(func() error {
+			tok.Value, tok.Expiration = encodeTargets(tok.Key, targets[a]), 0
+			if err := r.mc.CompareAndSwap(tok); err != nil && !isCASMiss(err) {
+				s.stats.cacheErrors.Add(1)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	return out, nil
+}
+
+// primeTargets builds the hint targets of those of authors that memcached
+// lacks, as rebuilding their lists does for the lists: otherwise the first
+// post of each author after memcached lost them would read the database.
+// Best effort: a post rebuilds whatever this leaves out.
+func (r *recentLists) primeTargets(ctx context.Context, s *Store, authors []timeline.UserID) {
+	keys := make([]string, len(authors))
+	for i, a := range authors {
+		keys[i] = r.targetsKey(a)
+	}
+	got, err := r.get.Get(keys)
+	if err != nil {
+		s.stats.cacheErrors.Add(1)
+		return
+	}
+	var missing []timeline.UserID
+	var tokens map[timeline.UserID]*memcache.Item
+	for i, a := range authors {
+		if it := got[i]; it == nil {
+			missing = append(missing, a)
+		} else if _, _, ok := decodeTargets(keys[i], it.Value); !ok {
+			if tokens == nil {
+				tokens = make(map[timeline.UserID]*memcache.Item)
+			}
+			missing, tokens[a] = append(missing, a), it
+		}
+	}
+	if len(missing) > 0 {
+		r.buildTargets(ctx, s, missing, tokens)
+	}
 }

@@ -344,6 +344,9 @@ func (r *recentLists) rebuild(ctx context.Context, s *Store, authors []timeline.
 		})
 	}
 	g.Wait()
+	if r.active != nil {
+		r.primeTargets(ctx, s, authors)
+	}
 	return lists, rows, nil
 }
 
