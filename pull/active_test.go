@@ -412,3 +412,36 @@ func TestActiveTargetsDamage(t *testing.T) {
 	}
 	f.walk(t, "walk")
 }
+
+// TestActiveReadsPrimeTargets: a read that rebuilds authors' lists also
+// builds their missing hint targets, so that their next posts find them.
+func TestActiveReadsPrimeTargets(t *testing.T) {
+	f := newActiveFixture(t, "")
+	for a := timeline.UserID(2); a <= 13; a++ {
+		f.mc.Delete(f.s.TargetsKey(a))
+		f.mc.Delete(f.s.RecentKey(a))
+	}
+	f.newest(t, "lists rebuilt") // through the index: three lists
+	rebuilt := 0
+	for a := timeline.UserID(2); a <= 13; a++ {
+		if _, err := f.mc.Get(f.s.RecentKey(a)); err != nil {
+			continue
+		}
+		rebuilt++
+		it, err := f.mc.Get(f.s.TargetsKey(a))
+		if err != nil {
+			t.Fatalf("author %d: no hint targets after their list was rebuilt: %v", a, err)
+		}
+		if len(it.Value) < 5 || it.Value[0] != 'T' {
+			t.Fatalf("author %d: targets %q", a, it.Value)
+		}
+	}
+	if rebuilt == 0 {
+		t.Fatal("the read rebuilt no list")
+	}
+	f.post(t, 4)
+	f.newest(t, "after a post")
+	if st := f.s.Stats(); st.Hints != 1 {
+		t.Fatalf("the post should hint user 1's index: %+v", st)
+	}
+}
