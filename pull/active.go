@@ -374,6 +374,11 @@ func (s *Store) readIndexed(ctx context.Context, r timeline.Request, fs *followS
 	// posts: each of them has a message at least as new as the last of
 	// them, which is newer than anything of the authors left out.
 	floor := idx.floor
+	if r.Before != 0 && uint64(r.Before) <= floor+1 {
+		// Every message below the cursor is at or below the floor: no
+		// page from the indexed authors alone could be proven.
+		return nil, rows, errNotProven
+	}
 	if fetch := r.Fetch(); r.Before == 0 && len(cands) > fetch {
 		floor = max(floor, cands[fetch].newest)
 		cands = cands[:fetch]
