@@ -256,6 +256,19 @@ func (b *bench) reads(ctx context.Context, name string) (results.Model, error) {
 		if err := b.warm(ctx, s); err != nil {
 			return m, err
 		}
+		// pull-active: every author's hint targets, which a live
+		// service's posts keep built as they keep the lists.
+		if p, ok := s.(interface {
+			PrimeHintTargets(context.Context, []timeline.UserID) error
+		}); ok {
+			authors := make([]timeline.UserID, b.users)
+			for i := range authors {
+				authors[i] = timeline.UserID(i + 1)
+			}
+			if err := p.PrimeHintTargets(ctx, authors); err != nil {
+				return m, err
+			}
+		}
 	}
 	var before counters
 	if m.Retrieve, err = b.phase(ctx, name+"/retrieve", dur, NewestPage(s, b.users, b.cfg.Spec.Seed), func() { before = b.snapshot(s, false) }); err != nil {
