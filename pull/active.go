@@ -50,9 +50,10 @@ import (
 //   - A hint memcached refused is followed by a delete of that index
 //     (append cannot tell a missing key from a value grown too large, so
 //     every refusal is treated as the latter). When even the delete, the
-//     follower query or the INSERT fails, this process stops trusting
-//     every index built before the failure; other processes' indexes age
-//     out within recentMaxAge, the same bound as for lists.
+//     rebuild of the author's hint targets or the INSERT fails, this
+//     process stops trusting every index built before the failure; other
+//     processes' indexes age out within recentMaxAge, the same bound as
+//     for lists.
 //
 // Every post to a database that StrategyActive reads must go through a
 // store with the same Memcache and Namespace and Config.ActiveHints (which
