@@ -3,7 +3,6 @@ package pull
 import (
 	"cmp"
 	"encoding/binary"
-	"hash/crc32"
 	"slices"
 
 	"github.com/pushpull/pushpull/timeline"
@@ -33,7 +32,6 @@ import (
 const (
 	indexMagic = 'I'
 	hintMagic  = 'h'
-	hintLen    = 1 + 8 + 8 + 4
 )
 
 // activeEntry is a followee and the newest message id the index knows of.
@@ -67,19 +65,13 @@ func encodeIndex(key, token string, builtAt int64, floor uint64, entries []activ
 		b = binary.AppendUvarint(b, uint64(e.author))
 		b = binary.AppendUvarint(b, e.newest)
 	}
-	sum := crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, b)
-	return binary.BigEndian.AppendUint32(b, sum)
+	return sealed(key, b)
 }
 
 // encodeHint encodes the record that author's post of id appends to a
 // follower's index stored under key.
 func encodeHint(key string, author timeline.UserID, id uint64) []byte {
-	b := make([]byte, 0, hintLen)
-	b = append(b, hintMagic)
-	b = binary.BigEndian.AppendUint64(b, uint64(author))
-	b = binary.BigEndian.AppendUint64(b, id)
-	sum := crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, b)
-	return binary.BigEndian.AppendUint32(b, sum)
+	return fixedRecord(key, hintMagic, uint64(author), id)
 }
 
 // decodeIndex checks v, the value of key, or reports that it is not a
@@ -121,28 +113,21 @@ func decodeIndex(key string, v []byte) (activeIndex, bool) {
 		}
 		x.entries = append(x.entries, activeEntry{timeline.UserID(a), id})
 	}
-	if len(v)-p < 4 {
+	ks := keySum(key)
+	if !sealOK(ks, v, p) {
 		return x, false
 	}
-	keySum := crc32.Checksum([]byte(key), crcTable)
-	if crc32.Update(keySum, crcTable, v[:p]) != binary.BigEndian.Uint32(v[p:]) {
-		return x, false
-	}
-	rest := v[p+4:]
-	if len(rest)%hintLen != 0 {
-		return x, false
-	}
-	for ; len(rest) > 0; rest = rest[hintLen:] {
-		r := rest[:hintLen]
-		if r[0] != hintMagic || crc32.Update(keySum, crcTable, r[:17]) != binary.BigEndian.Uint32(r[17:]) {
-			return x, false
-		}
-		a, id := binary.BigEndian.Uint64(r[1:9]), binary.BigEndian.Uint64(r[9:17])
+	ok := eachRecord(ks, v[p+4:], hintMagic, 2, func(rec []byte) bool {
+		a, id := recField(rec, 0), recField(rec, 1)
 		if a == 0 || id == 0 {
-			return x, false
+			return false
 		}
 		x.nRecords++
 		x.entries = append(x.entries, activeEntry{timeline.UserID(a), id})
+		return true
+	})
+	if !ok {
+		return x, false
 	}
 	// One entry per author, with the newest id any of them gave: sort by
 	// author, newest first within one, keep the first of each.

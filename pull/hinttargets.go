@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"slices"
 	"strconv"
 	"time"
@@ -45,7 +44,6 @@ import (
 const (
 	targetsMagic   = 'T'
 	targetRecMagic = 'u'
-	targetRecLen   = 1 + 8 + 8 + 4
 	// targetsCompactAt: targets with this many appended records are
 	// rewritten by the next post, without the expired ones.
 	targetsCompactAt = 32
@@ -68,17 +66,11 @@ func encodeTargets(key string, ts []hintTarget) []byte {
 		b = binary.AppendUvarint(b, uint64(t.user))
 		b = binary.AppendUvarint(b, uint64(t.until))
 	}
-	sum := crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, b)
-	return binary.BigEndian.AppendUint32(b, sum)
+	return sealed(key, b)
 }
 
 func encodeTargetRecord(key string, user timeline.UserID, until int64) []byte {
-	b := make([]byte, 0, targetRecLen)
-	b = append(b, targetRecMagic)
-	b = binary.BigEndian.AppendUint64(b, uint64(user))
-	b = binary.BigEndian.AppendUint64(b, uint64(until))
-	sum := crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, b)
-	return binary.BigEndian.AppendUint32(b, sum)
+	return fixedRecord(key, targetRecMagic, uint64(user), uint64(until))
 }
 
 // decodeTargets checks v, the value of key: the targets, one per user
@@ -106,28 +98,21 @@ func decodeTargets(key string, v []byte) (ts []hintTarget, records int, ok bool)
 		p += k1 + k2
 		ts = append(ts, hintTarget{timeline.UserID(u), int64(until)})
 	}
-	if len(v)-p < 4 {
+	ks := keySum(key)
+	if !sealOK(ks, v, p) {
 		return nil, 0, false
 	}
-	keySum := crc32.Checksum([]byte(key), crcTable)
-	if crc32.Update(keySum, crcTable, v[:p]) != binary.BigEndian.Uint32(v[p:]) {
-		return nil, 0, false
-	}
-	rest := v[p+4:]
-	if len(rest)%targetRecLen != 0 {
-		return nil, 0, false
-	}
-	for ; len(rest) > 0; rest = rest[targetRecLen:] {
-		rec := rest[:targetRecLen]
-		if rec[0] != targetRecMagic || crc32.Update(keySum, crcTable, rec[:17]) != binary.BigEndian.Uint32(rec[17:]) {
-			return nil, 0, false
-		}
-		u, until := binary.BigEndian.Uint64(rec[1:9]), binary.BigEndian.Uint64(rec[9:17])
+	ok = eachRecord(ks, v[p+4:], targetRecMagic, 2, func(rec []byte) bool {
+		u, until := recField(rec, 0), recField(rec, 1)
 		if u == 0 || until > 1<<62 {
-			return nil, 0, false
+			return false
 		}
 		records++
 		ts = append(ts, hintTarget{timeline.UserID(u), int64(until)})
+		return true
+	})
+	if !ok {
+		return nil, 0, false
 	}
 	if records > 0 {
 		slices.SortFunc(ts, func(a, b hintTarget) int {

@@ -33,7 +33,6 @@ import (
 const (
 	listMagic    = 'R'
 	recordMagic  = 'a'
-	recordLen    = 1 + 8 + 4
 	flagComplete = 1
 )
 
@@ -80,18 +79,61 @@ func encodeList(key string, ids []uint64, complete bool, builtAt int64) []byte {
 	b = binary.AppendUvarint(b, oldest)
 	b = binary.AppendUvarint(b, uint64(len(idBytes)))
 	b = append(b, idBytes...)
-	sum := crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, b)
-	return binary.BigEndian.AppendUint32(b, sum)
+	return sealed(key, b)
 }
 
 // encodeRecord encodes the record a post appends.
-func encodeRecord(key string, id uint64) []byte {
-	b := make([]byte, 0, recordLen)
-	b = append(b, recordMagic)
-	b = binary.BigEndian.AppendUint64(b, id)
-	sum := crc32.Update(crc32.Checksum([]byte(key), crcTable), crcTable, b)
-	return binary.BigEndian.AppendUint32(b, sum)
+func encodeRecord(key string, id uint64) []byte { return fixedRecord(key, recordMagic, id) }
+
+// The lists, indexes (activeindex.go) and hint targets (hinttargets.go)
+// in memcached share their framing: a base that ends with its checksum,
+// then fixed-size records, each a magic byte, 8-byte big-endian fields
+// and its own checksum. Checksums are crc32c of the key, then the bytes.
+
+// sealed appends to b its checksum under key.
+func sealed(key string, b []byte) []byte {
+	return binary.BigEndian.AppendUint32(b, crc32.Update(keySum(key), crcTable, b))
 }
+
+// keySum is the checksum of key, where every value's checksum starts.
+func keySum(key string) uint32 { return crc32.Checksum([]byte(key), crcTable) }
+
+// sealOK reports whether v[:end] is followed by its checksum, ks being
+// keySum of v's key.
+func sealOK(ks uint32, v []byte, end int) bool {
+	return len(v)-end >= 4 && crc32.Update(ks, crcTable, v[:end]) == binary.BigEndian.Uint32(v[end:])
+}
+
+// fixedRecord encodes a record: magic, the fields, the checksum.
+func fixedRecord(key string, magic byte, fields ...uint64) []byte {
+	b := make([]byte, 0, 1+8*len(fields)+4)
+	b = append(b, magic)
+	for _, f := range fields {
+		b = binary.BigEndian.AppendUint64(b, f)
+	}
+	return sealed(key, b)
+}
+
+// eachRecord checks rest, a run of records of n fields each with magic
+// (ks being keySum of their key), and hands f each record (recField reads
+// its fields). It reports false if any record is malformed or f refuses
+// one.
+func eachRecord(ks uint32, rest []byte, magic byte, n int, f func(rec []byte) bool) bool {
+	size := 1 + 8*n + 4
+	if len(rest)%size != 0 {
+		return false
+	}
+	for ; len(rest) > 0; rest = rest[size:] {
+		r := rest[:size]
+		if r[0] != magic || !sealOK(ks, r, size-4) || !f(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// recField returns field i of a record.
+func recField(rec []byte, i int) uint64 { return binary.BigEndian.Uint64(rec[1+8*i:]) }
 
 // decodeList checks v, the value of key, or reports that it is not a valid
 // list (a placeholder, garbage, or a list with a bad record).
@@ -117,11 +159,8 @@ func decodeList(key string, v []byte) (authorList, bool) {
 		return l, false
 	}
 	end := p + int(idLen)
-	if len(v)-end < 4 {
-		return l, false
-	}
-	keySum := crc32.Checksum([]byte(key), crcTable)
-	if crc32.Update(keySum, crcTable, v[:end]) != binary.BigEndian.Uint32(v[end:]) {
+	ks := keySum(key)
+	if !sealOK(ks, v, end) {
 		return l, false
 	}
 	l.builtAt, l.count, l.floor, l.base = int64(built), int(count), oldest, v[p:end]
@@ -130,23 +169,19 @@ func decodeList(key string, v []byte) (authorList, bool) {
 	// author can append out of order, and one whose id is below the
 	// base's floor says nothing about the gap above it, so for an
 	// incomplete list such ids are left to the database.
-	rest := v[end+4:]
-	if len(rest)%recordLen != 0 {
-		return l, false
-	}
-	for ; len(rest) > 0; rest = rest[recordLen:] {
-		r := rest[:recordLen]
-		if r[0] != recordMagic || crc32.Update(keySum, crcTable, r[:9]) != binary.BigEndian.Uint32(r[9:]) {
-			return l, false
-		}
-		id := binary.BigEndian.Uint64(r[1:9])
+	ok := eachRecord(ks, v[end+4:], recordMagic, 1, func(rec []byte) bool {
+		id := recField(rec, 0)
 		if id == 0 {
-			return l, false
+			return false
 		}
 		l.nRecords++
 		if l.complete || id > l.floor {
 			l.records = append(l.records, id)
 		}
+		return true
+	})
+	if !ok {
+		return l, false
 	}
 	if len(l.records) > 1 {
 		slices.SortFunc(l.records, newestFirst)
