@@ -1,7 +1,6 @@
 package pull
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -173,25 +172,15 @@ func (r *recentLists) drop(s *Store, author timeline.UserID, keys []string) {
 // reading one, after a post whose hints could not be sent, or distrusts
 // them all if those followers cannot be read.
 func (r *recentLists) forgetHinted(ctx context.Context, s *Store, author timeline.UserID) {
-	rows, err := s.db.QueryContext(ctx,
-		`SELECT f.follower_id FROM follows f JOIN index_readers a ON a.user_id = f.follower_id
-		 WHERE f.followee_id = ? AND a.until > ?`, author, time.Now().UTC())
-	var keys []string
-	if err == nil {
-		for rows.Next() {
-			var u timeline.UserID
-			if err = rows.Scan(&u); err != nil {
-				break
-			}
-			keys = append(keys, r.indexKey(u))
-		}
-		rows.Close()
-		err = cmp.Or(err, rows.Err())
-	}
+	targets, err := s.readTargets(ctx, []timeline.UserID{author})
 	if err != nil {
 		s.stats.hintErrors.Add(1)
 		r.active.distrust()
 		return
+	}
+	var keys []string
+	for _, t := range targets[author] {
+		keys = append(keys, r.indexKey(t.user))
 	}
 	r.drop(s, author, keys)
 }
@@ -226,13 +215,9 @@ func (r *recentLists) buildIndex(ctx context.Context, s *Store, user timeline.Us
 	if cur == nil {
 		// As for lists: a token taken before the database read, so that
 		// a hint that lands after it makes the CAS fail.
-		err := r.mc.Add(&memcache.Item{Key: key, Value: placeholder, Expiration: placeholderTTL})
-		if err == nil || errors.Is(err, memcache.ErrNotStored) {
-			cur, err = r.mc.Get(key)
-		}
-		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
-			s.stats.cacheErrors.Add(1)
-		}
+		tokens := map[timeline.UserID]*memcache.Item{}
+		r.takeTokens(s, []timeline.UserID{user}, r.indexKey, tokens)
+		cur = tokens[user]
 	}
 	builtAt := time.Now().UnixMilli()
 	newest, nFollowees, err := s.followeesNewest(ctx, timeline.Request{User: user})
@@ -256,10 +241,7 @@ func (r *recentLists) buildIndex(ctx context.Context, s *Store, user timeline.Us
 	}
 	s.stats.indexBuilds.Add(1)
 	if cur != nil {
-		cur.Value, cur.Expiration = v, listTTL
-		if err := r.mc.CompareAndSwap(cur); err != nil && !isCASMiss(err) {
-			s.stats.cacheErrors.Add(1)
-		}
+		r.storeBuilt(s, cur, v, listTTL)
 	}
 	return idx, int64(nFollowees), nil
 }
@@ -274,11 +256,7 @@ func (r *recentLists) compactIndex(s *Store, it *memcache.Item, idx activeIndex)
 		floor = max(floor, entries[r.active.keep].newest)
 		entries = entries[:r.active.keep]
 	}
-	it.Value = encodeIndex(it.Key, idx.token, idx.builtAt, floor, entries)
-	it.Expiration = listTTL
-	if err := r.mc.CompareAndSwap(it); err != nil && !isCASMiss(err) {
-		s.stats.cacheErrors.Add(1)
-	}
+	r.storeBuilt(s, it, encodeIndex(it.Key, idx.token, idx.builtAt, floor, entries), listTTL)
 }
 
 // readActive implements StrategyActive; see the comment at the top.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -170,10 +169,7 @@ func (r *recentLists) hintTargets(ctx context.Context, s *Store, author timeline
 				}
 			}
 			if records >= targetsCompactAt || len(live) < len(ts) {
-				it.Value, it.Expiration = encodeTargets(key, live), 0
-				if err := r.mc.CompareAndSwap(it); err != nil && !isCASMiss(err) {
-					s.stats.cacheErrors.Add(1)
-				}
+				r.storeBuilt(s, it, encodeTargets(key, live), 0)
 			}
 			users := make([]timeline.UserID, len(live))
 			for i, t := range live {
@@ -193,47 +189,32 @@ func (r *recentLists) hintTargets(ctx context.Context, s *Store, author timeline
 // buildTargets reads the hint targets of authors from index_readers and
 // stores them in memcached, returning them. tokens holds, for some of the
 // authors, the value their key held (a placeholder or garbage) with its
-// CAS id; for the others a placeholder is added first and read back for
-// one, before the database read (see the top).
+// CAS id; the others get one before the database read (takeTokens; see
+// the top for why).
 func (r *recentLists) buildTargets(ctx context.Context, s *Store, authors []timeline.UserID, tokens map[timeline.UserID]*memcache.Item) (map[timeline.UserID][]timeline.UserID, error) {
-	var need []string
+	if tokens == nil {
+		tokens = make(map[timeline.UserID]*memcache.Item)
+	}
+	r.takeTokens(s, authors, r.targetsKey, tokens)
+	targets, err := s.readTargets(ctx, authors)
+	if err != nil {
+		return nil, err
+	}
+	values := make(map[timeline.UserID][]byte, len(authors))
+	out := make(map[timeline.UserID][]timeline.UserID, len(authors))
 	for _, a := range authors {
-		if tokens[a] == nil {
-			need = append(need, r.targetsKey(a))
+		values[a] = encodeTargets(r.targetsKey(a), targets[a])
+		for _, t := range targets[a] {
+			out[a] = append(out[a], t.user)
 		}
 	}
-	if len(need) > 0 {
-		g := new(errgroup.Group)
-		g.SetLimit(8)
-		for _, key := range need {
-			g.Go(func() error {
-				if err := r.mc.Add(&memcache.Item{Key: key, Value: placeholder, Expiration: placeholderTTL}); err != nil && !errors.Is(err, memcache.ErrNotStored) {
-					s.stats.cacheErrors.Add(1)
-				}
-				return nil
-			})
-		}
-		g.Wait()
-		got, err := r.get.Get(need)
-		if err != nil {
-			s.stats.cacheErrors.Add(1)
-		} else {
-			if tokens == nil {
-				tokens = make(map[timeline.UserID]*memcache.Item)
-			}
-			j := 0
-			for _, a := range authors {
-				if tokens[a] == nil {
-					if got[j] != nil {
-						tokens[a] = got[j]
-					}
-					j++
-				}
-			}
-		}
-	}
+	r.storeAll(s, tokens, values, 0, nil)
+	return out, nil
+}
 
-	now := time.Now().UTC()
+// readTargets reads the hint targets of authors from index_readers: their
+// followers whose entry has not expired.
+func (s *Store) readTargets(ctx context.Context, authors []timeline.UserID) (map[timeline.UserID][]hintTarget, error) {
 	q := make([]byte, 0, 200+12*len(authors))
 	q = append(q, `SELECT f.followee_id, f.follower_id, r.until FROM follows f JOIN index_readers r ON r.user_id = f.follower_id WHERE r.until > ? AND f.followee_id IN (`...)
 	for i, a := range authors {
@@ -243,7 +224,7 @@ func (r *recentLists) buildTargets(ctx context.Context, s *Store, authors []time
 		q = strconv.AppendInt(q, int64(a), 10)
 	}
 	q = append(q, ')')
-	rows, err := s.db.QueryContext(ctx, string(q), now)
+	rows, err := s.db.QueryContext(ctx, string(q), time.Now().UTC())
 	if err != nil {
 		return nil, err
 	}
@@ -257,32 +238,7 @@ func (r *recentLists) buildTargets(ctx context.Context, s *Store, authors []time
 		}
 		targets[a] = append(targets[a], hintTarget{u, until.UnixMilli()})
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	out := make(map[timeline.UserID][]timeline.UserID, len(authors))
-	for a, ts := range targets {
-		for _, t := range ts {
-			out[a] = append(out[a], t.user)
-		}
-	}
-	g := new(errgroup.Group)
-	g.SetLimit(8)
-	for _, a := range authors {
-		tok := tokens[a]
-		if tok == nil {
-			continue
-		}
-		g.Go(func() error {
-			tok.Value, tok.Expiration = encodeTargets(tok.Key, targets[a]), 0
-			if err := r.mc.CompareAndSwap(tok); err != nil && !isCASMiss(err) {
-				s.stats.cacheErrors.Add(1)
-			}
-			return nil
-		})
-	}
-	g.Wait()
-	return out, nil
+	return targets, rows.Err()
 }
 
 // primeTargets builds the hint targets of those of authors that memcached

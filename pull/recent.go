@@ -243,39 +243,7 @@ func (r *recentLists) invalidate(s *Store, author timeline.UserID) {
 // after their token. A failed CAS is not retried: this read already has
 // correct lists from the database, and the next reader rebuilds.
 func (r *recentLists) rebuild(ctx context.Context, s *Store, authors []timeline.UserID, tokens map[timeline.UserID]*memcache.Item) (map[timeline.UserID]authorList, int64, error) {
-	var need []string
-	for _, a := range authors {
-		if tokens[a] == nil {
-			need = append(need, r.key(a))
-		}
-	}
-	if len(need) > 0 {
-		g := new(errgroup.Group)
-		g.SetLimit(8)
-		var failed atomic.Bool
-		for _, key := range need {
-			g.Go(func() error {
-				err := r.mc.Add(&memcache.Item{Key: key, Value: placeholder, Expiration: placeholderTTL})
-				if err != nil && !errors.Is(err, memcache.ErrNotStored) {
-					s.stats.cacheErrors.Add(1)
-					failed.Store(true)
-				}
-				return nil
-			})
-		}
-		g.Wait()
-		if !failed.Load() {
-			got, err := r.mc.GetMulti(need)
-			if err != nil {
-				s.stats.cacheErrors.Add(1)
-			}
-			for _, a := range authors {
-				if it := got[r.key(a)]; it != nil && tokens[a] == nil {
-					tokens[a] = it
-				}
-			}
-		}
-	}
+	r.takeTokens(s, authors, r.key, tokens)
 
 	// One statement for all of them: RecentLen+1 ids each, the one extra
 	// telling whether the list is complete.
@@ -317,33 +285,12 @@ func (r *recentLists) rebuild(ctx context.Context, s *Store, authors []timeline.
 		lists[a], values[a] = l, v
 	}
 
-	// Store the lists that have a token, concurrently: they are
-	// independent keys, and a cold page can have dozens.
-	g := new(errgroup.Group)
-	g.SetLimit(8)
-	for _, a := range authors {
-		tok := tokens[a]
-		if tok == nil {
-			continue
-		}
-		g.Go(func() error {
-			tok.Value = values[a]
-			tok.Expiration = listTTL
-			switch err := r.mc.CompareAndSwap(tok); {
-			case err == nil:
-				s.stats.rebuilds.Add(1)
-				// Built from a database read after the token: whatever
-				// post this store failed to append is in it.
-				r.clearDirty(a)
-			case isCASMiss(err):
-				// A post or another rebuild got there first.
-			default:
-				s.stats.cacheErrors.Add(1)
-			}
-			return nil
-		})
-	}
-	g.Wait()
+	r.storeAll(s, tokens, values, listTTL, func(a timeline.UserID) {
+		s.stats.rebuilds.Add(1)
+		// Built from a database read after the token: whatever post
+		// this store failed to append is in it.
+		r.clearDirty(a)
+	})
 	if r.active != nil {
 		r.primeTargets(ctx, s, authors)
 	}
@@ -353,6 +300,84 @@ func (r *recentLists) rebuild(ctx context.Context, s *Store, authors []timeline.
 // listTTL is memcached's expiration for lists: a little over recentMaxAge,
 // after which readers rebuild them anyway.
 const listTTL = int32((recentMaxAge + time.Minute) / time.Second)
+
+// takeTokens gives each of authors that has no token in tokens one for
+// its key: the value memcached holds once a placeholder has been added
+// where there was none. It must come before the database read whose result
+// will be stored with it (see rebuild). An author memcached gives none
+// keeps none: its value is built, used, and not stored.
+func (r *recentLists) takeTokens(s *Store, authors []timeline.UserID, key func(timeline.UserID) string, tokens map[timeline.UserID]*memcache.Item) {
+	var need []timeline.UserID
+	var keys []string
+	for _, a := range authors {
+		if tokens[a] == nil {
+			need, keys = append(need, a), append(keys, key(a))
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	g := new(errgroup.Group)
+	g.SetLimit(8)
+	var failed atomic.Bool
+	for _, k := range keys {
+		g.Go(func() error {
+			err := r.mc.Add(&memcache.Item{Key: k, Value: placeholder, Expiration: placeholderTTL})
+			if err != nil && !errors.Is(err, memcache.ErrNotStored) {
+				s.stats.cacheErrors.Add(1)
+				failed.Store(true)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	if failed.Load() {
+		return
+	}
+	got, err := r.get.Get(keys)
+	if err != nil {
+		s.stats.cacheErrors.Add(1)
+		return
+	}
+	for i, it := range got {
+		if it != nil {
+			tokens[need[i]] = it
+		}
+	}
+}
+
+// storeBuilt stores v under it, a token or a value read earlier, unless
+// the key changed since (a post or another rebuild got there first: not
+// an error, the next reader tries again). It reports whether v was stored.
+func (r *recentLists) storeBuilt(s *Store, it *memcache.Item, v []byte, exp int32) bool {
+	it.Value, it.Expiration = v, exp
+	err := r.mc.CompareAndSwap(it)
+	if err != nil && !isCASMiss(err) {
+		s.stats.cacheErrors.Add(1)
+	}
+	return err == nil
+}
+
+// storeAll runs storeBuilt for every author with a token and a value,
+// eight at a time (independent keys, and a cold page can have dozens),
+// calling stored (if not nil) for each one stored.
+func (r *recentLists) storeAll(s *Store, tokens map[timeline.UserID]*memcache.Item, values map[timeline.UserID][]byte, exp int32, stored func(timeline.UserID)) {
+	g := new(errgroup.Group)
+	g.SetLimit(8)
+	for a, tok := range tokens {
+		v, ok := values[a]
+		if !ok {
+			continue
+		}
+		g.Go(func() error {
+			if r.storeBuilt(s, tok, v, exp) && stored != nil {
+				stored(a)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+}
 
 // isCASMiss reports whether a CompareAndSwap failed because the value
 // changed or vanished since it was read: the expected outcome of a race.
@@ -373,11 +398,7 @@ func (r *recentLists) compact(s *Store, it *memcache.Item, l authorList) {
 	if len(ids) > r.maxIDs {
 		ids, complete = ids[:r.maxIDs], false
 	}
-	it.Value = encodeList(it.Key, ids, complete, l.builtAt)
-	it.Expiration = listTTL
-	if err := r.mc.CompareAndSwap(it); err != nil && !isCASMiss(err) {
-		s.stats.cacheErrors.Add(1)
-	}
+	r.storeBuilt(s, it, encodeList(it.Key, ids, complete, l.builtAt), listTTL)
 }
 
 // readScratch holds one read's working slices, reused through a pool: a
