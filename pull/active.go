@@ -284,12 +284,12 @@ func (s *Store) readActiveIndex(ctx context.Context, r timeline.Request) ([]time
 	}
 	if fs == nil || len(fs.followees) <= a.above {
 		// Few followees (or no followee cache): StrategyRecent's read.
-		return s.readRecentLists(ctx, r)
+		return s.readRecentLists(ctx, r, fs, now)
 	}
 	msgs, rows, err := s.readIndexed(ctx, r, fs, now)
 	if errors.Is(err, errNotProven) {
 		s.stats.indexFallbacks.Add(1)
-		return s.readRecentLists(ctx, r)
+		return s.readRecentLists(ctx, r, fs, now)
 	}
 	if err != nil {
 		return nil, err

@@ -453,8 +453,9 @@ func zeroed[T any](s []T, n int) []T {
 // their lists: lists[i] is followees[i]'s, or nil. With the followees
 // cached in process (followSets) that is one multi-get, the user's follow
 // token included; otherwise the followees come from the database first
-// (rows is how many rows that read).
-func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.UserID, now time.Time) (followees []timeline.UserID, lists []*memcache.Item, rows int64, err error) {
+// (rows is how many rows that read). fs is user's cached followees if the
+// caller has looked them up already, else nil.
+func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.UserID, fs *followSet, now time.Time) (followees []timeline.UserID, lists []*memcache.Item, rows int64, err error) {
 	var earlier map[string]*memcache.Item // lists fetched for followees that changed
 	var keys []string                     // of followees' lists
 	if rl.follows == nil {
@@ -462,7 +463,10 @@ func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.U
 			return nil, nil, 0, err
 		}
 	} else {
-		if fs := rl.follows.get(user, now); fs != nil {
+		if fs == nil {
+			fs = rl.follows.get(user, now)
+		}
+		if fs != nil {
 			n := len(fs.followees)
 			items, err := rl.get.Get(fs.keys) // the lists, then the token
 			if err != nil {
@@ -577,16 +581,17 @@ func (s *Store) suspect(authors []timeline.UserID) error {
 // memcached fails, or a list contradicts the database, the page comes
 // from readMerge instead.
 func (s *Store) readRecent(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	msgs, err := s.readRecentLists(ctx, r)
+	msgs, err := s.readRecentLists(ctx, r, nil, time.Now())
 	if errors.Is(err, errSuspect) || errors.Is(err, errCacheDown) {
 		return s.readMerge(ctx, r)
 	}
 	return msgs, err
 }
 
-func (s *Store) readRecentLists(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	now := time.Now()
-	followees, items, rows, err := s.recent.fetchLists(ctx, s, r.User, now)
+// readRecentLists reads the page from every followee's list; fs is as for
+// fetchLists.
+func (s *Store) readRecentLists(ctx context.Context, r timeline.Request, fs *followSet, now time.Time) ([]timeline.Message, error) {
+	followees, items, rows, err := s.recent.fetchLists(ctx, s, r.User, fs, now)
 	if err != nil {
 		return nil, err
 	}
