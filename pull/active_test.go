@@ -98,22 +98,7 @@ func (f *activeFixture) newest(t *testing.T, what string) {
 // walk checks user 1's whole timeline, in pages of 5.
 func (f *activeFixture) walk(t *testing.T, what string) {
 	t.Helper()
-	var got []timeline.MessageID
-	q := timeline.Query{Limit: 5}
-	for {
-		p, err := f.s.Timeline(context.Background(), 1, q)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		for _, m := range p.Messages {
-			got = append(got, m.ID)
-		}
-		if p.Next == "" {
-			break
-		}
-		q.Before = p.Next
-	}
-	if want := f.want(); !slices.Equal(got, want) {
+	if got, want := walkIDs(t, f.s, 1, 5), f.want(); !slices.Equal(got, want) {
 		t.Fatalf("%s: timeline %v, want %v", what, got, want)
 	}
 }

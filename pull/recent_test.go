@@ -16,6 +16,7 @@ import (
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
 // recentFixture is a StrategyRecent store in a fresh database where user 1
@@ -64,24 +65,20 @@ func (f *recentFixture) check(t *testing.T, what string) {
 	for _, m := range slices.Backward(f.posts) {
 		want = append(want, m.ID)
 	}
-	var got []timeline.MessageID
-	q := timeline.Query{Limit: 5}
-	for {
-		p, err := f.s.Timeline(context.Background(), 1, q)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		for _, m := range p.Messages {
-			got = append(got, m.ID)
-		}
-		if p.Next == "" {
-			break
-		}
-		q.Before = p.Next
-	}
-	if !slices.Equal(got, want) {
+	if got := walkIDs(t, f.s, 1, 5); !slices.Equal(got, want) {
 		t.Fatalf("%s: timeline %v, want %v", what, got, want)
 	}
+}
+
+// walkIDs reads user's whole timeline in pages of limit (timelinetest.Walk,
+// which checks order and paging) and returns the ids, newest first.
+func walkIDs(t *testing.T, s timeline.Store, user timeline.UserID, limit int) []timeline.MessageID {
+	t.Helper()
+	var ids []timeline.MessageID
+	for _, m := range timelinetest.Walk(t, s, user, limit) {
+		ids = append(ids, m.ID)
+	}
+	return ids
 }
 
 // TestRecentPostUpdatesList: once the lists are in memcached, a post is
@@ -292,21 +289,7 @@ func TestRecentRacingRebuilds(t *testing.T) {
 		all = append(all, id)
 	}
 	slices.Sort(all)
-	got := []timeline.MessageID{}
-	q := timeline.Query{Limit: timeline.MaxLimit}
-	for {
-		p, err := f.s.Timeline(ctx, 1, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range p.Messages {
-			got = append(got, m.ID)
-		}
-		if p.Next == "" {
-			break
-		}
-		q.Before = p.Next
-	}
+	got := walkIDs(t, f.s, 1, timeline.MaxLimit)
 	slices.Reverse(got)
 	if !slices.Equal(got, all) {
 		t.Fatalf("after the race the timeline has %d messages, want %d", len(got), len(all))
