@@ -68,8 +68,7 @@ const indexCompactAt = 64
 
 // activeIndexes is the StrategyActive state of a recentLists.
 type activeIndexes struct {
-	keep  int // ActiveLen
-	above int // users with more followees than this get an index
+	keep int // ActiveLen
 
 	// distrustBefore: indexes built before this (Unix milliseconds) are not
 	// used by this process, which failed to deliver a hint.
@@ -80,8 +79,12 @@ func newActiveIndexes(keep int) *activeIndexes {
 	if keep <= 0 {
 		keep = DefaultActiveLen
 	}
-	return &activeIndexes{keep: keep, above: 2 * keep}
+	return &activeIndexes{keep: keep}
 }
+
+// heavy reports whether a user who follows n authors gets an index: one
+// that would hold half of them or more saves too little.
+func (a *activeIndexes) heavy(n int) bool { return n > 2*a.keep }
 
 // indexKey is the memcached key of user's index.
 func (r *recentLists) indexKey(user timeline.UserID) string {
@@ -282,7 +285,7 @@ func (s *Store) readActiveIndex(ctx context.Context, r timeline.Request) ([]time
 			return nil, err
 		}
 	}
-	if fs == nil || len(fs.followees) <= a.above {
+	if fs == nil || !a.heavy(len(fs.followees)) {
 		// Few followees (or no followee cache): StrategyRecent's read.
 		return s.readRecentLists(ctx, r, fs, now)
 	}
