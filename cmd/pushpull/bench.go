@@ -71,7 +71,8 @@ update memcached and are measured on their own.
 The run is saved under --out as <UTC timestamp>/result.json, result.csv and
 result.png (bar charts of the paper's three figures). It fails (exit 1) when
 a phase's error rate exceeds 1%, or when the harness itself, driving a no-op
-store, is not at least 20x faster than push retrieval.
+store, is not at least 20x faster than push retrieval. Ctrl-C or SIGTERM ends
+the run early (nothing is saved) and stops the sandbox it started.
 
 --dsn runs against an existing server instead, in the databases
 pushpull_push and pushpull_pull, which it drops and re-creates; it refuses
