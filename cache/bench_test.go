@@ -85,7 +85,7 @@ func BenchmarkFirstPage(b *testing.B) {
 						Namespace: fmt.Sprintf("bench-%d", time.Now().UnixNano()),
 						Policy:    policy,
 						TTL:       time.Hour,
-						Followers: FollowersFromDB(db),
+						Followers: inner.(FollowerLister).Followers,
 					})
 					if err != nil {
 						b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -56,6 +57,13 @@ const invalidateTimeout = 30 * time.Second
 // FollowersFunc lists the users who follow author.
 type FollowersFunc func(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
 
+// FollowerLister is a store that can list an author's followers (the push
+// and pull stores read their follows index; the memory store its map).
+// Under PolicyInvalidate, New uses it when Options.Followers is nil.
+type FollowerLister interface {
+	Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
+}
+
 // Options configure New.
 type Options struct {
 	// Servers are memcached addresses, "host:port" or a unix socket path
@@ -80,8 +88,8 @@ type Options struct {
 	TTL time.Duration
 
 	// Followers lists an author's followers, for PolicyInvalidate
-	// (required there, unused under PolicyTTL). FollowersFromDB gives one
-	// for the push and pull databases.
+	// (unused under PolicyTTL). nil means the wrapped store's own
+	// (FollowerLister); a store without one must be given this.
 	Followers FollowersFunc
 
 	// MaxIdleConns is how many idle connections are kept per server; size
@@ -158,8 +166,12 @@ func New(inner timeline.Store, opts Options) (*Store, error) {
 		if s.ttl == 0 {
 			s.ttl = DefaultInvalidateTTL
 		}
-		if opts.Followers == nil {
-			return nil, errors.New("cache: policy invalidate needs Options.Followers")
+		if s.followers == nil {
+			lister, ok := inner.(FollowerLister)
+			if !ok {
+				return nil, errors.New("cache: policy invalidate needs Options.Followers, or a wrapped store that lists followers (FollowerLister)")
+			}
+			s.followers = lister.Followers
 		}
 	default:
 		return nil, fmt.Errorf("cache: policy %q: want %q or %q", opts.Policy, PolicyTTL, PolicyInvalidate)
@@ -266,6 +278,17 @@ func (s *Store) Stats() Stats {
 		PassThrough:   s.stats.passThrough.Load(),
 		Errors:        s.stats.errors.Load(),
 		Invalidations: s.stats.invalidations.Load(),
+	}
+}
+
+// Counters implements registry.Counting with the first-page hits and misses
+// and the memcached errors.
+func (s *Store) Counters() map[string]int64 {
+	st := s.Stats()
+	return map[string]int64{
+		results.CounterPageHits:   int64(st.Hits),
+		results.CounterPageMisses: int64(st.Misses),
+		results.CounterCacheErrors: int64(st.Errors),
 	}
 }
 

@@ -119,7 +119,7 @@
 //
 // Cost: one memcached incr per follower per post, sent up to
 // Options.MaxIdleConns at a time, plus the follower lookup (for the SQL
-// stores one range scan of the follows index, FollowersFromDB). That is the
+// stores one range scan of the follows index, their FollowerLister). That is the
 // push model's fan-out again, in memcached; a single global generation
 // would cost one incr per post but make every cached page stale on every
 // post, and per-followee generations would make a read cost one lookup per

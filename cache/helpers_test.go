@@ -105,13 +105,13 @@ func openInner(t testing.TB, model string) (timeline.Store, cache.FollowersFunc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, followers = p, cache.FollowersFromDB(p.DB())
+		s, followers = p, p.Followers
 	case modelPullSP:
 		p, err := pull.Open(bg(t), pull.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Strategy: pull.StrategySP})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, followers = p, cache.FollowersFromDB(p.DB())
+		s, followers = p, p.Followers
 	default:
 		t.Fatalf("unknown model %q", model)
 	}

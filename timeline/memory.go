@@ -25,6 +25,9 @@ type Memory struct {
 
 var _ Store = (*Memory)(nil)
 
+// MemoryModel is the in-memory store's model name in package registry.
+const MemoryModel = "memory"
+
 // NewMemory returns an empty in-memory store with a random cursor key.
 func NewMemory() *Memory {
 	codec, _ := NewCursorCodec(NewCursorKey())

@@ -153,7 +153,6 @@ func openCached(ctx context.Context, model string, cfg Config) (timeline.Store, 
 		Namespace:    cfg.Namespace + model + ":" + id,
 		Policy:       policy,
 		TTL:          cfg.CacheTTL,
-		Followers:    cache.FollowersFromDB(db),
 		MaxIdleConns: max(cfg.MaxConns, 8),
 	})
 	if err != nil {

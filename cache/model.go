@@ -1,0 +1,88 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pushpull/pushpull/registry"
+	schema "github.com/pushpull/pushpull/sql"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// Variant is the name of the memcache variant in package registry:
+// "push+memcache" is the push model with its newest pages in memcached.
+const Variant = "memcache"
+
+// Options of the memcache variant in registry.Config.Options.
+const (
+	// OptionPolicy is the Policy; "" means PolicyInvalidate.
+	OptionPolicy = "policy"
+	// OptionTTL is the TTL as a Go duration ("1s"); "" means the policy's
+	// default.
+	OptionTTL = "ttl"
+)
+
+func init() {
+	registry.RegisterVariant(registry.Variant{
+		Name:  Variant,
+		Needs: registry.Memcached,
+		// The keys carry the database's identity, and invalidation
+		// needs the wrapped store's followers: models on a database.
+		Accepts: func(base registry.Model) bool { return base.Needs&registry.MariaDB != 0 },
+		Summary: "memcached in front of the newest page, kept current by invalidation on every write",
+		Describe: func(base registry.Model) string {
+			return base.Name + " with its newest pages in memcached, invalidated on every write"
+		},
+		Note: func(base registry.Model) string {
+			return fmt.Sprintf("older pages pass through to %s uncached; not measured again", base.Name)
+		},
+		Wrap: wrap,
+		Bench: registry.Bench{
+			Phases:         []registry.Phase{registry.PhaseNewest, registry.PhaseCacheMixed},
+			WarmReads:      true,
+			OwnSubmission:  true,
+			SubmissionNote: "its posts also bump the generation of each of the author's followers in memcached",
+		},
+	})
+}
+
+// wrap puts the decorator in front of inner, a store of base. Its keys
+// carry base's name, cfg.Namespace and a digest of the database's identity,
+// so that a re-created database never sees its predecessor's pages.
+func wrap(ctx context.Context, base registry.Model, inner timeline.Store, cfg registry.Config) (timeline.Store, error) {
+	name := base.Name + "+" + Variant
+	fail := func(err error) (timeline.Store, error) {
+		inner.Close()
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	holder, ok := inner.(registry.DBHolder)
+	if !ok {
+		return fail(fmt.Errorf("%s has no database to key the cache by", base.Name))
+	}
+	id, err := schema.Identity(ctx, holder.DB(), "pushpull cache")
+	if err != nil {
+		return fail(err)
+	}
+	policy := Policy(cfg.Options[OptionPolicy])
+	if policy == "" {
+		policy = PolicyInvalidate
+	}
+	var ttl time.Duration
+	if v := cfg.Options[OptionTTL]; v != "" {
+		if ttl, err = time.ParseDuration(v); err != nil {
+			return fail(fmt.Errorf("option %s=%q: %w", OptionTTL, v, err))
+		}
+	}
+	s, err := New(inner, Options{
+		Servers:      cfg.Memcache,
+		Namespace:    cfg.Namespace + name + ":" + id,
+		Policy:       policy,
+		TTL:          ttl,
+		MaxIdleConns: max(cfg.MaxConns, 8),
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return s, nil
+}

@@ -1,0 +1,122 @@
+package pull
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+	schema "github.com/pushpull/pushpull/sql"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// ModelPrefix starts the registry name of every pull model: "pull-" and the
+// strategy ("pull-sp", "pull-recent", ...).
+const ModelPrefix = "pull-"
+
+// ModelName is the registry name of the pull model reading with strategy.
+func ModelName(strategy Strategy) string { return ModelPrefix + string(strategy) }
+
+func init() {
+	paper := func(b registry.Bench) registry.Bench {
+		b.Paper, b.Default, b.Phases, b.WriteRank = true, true, registry.AllPhases, 2
+		return b
+	}
+	extra := func(b registry.Bench) registry.Bench {
+		b.Default, b.Phases = true, registry.AllPhases
+		return b
+	}
+	for _, m := range []struct {
+		strategy Strategy
+		summary  string
+		bench    registry.Bench
+		offers   []registry.Offer
+	}{
+		{StrategySP, "merge on read, run by stored procedures (one CALL per page), as in the paper",
+			paper(registry.Bench{}), []registry.Offer{{Variant: "memcache", Bench: true}}},
+		{StrategyClient, "merge on read, run as concurrent small queries from the client",
+			paper(registry.Bench{OlderSample: 100}), []registry.Offer{{Variant: "memcache"}}},
+		{StrategyNaive, "merge on read as one JOIN ... ORDER BY ... LIMIT (the baseline)",
+			paper(registry.Bench{OlderSample: 40, Slow: true}), nil},
+		{StrategyUnion, "merge on read: newest id per followee, then one UNION ALL statement for the top followees' messages (two round trips)",
+			extra(registry.Bench{WriteRank: 2}), nil},
+		{StrategyMerge, "merge on read with early stop: after the newest id per followee, one range scan reads only the ids that can still reach the page",
+			extra(registry.Bench{WriteRank: 2}), nil},
+		{StrategyRecent, fmt.Sprintf("merge on read from each author's newest %d ids kept in memcached (one multi-get), bodies from an in-process cache; the database stays the system of record", DefaultRecentLen),
+			extra(registry.Bench{WarmReads: true, OwnSubmission: true, WriteRank: 1,
+				SubmissionNote: "its posts also append to the author's list in memcached"}), nil},
+		{StrategyActive, fmt.Sprintf("%s plus, for users following more than %d authors, an index of the %d who posted last, so a page fetches %d lists, not all; each post hints the index of every such follower",
+			ModelName(StrategyRecent), 2*DefaultActiveLen, DefaultActiveLen, timeline.DefaultLimit+1),
+			extra(registry.Bench{WarmReads: true, OwnSubmission: true, WriteRank: 0,
+				SubmissionNote: "its posts also append to the author's list and send a hint to the index of each heavy follower"}), nil},
+	} {
+		needs := registry.MariaDB
+		if m.strategy == StrategyRecent || m.strategy == StrategyActive {
+			needs |= registry.Memcached
+		}
+		registry.Register(registry.Model{
+			Name:     ModelName(m.strategy),
+			Family:   registry.FamilyPull,
+			Schema:   schema.Pull,
+			Database: DefaultDatabase,
+			Needs:    needs,
+			Summary:  m.summary,
+			Open:     openStrategy(m.strategy, needs&registry.Memcached != 0),
+			Bench:    m.bench,
+			Offers:   m.offers,
+		})
+	}
+}
+
+// openStrategy opens a pull store reading with strategy. Only the
+// strategies that read memcached get its servers: with them, a store of any
+// strategy would also keep the lists on Post, which costs the others' posts
+// a memcached round trip they do not need.
+func openStrategy(strategy Strategy, memcached bool) registry.Open {
+	return func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
+		pc := Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force, Strategy: strategy}
+		if memcached {
+			pc.Memcache, pc.Namespace = cfg.Memcache, cfg.Namespace
+		}
+		return Open(ctx, pc)
+	}
+}
+
+// Counters implements registry.Counting: the rows the reads examined, and
+// the memcached lists, followee caches and indexes they used.
+func (s *Store) Counters() map[string]int64 {
+	st := s.Stats()
+	c := map[string]int64{
+		results.CounterPages:          st.Pages,
+		results.CounterRowsRead:       st.RowsRead,
+		results.CounterListHits:       st.CacheHits,
+		results.CounterListMisses:     st.CacheMisses,
+		results.CounterCacheErrors:    st.CacheErrors,
+		results.CounterFolloweeHits:   st.FollowHits,
+		results.CounterFolloweeMisses: st.FollowMisses,
+		results.CounterIndexReads:     st.IndexReads,
+		results.CounterIndexFallbacks: st.IndexFallbacks,
+		results.CounterIndexBuilds:    st.IndexBuilds,
+	}
+	if s.recent != nil && s.recent.active != nil {
+		c[results.CounterHints] = st.Hints
+	}
+	return c
+}
+
+// Prime implements registry.Primer: it builds the hint targets of users as
+// authors (see PrimeHintTargets), which a running service's posts keep
+// built as they keep the lists. Stores that send no hints have nothing to
+// prime.
+func (s *Store) Prime(ctx context.Context, users []timeline.UserID) error {
+	if s.recent == nil || s.recent.active == nil {
+		return nil
+	}
+	return s.PrimeHintTargets(ctx, users)
+}
+
+// Followers implements cache.FollowerLister from the follows index.
+func (s *Store) Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
+	return mysqlx.Followers(ctx, s.db, author)
+}

@@ -1,0 +1,34 @@
+package push
+
+import (
+	"context"
+
+	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/registry"
+	schema "github.com/pushpull/pushpull/sql"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// ModelName is the push model's name in package registry.
+const ModelName = "push"
+
+func init() {
+	registry.Register(registry.Model{
+		Name:     ModelName,
+		Family:   registry.FamilyPush,
+		Schema:   schema.Push,
+		Database: DefaultDatabase,
+		Needs:    registry.MariaDB,
+		Summary:  "fan-out on write: posting copies the message id into every follower's mailbox; reading is one index range scan",
+		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
+			return Open(ctx, Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force})
+		},
+		Bench:  registry.Bench{Default: true, Paper: true, Phases: registry.AllPhases, WriteRank: 2},
+		Offers: []registry.Offer{{Variant: "memcache", Bench: true}},
+	})
+}
+
+// Followers implements cache.FollowerLister from the follows index.
+func (s *Store) Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
+	return mysqlx.Followers(ctx, s.db, author)
+}

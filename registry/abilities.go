@@ -1,0 +1,54 @@
+package registry
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// What a store may do beyond timeline.Store. Callers check for an ability
+// with a type assertion to one of these interfaces, never to an anonymous
+// one, and fall back as each says.
+
+// DBHolder is a store on MariaDB or MySQL that hands out its connection
+// pool. The benchmark bulk-loads its dataset through it and measures the
+// database's size; the memcache variant keys its entries by the
+// database's identity.
+//
+// Fallback: the benchmark loads the dataset through Follow and Post and
+// reports no size; the memcache variant does not wrap the store.
+type DBHolder interface {
+	DB() *sql.DB
+}
+
+// Counting is a store that counts its own work. Counters returns cumulative
+// counts since the store was opened, by the keys that package results
+// documents (results.Counter*); the benchmark takes their difference over a
+// phase and results turns it into figures (results.CounterFigures).
+//
+// Fallback: the phase has no such figures.
+type Counting interface {
+	Counters() map[string]int64
+}
+
+// Primer is a store with state that a running service keeps warm and that
+// reading every user's newest page does not build (pull-active's hint
+// targets, which posts would build). The benchmark calls Prime for every
+// user before it measures, after the warm reads of Bench.WarmReads.
+//
+// Fallback: nothing beyond the warm reads.
+type Primer interface {
+	Prime(ctx context.Context, users []timeline.UserID) error
+}
+
+// Settler is a store that applies part of an acknowledged write later
+// (asynchronous fan-out). Settle returns once everything acknowledged before
+// the call is applied, or ctx ends. The conformance suite and the
+// benchmark's checks call it before they read what they wrote.
+//
+// Fallback: the store applies every write before it returns; there is
+// nothing to wait for.
+type Settler interface {
+	Settle(ctx context.Context) error
+}

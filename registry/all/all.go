@@ -1,0 +1,10 @@
+// Package all registers every model of pushpull with package registry:
+// import it for its side effect where the whole list is wanted (the
+// command line, tests that go over every model).
+package all
+
+import (
+	_ "github.com/pushpull/pushpull/cache" // the memcache variant
+	_ "github.com/pushpull/pushpull/pull"  // pull-sp, pull-client, ... pull-active
+	_ "github.com/pushpull/pushpull/push"  // push
+)

@@ -1,0 +1,424 @@
+// Package registry is the one list of the timeline models pushpull can open,
+// demonstrate and measure.
+//
+// A model describes itself once, next to its code, in a Model: its name, its
+// family, the database it lives in, the servers it needs, a line for --help,
+// how to open it, and the benchmark policy that is really its own (Bench).
+// It registers from its package's init function; a program that wants every
+// model imports the package registry/all, which imports each model's package.
+// The command line, the benchmark and the results learn everything about
+// models from here, so adding a model is one package and one Register call.
+//
+// A variant wraps other models: package cache registers the variant
+// "memcache", and "push+memcache" is the push model with memcached in front
+// of its newest pages. A base model lists the variants it offers (Offers);
+// Lookup builds any base+variant pair whose needs the variant can serve.
+//
+// What a store can do beyond timeline.Store is a named ability in this
+// package (DBHolder, Counting, Primer, Settler); each one's fallback is
+// written on it.
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	schema "github.com/pushpull/pushpull/sql"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// Family groups models that implement one design of the paper. The
+// benchmark sets each family against the paper's figures for it.
+type Family string
+
+const (
+	// FamilyPush stores one mailbox row per reader of each message
+	// (fan-out on write).
+	FamilyPush Family = "push"
+	// FamilyPull stores only messages and merges on read.
+	FamilyPull Family = "pull"
+	// FamilyReference keeps everything in process memory: the reference
+	// the others are checked against.
+	FamilyReference Family = "reference"
+)
+
+// Servers is a set of servers a model needs.
+type Servers uint8
+
+const (
+	// MariaDB (or MySQL): the store keeps its tables there. A model that
+	// needs it can be opened by the CLI and bulk-loaded by the benchmark.
+	MariaDB Servers = 1 << iota
+	// Memcached: Config.Memcache must name servers.
+	Memcached
+)
+
+// String lists the servers, e.g. "MariaDB and memcached".
+func (s Servers) String() string {
+	var names []string
+	if s&MariaDB != 0 {
+		names = append(names, "MariaDB")
+	}
+	if s&Memcached != 0 {
+		names = append(names, "memcached")
+	}
+	if len(names) == 0 {
+		return "no server"
+	}
+	return strings.Join(names, " and ")
+}
+
+// Config is what opening a model may need. A model ignores what it does not
+// use.
+type Config struct {
+	// DSN is a go-sql-driver DSN of the server; its database name is
+	// ignored.
+	DSN string
+	// Database overrides the model's Database.
+	Database string
+	// MaxConns caps the connection pool; 0 means the store's default.
+	MaxConns int
+	// Force lets the schema be applied to a database pushpull did not
+	// create.
+	Force bool
+	// Memcache lists memcached servers ("host:port" or a socket path).
+	Memcache []string
+	// Namespace prefixes memcached keys, so that several stores or runs
+	// can share one memcached without seeing each other's entries.
+	Namespace string
+	// Options are variant settings by name (for the memcache variant:
+	// "policy" and "ttl"); a variant documents its own.
+	Options map[string]string
+}
+
+// Open opens a store of a model.
+type Open func(ctx context.Context, cfg Config) (timeline.Store, error)
+
+// Model describes one model.
+type Model struct {
+	// Name is how users and the benchmark name the model: lower case
+	// letters, digits and '-' (a variant adds "+" and its name).
+	Name   string
+	Family Family
+	// Schema is the data model of its database (push or pull tables);
+	// "" for a model without a database.
+	Schema schema.Model
+	// Database is where the model lives unless Config.Database says
+	// otherwise; models with the same Database share one.
+	Database string
+	// Needs are the servers the model cannot open without.
+	Needs Servers
+	// Summary is one line for --help: how the model works, in a few
+	// words.
+	Summary string
+	// Open opens a store of the model.
+	Open Open
+	// Bench is how the benchmark measures the model.
+	Bench Bench
+	// Offers lists the variants the model is offered with, by name, and
+	// whether the benchmark measures each by default.
+	Offers []Offer
+	// Variant names the variant this model is made of ("" for a base
+	// model), and Base the model it wraps.
+	Variant, Base string
+}
+
+// Offer is a variant a base model is offered with.
+type Offer struct {
+	Variant string
+	// Bench: the benchmark measures base+variant by default.
+	Bench bool
+}
+
+// Bench is the part of the benchmark that is a model's own.
+type Bench struct {
+	// Default: a benchmark run measures the model unless told which
+	// models to measure.
+	Default bool
+	// Paper: one of the four models of the paper's own table (push and
+	// the three pull variants). Their phases get the full phase length;
+	// the others the shorter extra length, so that a default run fits
+	// in five minutes. The first Paper model of a family is that
+	// family's reference in the push : pull ratios.
+	Paper bool
+	// Slow: phases are capped at the benchmark's slow-model cap, because
+	// each operation scans far more than the others' do.
+	Slow bool
+	// OlderSample is how many timelines are walked 2 to 5 pages deep for
+	// the older-page phase's cursors; 0 means DefaultOlderSample. A slow
+	// model walks fewer, or the walk outlasts its phase.
+	OlderSample int
+	// Phases are the phases measured for the model, in order: reads
+	// (newest and older pages) for every model first, while the data is
+	// as loaded, then writes (submission and mixed phases).
+	Phases []Phase
+	// WarmReads: every user's newest page is read once before the reads
+	// are measured, so that the figure is a warm cache's, as a running
+	// service sees it. (Primer adds what reads alone do not warm.)
+	WarmReads bool
+	// OwnSubmission: the model's posts write more than its database's
+	// plain post (a memcached list, hints, a cache invalidation), so its
+	// submission is measured on its own. Models of one database without
+	// it post identically: their submission is measured once, through
+	// the first of them, and shown for each.
+	OwnSubmission bool
+	// SubmissionNote says, for OwnSubmission, what else a post writes.
+	SubmissionNote string
+	// Note is a remark the run records about the model, e.g. why a
+	// phase is left out.
+	Note string
+	// WriteRank orders the write phases of models that share a database:
+	// lower first. A model whose memcached state follows only the posts
+	// of stores that keep it (lists, indexes) must write before a model
+	// that keeps less posts to the same database, or its later reads
+	// would miss those posts. The demo writes through the lowest rank of
+	// each database for the same reason.
+	WriteRank int
+}
+
+// DefaultOlderSample is Bench.OlderSample's default.
+const DefaultOlderSample = 400
+
+// Phase names a measured phase.
+type Phase string
+
+const (
+	// PhaseNewest reads newest pages.
+	PhaseNewest Phase = "retrieve"
+	// PhaseOlder reads pages 2 to 5 deep through their cursors.
+	PhaseOlder Phase = "retrieve-older"
+	// PhaseSubmit posts messages.
+	PhaseSubmit Phase = "submit"
+	// PhaseMixed mixes reads and posts at the run's read ratio (when it
+	// asks for one).
+	PhaseMixed Phase = "mixed"
+	// PhaseCacheMixed mixes reads and posts at the cache read ratio on a
+	// cache nobody has filled yet, under the model's exact (invalidate)
+	// policy, and a second time under its TTL policy, recording how
+	// stale each page served was.
+	PhaseCacheMixed Phase = "cache-mixed"
+)
+
+// Has reports whether the model's benchmark includes phase p.
+func (b Bench) Has(p Phase) bool { return slices.Contains(b.Phases, p) }
+
+// ReadPhases and WritePhases are the phases of an ordinary model.
+var (
+	ReadPhases  = []Phase{PhaseNewest, PhaseOlder}
+	WritePhases = []Phase{PhaseSubmit, PhaseMixed}
+	AllPhases   = slices.Concat(ReadPhases, WritePhases)
+)
+
+// Variant wraps base models: Wrap gets the opened base store.
+type Variant struct {
+	// Name is what follows "+" in a model's name.
+	Name string
+	// Needs are the servers the variant adds to its base's.
+	Needs Servers
+	// Accepts reports whether base can be wrapped.
+	Accepts func(base Model) bool
+	// Summary is one line for --help, about the variant in general.
+	Summary string
+	// Wrap opens the variant over an opened base store, whose model is
+	// base; on error it must close inner.
+	Wrap func(ctx context.Context, base Model, inner timeline.Store, cfg Config) (timeline.Store, error)
+	// Bench is the benchmark policy of every model the variant makes.
+	Bench Bench
+	// Describe is the Summary of base+variant.
+	Describe func(base Model) string
+	// Note, if set, is Bench.Note of base+variant.
+	Note func(base Model) string
+}
+
+var (
+	mu       sync.RWMutex
+	models   []Model // base models, in registration order
+	variants = map[string]Variant{}
+)
+
+// ErrUnknownModel means Lookup found no model of that name.
+var ErrUnknownModel = errors.New("unknown model")
+
+// Register adds a base model. It panics on a duplicate or malformed
+// entry: registration happens in init functions, where that is a bug.
+func Register(m Model) {
+	if err := check(m); err != nil {
+		panic("registry: " + err.Error())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, x := range models {
+		if x.Name == m.Name {
+			panic(fmt.Sprintf("registry: model %q registered twice", m.Name))
+		}
+	}
+	models = append(models, m)
+}
+
+func check(m Model) error {
+	switch {
+	case m.Name == "" || strings.ContainsAny(m.Name, "+ ,"):
+		return fmt.Errorf("model name %q: want letters, digits and '-'", m.Name)
+	case m.Open == nil:
+		return fmt.Errorf("model %s: no Open", m.Name)
+	case m.Family == "":
+		return fmt.Errorf("model %s: no Family", m.Name)
+	case m.Summary == "":
+		return fmt.Errorf("model %s: no Summary", m.Name)
+	case m.Needs&MariaDB != 0 && (m.Database == "" || m.Schema == ""):
+		return fmt.Errorf("model %s: needs MariaDB but names no Database and Schema", m.Name)
+	}
+	return nil
+}
+
+// RegisterVariant adds a variant. It panics on a duplicate.
+func RegisterVariant(v Variant) {
+	if v.Name == "" || strings.ContainsAny(v.Name, "+ ,") || v.Wrap == nil || v.Accepts == nil || v.Describe == nil {
+		panic(fmt.Sprintf("registry: malformed variant %q", v.Name))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if _, ok := variants[v.Name]; ok {
+		panic(fmt.Sprintf("registry: variant %q registered twice", v.Name))
+	}
+	variants[v.Name] = v
+}
+
+// Lookup returns the model named name: a base model, or base+variant.
+func Lookup(name string) (Model, error) {
+	mu.RLock()
+	defer mu.RUnlock()
+	return lookup(name)
+}
+
+func lookup(name string) (Model, error) {
+	baseName, variantName, decorated := strings.Cut(name, "+")
+	var base *Model
+	for i := range models {
+		if models[i].Name == baseName {
+			base = &models[i]
+		}
+	}
+	if base == nil {
+		return Model{}, fmt.Errorf("%w %q (want one of %s)", ErrUnknownModel, name, strings.Join(names(listed()), ", "))
+	}
+	if !decorated {
+		return *base, nil
+	}
+	v, ok := variants[variantName]
+	if !ok || strings.Contains(variantName, "+") {
+		return Model{}, fmt.Errorf("%w %q: no variant %q (want one of %s)", ErrUnknownModel, name, variantName, strings.Join(variantNames(), ", "))
+	}
+	if !v.Accepts(*base) {
+		return Model{}, fmt.Errorf("%w %q: the %s variant does not wrap %s", ErrUnknownModel, name, v.Name, base.Name)
+	}
+	b := *base
+	m := Model{
+		Name: name, Family: b.Family, Schema: b.Schema, Database: b.Database,
+		Needs: b.Needs | v.Needs, Summary: v.Describe(b), Bench: v.Bench,
+		Variant: v.Name, Base: b.Name,
+	}
+	m.Bench.Default = slices.ContainsFunc(b.Offers, func(o Offer) bool { return o.Variant == v.Name && o.Bench })
+	m.Bench.WriteRank = b.Bench.WriteRank
+	if v.Note != nil {
+		m.Bench.Note = v.Note(b)
+	}
+	m.Open = func(ctx context.Context, cfg Config) (timeline.Store, error) {
+		inner, err := b.Open(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return v.Wrap(ctx, b, inner, cfg)
+	}
+	return m, nil
+}
+
+func variantNames() []string {
+	var out []string
+	for n := range variants {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Models returns the base models in registration order.
+func Models() []Model {
+	mu.RLock()
+	defer mu.RUnlock()
+	return slices.Clone(models)
+}
+
+// Listed returns the base models and, after them, the variants they offer:
+// the models --help and --models list.
+func Listed() []Model {
+	mu.RLock()
+	defer mu.RUnlock()
+	return listed()
+}
+
+func listed() []Model {
+	out := slices.Clone(models)
+	for _, b := range models {
+		for _, o := range b.Offers {
+			if m, err := lookup(b.Name + "+" + o.Variant); err == nil {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// Names returns the models' names.
+func Names(ms []Model) []string { return names(ms) }
+
+func names(ms []Model) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Name
+	}
+	return out
+}
+
+// OpenModel looks name up and opens it, checking first that cfg names the
+// servers it needs.
+func OpenModel(ctx context.Context, name string, cfg Config) (timeline.Store, error) {
+	m, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.CheckConfig(cfg); err != nil {
+		return nil, err
+	}
+	return m.Open(ctx, cfg)
+}
+
+// ErrMissingServer means a model was opened without a server it needs.
+var ErrMissingServer = errors.New("missing server")
+
+// CheckConfig reports whether cfg names the servers m needs.
+func (m Model) CheckConfig(cfg Config) error {
+	if m.Needs&Memcached != 0 && len(cfg.Memcache) == 0 {
+		return fmt.Errorf("model %s: %w: it needs memcached servers (Config.Memcache, --memcache)", m.Name, ErrMissingServer)
+	}
+	if m.Needs&MariaDB != 0 && cfg.DSN == "" {
+		return fmt.Errorf("model %s: %w: it needs a MariaDB or MySQL server (Config.DSN, --dsn)", m.Name, ErrMissingServer)
+	}
+	return nil
+}
+
+// Persistent reports whether the model keeps its data on a server, so that
+// a command that exits and a later one see the same timelines.
+func (m Model) Persistent() bool { return m.Needs&MariaDB != 0 }
+
+// Unregister removes a base model; tests that register a throwaway model
+// call it in their cleanup.
+func Unregister(name string) {
+	mu.Lock()
+	defer mu.Unlock()
+	models = slices.DeleteFunc(models, func(m Model) bool { return m.Name == name })
+}

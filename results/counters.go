@@ -1,0 +1,88 @@
+package results
+
+// Counter keys: the names under which stores report their cumulative
+// counts (registry.Counting). The benchmark snapshots them before and after
+// a phase, and CounterFigures turns the difference into the figures of a
+// model's Extra. A store reports only the keys that apply to it.
+const (
+	// CounterPages: timeline pages served by a read that counts rows.
+	CounterPages = "pages"
+	// CounterRowsRead: index entries and rows those pages made the
+	// database examine.
+	CounterRowsRead = "rows_read"
+	// CounterPageHits, CounterPageMisses: newest pages served from a page
+	// cache, and read from the store behind it.
+	CounterPageHits   = "page_hits"
+	CounterPageMisses = "page_misses"
+	// CounterListHits, CounterListMisses: per-author lists of recent ids
+	// taken from memcached, and rebuilt from the database.
+	CounterListHits   = "list_hits"
+	CounterListMisses = "list_misses"
+	// CounterCacheErrors: memcached operations that failed (the call went
+	// on without memcached).
+	CounterCacheErrors = "cache_errors"
+	// CounterFolloweeHits, CounterFolloweeMisses: reads whose followee
+	// list came from the process's cache, and from the database.
+	CounterFolloweeHits   = "followee_hits"
+	CounterFolloweeMisses = "followee_misses"
+	// CounterIndexReads: pages served from the lists a recently-active
+	// index named; CounterIndexFallbacks: indexed reads the index could
+	// not prove (read from every list); CounterIndexBuilds: indexes
+	// built from the database.
+	CounterIndexReads     = "index_reads"
+	CounterIndexFallbacks = "index_fallbacks"
+	CounterIndexBuilds    = "index_builds"
+	// CounterHints: hints that posts appended to their followers'
+	// indexes.
+	CounterHints = "hints"
+)
+
+// CounterFigures turns the counts a store kept over a phase of reads (after
+// minus before) into figures, named with prefix: hit ratios, errors, rows
+// per page, the share of indexed pages. A figure whose counts are absent or
+// zero is left out.
+func CounterFigures(prefix string, before, after map[string]int64) map[string]float64 {
+	if after == nil {
+		return nil
+	}
+	d := func(key string) int64 { return after[key] - before[key] }
+	has := func(key string) bool { _, ok := after[key]; return ok }
+	out := map[string]float64{}
+	ratio := func(name, hits, misses string) bool {
+		h, m := d(hits), d(misses)
+		if h+m > 0 {
+			out[prefix+name] = float64(h) / float64(h+m)
+			return true
+		}
+		return false
+	}
+	if has(CounterPageHits) {
+		ratio("hit_ratio", CounterPageHits, CounterPageMisses)
+		out[prefix+"cache_errors"] = float64(d(CounterCacheErrors))
+	}
+	pages := d(CounterPages)
+	if pages > 0 && has(CounterRowsRead) {
+		out[prefix+"rows_per_page"] = float64(d(CounterRowsRead)) / float64(pages)
+	}
+	if ratio("list_hit_ratio", CounterListHits, CounterListMisses) {
+		out[prefix+"cache_errors"] = float64(d(CounterCacheErrors))
+	}
+	ratio("followee_hit_ratio", CounterFolloweeHits, CounterFolloweeMisses)
+	if indexed, short := d(CounterIndexReads), d(CounterIndexFallbacks); pages > 0 && after[CounterIndexBuilds] > 0 {
+		out[prefix+"indexed_page_ratio"] = float64(indexed) / float64(pages)
+		if indexed+short > 0 {
+			out[prefix+"index_fallback_ratio"] = float64(short) / float64(indexed+short)
+		}
+	}
+	return out
+}
+
+// PostFigures turns the counts a store kept over a submission phase of
+// posts posts into figures: the hints each post sent, for a store that
+// sends them.
+func PostFigures(before, after map[string]int64, posts int64) map[string]float64 {
+	if _, ok := after[CounterHints]; !ok || posts <= 0 {
+		return nil
+	}
+	return map[string]float64{"hints_per_post": float64(after[CounterHints]-before[CounterHints]) / float64(posts)}
+}
