@@ -19,7 +19,7 @@ import (
 	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/sandbox"
-	"github.com/pushpull/pushpull/internal/stores"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
@@ -31,27 +31,26 @@ type BenchConfig struct {
 	DSN string
 	// Force lets the run drop and reuse databases it did not create.
 	Force bool
-	// Models to measure, from stores.SQLModels; nil means all.
+	// Models to measure, by registry name; nil means DefaultBenchModels.
 	Models []string
 	Spec   Spec
 	Scale  float64 // already applied to Spec; recorded in the result
 
 	Duration time.Duration // measured time per phase of the paper's models
 	// ExtraDuration is the measured time per phase of the models beyond
-	// the paper's push, pull-sp, pull-client and pull-naive (the other
-	// pull strategies and the +memcache models), so that the default run
+	// the paper's four (registry.Bench.Paper), so that the default run
 	// fits in five minutes; 0 means 3s. Never longer than Duration.
 	ExtraDuration time.Duration
 	Ops           int64         // if > 0, measure this many operations per phase instead
 	Warmup        time.Duration // unmeasured time before each phase
-	NaiveCap      time.Duration // pull-naive's phases are capped at this
+	SlowCap       time.Duration // slow models' phases (registry.Bench.Slow) are capped at this; 0 means 3s
 	Concurrency   int           // workers per phase
 	ReadRatio     float64       // > 0 adds a mixed phase with this share of reads
 	Durability    string        // results.Durable or results.Relaxed
 	// Settings override the sandbox's mariadbd options.
 	Settings map[string]string
-	// Memcache lists memcached servers for pull-recent and the +memcache
-	// models when DSN is set; a sandbox starts its own memcached.
+	// Memcache lists memcached servers for the models that need them when
+	// DSN is set; a sandbox starts its own memcached.
 	Memcache []string
 	// CacheTTL is the page lifetime of the cached models' ttl-policy
 	// phase; 0 means cache.DefaultTTL.
@@ -64,22 +63,22 @@ type BenchConfig struct {
 	Progress io.Writer // progress and per-second rows; nil for none
 }
 
-// Databases the benchmark uses on a server.
-const (
-	BenchPushDB = "pushpull_push"
-	BenchPullDB = "pushpull_pull"
-)
-
 // DefaultBenchModels are the models a run measures unless told otherwise:
-// every SQL model, and push and pull-sp behind memcached.
-var DefaultBenchModels = slices.Concat(stores.SQLModels, []string{stores.PushCached, stores.PullSPCached})
-
-// paperModels get the full phase duration; see BenchConfig.ExtraDuration.
-var paperModels = []string{stores.Push, stores.PullSP, stores.PullClient, stores.PullNaive}
+// those whose registry entry says so (registry.Bench.Default), in the
+// registry's order.
+func DefaultBenchModels() []string {
+	var out []string
+	for _, m := range registry.Listed() {
+		if m.Bench.Default {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
 
 func (c *BenchConfig) defaults() {
 	if c.Models == nil {
-		c.Models = DefaultBenchModels
+		c.Models = DefaultBenchModels()
 	}
 	if c.Duration <= 0 {
 		c.Duration = 10 * time.Second
@@ -94,8 +93,8 @@ func (c *BenchConfig) defaults() {
 	if c.CacheReadRatio <= 0 {
 		c.CacheReadRatio = 0.9
 	}
-	if c.NaiveCap <= 0 {
-		c.NaiveCap = 3 * time.Second
+	if c.SlowCap <= 0 {
+		c.SlowCap = 3 * time.Second
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 8
@@ -117,17 +116,30 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		return nil, fmt.Errorf("durability %q: want %q or %q", cfg.Durability, results.Durable, results.Relaxed)
 	}
 	needMemcache := false
-	for _, m := range cfg.Models {
-		if !slices.Contains(stores.ServerModels, m) {
-			return nil, fmt.Errorf("unknown model %q (want some of %s)", m, strings.Join(stores.ServerModels, ", "))
+	var models []registry.Model
+	var memcached []string
+	for _, name := range cfg.Models {
+		m, err := registry.Lookup(name)
+		if err != nil {
+			return nil, err
 		}
-		needMemcache = needMemcache || stores.NeedsMemcache(m)
+		if slices.ContainsFunc(models, func(x registry.Model) bool { return x.Name == name }) {
+			return nil, fmt.Errorf("model %s named twice", name)
+		}
+		models = append(models, m)
+		if m.Needs&registry.Memcached != 0 {
+			needMemcache = true
+			memcached = append(memcached, name)
+		}
+	}
+	if len(models) == 0 {
+		return nil, errors.New("no models to measure")
 	}
 	if cfg.CacheReadRatio >= 1 {
 		return nil, fmt.Errorf("cache read ratio %g: want a share of reads below 1", cfg.CacheReadRatio)
 	}
 	if needMemcache && cfg.DSN != "" && len(cfg.Memcache) == 0 {
-		return nil, fmt.Errorf("models %s keep data in memcached: name servers with --memcache (or leave out --dsn to use a sandbox)", strings.Join(filter(cfg.Models, stores.NeedsMemcache), ", "))
+		return nil, fmt.Errorf("models %s keep data in memcached: name servers with --memcache (or leave out --dsn to use a sandbox)", strings.Join(memcached, ", "))
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, format+"\n", args...) }
 	res := &results.Result{Version: results.FormatVersion, StartedAt: time.Now().UTC(), Command: cfg.Command}
@@ -182,7 +194,8 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		return nil, errors.New("--durability relaxed on your own server: set innodb_flush_log_at_trx_commit=2 there; pushpull does not change a server's global settings")
 	}
 
-	b := &bench{cfg: cfg, res: res, dsn: dsn, data: d, users: st.Users, logf: logf, open: map[string]timeline.Store{}}
+	b := &bench{cfg: cfg, res: res, dsn: dsn, data: d, users: st.Users, logf: logf, models: models,
+		open: map[string]timeline.Store{}, fresh: map[string][]timeline.Store{}}
 	defer b.closeAll()
 	if sb != nil && sb.MemcacheAddr != "" {
 		b.memcache = []string{sb.MemcacheAddr}
@@ -194,16 +207,6 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	}
 	res.FinishedAt = time.Now().UTC()
 	return res, nil
-}
-
-func filter(list []string, keep func(string) bool) []string {
-	var out []string
-	for _, x := range list {
-		if keep(x) {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func graphName(s Spec) string {
@@ -222,10 +225,6 @@ func graphName(s Spec) string {
 		g += fmt.Sprintf(", %d followees each", s.Followees)
 	}
 	return g
-}
-
-func dbOf(s timeline.Store) *sql.DB {
-	return s.(interface{ DB() *sql.DB }).DB()
 }
 
 func mb(n int64) string {

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pushpull/pushpull/internal/stores"
+	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/internal/testserver"
 	schema "github.com/pushpull/pushpull/sql"
 )
@@ -16,13 +17,19 @@ import (
 // forced.
 func TestBenchRefusesForeignDatabase(t *testing.T) {
 	ctx := context.Background()
+	model := pull.ModelName(pull.StrategySP)
+	m, err := registry.Lookup(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pullDB := m.Database
 	admin := testserver.Admin(t)
 	defer admin.Close()
 	for _, q := range []string{
-		"DROP DATABASE IF EXISTS " + BenchPullDB,
-		"CREATE DATABASE " + BenchPullDB,
-		"CREATE TABLE " + BenchPullDB + ".invoices (id INT PRIMARY KEY)",
-		"INSERT INTO " + BenchPullDB + ".invoices VALUES (1)",
+		"DROP DATABASE IF EXISTS " + pullDB,
+		"CREATE DATABASE " + pullDB,
+		"CREATE TABLE " + pullDB + ".invoices (id INT PRIMARY KEY)",
+		"INSERT INTO " + pullDB + ".invoices VALUES (1)",
 	} {
 		if _, err := admin.Exec(q); err != nil {
 			t.Fatal(err)
@@ -31,17 +38,16 @@ func TestBenchRefusesForeignDatabase(t *testing.T) {
 	t.Cleanup(func() {
 		admin := testserver.Admin(t)
 		defer admin.Close()
-		admin.Exec("DROP DATABASE IF EXISTS " + BenchPullDB)
-		admin.Exec("DROP DATABASE IF EXISTS " + BenchPushDB)
+		admin.Exec("DROP DATABASE IF EXISTS " + pullDB)
 	})
 	spec, _ := PaperSpec().Scaled(0.002)
-	cfg := BenchConfig{DSN: testserver.DSN(t), Spec: spec, Models: []string{stores.PullSP}, Duration: 200 * time.Millisecond}
-	_, err := RunBench(ctx, cfg)
+	cfg := BenchConfig{DSN: testserver.DSN(t), Spec: spec, Models: []string{model}, Duration: 200 * time.Millisecond}
+	_, err = RunBench(ctx, cfg)
 	if !errors.Is(err, schema.ErrForeignDatabase) {
 		t.Fatalf("got %v, want ErrForeignDatabase", err)
 	}
 	var n int
-	if err := admin.QueryRow("SELECT COUNT(*) FROM " + BenchPullDB + ".invoices").Scan(&n); err != nil || n != 1 {
+	if err := admin.QueryRow("SELECT COUNT(*) FROM " + pullDB + ".invoices").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("the foreign table was touched: %d rows, %v", n, err)
 	}
 
@@ -53,7 +59,7 @@ func TestBenchRefusesForeignDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := res.Model(stores.PullSP); m == nil || m.Retrieve.Ops != 30 || m.Submit.Ops != 30 {
+	if m := res.Model(model); m == nil || m.Retrieve.Ops != 30 || m.Submit.Ops != 30 {
 		t.Fatalf("forced run of 30 ops per phase measured %+v", res.Models)
 	}
 	cfg.Ops = 0

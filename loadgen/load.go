@@ -16,6 +16,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/pushpull/pushpull/results"
+	schema "github.com/pushpull/pushpull/sql"
 )
 
 // Bulk loading streams generated rows to the server with LOAD DATA LOCAL
@@ -27,9 +28,9 @@ import (
 
 // Target is one model's database, empty but with its schema applied.
 type Target struct {
-	Name    string  // "pull" or "push", for progress and results
-	DB      *sql.DB // connected to the model's database
-	Mailbox bool    // also load the push model's mailbox
+	Name   string       // the database's name, for progress and results
+	DB     *sql.DB      // connected to the model's database
+	Schema schema.Model // which tables to fill: schema.DataTables
 }
 
 // Load writes d into the targets, runs ANALYZE TABLE, and reports rows and
@@ -47,9 +48,20 @@ func Load(ctx context.Context, d *Dataset, targets []Target, progress io.Writer)
 	}
 	var small, big []job
 	for _, t := range targets {
-		small = append(small, job{t, followsTable(d)}, job{t, messagesTable(d)})
-		if t.Mailbox {
-			big = append(big, job{t, mailboxTable(d)})
+		tables := schema.DataTables(t.Schema)
+		if tables == nil {
+			return nil, fmt.Errorf("load %s: no dataset tables in schema %q", t.Name, t.Schema)
+		}
+		for _, st := range tables {
+			tb, err := tableOf(d, st)
+			if err != nil {
+				return nil, fmt.Errorf("load %s: %w", t.Name, err)
+			}
+			if st.Name == schema.Mailbox.Name {
+				big = append(big, job{t, tb})
+			} else {
+				small = append(small, job{t, tb})
+			}
 		}
 	}
 	bar := newProgress(progress)
@@ -73,10 +85,8 @@ func Load(ctx context.Context, d *Dataset, targets []Target, progress io.Writer)
 	}
 	out := &results.DataLoad{Tables: append(loaded[0], loaded[1]...)}
 	for _, t := range targets {
-		for _, name := range []string{"follows", "messages", "mailbox"} {
-			if name == "mailbox" && !t.Mailbox {
-				continue
-			}
+		for _, st := range schema.DataTables(t.Schema) {
+			name := st.Name
 			if _, err := t.DB.ExecContext(ctx, "ANALYZE TABLE `"+name+"`"); err != nil {
 				return nil, fmt.Errorf("analyze %s.%s: %w", t.Name, name, err)
 			}
@@ -86,8 +96,29 @@ func Load(ctx context.Context, d *Dataset, targets []Target, progress io.Writer)
 	return out, nil
 }
 
+// tableOf is how to stream st's rows from d.
+func tableOf(d *Dataset, st schema.Table) (table, error) {
+	var tb table
+	switch st.Name {
+	case schema.Follows.Name:
+		tb = followsTable(d)
+	case schema.Messages.Name:
+		tb = messagesTable(d)
+	case schema.Mailbox.Name:
+		tb = mailboxTable(d)
+	default:
+		return table{}, fmt.Errorf("no generator for table %s", st.Name)
+	}
+	if len(st.Columns) != tb.fields {
+		return table{}, fmt.Errorf("table %s has %d columns %v; the generator writes %d", st.Name, len(st.Columns), st.Columns, tb.fields)
+	}
+	tb.name, tb.columns = st.Name, st.ColumnList()
+	return tb, nil
+}
+
 // table describes how to stream one table.
 type table struct {
+	fields  int // values per row the generator writes
 	name    string
 	columns string
 	rows    int64
@@ -102,7 +133,7 @@ func followsTable(d *Dataset) table {
 		edges += int64(len(f))
 	}
 	return table{
-		name: "follows", columns: "(follower_id, followee_id)", rows: edges,
+		fields: 2, rows: edges,
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
 			var buf []byte
 			return d.EachFollow(func(follower, followee uint32) error {
@@ -120,7 +151,7 @@ func followsTable(d *Dataset) table {
 
 func messagesTable(d *Dataset) table {
 	return table{
-		name: "messages", columns: "(id, author_id, body, created_at)", rows: int64(len(d.Authors)),
+		fields: 4, rows: int64(len(d.Authors)),
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
 			var buf, body []byte
 			return d.EachMessage(func(id uint64, author uint32) error {
@@ -143,7 +174,7 @@ func messagesTable(d *Dataset) table {
 
 func mailboxTable(d *Dataset) table {
 	return table{
-		name: "mailbox", columns: "(user_id, message_id)", rows: d.MailboxRows(),
+		fields: 2, rows: d.MailboxRows(),
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
 			var buf []byte
 			var pending int64

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pushpull/pushpull/internal/stores"
+	"github.com/pushpull/pushpull/registry"
+	_ "github.com/pushpull/pushpull/registry/all"
+	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/push"
@@ -43,7 +45,7 @@ func TestLoadMatchesMemory(t *testing.T) {
 	}
 	defer pl.Close()
 
-	load, err := Load(ctx, d, []Target{{Name: "pull", DB: pl.DB()}, {Name: "push", DB: ps.DB(), Mailbox: true}}, nil)
+	load, err := Load(ctx, d, []Target{{Name: "pull", DB: pl.DB(), Schema: schema.Pull}, {Name: "push", DB: ps.DB(), Schema: schema.Push}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +76,15 @@ func TestLoadMatchesMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	readers := map[string]timeline.Store{"push": ps}
-	for _, strategy := range pull.Strategies {
-		s, err := stores.Open(ctx, "pull-"+string(strategy), stores.Config{
+	// Every model on the pull schema reads the loaded pull database, the
+	// ones that keep less beside it opened first (registry.Bench.WriteRank).
+	models := registry.Models()
+	slices.SortStableFunc(models, func(x, y registry.Model) int { return y.Bench.WriteRank - x.Bench.WriteRank })
+	for _, m := range models {
+		if m.Schema != schema.Pull {
+			continue
+		}
+		s, err := m.Open(ctx, registry.Config{
 			DSN: testserver.DSN(t), Database: pullDB,
 			Memcache: []string{testserver.Memcache(t)}, Namespace: pullDB + "/",
 		})
@@ -83,7 +92,10 @@ func TestLoadMatchesMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		readers["pull-"+string(strategy)] = s
+		readers[m.Name] = s
+	}
+	if len(readers) < 3 {
+		t.Fatalf("only %d models read the loaded databases", len(readers))
 	}
 	for u := timeline.UserID(1); u <= timeline.UserID(spec.Users); u++ {
 		want := describe(timelinetest.Walk(t, mem, u, 50))

@@ -422,3 +422,25 @@ func Unregister(name string) {
 	defer mu.Unlock()
 	models = slices.DeleteFunc(models, func(m Model) bool { return m.Name == name })
 }
+
+// Variants returns the registered variants by name.
+func Variants() []Variant {
+	mu.RLock()
+	defer mu.RUnlock()
+	var out []Variant
+	for _, n := range variantNames() {
+		out = append(out, variants[n])
+	}
+	return out
+}
+
+// Offered returns the models made of a variant that their bases offer.
+func Offered(variant string) []Model {
+	var out []Model
+	for _, m := range Listed() {
+		if m.Variant == variant {
+			out = append(out, m)
+		}
+	}
+	return out
+}

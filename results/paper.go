@@ -1,7 +1,5 @@
 package results
 
-import "strings"
-
 // PaperFigures are the figures one design reached in the paper.
 type PaperFigures struct {
 	DataBytes      int64   // size of the database
@@ -19,28 +17,23 @@ const PaperSource = `"Implementing Timeline in Web Services", Kazuho Oku, 2008 `
 // Paper holds the published figures of "Implementing Timeline in Web
 // Services", Kazuho Oku, 2008, measured with MySQL 5.1 on a Pentium 4 3.0 GHz
 // with 2 GB RAM, for 10,000 users, 1,000,000 messages and 42.9 followees per
-// user. Keys are "push" and "pull"; use PaperFor to find a model's row.
+// user. Keys are the families of registry.Family that the paper measured;
+// use PaperFor to find a model's row.
 var Paper = map[string]PaperFigures{
-	"push": {DataBytes: 2.0e9, SubmitPerSec: 560, RetrievePerSec: 1300},
-	"pull": {DataBytes: 130e6, SubmitPerSec: 6700, RetrievePerSec: 120},
+	FamilyPush: {DataBytes: 2.0e9, SubmitPerSec: 560, RetrievePerSec: 1300},
+	FamilyPull: {DataBytes: 130e6, SubmitPerSec: 6700, RetrievePerSec: 120},
 }
 
-// Family returns "push" or "pull" for a model name ("push+memcache" is a
-// push model, "pull-sp" a pull model), or "" for anything else.
-func Family(model string) string {
-	switch {
-	case strings.HasPrefix(model, "push"):
-		return "push"
-	case strings.HasPrefix(model, "pull"):
-		return "pull"
-	}
-	return ""
-}
+// The two designs the paper compares, as package registry names their
+// families (Model.Family).
+const (
+	FamilyPush = "push"
+	FamilyPull = "pull"
+)
 
-// PaperFor returns the paper's figures for the design a model implements:
-// every "push*" model is set against the paper's push figures and every
-// "pull-*" model against its pull figures.
-func PaperFor(model string) (PaperFigures, bool) {
-	f, ok := Paper[Family(model)]
+// PaperFor returns the paper's figures for the design m implements (its
+// Family).
+func PaperFor(m *Model) (PaperFigures, bool) {
+	f, ok := Paper[m.Family]
 	return f, ok
 }

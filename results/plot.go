@@ -85,9 +85,9 @@ func writePNG(path string, r *Result) error {
 		for i := range r.Models {
 			m := &r.Models[i]
 			v := c.value(m)
-			bars = append(bars, bar{m.Name, v, labelOf(v, c.label), familyColor(m.Name)})
+			bars = append(bars, bar{m.Name, v, labelOf(v, c.label), familyColor(m)})
 		}
-		for _, fam := range []string{"push", "pull"} {
+		for _, fam := range []string{FamilyPush, FamilyPull} {
 			v := c.paper(Paper[fam])
 			bars = append(bars, bar{"paper " + fam, v, c.label(v), paperColor})
 		}
@@ -205,11 +205,12 @@ func labelOf(v float64, f func(float64) string) string {
 	return f(v)
 }
 
-func familyColor(name string) color.Color {
-	switch Family(name) {
-	case "push":
+// familyColor colours a model by the paper's family it belongs to.
+func familyColor(m *Model) color.Color {
+	switch m.Family {
+	case FamilyPush:
 		return pushColor
-	case "pull":
+	case FamilyPull:
 		return pullColor
 	}
 	return otherColor

@@ -18,7 +18,10 @@ import "time"
 
 // FormatVersion is the version of the result.json format written by Save.
 // Load refuses other versions rather than misread them.
-const FormatVersion = 1
+//
+// Version 2 added each model's roles (family, paper, base, shared_submit),
+// which version 1 left to be guessed from the name.
+const FormatVersion = 2
 
 // Result is the record of one benchmark run.
 type Result struct {
@@ -104,10 +107,24 @@ type TableLoad struct {
 	RowsPerSec float64 `json:"rows_per_sec"`
 }
 
-// Model holds the figures of one timeline design, e.g. "push", "pull-sp",
-// "pull-client", "pull-naive" or "push+memcache".
+// Model holds the figures of one timeline model, as package registry names
+// it, and the roles that tell how to read them.
 type Model struct {
 	Name string `json:"name"`
+	// Family is the design the model implements ("push", "pull": the
+	// keys of Paper), which its figures are set against.
+	Family string `json:"family,omitempty"`
+	// PaperModel: one of the four models of the paper's own table. The
+	// first of each family is that family's reference in the push : pull
+	// ratios.
+	PaperModel bool `json:"paper,omitempty"`
+	// Base is, for a model that puts a cache in front of another, the
+	// model behind the cache.
+	Base string `json:"base,omitempty"`
+	// SharedSubmit: the model posts as every model of its database does
+	// (a plain insert), so its submission was measured once for all of
+	// them.
+	SharedSubmit bool `json:"shared_submit,omitempty"`
 	// DataBytes is data plus index length from information_schema, the
 	// measure closest to the paper's data size.
 	DataBytes int64 `json:"data_bytes"`

@@ -258,8 +258,8 @@ func modelGrid(r *Result) *grid {
 
 func paperGrid() *grid {
 	g := &grid{}
-	push, pull := Paper["push"], Paper["pull"]
-	g.add("", "push", "pull")
+	push, pull := Paper[FamilyPush], Paper[FamilyPull]
+	g.add("", FamilyPush, FamilyPull)
 	g.add("data size", fmtBytes(push.DataBytes), fmtBytes(pull.DataBytes))
 	g.add("submission", fmtRate(push.SubmitPerSec, "msg/s"), fmtRate(pull.SubmitPerSec, "msg/s"))
 	g.add("retrieval", fmtRate(push.RetrievePerSec, "timelines/s"), fmtRate(pull.RetrievePerSec, "timelines/s"))
@@ -291,18 +291,24 @@ func rateOf(p *Phase) float64 {
 	return p.OpsPerSec
 }
 
-// pushModel is the model our push:pull ratios are taken for: "push" itself,
-// or failing that the first push-family model.
-func (r *Result) pushModel() *Model {
-	if m := r.Model("push"); m != nil {
-		return m
-	}
+// paperModel is the model of family that the push : pull ratios take: the
+// first of the paper's models in that family, or failing that the first
+// uncached model of the family.
+func (r *Result) paperModel(family string) *Model {
+	var first *Model
 	for i := range r.Models {
-		if Family(r.Models[i].Name) == "push" {
-			return &r.Models[i]
+		m := &r.Models[i]
+		if m.Family != family || m.Base != "" {
+			continue
+		}
+		if m.PaperModel {
+			return m
+		}
+		if first == nil {
+			first = m
 		}
 	}
-	return nil
+	return first
 }
 
 // bestPull is the uncached pull-family model that does best on f, or nil.
@@ -311,7 +317,7 @@ func (r *Result) bestPull(f figure) *Model {
 	for i := range r.Models {
 		m := &r.Models[i]
 		v := f.value(m)
-		if Family(m.Name) != "pull" || strings.Contains(m.Name, "+") || !(v > 0) {
+		if m.Family != FamilyPull || m.Base != "" || !(v > 0) {
 			continue
 		}
 		if best == nil || (f.lower && v < f.value(best)) || (!f.lower && v > f.value(best)) {
@@ -332,19 +338,22 @@ func pushPullRatio(f figure, push, pull *Model) float64 {
 
 func ratioGrid(r *Result) *grid {
 	g := &grid{}
-	push := r.pushModel()
-	pushName := "push"
+	push, pull := r.paperModel(FamilyPush), r.paperModel(FamilyPull)
+	pushName, pullName := FamilyPush, FamilyPull
 	if push != nil {
 		pushName = push.Name
 	}
+	if pull != nil {
+		pullName = pull.Name
+	}
 	head := []string{"push : pull ratio"}
 	paper := []string{"paper (2008)"}
-	vsSP := []string{"ours, " + pushName + " : pull-sp"}
+	vsPaper := []string{"ours, " + pushName + " : " + pullName}
 	vsBest := []string{"ours, " + pushName + " : best pull"}
 	for _, f := range figures {
 		head = append(head, f.label)
-		paper = append(paper, fmtRatio(ratio(f.paper(Paper["push"]), f.paper(Paper["pull"]))))
-		vsSP = append(vsSP, fmtRatio(pushPullRatio(f, push, r.Model("pull-sp"))))
+		paper = append(paper, fmtRatio(ratio(f.paper(Paper[FamilyPush]), f.paper(Paper[FamilyPull]))))
+		vsPaper = append(vsPaper, fmtRatio(pushPullRatio(f, push, pull)))
 		best := r.bestPull(f)
 		s := fmtRatio(pushPullRatio(f, push, best))
 		if s != Dash {
@@ -354,7 +363,7 @@ func ratioGrid(r *Result) *grid {
 	}
 	g.add(head...)
 	g.add(paper...)
-	g.add(vsSP...)
+	g.add(vsPaper...)
 	g.add(vsBest...)
 	return g
 }

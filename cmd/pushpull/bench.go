@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -12,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/pushpull/pushpull/internal/stores"
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
 
@@ -24,7 +25,8 @@ func newBenchCmd() *cobra.Command {
 		extraDuration, cacheTTL     time.Duration
 		models                      []string
 		set                         []string
-		duration, warmup, naiveCap  time.Duration
+		duration, warmup, slowCap   time.Duration
+		naiveCap                    time.Duration
 		concurrency, followees      int
 		ops                         int64
 		scale, zipfS, readRatio     float64
@@ -35,56 +37,17 @@ func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench [flags]",
 		Short: "Reproduce the paper's push-versus-pull benchmark and save the results",
-		Long: `bench reproduces the benchmark of "Implementing Timeline in Web Services"
-(Kazuho Oku, 2008) and prints its table with our figures beside the paper's.
-
-With no flags it starts a private MariaDB in a temporary directory, generates
-the paper's dataset (10,000 users, 1,000,000 messages, 42.9 followees per user
-on average, a uniform random follow graph), bulk-loads it into a push and a
-pull database, and measures every model in turn with a closed loop of
---concurrency workers:
-
-  retrieval        the newest page (20 messages) of a random user's timeline
-  retrieval, older a page 2 to 5 pages deep, through the cursor (keyset paging)
-  submission       a message by a random author
-  mixed            reads and posts, when --read-ratio is given
-
-The models are the paper's push and pull (pull-sp), our other pull
-strategies (pull-client, pull-naive, pull-union, pull-merge, pull-recent,
-pull-active),
-and push and pull-sp with memcached in front of the newest page
-(push+memcache, pull-sp+memcache; pull-client+memcache on request). For the
-cached models the run also measures the hit ratio, a mixed phase of 90%
-reads under the invalidate policy, the same under the ttl policy with the
-staleness of every page served, and plain memcached gets of a page-sized
-value for comparison. The table ends with the goals these figures are set
-against (cached reads 5x push; the best pull strategy 10x pull-sp).
-
-Each phase runs --warmup unmeasured, then --duration measured for the
-paper's models (push, pull-sp, pull-client, pull-naive; pull-naive is capped
-at --naive-cap: it is slow by design) and --extra-duration for the others,
-or --ops operations. Progress and one row per second go to stderr.
-Submission is measured once on the pull database, since posting is the same
-INSERT for every pull strategy except pull-recent and pull-active, which also
-update memcached and are measured on their own.
-
-The run is saved under --out as <UTC timestamp>/result.json, result.csv and
-result.png (bar charts of the paper's three figures). It fails (exit 1) when
-a phase's error rate exceeds 1%, or when the harness itself, driving a no-op
-store, is not at least 20x faster than push retrieval. Ctrl-C or SIGTERM ends
-the run early (nothing is saved) and stops the sandbox it started.
-
---dsn runs against an existing server instead, in the databases
-pushpull_push and pushpull_pull, which it drops and re-creates; it refuses
-databases it did not create unless --force. With --dsn, the models that use
-memcached need --memcache.`,
+		Long:  benchLong(),
 		Example: `  pushpull bench                          # the paper's benchmark, about 5 minutes
   pushpull bench --scale 0.1 --duration 3s  # a quick look
-  pushpull bench --graph zipf --models push,pull-sp
+  pushpull bench --graph zipf --models {push},{pull}
   pushpull bench --durability relaxed --read-ratio 0.9
   pushpull bench --json > result.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("naive-cap") && !cmd.Flags().Changed("slow-cap") {
+				slowCap = naiveCap
+			}
 			if err := checkDatabaseDSN(dsn); err != nil {
 				return err
 			}
@@ -104,12 +67,12 @@ memcached need --memcache.`,
 				return usagef("--scale: %v", err)
 			}
 			for _, m := range models {
-				if err := checkStoreModel(m); err != nil {
-					return err
+				if _, err := registry.Lookup(m); err != nil {
+					return usagef("--models: %v", err)
 				}
 			}
-			if duration <= 0 || warmup < 0 || naiveCap <= 0 {
-				return usagef("--duration and --naive-cap must be positive and --warmup not negative")
+			if duration <= 0 || warmup < 0 || slowCap <= 0 {
+				return usagef("--duration and --slow-cap must be positive and --warmup not negative")
 			}
 			if ops < 0 {
 				return usagef("--ops %d: want a positive count, or 0 to run each phase for --duration", ops)
@@ -147,11 +110,11 @@ memcached need --memcache.`,
 			if dsn != "" && len(servers) == 0 {
 				need := modelList
 				if need == nil {
-					need = loadgen.DefaultBenchModels
+					need = loadgen.DefaultBenchModels()
 				}
-				for _, m := range need {
-					if stores.NeedsMemcache(m) {
-						return usagef("--model %s keeps data in memcached: with --dsn, pass --memcache host:port (or choose --models without it)", m)
+				for _, name := range need {
+					if m, err := registry.Lookup(name); err == nil && m.Needs&registry.Memcached != 0 {
+						return usagef("--model %s keeps data in memcached: with --dsn, pass --memcache host:port (or choose --models without it)", name)
 					}
 				}
 			}
@@ -162,7 +125,7 @@ memcached need --memcache.`,
 			defer stop()
 			r, err := loadgen.RunBench(ctx, loadgen.BenchConfig{
 				DSN: dsn, Force: force, Models: modelList, Spec: spec, Scale: scale,
-				Duration: duration, ExtraDuration: extraDuration, Ops: ops, Warmup: warmup, NaiveCap: naiveCap, Concurrency: concurrency,
+				Duration: duration, ExtraDuration: extraDuration, Ops: ops, Warmup: warmup, SlowCap: slowCap, Concurrency: concurrency,
 				Memcache: servers, CacheTTL: cacheTTL,
 				ReadRatio: readRatio, Durability: durability, Settings: settings,
 				Command: commandLine(cmd), Progress: stderr,
@@ -194,16 +157,18 @@ memcached need --memcache.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dsn, "dsn", "", "existing server to use instead of a sandbox (its pushpull_push and pushpull_pull databases are dropped and re-created)")
+	f.StringVar(&dsn, "dsn", "", "existing server to use instead of a sandbox (the models' databases, "+strings.Join(benchDatabases(), " and ")+", are dropped and re-created)")
 	f.BoolVar(&force, "force", false, "with --dsn, drop those databases even if pushpull did not create them")
-	f.StringVar(&memcacheList, "memcache", "", "with --dsn, memcached servers (host:port, comma-separated) for pull-recent, pull-active and the +memcache models")
-	f.StringSliceVar(&models, "models", nil, "models to measure, comma-separated (default "+strings.Join(loadgen.DefaultBenchModels, ",")+")")
+	f.StringVar(&memcacheList, "memcache", "", "with --dsn, memcached servers (host:port, comma-separated) for "+strings.Join(needingMemcached(), ", "))
+	f.StringSliceVar(&models, "models", nil, "models to measure, comma-separated (default "+strings.Join(loadgen.DefaultBenchModels(), ",")+")")
 	f.DurationVar(&duration, "duration", 10*time.Second, "measured time per phase of the paper's models")
 	f.DurationVar(&extraDuration, "extra-duration", 3*time.Second, "measured time per phase of the other models (never longer than --duration)")
 	f.DurationVar(&cacheTTL, "cache-ttl", time.Second, "page lifetime in the cached models' ttl-policy phase")
 	f.Int64Var(&ops, "ops", 0, "if > 0, measure this many operations per phase instead of --duration")
 	f.DurationVar(&warmup, "warmup", 500*time.Millisecond, "unmeasured time before each phase")
-	f.DurationVar(&naiveCap, "naive-cap", 3*time.Second, "cap on pull-naive's phases, which are slow by design")
+	f.DurationVar(&slowCap, "slow-cap", 3*time.Second, "cap on the phases of the models that are slow by design ("+strings.Join(registry.Names(slowModels()), ", ")+")")
+	f.DurationVar(&naiveCap, "naive-cap", 3*time.Second, "old name of --slow-cap")
+	f.MarkDeprecated("naive-cap", "use --slow-cap")
 	f.IntVar(&concurrency, "concurrency", 8, "concurrent workers (connections) per phase")
 	f.Float64Var(&scale, "scale", 1, "dataset size relative to the paper's (users and messages; followees per user stay)")
 	f.Int64Var(&seed, "seed", 1, "seed of the dataset and of the workload's choices")
@@ -240,4 +205,104 @@ func checkDatabaseDSN(dsn string) error {
 	f := serverFlags{getenv: os.Getenv, dsn: dsn}
 	_, err := f.resolveDSN()
 	return err
+}
+
+// benchLong is bench's description; what it says of the models comes from
+// the registry.
+func benchLong() string {
+	var paper, extra, variants, own []string
+	for _, name := range loadgen.DefaultBenchModels() {
+		m, err := registry.Lookup(name)
+		if err != nil {
+			continue
+		}
+		switch {
+		case m.Variant != "":
+			variants = append(variants, name)
+		case m.Bench.Paper:
+			paper = append(paper, name)
+		default:
+			extra = append(extra, name)
+		}
+		if m.Bench.OwnSubmission && m.Variant == "" {
+			own = append(own, name)
+		}
+	}
+	var offered []string
+	for _, m := range registry.Listed() {
+		if m.Variant != "" && !m.Bench.Default {
+			offered = append(offered, m.Name)
+		}
+	}
+	list := func(names []string) string {
+		if len(names) == 0 {
+			return "none"
+		}
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf(`bench reproduces the benchmark of "Implementing Timeline in Web Services"
+(Kazuho Oku, 2008) and prints its table with our figures beside the paper's.
+
+With no flags it starts a private MariaDB in a temporary directory, generates
+the paper's dataset (10,000 users, 1,000,000 messages, 42.9 followees per user
+on average, a uniform random follow graph), bulk-loads it into each model's
+database, and measures every model in turn with a closed loop of
+--concurrency workers:
+
+  retrieval        the newest page (20 messages) of a random user's timeline
+  retrieval, older a page 2 to 5 pages deep, through the cursor (keyset paging)
+  submission       a message by a random author
+  mixed            reads and posts, when --read-ratio is given
+
+The paper's models: %s.
+Further models measured by default: %s.
+Models with a cache in front of the newest page: %s (on request: %s).
+For the cached models the run also measures the hit ratio, a mixed phase of
+90%% reads under the invalidate policy, the same under the ttl policy with the
+staleness of every page served, and plain memcached gets of a page-sized
+value for comparison. The table ends with the goals these figures are set
+against (cached reads 5x push; the best pull model 10x the paper's pull).
+
+Each phase runs --warmup unmeasured, then --duration measured for the
+paper's models (those slow by design, %s, are capped at --slow-cap) and
+--extra-duration for the others, or --ops operations. Progress and one row
+per second go to stderr. Submission is measured once per database for the
+models that post alike; %s also update memcached when they post and are
+measured on their own.
+
+The run is saved under --out as <UTC timestamp>/result.json, result.csv and
+result.png (bar charts of the paper's three figures). It fails (exit 1) when
+a phase's error rate exceeds 1%%, or when the harness itself, driving a no-op
+store, is not at least 20x faster than push retrieval. Ctrl-C or SIGTERM ends
+the run early (nothing is saved) and stops the sandbox it started.
+
+--dsn runs against an existing server instead, in the models' databases
+(%s), which it drops and re-creates; it refuses databases it did not create
+unless --force. With --dsn, the models that use memcached need --memcache.
+
+Models (see pushpull --help for what each does): %s.`,
+		list(paper), list(extra), list(variants), list(offered), list(registry.Names(slowModels())), list(own),
+		strings.Join(benchDatabases(), ", "), strings.Join(registry.Names(registry.Listed()), ", "))
+}
+
+// slowModels are the registered models whose phases --slow-cap caps.
+func slowModels() []registry.Model {
+	var out []registry.Model
+	for _, m := range registry.Models() {
+		if m.Bench.Slow {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// benchDatabases are the default databases of the registered models.
+func benchDatabases() []string {
+	var out []string
+	for _, m := range registry.Models() {
+		if m.Persistent() && !slices.Contains(out, m.Database) {
+			out = append(out, m.Database)
+		}
+	}
+	return out
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pushpull/pushpull/internal/sandbox"
-	"github.com/pushpull/pushpull/internal/stores"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -24,10 +24,9 @@ func newDemoCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "demo",
 		Short: "Show every model serving identical timelines, on a throw-away MariaDB",
-		Long: `demo starts a private, throw-away MariaDB and memcached, opens the memory,
-push and every pull model (pull-sp, pull-client, pull-naive, pull-union,
-pull-merge, pull-recent, pull-active), writes a small social network into
-them (6 users, follows, 30 posts, a late follow and an unfollow), and prints:
+		Long: fmt.Sprintf(`demo starts a private, throw-away MariaDB and memcached, opens every model
+(%s), writes a small social network into them (6 users, follows, 30 posts, a
+late follow and an unfollow), and prints:
 
   - the newest page of three users' home timelines from every model side by
     side, one column of message ids per model;
@@ -37,17 +36,16 @@ them (6 users, follows, 30 posts, a late follow and an unfollow), and prints:
   - a walk through one timeline in pages of 3, showing the cursors that
     'pushpull timeline --before' takes.
 
-Every write goes to memory, push and pull-active. The other pull models share
-pull-active's database, so they only read: the pull models differ in how they
-compute a timeline, not in what they store (pull-recent and pull-active add
-lists of each author's newest ids in memcached, rebuilt from the database
-when missing, and pull-active indexes of heavy followers, which nobody in the
-demo is).
+Every write goes to %s: one model per database, the one whose writes keep
+the most state beside the database (registry.Bench.WriteRank). The other
+models share those databases and only read: models of one database differ
+in how they compute a timeline, not in what the database holds.
 
 The server uses small, non-durable settings (internal/sandbox.TestSettings)
 so that the demo starts fast; they are not the benchmark's settings. The
 server and its directory are removed when the demo ends, also on Ctrl-C. It
 takes a few seconds. The exit code is 1 if the models disagree.`,
+			strings.Join(registry.Names(registry.Models()), ", "), strings.Join(registry.Names(demoWriters(registry.Models())), ", ")),
 		Example: `  pushpull demo
   pushpull demo > demo.txt`,
 		Args: noArgs,
@@ -129,11 +127,62 @@ func demoName(id timeline.UserID) string {
 	return fmt.Sprint(int64(id))
 }
 
-// demoWriters are the models every write goes to. The other pull models
-// share pull-active's database and only read; pull-active writes so that
-// the memcached lists of recent ids (which pull-recent reads too) and its
-// indexes follow the posts.
-var demoWriters = []string{stores.Memory, stores.Push, stores.PullActive}
+// demoWriters are the models every write goes to: each model without a
+// database, and for each database the model of lowest WriteRank, whose
+// writes keep the state the others' reads need.
+func demoWriters(models []registry.Model) []registry.Model {
+	var out []registry.Model
+	for _, m := range models {
+		if !m.Persistent() {
+			out = append(out, m)
+			continue
+		}
+		i := slices.IndexFunc(out, func(w registry.Model) bool { return w.Persistent() && w.Database == m.Database })
+		switch {
+		case i < 0:
+			out = append(out, m)
+		case m.Bench.WriteRank < out[i].Bench.WriteRank:
+			out[i] = m
+		}
+	}
+	return out
+}
+
+// demoRoles picks the models the demo's cursor walk uses: the reference
+// (memory), the paper's pull model, another model of its database, and a
+// model of another database.
+type demoRoles struct {
+	reference, walker, sameDB, otherDB string
+}
+
+func pickDemoRoles(models []registry.Model) (demoRoles, error) {
+	var r demoRoles
+	for _, m := range models {
+		if m.Family == registry.FamilyReference && r.reference == "" {
+			r.reference = m.Name
+		}
+		if m.Family == registry.FamilyPull && m.Bench.Paper && r.walker == "" {
+			r.walker = m.Name
+		}
+	}
+	walker := slices.IndexFunc(models, func(m registry.Model) bool { return m.Name == r.walker })
+	if r.reference == "" || walker < 0 {
+		return r, errors.New("demo: the registry lacks the reference model or the paper's pull model")
+	}
+	for _, m := range models {
+		switch {
+		case !m.Persistent() || m.Name == r.walker:
+		case m.Database == models[walker].Database && r.sameDB == "":
+			r.sameDB = m.Name
+		case m.Database != models[walker].Database && r.otherDB == "":
+			r.otherDB = m.Name
+		}
+	}
+	if r.sameDB == "" || r.otherDB == "" {
+		return r, errors.New("demo: the registry lacks a second model on the paper's pull database, or a model on another database")
+	}
+	return r, nil
+}
 
 func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 	fmt.Fprintln(stderr, "pushpull demo: starting a throw-away MariaDB and memcached (small, non-durable test settings)...")
@@ -152,21 +201,48 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 	fmt.Fprintf(out, "(small, non-durable test settings: innodb_buffer_pool_size=%s, innodb_flush_log_at_trx_commit=%s; fine for a demo, not for measurements)\n\n",
 		sb.Settings["innodb_buffer_pool_size"], sb.Settings["innodb_flush_log_at_trx_commit"])
 
+	models := registry.Models()
+	names := registry.Names(models)
+	roles, err := pickDemoRoles(models)
+	if err != nil {
+		return err
+	}
+	writers := registry.Names(demoWriters(models))
 	open := map[string]timeline.Store{}
 	defer func() {
 		for _, s := range open {
 			s.Close()
 		}
 	}()
-	for _, m := range stores.Models {
-		s, err := stores.Open(ctx, m, stores.Config{DSN: sb.DSN, MaxConns: 8, Memcache: []string{sb.MemcacheAddr}})
+	// Stores that keep less beside the database open first: one that keeps
+	// memcached state records it in its database, and the others would
+	// then have to keep it too (see registry.Bench.WriteRank).
+	byRank := slices.Clone(models)
+	slices.SortStableFunc(byRank, func(x, y registry.Model) int { return y.Bench.WriteRank - x.Bench.WriteRank })
+	where := map[string][]string{}
+	var databases, memcached []string
+	for _, m := range byRank {
+		s, err := m.Open(ctx, registry.Config{DSN: sb.DSN, MaxConns: 8, Memcache: []string{sb.MemcacheAddr}})
 		if err != nil {
-			return fmt.Errorf("open %s: %w", m, err)
+			return fmt.Errorf("open %s: %w", m.Name, err)
 		}
-		open[m] = s
+		open[m.Name] = s
+		if m.Persistent() {
+			if where[m.Database] == nil {
+				databases = append(databases, m.Database)
+			}
+			where[m.Database] = append(where[m.Database], m.Name)
+		}
+		if m.Needs&registry.Memcached != 0 {
+			memcached = append(memcached, m.Name)
+		}
 	}
-	fmt.Fprintf(out, "Opened %s: push in database %s, the pull models in %s (pull-recent and pull-active also keep recent ids in memcached at %s).\n",
-		strings.Join(stores.Models, ", "), stores.Database(stores.Push), stores.Database(stores.PullSP), sb.MemcacheAddr)
+	var placed []string
+	for _, db := range databases {
+		placed = append(placed, fmt.Sprintf("%s in database %s", strings.Join(where[db], ", "), db))
+	}
+	fmt.Fprintf(out, "Opened %s: %s (%s also keep state in memcached at %s).\n",
+		strings.Join(names, ", "), strings.Join(placed, "; "), strings.Join(memcached, " and "), sb.MemcacheAddr)
 
 	// Write.
 	var nFollow, nUnfollow, nPost int
@@ -175,7 +251,7 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 			fmt.Fprintf(out, "  after %d posts, %s\n", nPost, st.headline)
 		}
 		var ids []timeline.MessageID
-		for _, m := range demoWriters {
+		for _, m := range writers {
 			s := open[m]
 			switch st.op {
 			case "follow":
@@ -200,11 +276,11 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 			nPost++
 		}
 		if len(ids) > 0 && slices.ContainsFunc(ids, func(id timeline.MessageID) bool { return id != ids[0] }) {
-			fmt.Fprintf(out, "  note: post %d got different ids: %v (from %s)\n", nPost, ids, strings.Join(demoWriters, ", "))
+			fmt.Fprintf(out, "  note: post %d got different ids: %v (from %s)\n", nPost, ids, strings.Join(writers, ", "))
 		}
 	}
 	fmt.Fprintf(out, "Wrote %d follows, %d posts and %d unfollow among %d users to each of %s.\n\n",
-		nFollow, nPost, nUnfollow, len(demoUsers), strings.Join(demoWriters, ", "))
+		nFollow, nPost, nUnfollow, len(demoUsers), strings.Join(writers, ", "))
 
 	// Read every user's timeline from every model: the newest page, and a
 	// complete walk in pages of 3.
@@ -213,7 +289,7 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 		walk   []timeline.Page
 	}
 	read := map[string]map[timeline.UserID]reading{}
-	for _, m := range stores.Models {
+	for _, m := range names {
 		read[m] = map[timeline.UserID]reading{}
 		for _, u := range demoUsers {
 			var r reading
@@ -230,14 +306,14 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 	// Show three users side by side.
 	const shown = 6
 	for _, u := range []demoUser{demoUsers[0], demoUsers[2], demoUsers[5]} {
-		ref := read[stores.Memory][u.id].newest.Messages
+		ref := read[roles.reference][u.id].newest.Messages
 		fmt.Fprintf(out, "%s (user %d) follows %s. Newest %d messages of their home timeline, message id per model:\n",
 			u.name, u.id, followeeNames(u.id), min(shown, len(ref)))
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "  \t%s\tauthor\tbody\n", strings.Join(stores.Models, "\t"))
+		fmt.Fprintf(tw, "  \t%s\tauthor\tbody\n", strings.Join(names, "\t"))
 		for i := range min(shown, len(ref)) {
 			fmt.Fprintf(tw, "  \t")
-			for _, m := range stores.Models {
+			for _, m := range names {
 				fmt.Fprintf(tw, "%s\t", cell(read[m][u.id].newest.Messages, i, ref[i]))
 			}
 			fmt.Fprintf(tw, "%s\t%s\n", demoName(ref[i].Author), oneLine(ref[i].Body))
@@ -248,9 +324,12 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 
 	// Compare everything.
 	var diffs []string
-	for _, m := range stores.Models[1:] {
+	for _, m := range names {
+		if m == roles.reference {
+			continue
+		}
 		for _, u := range demoUsers {
-			want, got := read[stores.Memory][u.id], read[m][u.id]
+			want, got := read[roles.reference][u.id], read[m][u.id]
 			if d := diffPages([]timeline.Page{want.newest}, []timeline.Page{got.newest}); d != "" {
 				diffs = append(diffs, fmt.Sprintf("%s, %s's newest page: %s", m, u.name, d))
 			}
@@ -261,10 +340,10 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 	}
 	agree := len(diffs) == 0
 	if agree {
-		fmt.Fprintf(out, "Agreement: all %d models returned identical timelines for all %d users\n", len(stores.Models), len(demoUsers))
+		fmt.Fprintf(out, "Agreement: all %d models returned identical timelines for all %d users\n", len(names), len(demoUsers))
 		fmt.Fprintf(out, "(same message ids, authors and bodies, in the same order and pages: the newest %d, and complete walks in pages of 3).\n\n", timeline.DefaultLimit)
 	} else {
-		fmt.Fprintf(out, "DISAGREEMENT: the models returned different timelines (memory is the reference):\n")
+		fmt.Fprintf(out, "DISAGREEMENT: the models returned different timelines (%s is the reference):\n", roles.reference)
 		for _, d := range diffs {
 			fmt.Fprintf(out, "  %s\n", d)
 		}
@@ -273,7 +352,7 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 
 	// Walk one timeline, showing cursors.
 	u := demoUsers[0]
-	const walker = stores.PullSP
+	walker := roles.walker
 	pages := read[walker][u.id].walk
 	fmt.Fprintf(out, "%s's timeline on %s, 3 messages a page (pushpull timeline --model %s --user %d --limit 3 [--before CURSOR]):\n",
 		u.name, walker, walker, u.id)
@@ -286,18 +365,20 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 	}
 	if len(pages) > 1 {
 		cur := pages[0].Next
-		_, errPush := open[stores.Push].Timeline(ctx, u.id, timeline.Query{Limit: 3, Before: cur})
+		_, errOther := open[roles.otherDB].Timeline(ctx, u.id, timeline.Query{Limit: 3, Before: cur})
 		same := "gives the same page 2"
-		if p, err := open[stores.PullClient].Timeline(ctx, u.id, timeline.Query{Limit: 3, Before: cur}); err != nil {
+		if p, err := open[roles.sameDB].Timeline(ctx, u.id, timeline.Query{Limit: 3, Before: cur}); err != nil {
 			same = "error: " + err.Error()
 		} else if diffPages([]timeline.Page{p}, pages[1:2]) != "" {
 			same = "a different page"
 		}
 		_, errUser := open[walker].Timeline(ctx, demoUsers[1].id, timeline.Query{Limit: 3, Before: cur})
 		fmt.Fprintf(out, "Cursors are opaque and signed for one database and one user. Page 1's cursor\n")
-		fmt.Fprintf(out, "  on pull-client (same database as pull-sp): %s\n", same)
-		fmt.Fprintf(out, "  on push (another database):                %s\n", refusal(errPush))
-		fmt.Fprintf(out, "  for %s's timeline:                        %s\n", demoUsers[1].name, refusal(errUser))
+		tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
+		fmt.Fprintf(tw, "  on %s (same database as %s):\t%s\n", roles.sameDB, walker, same)
+		fmt.Fprintf(tw, "  on %s (another database):\t%s\n", roles.otherDB, refusal(errOther))
+		fmt.Fprintf(tw, "  for %s's timeline:\t%s\n", demoUsers[1].name, refusal(errUser))
+		tw.Flush()
 	}
 	fmt.Fprintln(out)
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,8 +25,8 @@ Following someone already followed changes nothing. A user cannot follow
 themselves. There is no user registry: any positive id is a user.
 
 The model's database and schema are created if missing.`,
-		Example: `  pushpull follow --model push 1 2          # user 1 follows user 2
-  pushpull follow --model pull-sp 1 2`,
+		Example: `  pushpull follow --model {push} 1 2          # user 1 follows user 2
+  pushpull follow --model {pull} 1 2`,
 	}
 	done := "now follows"
 	if !follow {
@@ -39,12 +40,13 @@ models the next read no longer looks for them.
 Unfollowing someone not followed changes nothing.
 
 The model's database and schema are created if missing.`
-		cmd.Example = `  pushpull unfollow --model push 1 2        # user 1 stops following user 2`
+		cmd.Example = `  pushpull unfollow --model {push} 1 2        # user 1 stops following user 2`
 		done = "no longer follows"
 	}
 	cmd.Args = exactArgs(2, "FOLLOWER FOLLOWEE, two user ids")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := checkStoreModel(model); err != nil {
+		m, err := storeModel(model)
+		if err != nil {
 			return err
 		}
 		follower, err := parseUserID("follower", args[0])
@@ -58,7 +60,7 @@ The model's database and schema are created if missing.`
 		if err := timeline.CheckFollow(follower, followee); err != nil {
 			return err
 		}
-		s, err := sf.openStore(cmd.Context(), model)
+		s, err := sf.openStore(cmd.Context(), m)
 		if err != nil {
 			return err
 		}
@@ -74,7 +76,7 @@ The model's database and schema are created if missing.`
 		fmt.Fprintf(cmd.OutOrStdout(), "user %d %s user %d (%s)\n", follower, done, followee, model)
 		return nil
 	}
-	cmd.Flags().StringVar(&model, "model", "", "store model: push, pull-sp, pull-client or pull-naive")
+	cmd.Flags().StringVar(&model, "model", "", "store model, one of: "+strings.Join(persistentNames(), ", "))
 	sf.register(cmd)
 	return cmd
 }

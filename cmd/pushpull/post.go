@@ -28,8 +28,8 @@ stored. The pull-* models share one database, so a message posted with any of
 them is seen by all three.
 
 The model's database and schema are created if missing.`,
-		Example: `  pushpull post --model push --author 2 "Lunch at the new ramen place?"
-  id=$(pushpull post --model pull-sp --author 3 Running late, start without me)`,
+		Example: `  pushpull post --model {push} --author 2 "Lunch at the new ramen place?"
+  id=$(pushpull post --model {pull} --author 3 Running late, start without me)`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("post needs a message body after the flags")
@@ -37,7 +37,8 @@ The model's database and schema are created if missing.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkStoreModel(model); err != nil {
+			m, err := storeModel(model)
+			if err != nil {
 				return err
 			}
 			if author == "" {
@@ -51,7 +52,7 @@ The model's database and schema are created if missing.`,
 			if err := timeline.CheckBody(body); err != nil {
 				return err
 			}
-			s, err := sf.openStore(cmd.Context(), model)
+			s, err := sf.openStore(cmd.Context(), m)
 			if err != nil {
 				return err
 			}
@@ -64,7 +65,7 @@ The model's database and schema are created if missing.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&model, "model", "", "store model: push, pull-sp, pull-client or pull-naive")
+	cmd.Flags().StringVar(&model, "model", "", "store model, one of: "+strings.Join(persistentNames(), ", "))
 	cmd.Flags().StringVar(&author, "author", "", "id of the posting user (a positive integer)")
 	sf.register(cmd)
 	return cmd

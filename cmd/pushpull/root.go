@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -13,7 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pushpull/pushpull/cache"
-	"github.com/pushpull/pushpull/internal/stores"
+	"github.com/pushpull/pushpull/registry"
+	_ "github.com/pushpull/pushpull/registry/all" // every model
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -31,42 +31,12 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "pushpull",
 		Short: "Home timelines on MySQL/MariaDB, push (fan-out on write) versus pull (merge on read)",
-		Long: `pushpull serves Twitter-style home timelines ("the newest messages of the
-people I follow") from MySQL or MariaDB with two designs behind one interface:
-
-  push         fan-out on write: posting copies the message id into every
-               follower's mailbox; reading is one index range scan.
-  pull-sp      merge on read, run by stored procedures (one CALL per page).
-  pull-client  merge on read, run as concurrent small queries from the client.
-  pull-naive   merge on read as one JOIN ... ORDER BY ... LIMIT (the baseline).
-  pull-union   merge on read: newest id per followee, then one UNION ALL
-               statement for the top followees' messages (two round trips).
-  pull-merge   merge on read with early stop: a k-way merge over followees
-               fetched in small batches, dropping a followee once it can no
-               longer reach the page.
-  pull-recent  merge on read from each author's newest ids kept in memcached
-               (one GetMulti), then one fetch of the page's bodies; needs
-               --memcache. The database stays the system of record.
-  pull-active  pull-recent plus, for users following more than 128 authors,
-               an index of the 64 who posted last, so a page fetches 21
-               lists, not all; each post hints the index of every such
-               follower. Needs --memcache.
-
-Any of push, pull-sp and pull-client + "+memcache" (push+memcache, ...) puts
-memcached in front of the newest page, kept current by invalidation on every
-write (see package cache); it needs --memcache too.
-
-The pull-* models share one database (pushpull_pull) and differ only in how
-they read; push has its own database (pushpull_push).
-
-Commands that talk to a server take --dsn, a go-sql-driver DSN such as
-'user:pass@tcp(127.0.0.1:3306)/', defaulting to $PUSHPULL_DSN. If you have no
-server, 'pushpull sandbox' starts a private one and prints the line to export.`,
+		Long:  rootLong(),
 		Example: `  pushpull demo
   pushpull sandbox                     # in one terminal; then export PUSHPULL_DSN=...
-  pushpull follow --model push 1 2
-  pushpull post --model push --author 2 hello world
-  pushpull timeline --model push --user 1`,
+  pushpull follow --model {push} 1 2
+  pushpull post --model {push} --author 2 hello world
+  pushpull timeline --model {push} --user 1`,
 		// Without Args, cobra reports unknown commands as plain errors;
 		// this makes them usage errors (exit code 2).
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -105,7 +75,99 @@ server, 'pushpull sandbox' starts a private one and prints the line to export.`,
 	for _, c := range root.Commands() {
 		c.DisableFlagsInUseLine = true // each Use line lists its flags
 	}
+	fillExamples(root, exampleNames())
 	return root
+}
+
+// rootLong is the root command's description; its list of models comes
+// from the registry.
+func rootLong() string {
+	var b strings.Builder
+	b.WriteString(`pushpull serves Twitter-style home timelines ("the newest messages of the
+people I follow") from MySQL or MariaDB with two designs behind one interface:
+push (fan-out on write) and pull (merge on read), in several variants:
+
+`)
+	b.WriteString(modelList(registry.Models()))
+	b.WriteString(`
+Variants put something in front of a model; "MODEL+VARIANT" names one:
+
+`)
+	for _, v := range registry.Variants() {
+		fmt.Fprintf(&b, "  +%-12s %s (needs %s; offered as %s)\n", v.Name, v.Summary, v.Needs,
+			strings.Join(registry.Names(registry.Offered(v.Name)), ", "))
+	}
+	b.WriteString(`
+Models with the same database share it and differ only in how they read
+and what they keep beside it; see each model's database above.
+
+Commands that talk to a server take --dsn, a go-sql-driver DSN such as
+'user:pass@tcp(127.0.0.1:3306)/', defaulting to $PUSHPULL_DSN. If you have no
+server, 'pushpull sandbox' starts a private one and prints the line to export.`)
+	return b.String()
+}
+
+// modelList describes models, one per paragraph, wrapped for a terminal:
+// name, summary, database and needs.
+func modelList(ms []registry.Model) string {
+	var b strings.Builder
+	for _, m := range ms {
+		text := m.Summary
+		if m.Persistent() {
+			text += fmt.Sprintf(". Database %s; needs %s.", m.Database, m.Needs)
+		} else {
+			text += "."
+		}
+		lines := wrap(text, 62)
+		for i, l := range lines {
+			name := ""
+			if i == 0 {
+				name = m.Name
+			}
+			fmt.Fprintf(&b, "  %-13s %s\n", name, l)
+		}
+	}
+	return b.String()
+}
+
+// wrap breaks text into lines of at most width bytes at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return append(lines, line)
+}
+
+// exampleNames maps the placeholders of help texts and examples to model
+// names from the registry: {push} is the paper's push model and {pull} the
+// paper's pull model.
+func exampleNames() *strings.Replacer {
+	pick := func(f registry.Family) string {
+		for _, m := range registry.Models() {
+			if m.Family == f && m.Bench.Paper {
+				return m.Name
+			}
+		}
+		return string(f)
+	}
+	return strings.NewReplacer("{push}", pick(registry.FamilyPush), "{pull}", pick(registry.FamilyPull))
+}
+
+// fillExamples fills the placeholders in c's and its subcommands' texts.
+func fillExamples(c *cobra.Command, r *strings.Replacer) {
+	c.Long, c.Example, c.Use = r.Replace(c.Long), r.Replace(c.Example), r.Replace(c.Use)
+	for _, sub := range c.Commands() {
+		fillExamples(sub, r)
+	}
 }
 
 // exactArgs is cobra.ExactArgs with usage errors that say what is expected.
@@ -136,13 +198,30 @@ type serverFlags struct {
 
 func (f *serverFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.dsn, "dsn", "", "go-sql-driver DSN of the server, e.g. 'user:pass@tcp(127.0.0.1:3306)/' (default $"+dsnEnv+")")
-	cmd.Flags().StringVar(&f.database, "database", "", "database to use instead of the model's default (pushpull_push or pushpull_pull)")
-	cmd.Flags().StringVar(&f.memcache, "memcache", "", "memcached servers as host:port, comma-separated; pull-recent, pull-active and the +memcache models need them (default $"+memcacheEnv+")")
+	cmd.Flags().StringVar(&f.database, "database", "", "database to use instead of the model's default (see pushpull --help)")
+	cmd.Flags().StringVar(&f.memcache, "memcache", "", "memcached servers as host:port, comma-separated; "+strings.Join(needingMemcached(), ", ")+" need them (default $"+memcacheEnv+")")
+}
+
+// needingMemcached names the listed models that need memcached, and the
+// variants that add it.
+func needingMemcached() []string {
+	var out []string
+	for _, m := range registry.Models() {
+		if m.Needs&registry.Memcached != 0 {
+			out = append(out, m.Name)
+		}
+	}
+	for _, v := range registry.Variants() {
+		if v.Needs&registry.Memcached != 0 {
+			out = append(out, "the +"+v.Name+" models")
+		}
+	}
+	return out
 }
 
 // resolveMemcache returns the servers of --memcache, else $PUSHPULL_MEMCACHE,
 // checked for shape; model says whether they are required.
-func (f *serverFlags) resolveMemcache(model string) ([]string, error) {
+func (f *serverFlags) resolveMemcache(model registry.Model) ([]string, error) {
 	list := f.memcache
 	if list == "" {
 		list = f.getenv(memcacheEnv)
@@ -151,8 +230,8 @@ func (f *serverFlags) resolveMemcache(model string) ([]string, error) {
 	if err != nil {
 		return nil, usagef("--memcache: %v", err)
 	}
-	if len(servers) == 0 && stores.NeedsMemcache(model) {
-		return nil, usagef("--model %s keeps data in memcached: pass --memcache host:port or export %s (`pushpull sandbox` prints both servers)", model, memcacheEnv)
+	if len(servers) == 0 && model.Needs&registry.Memcached != 0 {
+		return nil, usagef("--model %s keeps data in memcached: pass --memcache host:port or export %s (`pushpull sandbox` prints both servers)", model.Name, memcacheEnv)
 	}
 	return servers, nil
 }
@@ -201,20 +280,28 @@ func checkDatabase(name string) error {
 	return nil
 }
 
-// checkStoreModel accepts the SQL models. Memory is refused: it keeps
-// nothing from one invocation to the next.
-func checkStoreModel(model string) error {
-	valid := strings.Join(stores.SQLModels, ", ") + ", or " + strings.Join(stores.CachedModels, ", ")
-	switch {
-	case model == "":
-		return usagef("--model is required: one of %s", valid)
-	case model == stores.Memory:
-		return usagef("--model memory keeps nothing between invocations, so it cannot be used here: use one of %s (`pushpull demo` shows memory next to the others)", valid)
+// storeModel looks --model up among the models that keep their data on a
+// server. The memory model is refused: it keeps nothing from one
+// invocation to the next.
+func storeModel(name string) (registry.Model, error) {
+	var valid []string
+	for _, m := range registry.Listed() {
+		if m.Persistent() {
+			valid = append(valid, m.Name)
+		}
 	}
-	if slices.Contains(stores.ServerModels, model) {
-		return nil
+	list := strings.Join(valid, ", ")
+	if name == "" {
+		return registry.Model{}, usagef("--model is required: one of %s", list)
 	}
-	return usagef("unknown model %q: want one of %s", model, valid)
+	m, err := registry.Lookup(name)
+	if err != nil {
+		return registry.Model{}, usagef("unknown model %q: want one of %s", name, list)
+	}
+	if !m.Persistent() {
+		return registry.Model{}, usagef("--model %s keeps nothing between invocations, so it cannot be used here: use one of %s (`pushpull demo` shows it next to the others)", name, list)
+	}
+	return m, nil
 }
 
 // parseUserID parses a user id argument strictly: decimal digits only, in
@@ -247,10 +334,10 @@ func serverAddr(dsn string) string {
 	return cfg.Net + " " + cfg.Addr
 }
 
-// openStore opens model (already checked by checkStoreModel) on the server
-// and database the flags name, after checking them. A server that cannot be reached gives an error matching
-// timeline.ErrUnavailable with a hint on how to get one.
-func (f *serverFlags) openStore(ctx context.Context, model string) (timeline.Store, error) {
+// openStore opens model (from storeModel) on the server and database the
+// flags name, after checking them. A server that cannot be reached gives an
+// error matching timeline.ErrUnavailable with a hint on how to get one.
+func (f *serverFlags) openStore(ctx context.Context, model registry.Model) (timeline.Store, error) {
 	if err := checkDatabase(f.database); err != nil {
 		return nil, err
 	}
@@ -262,7 +349,7 @@ func (f *serverFlags) openStore(ctx context.Context, model string) (timeline.Sto
 	if err != nil {
 		return nil, err
 	}
-	s, err := stores.Open(ctx, model, stores.Config{DSN: dsn, Database: f.database, MaxConns: 4, Memcache: servers})
+	s, err := model.Open(ctx, registry.Config{DSN: dsn, Database: f.database, MaxConns: 4, Memcache: servers})
 	if err != nil {
 		return nil, withHint(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
-	"github.com/pushpull/pushpull/internal/stores"
+	"github.com/pushpull/pushpull/registry"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -43,8 +43,8 @@ a form the mariadb/mysql command-line client accepts. Applied by hand, they
 leave pushpull_meta empty; pushpull records the model, the schema version and
 the secret that signs cursors there the first time it opens the database.
 
-The --model names push, pull-sp, pull-client and pull-naive are accepted too;
-the pull-* models share the pull schema.`,
+The name of any model that keeps its data on a server is accepted too, for
+its schema (see 'pushpull --help' for the models and their databases).`,
 		Example: `  pushpull schema --model push
   pushpull schema --model pull --dsn 'app:secret@tcp(db.example:3306)/'
   pushpull schema --model pull --database pushpull_pull_test
@@ -67,7 +67,7 @@ the pull-* models share the pull schema.`,
 			}
 			database := sf.database
 			if database == "" {
-				database = stores.Database(string(m))
+				database = schemaDatabase(m)
 			}
 			msg, err := applySchema(cmd.Context(), dsn, database, m, force)
 			if err != nil {
@@ -84,20 +84,47 @@ the pull-* models share the pull schema.`,
 	return cmd
 }
 
-// schemaModel maps --model to a schema model; the store model names are
-// accepted too.
+// schemaModel maps --model to a schema: a schema's own name, or the name
+// of any model that keeps its data on a server.
 func schemaModel(model string) (schema.Model, error) {
+	want := fmt.Sprintf("%s or %s (or a model: %s)", schema.Push, schema.Pull, strings.Join(persistentNames(), ", "))
 	switch model {
 	case "":
-		return "", usagef("--model is required: push or pull")
+		return "", usagef("--model is required: %s", want)
 	case string(schema.Push):
 		return schema.Push, nil
-	case string(schema.Pull), stores.PullSP, stores.PullClient, stores.PullNaive:
+	case string(schema.Pull):
 		return schema.Pull, nil
-	case stores.Memory:
-		return "", usagef("the memory model has no schema: want push or pull")
 	}
-	return "", usagef("unknown model %q: want push or pull (or one of %s)", model, strings.Join(stores.SQLModels, ", "))
+	m, err := registry.Lookup(model)
+	if err != nil {
+		return "", usagef("unknown model %q: want %s", model, want)
+	}
+	if !m.Persistent() {
+		return "", usagef("the %s model has no schema: want %s", model, want)
+	}
+	return m.Schema, nil
+}
+
+// schemaDatabase is the default database of the first model with schema m.
+func schemaDatabase(m schema.Model) string {
+	for _, x := range registry.Models() {
+		if x.Persistent() && x.Schema == m {
+			return x.Database
+		}
+	}
+	return "pushpull_" + string(m)
+}
+
+// persistentNames are the listed models that keep their data on a server.
+func persistentNames() []string {
+	var out []string
+	for _, m := range registry.Listed() {
+		if m.Persistent() {
+			out = append(out, m.Name)
+		}
+	}
+	return out
 }
 
 // printSchema writes m's statements as a script for the mysql client:

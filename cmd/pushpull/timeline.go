@@ -41,13 +41,14 @@ and a forged or foreign cursor is refused.
 
 --json prints {"messages":[{"id":..,"author":..,"body":..,"created_at":..}],
 "next":".."} instead; "next" is "" at the end.`,
-		Example: `  pushpull timeline --model push --user 1
-  pushpull timeline --model pull-sp --user 1 --limit 5
-  pushpull timeline --model pull-sp --user 1 --limit 5 --before AQAAAAAAAAAF...
-  pushpull timeline --model pull-client --user 1 --json`,
+		Example: `  pushpull timeline --model {push} --user 1
+  pushpull timeline --model {pull} --user 1 --limit 5
+  pushpull timeline --model {pull} --user 1 --limit 5 --before AQAAAAAAAAAF...
+  pushpull timeline --model {pull} --user 1 --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkStoreModel(model); err != nil {
+			m, err := storeModel(model)
+			if err != nil {
 				return err
 			}
 			if user == "" {
@@ -60,7 +61,7 @@ and a forged or foreign cursor is refused.
 			if _, err := timeline.PageLimit(limit); err != nil {
 				return err
 			}
-			s, err := sf.openStore(cmd.Context(), model)
+			s, err := sf.openStore(cmd.Context(), m)
 			if err != nil {
 				return err
 			}
@@ -75,7 +76,7 @@ and a forged or foreign cursor is refused.
 			return writePageTable(cmd.OutOrStdout(), page)
 		},
 	}
-	cmd.Flags().StringVar(&model, "model", "", "store model: push, pull-sp, pull-client or pull-naive")
+	cmd.Flags().StringVar(&model, "model", "", "store model, one of: "+strings.Join(persistentNames(), ", "))
 	cmd.Flags().StringVar(&user, "user", "", "id of the user whose home timeline to read")
 	cmd.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("page size, 1..%d (default %d)", timeline.MaxLimit, timeline.DefaultLimit))
 	cmd.Flags().StringVar(&before, "before", "", "cursor printed as \"next:\" by the previous page (default: the newest page)")

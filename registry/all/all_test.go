@@ -1,4 +1,4 @@
-package stores_test
+package all_test
 
 import (
 	"context"
@@ -14,8 +14,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pushpull/pushpull/cache"
-	"github.com/pushpull/pushpull/internal/stores"
 	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/registry"
+	_ "github.com/pushpull/pushpull/registry/all"
+	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
@@ -25,13 +27,25 @@ func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: t
 // config is the Config of a store on database: the test memcached for the
 // models that need it, under the database's name, so that no two stores of
 // a run share keys.
-func config(t *testing.T, model, database string) stores.Config {
-	cfg := stores.Config{DSN: testserver.DSN(t), Database: database}
-	if stores.NeedsMemcache(model) {
+func config(t *testing.T, m registry.Model, database string) registry.Config {
+	cfg := registry.Config{DSN: testserver.DSN(t), Database: database}
+	if m.Needs&registry.Memcached != 0 {
 		cfg.Memcache = []string{testserver.Memcache(t)}
 		cfg.Namespace = database + "/"
 	}
 	return cfg
+}
+
+// persistent are the registered base models that keep their data in a
+// database.
+func persistent() []registry.Model {
+	var out []registry.Model
+	for _, m := range registry.Models() {
+		if m.Persistent() {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 var seedFlag = flag.Uint64("seed", 0, "seed for TestEquivalence (0: time-based)")
@@ -41,10 +55,10 @@ var seedFlag = flag.Uint64("seed", 0, "seed for TestEquivalence (0: time-based)"
 func openAll(t *testing.T) []timeline.Store {
 	t.Helper()
 	var out []timeline.Store
-	for _, model := range stores.Models {
-		s, err := stores.Open(context.Background(), model, config(t, model, testserver.Database(t)))
+	for _, m := range registry.Models() {
+		s, err := m.Open(context.Background(), config(t, m, testserver.Database(t)))
 		if err != nil {
-			t.Fatalf("open %s: %v", model, err)
+			t.Fatalf("open %s: %v", m.Name, err)
 		}
 		t.Cleanup(func() { s.Close() })
 		out = append(out, s)
@@ -62,7 +76,7 @@ func TestEquivalence(t *testing.T) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("seed %d (rerun with: go test ./internal/stores -run TestEquivalence -seed %d)", seed, seed)
+	t.Logf("seed %d (rerun with: go test ./registry/all -run TestEquivalence -seed %d)", seed, seed)
 	defer func() {
 		if t.Failed() {
 			t.Logf("FAILED with seed %d", seed)
@@ -71,6 +85,7 @@ func TestEquivalence(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	const users, ops = 200, 5000
 	ss := openAll(t)
+	names := registry.Names(registry.Models())
 	ctx := context.Background()
 
 	// canon maps each store's message ids to the post's index in the
@@ -117,10 +132,10 @@ func TestEquivalence(t *testing.T) {
 		g.Wait()
 		for i := range ss {
 			if errText(errs[i]) != errText(errs[0]) {
-				t.Fatalf("op %d (%s): %s says %v, %s says %v", op, kind, stores.Models[0], errs[0], stores.Models[i], errs[i])
+				t.Fatalf("op %d (%s): %s says %v, %s says %v", op, kind, names[0], errs[0], names[i], errs[i])
 			}
 			if errs[i] != nil && !errors.Is(errs[i], timeline.ErrInvalidInput) {
-				t.Fatalf("op %d (%s): %s failed: %v", op, kind, stores.Models[i], errs[i])
+				t.Fatalf("op %d (%s): %s failed: %v", op, kind, names[i], errs[i])
 			}
 		}
 	}
@@ -138,7 +153,7 @@ func TestEquivalence(t *testing.T) {
 			}
 			if !slices.Equal(got, want) {
 				t.Fatalf("user %d, limit %d: %s and %s differ: %s",
-					u, limit, stores.Models[0], stores.Models[i], firstDifference(want, got))
+					u, limit, names[0], names[i], firstDifference(want, got))
 			}
 		}
 		walked++
@@ -216,10 +231,10 @@ func randomBody(rng *rand.Rand) string {
 // model and checks the row counts of every table afterwards.
 func TestBadInputChangesNoRows(t *testing.T) {
 	ctx := context.Background()
-	for _, model := range stores.SQLModels {
-		t.Run(model, func(t *testing.T) {
+	for _, m := range persistent() {
+		t.Run(m.Name, func(t *testing.T) {
 			db := testserver.Database(t)
-			s, err := stores.Open(ctx, model, config(t, model, db))
+			s, err := m.Open(ctx, config(t, m, db))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,9 +249,9 @@ func TestBadInputChangesNoRows(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			tables := []string{"follows", "messages", "pushpull_meta"}
-			if model == stores.Push {
-				tables = append(tables, "mailbox")
+			tables := []string{"pushpull_meta"}
+			for _, tb := range schema.DataTables(m.Schema) {
+				tables = append(tables, tb.Name)
 			}
 			before := testserver.CountRows(t, db, tables...)
 			if before["messages"] != 3 || before["follows"] != 3 {
@@ -259,11 +274,12 @@ func TestUnreachableServer(t *testing.T) {
 		"root@tcp(127.0.0.1:1)/",
 		"root@unix(/nonexistent/mariadb.sock)/",
 	} {
-		for _, model := range stores.SQLModels {
+		for _, m := range persistent() {
+			model := m.Name
 			start := time.Now()
-			cfg := config(t, model, "")
+			cfg := config(t, m, "")
 			cfg.DSN = dsn
-			s, err := stores.Open(context.Background(), model, cfg)
+			s, err := m.Open(context.Background(), cfg)
 			if err == nil {
 				s.Close()
 				t.Fatalf("%s at %s: opened", model, dsn)
@@ -277,10 +293,14 @@ func TestUnreachableServer(t *testing.T) {
 		}
 	}
 	// A memcached that does not answer, for the models that need one.
-	for _, model := range append([]string{stores.PullRecent, stores.PullActive}, stores.CachedModels...) {
-		cfg := config(t, model, testserver.Database(t))
+	for _, m := range registry.Listed() {
+		if m.Needs&registry.Memcached == 0 {
+			continue
+		}
+		model := m.Name
+		cfg := config(t, m, testserver.Database(t))
 		cfg.Memcache = []string{"127.0.0.1:1"}
-		s, err := stores.Open(context.Background(), model, cfg)
+		s, err := m.Open(context.Background(), cfg)
 		if err == nil {
 			s.Close()
 			t.Fatalf("%s with memcached at 127.0.0.1:1: opened", model)
@@ -296,12 +316,17 @@ func TestUnreachableServer(t *testing.T) {
 // page cached for an earlier database of the same name.
 func TestCachedModels(t *testing.T) {
 	ctx := context.Background()
-	for _, model := range stores.CachedModels {
+	cached := registry.Offered(cache.Variant)
+	if len(cached) == 0 {
+		t.Fatal("no model is offered with the memcache variant")
+	}
+	for _, m := range cached {
+		model := m.Name
 		t.Run(model, func(t *testing.T) {
 			db := testserver.Database(t)
-			cfg := stores.Config{DSN: testserver.DSN(t), Database: db, Memcache: []string{testserver.Memcache(t)}, Namespace: "t/"}
+			cfg := registry.Config{DSN: testserver.DSN(t), Database: db, Memcache: []string{testserver.Memcache(t)}, Namespace: "t/"}
 			open := func() *cache.Store {
-				s, err := stores.Open(ctx, model, cfg)
+				s, err := m.Open(ctx, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -358,32 +383,47 @@ func TestCachedModels(t *testing.T) {
 
 func TestBadConfig(t *testing.T) {
 	ctx := context.Background()
+	withMemcache := func(cfg registry.Config) registry.Config {
+		cfg.Memcache = []string{testserver.Memcache(t)}
+		return cfg
+	}
+	dsn := registry.Config{DSN: testserver.DSN(t)}
+	fresh := func() registry.Config { return registry.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)} }
+	badPolicy := withMemcache(fresh())
+	badPolicy.Options = map[string]string{cache.OptionPolicy: "sometimes"}
+	badNamespace := withMemcache(fresh())
+	badNamespace.Namespace = "a b"
 	for name, tc := range map[string]struct {
 		model string
-		cfg   stores.Config
+		cfg   registry.Config
 		want  string
+		is    error
 	}{
-		"unknown model":         {"pull-magic", stores.Config{DSN: testserver.DSN(t)}, "unknown"},
-		"no memcached":          {stores.PullRecent, stores.Config{DSN: testserver.DSN(t)}, "memcached"},
-		"no memcached (active)": {stores.PullActive, stores.Config{DSN: testserver.DSN(t)}, "memcached"},
-		"bad namespace":         {stores.PullRecent, stores.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Memcache: []string{testserver.Memcache(t)}, Namespace: "a b"}, "namespace"},
-		"unknown family":        {"gossip", stores.Config{DSN: testserver.DSN(t)}, "want one of"},
-		"cached, no memcached":  {stores.PushCached, stores.Config{DSN: testserver.DSN(t)}, "memcached"},
-		"cached memory":         {"memory+memcache", stores.Config{DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}}, "only SQL models"},
-		"cached twice":          {"push+memcache+memcache", stores.Config{DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}}, "only SQL models"},
-		"bad cache policy":      {stores.PushCached, stores.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Memcache: []string{testserver.Memcache(t)}, CachePolicy: "sometimes"}, "policy"},
-		"no DSN":                {stores.Push, stores.Config{}, "no DSN"},
-		"garbage DSN":           {stores.Push, stores.Config{DSN: "not a dsn"}, "DSN"},
-		"bad database":          {stores.Push, stores.Config{DSN: testserver.DSN(t), Database: "x; DROP TABLE y"}, "database name"},
-		"database too big":      {stores.PullSP, stores.Config{DSN: testserver.DSN(t), Database: strings.Repeat("a", 65)}, "database name"},
+		"unknown model":         {"pull-magic", dsn, "unknown", registry.ErrUnknownModel},
+		"no memcached":          {"pull-recent", dsn, "memcached", registry.ErrMissingServer},
+		"no memcached (active)": {"pull-active", dsn, "memcached", registry.ErrMissingServer},
+		"bad namespace":         {"pull-recent", badNamespace, "namespace", nil},
+		"unknown family":        {"gossip", dsn, "want one of", registry.ErrUnknownModel},
+		"cached, no memcached":  {"push+memcache", dsn, "memcached", registry.ErrMissingServer},
+		"cached memory":         {"memory+memcache", withMemcache(dsn), "does not wrap", registry.ErrUnknownModel},
+		"cached twice":          {"push+memcache+memcache", withMemcache(dsn), "no variant", registry.ErrUnknownModel},
+		"unknown variant":       {"push+redis", withMemcache(dsn), "no variant", registry.ErrUnknownModel},
+		"bad cache policy":      {"push+memcache", badPolicy, "policy", nil},
+		"no DSN":                {"push", registry.Config{}, "DSN", registry.ErrMissingServer},
+		"garbage DSN":           {"push", registry.Config{DSN: "not a dsn"}, "DSN", nil},
+		"bad database":          {"push", registry.Config{DSN: testserver.DSN(t), Database: "x; DROP TABLE y"}, "database name", nil},
+		"database too big":      {"pull-sp", registry.Config{DSN: testserver.DSN(t), Database: strings.Repeat("a", 65)}, "database name", nil},
 	} {
-		s, err := stores.Open(ctx, tc.model, tc.cfg)
+		s, err := registry.OpenModel(ctx, tc.model, tc.cfg)
 		if err == nil {
 			s.Close()
 			t.Fatalf("%s: opened", name)
 		}
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: error %q does not mention %q", name, err, tc.want)
+		}
+		if tc.is != nil && !errors.Is(err, tc.is) {
+			t.Fatalf("%s: error %q does not match %v", name, err, tc.is)
 		}
 	}
 }

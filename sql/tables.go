@@ -1,0 +1,37 @@
+package schema
+
+import "strings"
+
+// Table is a table of a model's schema that holds the dataset, with the
+// columns a bulk load writes, in the order it writes them.
+type Table struct {
+	Name    string
+	Columns []string
+}
+
+// ColumnList is the table's columns as a parenthesised SQL list, e.g.
+// "(follower_id, followee_id)".
+func (t Table) ColumnList() string { return "(" + strings.Join(t.Columns, ", ") + ")" }
+
+// The tables that hold the dataset.
+var (
+	// Follows is the follow graph, in both models.
+	Follows = Table{Name: "follows", Columns: []string{"follower_id", "followee_id"}}
+	// Messages are the messages, in both models.
+	Messages = Table{Name: "messages", Columns: []string{"id", "author_id", "body", "created_at"}}
+	// Mailbox is the push model's fan-out: one row per message per reader.
+	Mailbox = Table{Name: "mailbox", Columns: []string{"user_id", "message_id"}}
+)
+
+// DataTables returns the tables of m that hold the dataset (not
+// pushpull_meta, nor state derived from reads), in the order a bulk load
+// fills them; nil for an unknown model.
+func DataTables(m Model) []Table {
+	switch m {
+	case Push:
+		return []Table{Follows, Messages, Mailbox}
+	case Pull:
+		return []Table{Follows, Messages}
+	}
+	return nil
+}
