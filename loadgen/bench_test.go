@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/registry"
-	"github.com/pushpull/pushpull/internal/testserver"
 	schema "github.com/pushpull/pushpull/sql"
 )
 

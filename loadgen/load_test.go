@@ -6,12 +6,12 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pushpull/pushpull/registry"
-	_ "github.com/pushpull/pushpull/registry/all"
-	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/registry"
+	_ "github.com/pushpull/pushpull/registry/all"
+	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )

@@ -20,7 +20,7 @@ func TestThrowawayModel(t *testing.T) {
 	const name, summary = "scratch-memory", "the memory store under another name, registered by a test"
 	registry.Register(registry.Model{
 		Name: name, Family: registry.FamilyReference, Summary: summary,
-		Open: func(context.Context, registry.Config) (timeline.Store, error) { return timeline.NewMemory(), nil },
+		Open:  func(context.Context, registry.Config) (timeline.Store, error) { return timeline.NewMemory(), nil },
 		Bench: registry.Bench{Default: true, Phases: registry.AllPhases},
 	})
 	t.Cleanup(func() { registry.Unregister(name) })

@@ -388,7 +388,9 @@ func TestBadConfig(t *testing.T) {
 		return cfg
 	}
 	dsn := registry.Config{DSN: testserver.DSN(t)}
-	fresh := func() registry.Config { return registry.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)} }
+	fresh := func() registry.Config {
+		return registry.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)}
+	}
 	badPolicy := withMemcache(fresh())
 	badPolicy.Options = map[string]string{cache.OptionPolicy: "sometimes"}
 	badNamespace := withMemcache(fresh())
