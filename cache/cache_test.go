@@ -165,10 +165,7 @@ func TestHitServedFromCache(t *testing.T) {
 			if st.Hits != 6 || st.Misses != 1 {
 				t.Fatalf("stats %+v: want 6 hits and 1 miss", st)
 			}
-			rest, err := s.Timeline(timelinetest.Context(t), 1, timeline.Query{Before: first.Next})
-			if err != nil {
-				t.Fatalf("second page from a cached cursor: %v", err)
-			}
+			rest := timelinetest.Page(t, s, 1, timeline.Query{Before: first.Next}) // from a cached cursor
 			if len(rest.Messages) != 5 || rest.Messages[0].ID != posted[4].ID || rest.Next != "" {
 				t.Fatalf("second page %v, want the 5 oldest", timelinetest.IDs(rest.Messages))
 			}
@@ -181,16 +178,10 @@ func TestHitServedFromCache(t *testing.T) {
 func TestPassThrough(t *testing.T) {
 	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate})
 	timelinetest.Follow(t, s, 1, 2)
-	for i := range 30 {
-		timelinetest.Post(t, s, 2, fmt.Sprintf("m%d", i))
-	}
+	timelinetest.PostN(t, s, 2, 30)
 	p0 := timelinetest.Newest(t, s, 1)
 	for _, q := range []timeline.Query{{Limit: 5}, {Limit: timeline.MaxLimit}, {Before: p0.Next}, {Limit: 3, Before: p0.Next}} {
-		got, err := s.Timeline(timelinetest.Context(t), 1, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := inner.Timeline(timelinetest.Context(t), 1, q)
+		got, want := timelinetest.Page(t, s, 1, q), timelinetest.Page(t, inner, 1, q)
 		if !samePage(got, want) {
 			t.Fatalf("query %+v: got %v, want %v", q, timelinetest.IDs(got.Messages), timelinetest.IDs(want.Messages))
 		}
