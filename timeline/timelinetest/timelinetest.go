@@ -411,7 +411,7 @@ func snapshot(t *testing.T, s timeline.Store, n int) map[timeline.UserID][]timel
 	t.Helper()
 	out := make(map[timeline.UserID][]timeline.MessageID)
 	for u := timeline.UserID(1); u <= timeline.UserID(n); u++ {
-		out[u] = IDs(Walk(t, s, u, timeline.MaxLimit))
+		out[u] = WalkIDs(t, s, u, timeline.MaxLimit)
 	}
 	return out
 }
