@@ -15,7 +15,9 @@ import (
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
 // BenchmarkFirstPage measures one first-page read end to end on a real
@@ -34,41 +36,16 @@ func BenchmarkFirstPage(b *testing.B) {
 	for _, model := range []string{"push", "pull-sp"} {
 		b.Run(model, func(b *testing.B) {
 			ctx := context.Background()
-			var (
-				inner timeline.Store
-				db    *sql.DB
-			)
-			switch model {
-			case "push":
-				s, err := push.Open(ctx, push.Config{DSN: testserver.DSN(b), Database: testserver.Database(b)})
-				if err != nil {
-					b.Fatal(err)
-				}
-				inner, db = s, s.DB()
-			default:
-				s, err := pull.Open(ctx, pull.Config{DSN: testserver.DSN(b), Database: testserver.Database(b), Strategy: pull.StrategySP})
-				if err != nil {
-					b.Fatal(err)
-				}
-				inner, db = s, s.DB()
-			}
-			defer inner.Close()
+			inner, db := openBenchStore(b, model)
 			rng := rand.New(rand.NewPCG(5, 5))
 			for a := timeline.UserID(2); a <= 44; a++ {
-				if err := inner.Follow(ctx, 1, a); err != nil {
-					b.Fatal(err)
-				}
+				timelinetest.Follow(b, inner, 1, a)
 			}
 			bodies := benchPage(rng, 200).Messages
 			for i := range 30 * 43 {
-				if _, err := inner.Post(ctx, timeline.UserID(2+i%43), bodies[i%len(bodies)].Body); err != nil {
-					b.Fatal(err)
-				}
+				timelinetest.Post(b, inner, timeline.UserID(2+i%43), bodies[i%len(bodies)].Body)
 			}
-			want, err := inner.Timeline(ctx, 1, timeline.Query{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			want := timelinetest.Newest(b, inner, 1)
 
 			b.Run("store", func(b *testing.B) {
 				for b.Loop() {
@@ -134,6 +111,60 @@ func BenchmarkFirstPage(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkCached runs the kit's benchmarks (timelinetest.RunBenchmarks:
+// newest page, older page, post) on push and pull-sp behind this package's
+// Store under each policy. The kit reads every newest page once before it
+// measures, so newest pages are hits; older pages pass through to the
+// wrapped store; under the invalidate policy a post also bumps the
+// generations of its author's followers.
+func BenchmarkCached(b *testing.B) {
+	for _, model := range []string{"push", "pull-sp"} {
+		for _, policy := range []Policy{PolicyTTL, PolicyInvalidate} {
+			b.Run(model+"/"+string(policy), func(b *testing.B) {
+				timelinetest.RunBenchmarks(b, func(b *testing.B) timeline.Store {
+					inner, _ := openBenchStore(b, model)
+					s, err := New(inner, Options{
+						Servers:   []string{testserver.Memcache(b)},
+						Namespace: fmt.Sprintf("bench-%d", time.Now().UnixNano()),
+						Policy:    policy,
+						TTL:       time.Hour,
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(func() { s.Close() })
+					return s
+				})
+			})
+		}
+	}
+}
+
+// openBenchStore opens model ("push" or "pull-sp") in a fresh database and
+// closes it when b ends.
+func openBenchStore(b *testing.B, model string) (timeline.Store, *sql.DB) {
+	b.Helper()
+	ctx := timelinetest.Context(b)
+	dsn, database := testserver.DSN(b), testserver.Database(b)
+	var (
+		s   timeline.Store
+		err error
+	)
+	switch model {
+	case "push":
+		s, err = push.Open(ctx, push.Config{DSN: dsn, Database: database})
+	case "pull-sp":
+		s, err = pull.Open(ctx, pull.Config{DSN: dsn, Database: database, Strategy: pull.StrategySP})
+	default:
+		b.Fatalf("unknown model %q", model)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s, s.(registry.DBHolder).DB()
 }
 
 // bodiesByID is what a hit of an ids-only cache must do next.

@@ -286,8 +286,8 @@ func (s *Store) Stats() Stats {
 func (s *Store) Counters() map[string]int64 {
 	st := s.Stats()
 	return map[string]int64{
-		results.CounterPageHits:   int64(st.Hits),
-		results.CounterPageMisses: int64(st.Misses),
+		results.CounterPageHits:    int64(st.Hits),
+		results.CounterPageMisses:  int64(st.Misses),
 		results.CounterCacheErrors: int64(st.Errors),
 	}
 }

@@ -38,22 +38,25 @@ func (r readTwice) Timeline(ctx context.Context, user timeline.UserID, q timelin
 
 // TestConformance runs the timeline.Store suite on the memory, push and
 // pull-sp stores wrapped under the invalidate policy, each subtest with a
-// fresh store and namespace. The suite checks Follow, Unfollow and Post
-// through first pages that are served from the cache (see readTwice), so a
-// missed invalidation fails it. It must have hit the cache and
-// invalidated, or it proved nothing.
+// fresh store and namespace, and once more on memory with keys spread over
+// two memcached servers. The read-twice configurations check Follow,
+// Unfollow and Post through first pages that are served from the cache
+// (see readTwice), so a missed invalidation fails them. They must have hit
+// the cache and invalidated, or they proved nothing.
 func TestConformance(t *testing.T) {
+	var configs []timelinetest.Config
 	for _, model := range []string{modelMemory, modelPush, modelPullSP} {
-		t.Run(model, func(t *testing.T) {
-			timelinetest.Run(t, func(t *testing.T) timeline.Store {
+		var mu sync.Mutex
+		var total cache.Stats
+		configs = append(configs, timelinetest.Config{
+			Name: model,
+			Open: func(t *testing.T) timeline.Store {
 				s, _ := open(t, model, cache.Options{Policy: cache.PolicyInvalidate})
 				return s
-			})
-		})
-		t.Run(model+"/read-twice", func(t *testing.T) {
-			var mu sync.Mutex
-			var total cache.Stats
-			timelinetest.Run(t, func(t *testing.T) timeline.Store {
+			},
+		}, timelinetest.Config{
+			Name: model + "/read-twice",
+			Open: func(t *testing.T) timeline.Store {
 				s, _ := open(t, model, cache.Options{Policy: cache.PolicyInvalidate})
 				t.Cleanup(func() {
 					st := s.Stats()
@@ -65,29 +68,30 @@ func TestConformance(t *testing.T) {
 					mu.Unlock()
 				})
 				return readTwice{s}
-			})
-			t.Logf("%s: %+v", model, total)
-			if total.Hits == 0 || total.Invalidations == 0 {
-				t.Errorf("the suite never hit the cache or never invalidated: %+v", total)
-			}
-			if total.Errors != 0 {
-				t.Errorf("%d cache errors against a healthy memcached", total.Errors)
-			}
+			},
+			After: func(t *testing.T) {
+				t.Logf("%s: %+v", model, total)
+				if total.Hits == 0 || total.Invalidations == 0 {
+					t.Errorf("the suite never hit the cache or never invalidated: %+v", total)
+				}
+				if total.Errors != 0 {
+					t.Errorf("%d cache errors against a healthy memcached", total.Errors)
+				}
+			},
 		})
 	}
-}
-
-// TestConformanceTwoServers runs the suite with keys spread over two
-// memcached servers.
-func TestConformanceTwoServers(t *testing.T) {
 	second := testserver.StartMemcached(t, 0)
-	timelinetest.Run(t, func(t *testing.T) timeline.Store {
-		s, _ := open(t, modelMemory, cache.Options{
-			Policy:  cache.PolicyInvalidate,
-			Servers: []string{testserver.Memcache(t), second.Addr},
-		})
-		return s
+	configs = append(configs, timelinetest.Config{
+		Name: modelMemory + "/two-servers",
+		Open: func(t *testing.T) timeline.Store {
+			s, _ := open(t, modelMemory, cache.Options{
+				Policy:  cache.PolicyInvalidate,
+				Servers: []string{testserver.Memcache(t), second.Addr},
+			})
+			return s
+		},
 	})
+	timelinetest.RunConfigs(t, configs)
 }
 
 // TestServersShareKeys checks that with two servers both get keys, and that
@@ -98,11 +102,11 @@ func TestServersShareKeys(t *testing.T) {
 	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Servers: []string{a.Addr, b.Addr}, Namespace: ns})
 	const users = 40
 	for u := timeline.UserID(2); u <= users; u++ {
-		mustFollow(t, s, u, 1)
+		timelinetest.Follow(t, s, u, 1)
 	}
-	mustPost(t, inner, 1, "hello")
+	timelinetest.Post(t, inner, 1, "hello")
 	for u := timeline.UserID(2); u <= users; u++ {
-		firstPage(t, s, u)
+		timelinetest.Newest(t, s, u)
 	}
 	count := func(addr string) int {
 		c := memcache.New(addr)
@@ -131,16 +135,16 @@ func TestHitServedFromCache(t *testing.T) {
 	for _, policy := range []cache.Policy{cache.PolicyTTL, cache.PolicyInvalidate} {
 		t.Run(string(policy), func(t *testing.T) {
 			mem, g, s := gated(t, cache.Options{Policy: policy, TTL: time.Minute})
-			mustFollow(t, s, 1, 2)
+			timelinetest.Follow(t, s, 1, 2)
 			var posted []timeline.Message
 			for i := range 25 {
-				posted = append(posted, mustPost(t, s, 2, fmt.Sprintf("message %d ✓", i)))
+				posted = append(posted, timelinetest.Post(t, s, 2, fmt.Sprintf("message %d ✓", i)))
 			}
-			want := firstPage(t, mem, 1)
-			first := firstPage(t, s, 1)
+			want := timelinetest.Newest(t, mem, 1)
+			first := timelinetest.Newest(t, s, 1)
 			calls := g.calls.Load()
 			for range 3 {
-				got := firstPage(t, s, 1)
+				got := timelinetest.Newest(t, s, 1)
 				if !samePage(got, want) || !samePage(first, want) {
 					t.Fatalf("cached page differs from the store's:\ngot  %+v\nwant %+v", got, want)
 				}
@@ -150,7 +154,7 @@ func TestHitServedFromCache(t *testing.T) {
 					}
 				}
 				// Limit 20 is the same page as limit 0.
-				if p, err := s.Timeline(bg(t), 1, timeline.Query{Limit: timeline.DefaultLimit}); err != nil || !samePage(p, want) {
+				if p, err := s.Timeline(timelinetest.Context(t), 1, timeline.Query{Limit: timeline.DefaultLimit}); err != nil || !samePage(p, want) {
 					t.Fatalf("limit %d: %v, %+v", timeline.DefaultLimit, err, p)
 				}
 			}
@@ -161,12 +165,9 @@ func TestHitServedFromCache(t *testing.T) {
 			if st.Hits != 6 || st.Misses != 1 {
 				t.Fatalf("stats %+v: want 6 hits and 1 miss", st)
 			}
-			rest, err := s.Timeline(bg(t), 1, timeline.Query{Before: first.Next})
-			if err != nil {
-				t.Fatalf("second page from a cached cursor: %v", err)
-			}
+			rest := timelinetest.Page(t, s, 1, timeline.Query{Before: first.Next}) // from a cached cursor
 			if len(rest.Messages) != 5 || rest.Messages[0].ID != posted[4].ID || rest.Next != "" {
-				t.Fatalf("second page %v, want the 5 oldest", ids(rest))
+				t.Fatalf("second page %v, want the 5 oldest", timelinetest.IDs(rest.Messages))
 			}
 		})
 	}
@@ -176,24 +177,18 @@ func TestHitServedFromCache(t *testing.T) {
 // invalid queries, go to the wrapped store and are counted.
 func TestPassThrough(t *testing.T) {
 	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate})
-	mustFollow(t, s, 1, 2)
-	for i := range 30 {
-		mustPost(t, s, 2, fmt.Sprintf("m%d", i))
-	}
-	p0 := firstPage(t, s, 1)
+	timelinetest.Follow(t, s, 1, 2)
+	timelinetest.PostN(t, s, 2, 30)
+	p0 := timelinetest.Newest(t, s, 1)
 	for _, q := range []timeline.Query{{Limit: 5}, {Limit: timeline.MaxLimit}, {Before: p0.Next}, {Limit: 3, Before: p0.Next}} {
-		got, err := s.Timeline(bg(t), 1, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := inner.Timeline(bg(t), 1, q)
+		got, want := timelinetest.Page(t, s, 1, q), timelinetest.Page(t, inner, 1, q)
 		if !samePage(got, want) {
-			t.Fatalf("query %+v: got %v, want %v", q, ids(got), ids(want))
+			t.Fatalf("query %+v: got %v, want %v", q, timelinetest.IDs(got.Messages), timelinetest.IDs(want.Messages))
 		}
 	}
 	for _, tc := range timelinetest.BadInputs() {
 		if strings.HasPrefix(tc.Name, "timeline") {
-			timelinetest.CheckInputError(t, tc.Name, tc.Call(bg(t), s), tc.Sentinel, tc.Field)
+			timelinetest.CheckInputError(t, tc.Name, tc.Call(timelinetest.Context(t), s), tc.Sentinel, tc.Field)
 		}
 	}
 	if st := s.Stats(); st.PassThrough != 4+6 || st.Hits+st.Misses != 1 {
@@ -222,7 +217,7 @@ func TestReadAfterWriteConcurrent(t *testing.T) {
 			for u := timeline.UserID(1); u <= users; u++ {
 				for v := timeline.UserID(1); v <= users; v++ {
 					if u != v && rng.IntN(2) == 0 {
-						mustFollow(t, s, u, v)
+						timelinetest.Follow(t, s, u, v)
 					}
 				}
 			}
@@ -251,15 +246,13 @@ func TestReadAfterWriteConcurrent(t *testing.T) {
 				var what string
 				switch k := rng.IntN(10); {
 				case k < 6:
-					mustPost(t, s, a, fmt.Sprintf("post %d", i))
+					timelinetest.Post(t, s, a, fmt.Sprintf("post %d", i))
 					what = fmt.Sprintf("post by %d", a)
 				case k < 8:
-					mustFollow(t, s, a, b)
+					timelinetest.Follow(t, s, a, b)
 					what = fmt.Sprintf("%d follows %d", a, b)
 				default:
-					if err := s.Unfollow(bg(t), a, b); err != nil {
-						t.Fatal(err)
-					}
+					timelinetest.Unfollow(t, s, a, b)
 					what = fmt.Sprintf("%d unfollows %d", a, b)
 				}
 				select {
@@ -268,10 +261,10 @@ func TestReadAfterWriteConcurrent(t *testing.T) {
 				default:
 				}
 				for u := timeline.UserID(1); u <= users; u++ {
-					got := firstPage(t, s, u)
-					want := firstPage(t, inner, u)
+					got := timelinetest.Newest(t, s, u)
+					want := timelinetest.Newest(t, inner, u)
 					if !samePage(got, want) {
-						t.Fatalf("op %d (%s): user %d's cached first page %v, store has %v", i, what, u, ids(got), ids(want))
+						t.Fatalf("op %d (%s): user %d's cached first page %v, store has %v", i, what, u, timelinetest.IDs(got.Messages), timelinetest.IDs(want.Messages))
 					}
 				}
 			}
@@ -293,8 +286,8 @@ func TestRacingFill(t *testing.T) {
 	for _, policy := range []cache.Policy{cache.PolicyInvalidate, cache.PolicyTTL} {
 		t.Run(string(policy), func(t *testing.T) {
 			_, g, s := gated(t, cache.Options{Policy: policy, TTL: time.Minute})
-			mustFollow(t, s, 1, 2)
-			mustPost(t, s, 2, "a")
+			timelinetest.Follow(t, s, 1, 2)
+			timelinetest.Post(t, s, 2, "a")
 			g.arm(1)
 			done := make(chan timeline.Page)
 			go func() {
@@ -302,20 +295,20 @@ func TestRacingFill(t *testing.T) {
 				done <- p
 			}()
 			g.waitEntered(t) // the reader has read the store: it holds [a]
-			c := mustPost(t, s, 2, "c")
+			c := timelinetest.Post(t, s, 2, "c")
 			close(g.release) // now it stores [a]
 			if p := <-done; len(p.Messages) != 1 {
-				t.Fatalf("the racing reader got %v", ids(p))
+				t.Fatalf("the racing reader got %v", timelinetest.IDs(p.Messages))
 			}
-			p := firstPage(t, s, 1)
+			p := timelinetest.Newest(t, s, 1)
 			switch policy {
 			case cache.PolicyInvalidate:
 				if !has(p, c.ID) {
-					t.Fatalf("read after Post returned lacks the post: %v (stats %+v)", ids(p), s.Stats())
+					t.Fatalf("read after Post returned lacks the post: %v (stats %+v)", timelinetest.IDs(p.Messages), s.Stats())
 				}
 			case cache.PolicyTTL:
 				if has(p, c.ID) || s.Stats().Hits != 1 {
-					t.Fatalf("ttl: expected the racing reader's stale page as a hit, got %v, %+v", ids(p), s.Stats())
+					t.Fatalf("ttl: expected the racing reader's stale page as a hit, got %v, %+v", timelinetest.IDs(p.Messages), s.Stats())
 				}
 			}
 		})
@@ -328,8 +321,8 @@ func TestRacingFill(t *testing.T) {
 // be served a page without the post.
 func TestCoalescingRespectsGeneration(t *testing.T) {
 	_, g, s := gated(t, cache.Options{Policy: cache.PolicyInvalidate})
-	mustFollow(t, s, 1, 2)
-	mustPost(t, s, 2, "a")
+	timelinetest.Follow(t, s, 1, 2)
+	timelinetest.Post(t, s, 2, "a")
 	g.arm(1)
 	first := make(chan timeline.Page)
 	go func() {
@@ -337,7 +330,7 @@ func TestCoalescingRespectsGeneration(t *testing.T) {
 		first <- p
 	}()
 	g.waitEntered(t) // a store read without the coming post is in flight
-	c := mustPost(t, s, 2, "c")
+	c := timelinetest.Post(t, s, 2, "c")
 	second := make(chan timeline.Page)
 	go func() {
 		p, _ := s.Timeline(context.Background(), 1, timeline.Query{})
@@ -351,10 +344,10 @@ func TestCoalescingRespectsGeneration(t *testing.T) {
 		close(g.release)
 		p = <-second
 		<-first
-		t.Fatalf("a read begun after the post waited for a store read begun before it, and got %v", ids(p))
+		t.Fatalf("a read begun after the post waited for a store read begun before it, and got %v", timelinetest.IDs(p.Messages))
 	}
 	if !has(p, c.ID) {
-		t.Fatalf("read after Post returned lacks the post: %v", ids(p))
+		t.Fatalf("read after Post returned lacks the post: %v", timelinetest.IDs(p.Messages))
 	}
 	close(g.release)
 	<-first
@@ -366,18 +359,18 @@ func TestCoalescingRespectsGeneration(t *testing.T) {
 func TestEvictedGeneration(t *testing.T) {
 	ns := namespace("evict")
 	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Namespace: ns})
-	mustFollow(t, s, 1, 2)
-	mustPost(t, s, 2, "a")
-	firstPage(t, s, 1) // page under generation g
+	timelinetest.Follow(t, s, 1, 2)
+	timelinetest.Post(t, s, 2, "a")
+	timelinetest.Newest(t, s, 1) // page under generation g
 	mc := memcache.New(testserver.Memcache(t))
 	defer mc.Close()
 	genKey := fmt.Sprintf("pushpull:%s:gen:1", ns)
 	if err := mc.Delete(genKey); err != nil {
 		t.Fatal(err)
 	}
-	b := mustPost(t, inner, 2, "b") // behind the cache's back: no bump
-	if p := firstPage(t, s, 1); !has(p, b.ID) {
-		t.Fatalf("page of an evicted generation served: %v", ids(p))
+	b := timelinetest.Post(t, inner, 2, "b") // behind the cache's back: no bump
+	if p := timelinetest.Newest(t, s, 1); !has(p, b.ID) {
+		t.Fatalf("page of an evicted generation served: %v", timelinetest.IDs(p.Messages))
 	}
 	it, err := mc.Get(genKey)
 	if err != nil {
@@ -386,8 +379,8 @@ func TestEvictedGeneration(t *testing.T) {
 	if string(it.Value) == "0" || string(it.Value) == "1" {
 		t.Fatalf("generation restarted at %s", it.Value)
 	}
-	if p := firstPage(t, s, 1); !has(p, b.ID) || s.Stats().Hits != 1 {
-		t.Fatalf("after refill: %v, %+v", ids(p), s.Stats())
+	if p := timelinetest.Newest(t, s, 1); !has(p, b.ID) || s.Stats().Hits != 1 {
+		t.Fatalf("after refill: %v, %+v", timelinetest.IDs(p.Messages), s.Stats())
 	}
 }
 
@@ -397,8 +390,8 @@ func TestCoalescing(t *testing.T) {
 	for _, policy := range []cache.Policy{cache.PolicyTTL, cache.PolicyInvalidate} {
 		t.Run(string(policy), func(t *testing.T) {
 			_, g, s := gated(t, cache.Options{Policy: policy, TTL: time.Minute})
-			mustFollow(t, s, 1, 2)
-			m := mustPost(t, s, 2, "hello")
+			timelinetest.Follow(t, s, 1, 2)
+			m := timelinetest.Post(t, s, 2, "hello")
 			g.arm(1)
 			const n = 8
 			var wg sync.WaitGroup
@@ -414,7 +407,7 @@ func TestCoalescing(t *testing.T) {
 			wg.Wait()
 			for i, p := range pages {
 				if len(p.Messages) != 1 || p.Messages[0].ID != m.ID {
-					t.Fatalf("reader %d got %v", i, ids(p))
+					t.Fatalf("reader %d got %v", i, timelinetest.IDs(p.Messages))
 				}
 			}
 			pages[0].Messages[0].Body = "changed by a caller"
@@ -433,8 +426,8 @@ func TestCoalescing(t *testing.T) {
 // those waiting for it still get the page.
 func TestCanceledLeader(t *testing.T) {
 	_, g, s := gated(t, cache.Options{Policy: cache.PolicyInvalidate})
-	mustFollow(t, s, 1, 2)
-	m := mustPost(t, s, 2, "hello")
+	timelinetest.Follow(t, s, 1, 2)
+	m := timelinetest.Post(t, s, 2, "hello")
 	g.arm(1)
 	lctx, cancel := context.WithCancel(context.Background())
 	leaderErr := make(chan error)
@@ -457,7 +450,7 @@ func TestCanceledLeader(t *testing.T) {
 		t.Fatalf("canceled reader: got %v, want context.Canceled", err)
 	}
 	if p := <-waiter; len(p.Messages) != 1 || p.Messages[0].ID != m.ID {
-		t.Fatalf("waiting reader got %v", ids(p))
+		t.Fatalf("waiting reader got %v", timelinetest.IDs(p.Messages))
 	}
 }
 
@@ -469,15 +462,15 @@ func TestTTLStalenessBounded(t *testing.T) {
 	for _, ttl := range []time.Duration{300 * time.Millisecond, time.Second} {
 		t.Run(ttl.String(), func(t *testing.T) {
 			s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyTTL, TTL: ttl})
-			mustFollow(t, s, 1, 2)
-			mustPost(t, s, 2, "a")
-			firstPage(t, s, 1) // fill
-			b := mustPost(t, s, 2, "b")
+			timelinetest.Follow(t, s, 1, 2)
+			timelinetest.Post(t, s, 2, "a")
+			timelinetest.Newest(t, s, 1) // fill
+			b := timelinetest.Post(t, s, 2, "b")
 			posted := time.Now()
 			stale, fresh := 0, 0
 			for {
 				start := time.Now()
-				p := firstPage(t, s, 1)
+				p := timelinetest.Newest(t, s, 1)
 				switch {
 				case has(p, b.ID):
 					fresh++
@@ -507,15 +500,15 @@ func TestTTLStalenessBounded(t *testing.T) {
 func TestTTLFollowNotInvalidated(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyTTL, TTL: ttl})
-	m := mustPost(t, s, 2, "a")
-	firstPage(t, s, 1)
-	mustFollow(t, s, 1, 2)
-	if p := firstPage(t, s, 1); len(p.Messages) != 0 {
-		t.Fatalf("ttl policy invalidated on follow: %v", ids(p))
+	m := timelinetest.Post(t, s, 2, "a")
+	timelinetest.Newest(t, s, 1)
+	timelinetest.Follow(t, s, 1, 2)
+	if p := timelinetest.Newest(t, s, 1); len(p.Messages) != 0 {
+		t.Fatalf("ttl policy invalidated on follow: %v", timelinetest.IDs(p.Messages))
 	}
 	time.Sleep(ttl + 50*time.Millisecond)
-	if p := firstPage(t, s, 1); !has(p, m.ID) {
-		t.Fatalf("after the TTL: %v", ids(p))
+	if p := timelinetest.Newest(t, s, 1); !has(p, m.ID) {
+		t.Fatalf("after the TTL: %v", timelinetest.IDs(p.Messages))
 	}
 	if st := s.Stats(); st.Invalidations != 0 {
 		t.Fatalf("ttl policy invalidated: %+v", st)
@@ -530,27 +523,27 @@ func TestMemcachedKilled(t *testing.T) {
 		t.Run(string(policy), func(t *testing.T) {
 			mc := testserver.StartMemcached(t, 0)
 			s, inner := open(t, modelMemory, cache.Options{Policy: policy, Servers: []string{mc.Addr}, TTL: time.Minute})
-			mustFollow(t, s, 1, 2)
-			mustPost(t, s, 2, "before")
-			firstPage(t, s, 1)
-			firstPage(t, s, 1)
+			timelinetest.Follow(t, s, 1, 2)
+			timelinetest.Post(t, s, 2, "before")
+			timelinetest.Newest(t, s, 1)
+			timelinetest.Newest(t, s, 1)
 			if st := s.Stats(); st.Hits != 1 || st.Errors != 0 {
 				t.Fatalf("before the kill: %+v", st)
 			}
 
 			mc.Kill()
 			for i := range 5 {
-				m := mustPost(t, s, 2, fmt.Sprintf("while down %d", i))
+				m := timelinetest.Post(t, s, 2, fmt.Sprintf("while down %d", i))
 				start := time.Now()
-				p := firstPage(t, s, 1)
+				p := timelinetest.Newest(t, s, 1)
 				if d := time.Since(start); d > 5*time.Second {
 					t.Fatalf("read took %v with memcached down", d)
 				}
-				if !has(p, m.ID) || !samePage(p, firstPage(t, inner, 1)) {
-					t.Fatalf("read with memcached down: %v", ids(p))
+				if !has(p, m.ID) || !samePage(p, timelinetest.Newest(t, inner, 1)) {
+					t.Fatalf("read with memcached down: %v", timelinetest.IDs(p.Messages))
 				}
 			}
-			mustFollow(t, s, 1, 3)
+			timelinetest.Follow(t, s, 1, 3)
 			st := s.Stats()
 			t.Logf("while down: %+v", st)
 			if st.Errors < 5 {
@@ -568,12 +561,12 @@ func TestMemcachedKilled(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatalf("cache not used again after memcached came back: %+v", s.Stats())
 				}
-				firstPage(t, s, 1)
+				timelinetest.Newest(t, s, 1)
 			}
 			if policy == cache.PolicyInvalidate {
-				m := mustPost(t, s, 2, "after")
-				if p := firstPage(t, s, 1); !has(p, m.ID) {
-					t.Fatalf("after restart: post missing: %v", ids(p))
+				m := timelinetest.Post(t, s, 2, "after")
+				if p := timelinetest.Newest(t, s, 1); !has(p, m.ID) {
+					t.Fatalf("after restart: post missing: %v", timelinetest.IDs(p.Messages))
 				}
 			}
 		})
@@ -585,14 +578,14 @@ func TestMemcachedKilled(t *testing.T) {
 func TestServerErrors(t *testing.T) {
 	mc := testserver.StartMemcached(t, 0, "-I", "1k", "-o", "slab_chunk_max=512")
 	s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Servers: []string{mc.Addr}})
-	mustFollow(t, s, 1, 2)
+	timelinetest.Follow(t, s, 1, 2)
 	var last timeline.Message
 	for i := range 10 {
-		last = mustPost(t, s, 2, strings.Repeat("long body ", 20)+fmt.Sprint(i))
+		last = timelinetest.Post(t, s, 2, strings.Repeat("long body ", 20)+fmt.Sprint(i))
 	}
 	for range 3 {
-		if p := firstPage(t, s, 1); len(p.Messages) != 10 || p.Messages[0].ID != last.ID {
-			t.Fatalf("got %v", ids(p))
+		if p := timelinetest.Newest(t, s, 1); len(p.Messages) != 10 || p.Messages[0].ID != last.ID {
+			t.Fatalf("got %v", timelinetest.IDs(p.Messages))
 		}
 	}
 	if st := s.Stats(); st.Errors != 3 || st.Hits != 0 || st.Misses != 3 {
@@ -605,14 +598,14 @@ func TestServerErrors(t *testing.T) {
 func TestCorruptValues(t *testing.T) {
 	ns := namespace("corrupt")
 	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Namespace: ns})
-	mustFollow(t, s, 1, 2)
-	mustPost(t, s, 2, "a")
+	timelinetest.Follow(t, s, 1, 2)
+	timelinetest.Post(t, s, 2, "a")
 	mc := memcache.New(testserver.Memcache(t))
 	defer mc.Close()
 	pageKey, genKey := fmt.Sprintf("pushpull:%s:page:1", ns), fmt.Sprintf("pushpull:%s:gen:1", ns)
-	want := firstPage(t, inner, 1)
+	want := timelinetest.Newest(t, inner, 1)
 
-	firstPage(t, s, 1) // fills
+	timelinetest.Newest(t, s, 1) // fills
 	it, err := mc.Get(pageKey)
 	if err != nil {
 		t.Fatal(err)
@@ -621,24 +614,24 @@ func TestCorruptValues(t *testing.T) {
 	if err := mc.Set(it); err != nil {
 		t.Fatal(err)
 	}
-	if p := firstPage(t, s, 1); !samePage(p, want) {
-		t.Fatalf("truncated page value: got %v", ids(p))
+	if p := timelinetest.Newest(t, s, 1); !samePage(p, want) {
+		t.Fatalf("truncated page value: got %v", timelinetest.IDs(p.Messages))
 	}
 	if st := s.Stats(); st.Errors != 1 || st.Hits != 0 {
 		t.Fatalf("truncated page value: stats %+v", st)
 	}
-	if p := firstPage(t, s, 1); !samePage(p, want) || s.Stats().Hits != 1 {
-		t.Fatalf("not refilled after a corrupt value: %v, %+v", ids(p), s.Stats())
+	if p := timelinetest.Newest(t, s, 1); !samePage(p, want) || s.Stats().Hits != 1 {
+		t.Fatalf("not refilled after a corrupt value: %v, %+v", timelinetest.IDs(p.Messages), s.Stats())
 	}
 
 	if err := mc.Set(&memcache.Item{Key: genKey, Value: []byte("not a number")}); err != nil {
 		t.Fatal(err)
 	}
-	m := mustPost(t, s, 2, "b") // incr fails on a non-number: counted, page deleted
-	want = firstPage(t, inner, 1)
+	m := timelinetest.Post(t, s, 2, "b") // incr fails on a non-number: counted, page deleted
+	want = timelinetest.Newest(t, inner, 1)
 	for range 3 {
-		if p := firstPage(t, s, 1); !samePage(p, want) || !has(p, m.ID) {
-			t.Fatalf("corrupt generation: got %v", ids(p))
+		if p := timelinetest.Newest(t, s, 1); !samePage(p, want) || !has(p, m.ID) {
+			t.Fatalf("corrupt generation: got %v", timelinetest.IDs(p.Messages))
 		}
 	}
 	st := s.Stats()
@@ -755,11 +748,11 @@ func TestLongKeys(t *testing.T) {
 	ns := strings.Repeat("n", cache.MaxNamespaceLen-20) + namespace("")[:20]
 	s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Namespace: ns})
 	const u, v = timeline.UserID(math.MaxInt64), timeline.UserID(math.MaxInt64 - 1)
-	mustFollow(t, s, u, v)
-	m := mustPost(t, s, v, "far away")
-	firstPage(t, s, u)
-	if p := firstPage(t, s, u); !has(p, m.ID) {
-		t.Fatalf("got %v", ids(p))
+	timelinetest.Follow(t, s, u, v)
+	m := timelinetest.Post(t, s, v, "far away")
+	timelinetest.Newest(t, s, u)
+	if p := timelinetest.Newest(t, s, u); !has(p, m.ID) {
+		t.Fatalf("got %v", timelinetest.IDs(p.Messages))
 	}
 	if st := s.Stats(); st.Hits != 1 || st.Errors != 0 {
 		t.Fatalf("stats %+v: want one hit, no errors", st)
@@ -779,15 +772,15 @@ func TestFollowersFailure(t *testing.T) {
 		return nil, errors.New("follower lookup down")
 	}
 	s := wrap(t, mem, cache.Options{Policy: cache.PolicyInvalidate, TTL: ttl, Followers: fail})
-	mustFollow(t, s, 1, 2)
-	firstPage(t, s, 1)
-	m := mustPost(t, s, 2, "hello")
+	timelinetest.Follow(t, s, 1, 2)
+	timelinetest.Newest(t, s, 1)
+	m := timelinetest.Post(t, s, 2, "hello")
 	posted := time.Now()
 	if st := s.Stats(); st.Errors != 1 {
 		t.Fatalf("follower lookup failure not counted: %+v", st)
 	}
 	time.Sleep(ttl - time.Since(posted) + 20*time.Millisecond)
-	if p := firstPage(t, s, 1); !has(p, m.ID) {
-		t.Fatalf("stale beyond the TTL: %v", ids(p))
+	if p := timelinetest.Newest(t, s, 1); !has(p, m.ID) {
+		t.Fatalf("stale beyond the TTL: %v", timelinetest.IDs(p.Messages))
 	}
 }

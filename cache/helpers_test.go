@@ -15,6 +15,7 @@ import (
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
 func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
@@ -25,12 +26,6 @@ var nsCounter atomic.Int64
 // one against the same memcached) has used.
 func namespace(what string) string {
 	return fmt.Sprintf("test-%s-%d-%d-%d", what, os.Getpid(), time.Now().UnixNano(), nsCounter.Add(1))
-}
-
-func bg(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // tracked is the memory store plus the follower lists that the invalidate
@@ -101,13 +96,13 @@ func openInner(t testing.TB, model string) (timeline.Store, cache.FollowersFunc)
 		m := newTracked()
 		s, followers = m, m.Followers
 	case modelPush:
-		p, err := push.Open(bg(t), push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
+		p, err := push.Open(timelinetest.Context(t), push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		s, followers = p, p.Followers
 	case modelPullSP:
-		p, err := pull.Open(bg(t), pull.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Strategy: pull.StrategySP})
+		p, err := pull.Open(timelinetest.Context(t), pull.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Strategy: pull.StrategySP})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,40 +142,10 @@ func open(t testing.TB, model string, opts cache.Options) (*cache.Store, timelin
 	return wrap(t, inner, opts), inner
 }
 
-func mustPost(t testing.TB, s timeline.Store, author timeline.UserID, body string) timeline.Message {
-	t.Helper()
-	m, err := s.Post(bg(t), author, body)
-	if err != nil {
-		t.Fatalf("Post(%d): %v", author, err)
-	}
-	return m
+// has reports whether p holds the message id.
+func has(p timeline.Page, id timeline.MessageID) bool {
+	return slices.Contains(timelinetest.IDs(p.Messages), id)
 }
-
-func mustFollow(t testing.TB, s timeline.Store, follower, followee timeline.UserID) {
-	t.Helper()
-	if err := s.Follow(bg(t), follower, followee); err != nil {
-		t.Fatalf("Follow(%d, %d): %v", follower, followee, err)
-	}
-}
-
-func firstPage(t testing.TB, s timeline.Store, user timeline.UserID) timeline.Page {
-	t.Helper()
-	p, err := s.Timeline(bg(t), user, timeline.Query{})
-	if err != nil {
-		t.Fatalf("Timeline(%d): %v", user, err)
-	}
-	return p
-}
-
-func ids(p timeline.Page) []timeline.MessageID {
-	out := make([]timeline.MessageID, len(p.Messages))
-	for i, m := range p.Messages {
-		out[i] = m.ID
-	}
-	return out
-}
-
-func has(p timeline.Page, id timeline.MessageID) bool { return slices.Contains(ids(p), id) }
 
 // samePage reports whether two pages hold the same messages (every field)
 // and the same cursor.
@@ -188,13 +153,7 @@ func samePage(a, b timeline.Page) bool {
 	if a.Next != b.Next || len(a.Messages) != len(b.Messages) {
 		return false
 	}
-	for i, m := range a.Messages {
-		n := b.Messages[i]
-		if m.ID != n.ID || m.Author != n.Author || m.Body != n.Body || !m.CreatedAt.Equal(n.CreatedAt) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a.Messages, b.Messages, timelinetest.SameMessage)
 }
 
 // gate wraps a store and can hold its next Timeline calls after they have

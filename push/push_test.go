@@ -14,7 +14,8 @@ import (
 
 func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{}) }
 
-func open(t *testing.T) (*push.Store, string) {
+// open opens a push store in a fresh database and closes it when t ends.
+func open(t testing.TB) (*push.Store, string) {
 	t.Helper()
 	db := testserver.Database(t)
 	s, err := push.Open(context.Background(), push.Config{DSN: testserver.DSN(t), Database: db})

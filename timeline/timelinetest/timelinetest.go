@@ -1,6 +1,18 @@
-// Package timelinetest is the conformance suite for timeline.Store: every
-// backend runs Run against a fresh store, so that all of them keep the same
-// contract (see the timeline.Store doc comment).
+// Package timelinetest is the kit every timeline.Store is tested and
+// measured with, so that all of them keep the same contract (see the
+// timeline.Store doc comment) and are measured the same way:
+//
+//   - Run is the conformance suite; RunConfigs runs it under several
+//     configurations of one model from a table.
+//   - Post, PostN, Follow, Unfollow, Page, Newest, Walk and WalkIDs are the
+//     steps tests write with; each fails the test on an error.
+//   - RunBenchmarks measures a newest page, an older page and a post on a
+//     small dataset it writes through the store.
+//
+// A store that applies part of a write after acknowledging it (a
+// registry.Settler, such as an asynchronous fan-out) is settled before every
+// read of the suite and of the read helpers, so that it is held to the same
+// contract as a synchronous store once its writes have landed.
 package timelinetest
 
 import (
@@ -22,6 +34,9 @@ import (
 type NewStore func(t *testing.T) timeline.Store
 
 // Run runs every conformance check as a subtest, each on its own fresh store.
+// Before it reads what it wrote, it calls Settle on a store that is a
+// registry.Settler; reads that race writes on purpose (paging while posting)
+// only settle before they begin.
 func Run(t *testing.T, newStore NewStore) {
 	tests := []struct {
 		name string
@@ -50,123 +65,57 @@ func Run(t *testing.T, newStore NewStore) {
 	}
 }
 
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return c
+// Config is one configuration of a model for RunConfigs: typically the same
+// model with other settings (small list lengths, an index of one followee)
+// or behind a wrapper.
+type Config struct {
+	// Name names the configuration's subtest.
+	Name string
+	// Open returns a fresh, empty store of the configuration for one
+	// check, as NewStore does for Run.
+	Open NewStore
+	// After, if set, runs in the configuration's subtest once the whole
+	// suite has run under it: for checks over the run as a whole, such as
+	// that a cache was hit at all, without which the suite proved little.
+	After func(t *testing.T)
 }
 
-func post(t *testing.T, s timeline.Store, author timeline.UserID, body string) timeline.Message {
+// RunConfigs runs the conformance suite under each configuration, as a
+// subtest named by Config.Name, so that one table replaces hand-made
+// copies of the Run call:
+//
+//	timelinetest.RunConfigs(t, []timelinetest.Config{
+//		{Name: "default", Open: func(t *testing.T) timeline.Store { return open(t, Config{}) }},
+//		{Name: "index of one", Open: func(t *testing.T) timeline.Store { return open(t, Config{IndexLen: 1}) }},
+//	})
+//
+// Names must be unique and not empty.
+func RunConfigs(t *testing.T, configs []Config) {
 	t.Helper()
-	m, err := s.Post(ctx(t), author, body)
-	if err != nil {
-		t.Fatalf("Post(%d, %q): %v", author, body, err)
-	}
-	return m
-}
-
-func follow(t *testing.T, s timeline.Store, follower, followee timeline.UserID) {
-	t.Helper()
-	if err := s.Follow(ctx(t), follower, followee); err != nil {
-		t.Fatalf("Follow(%d, %d): %v", follower, followee, err)
-	}
-}
-
-func unfollow(t *testing.T, s timeline.Store, follower, followee timeline.UserID) {
-	t.Helper()
-	if err := s.Unfollow(ctx(t), follower, followee); err != nil {
-		t.Fatalf("Unfollow(%d, %d): %v", follower, followee, err)
-	}
-}
-
-func page(t *testing.T, s timeline.Store, user timeline.UserID, q timeline.Query) timeline.Page {
-	t.Helper()
-	p, err := s.Timeline(ctx(t), user, q)
-	if err != nil {
-		t.Fatalf("Timeline(%d, %+v): %v", user, q, err)
-	}
-	checkOrder(t, p.Messages)
-	return p
-}
-
-// Walk reads user's whole timeline page by page with the given limit and
-// returns every message, checking order and the Next contract on the way.
-func Walk(t *testing.T, s timeline.Store, user timeline.UserID, limit int) []timeline.Message {
-	t.Helper()
-	var all []timeline.Message
-	q := timeline.Query{Limit: limit}
-	for pages := 0; ; pages++ {
-		if pages > 100000 {
-			t.Fatalf("timeline of %d does not end", user)
+	seen := make(map[string]bool)
+	for _, c := range configs {
+		if c.Name == "" || seen[c.Name] || c.Open == nil {
+			t.Fatalf("RunConfigs: configuration %q is unnamed, named twice, or has no Open", c.Name)
 		}
-		p := page(t, s, user, q)
-		if limit > 0 && len(p.Messages) > limit {
-			t.Fatalf("page of %d messages, limit %d", len(p.Messages), limit)
-		}
-		if p.Next != "" && len(p.Messages) == 0 {
-			t.Fatalf("empty page with a Next cursor")
-		}
-		all = append(all, p.Messages...)
-		if p.Next == "" {
-			break
-		}
-		q.Before = p.Next
+		seen[c.Name] = true
 	}
-	checkOrder(t, all)
-	return all
-}
-
-func checkOrder(t *testing.T, msgs []timeline.Message) {
-	t.Helper()
-	for i := 1; i < len(msgs); i++ {
-		if msgs[i].ID >= msgs[i-1].ID {
-			t.Fatalf("messages not strictly newest first: id %d after %d", msgs[i].ID, msgs[i-1].ID)
-		}
-	}
-}
-
-func ids(msgs []timeline.Message) []timeline.MessageID {
-	out := make([]timeline.MessageID, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.ID
-	}
-	return out
-}
-
-// newestFirst returns the ids of msgs sorted newest first.
-func newestFirst(msgs ...[]timeline.Message) []timeline.MessageID {
-	var out []timeline.MessageID
-	for _, ms := range msgs {
-		out = append(out, ids(ms)...)
-	}
-	slices.Sort(out)
-	slices.Reverse(out)
-	return out
-}
-
-func postN(t *testing.T, s timeline.Store, author timeline.UserID, n int) []timeline.Message {
-	t.Helper()
-	out := make([]timeline.Message, n)
-	for i := range out {
-		out[i] = post(t, s, author, fmt.Sprintf("message %d from %d", i, author))
-	}
-	return out
-}
-
-func wantIDs(t *testing.T, what string, got []timeline.Message, want []timeline.MessageID) {
-	t.Helper()
-	if g := ids(got); !slices.Equal(g, want) {
-		t.Fatalf("%s: got ids %v, want %v", what, g, want)
+	for _, c := range configs {
+		t.Run(c.Name, func(t *testing.T) {
+			Run(t, c.Open)
+			if c.After != nil {
+				c.After(t)
+			}
+		})
 	}
 }
 
 func testEmptyTimeline(t *testing.T, s timeline.Store) {
-	p := page(t, s, 1, timeline.Query{})
+	p := Newest(t, s, 1)
 	if len(p.Messages) != 0 || p.Next != "" {
 		t.Fatalf("empty store: got %+v, want an empty last page", p)
 	}
-	follow(t, s, 1, 2)
-	p = page(t, s, 1, timeline.Query{})
+	Follow(t, s, 1, 2)
+	p = Newest(t, s, 1)
 	if len(p.Messages) != 0 || p.Next != "" {
 		t.Fatalf("followee without messages: got %+v, want an empty last page", p)
 	}
@@ -176,7 +125,7 @@ func testPostAssignsIncreasingIDs(t *testing.T, s timeline.Store) {
 	before := time.Now().Add(-time.Minute)
 	var last timeline.MessageID
 	for i := range 5 {
-		m := post(t, s, timeline.UserID(i%2+1), fmt.Sprintf("hello %d", i))
+		m := Post(t, s, timeline.UserID(i%2+1), fmt.Sprintf("hello %d", i))
 		if m.ID <= last {
 			t.Fatalf("id %d not above previous %d", m.ID, last)
 		}
@@ -191,19 +140,19 @@ func testPostAssignsIncreasingIDs(t *testing.T, s timeline.Store) {
 }
 
 func testTimelineHoldsFolloweesOnly(t *testing.T, s timeline.Store) {
-	follow(t, s, 1, 2)
-	follow(t, s, 1, 3)
-	follow(t, s, 4, 1) // someone follows 1: 1's posts go to 4, not to 1
+	Follow(t, s, 1, 2)
+	Follow(t, s, 1, 3)
+	Follow(t, s, 4, 1) // someone follows 1: 1's posts go to 4, not to 1
 	var want []timeline.Message
 	for i := range 6 {
-		want = append(want, post(t, s, timeline.UserID(i%3+2), fmt.Sprintf("m%d", i))) // authors 2,3,4
-		post(t, s, 1, fmt.Sprintf("own %d", i))
-		post(t, s, 5, fmt.Sprintf("stranger %d", i))
+		want = append(want, Post(t, s, timeline.UserID(i%3+2), fmt.Sprintf("m%d", i))) // authors 2,3,4
+		Post(t, s, 1, fmt.Sprintf("own %d", i))
+		Post(t, s, 5, fmt.Sprintf("stranger %d", i))
 	}
 	// 4 is not followed by 1.
 	want = slices.DeleteFunc(want, func(m timeline.Message) bool { return m.Author == 4 })
-	p := page(t, s, 1, timeline.Query{})
-	wantIDs(t, "timeline of 1", p.Messages, newestFirst(want))
+	p := Newest(t, s, 1)
+	wantIDs(t, "timeline of 1", p.Messages, NewestFirst(want))
 	for i, m := range p.Messages {
 		var w timeline.Message
 		for _, x := range want {
@@ -211,71 +160,71 @@ func testTimelineHoldsFolloweesOnly(t *testing.T, s timeline.Store) {
 				w = x
 			}
 		}
-		if m.Author != w.Author || m.Body != w.Body || !m.CreatedAt.Equal(w.CreatedAt) {
+		if !SameMessage(m, w) {
 			t.Fatalf("message %d: got %+v, want %+v", i, m, w)
 		}
 	}
-	if p := page(t, s, 4, timeline.Query{}); len(p.Messages) != 6 {
+	if p := Newest(t, s, 4); len(p.Messages) != 6 {
 		t.Fatalf("follower of 1 sees %d messages, want 6", len(p.Messages))
 	}
-	if p := page(t, s, 2, timeline.Query{}); len(p.Messages) != 0 {
+	if p := Newest(t, s, 2); len(p.Messages) != 0 {
 		t.Fatalf("user 2 follows nobody but sees %d messages", len(p.Messages))
 	}
 }
 
 func testFollowBackfillsUnfollowRemoves(t *testing.T, s timeline.Store) {
-	a := postN(t, s, 2, 5)
-	b := postN(t, s, 3, 5)
-	follow(t, s, 1, 2)
-	wantIDs(t, "after follow", page(t, s, 1, timeline.Query{}).Messages, newestFirst(a))
-	follow(t, s, 1, 3)
-	wantIDs(t, "after second follow", page(t, s, 1, timeline.Query{}).Messages, newestFirst(a, b))
-	unfollow(t, s, 1, 2)
-	wantIDs(t, "after unfollow", page(t, s, 1, timeline.Query{}).Messages, newestFirst(b))
-	c := postN(t, s, 2, 2) // posted while not followed
-	follow(t, s, 1, 2)
-	wantIDs(t, "after follow again", page(t, s, 1, timeline.Query{}).Messages, newestFirst(a, b, c))
-	unfollow(t, s, 1, 2)
-	unfollow(t, s, 1, 3)
-	if p := page(t, s, 1, timeline.Query{}); len(p.Messages) != 0 || p.Next != "" {
+	a := PostN(t, s, 2, 5)
+	b := PostN(t, s, 3, 5)
+	Follow(t, s, 1, 2)
+	wantIDs(t, "after follow", Newest(t, s, 1).Messages, NewestFirst(a))
+	Follow(t, s, 1, 3)
+	wantIDs(t, "after second follow", Newest(t, s, 1).Messages, NewestFirst(a, b))
+	Unfollow(t, s, 1, 2)
+	wantIDs(t, "after unfollow", Newest(t, s, 1).Messages, NewestFirst(b))
+	c := PostN(t, s, 2, 2) // posted while not followed
+	Follow(t, s, 1, 2)
+	wantIDs(t, "after follow again", Newest(t, s, 1).Messages, NewestFirst(a, b, c))
+	Unfollow(t, s, 1, 2)
+	Unfollow(t, s, 1, 3)
+	if p := Newest(t, s, 1); len(p.Messages) != 0 || p.Next != "" {
 		t.Fatalf("after unfollowing everyone: %+v", p)
 	}
 }
 
 func testFollowIdempotent(t *testing.T, s timeline.Store) {
-	a := postN(t, s, 2, 3)
-	follow(t, s, 1, 2)
-	follow(t, s, 1, 2)
-	b := postN(t, s, 2, 2)
-	follow(t, s, 1, 2)
-	wantIDs(t, "after repeated follows", Walk(t, s, 1, 2), newestFirst(a, b))
-	unfollow(t, s, 1, 2)
-	unfollow(t, s, 1, 2)
-	unfollow(t, s, 1, 9) // never followed
-	if p := page(t, s, 1, timeline.Query{}); len(p.Messages) != 0 {
+	a := PostN(t, s, 2, 3)
+	Follow(t, s, 1, 2)
+	Follow(t, s, 1, 2)
+	b := PostN(t, s, 2, 2)
+	Follow(t, s, 1, 2)
+	wantIDs(t, "after repeated follows", Walk(t, s, 1, 2), NewestFirst(a, b))
+	Unfollow(t, s, 1, 2)
+	Unfollow(t, s, 1, 2)
+	Unfollow(t, s, 1, 9) // never followed
+	if p := Newest(t, s, 1); len(p.Messages) != 0 {
 		t.Fatalf("after repeated unfollows: %d messages", len(p.Messages))
 	}
-	follow(t, s, 1, 2)
-	wantIDs(t, "after follow, unfollow, follow", Walk(t, s, 1, 3), newestFirst(a, b))
+	Follow(t, s, 1, 2)
+	wantIDs(t, "after follow, unfollow, follow", Walk(t, s, 1, 3), NewestFirst(a, b))
 }
 
 func testSelfFollowRejected(t *testing.T, s timeline.Store) {
-	postN(t, s, 1, 2)
+	PostN(t, s, 1, 2)
 	for _, op := range []struct {
 		name string
 		fn   func(context.Context, timeline.UserID, timeline.UserID) error
 	}{{"Follow", s.Follow}, {"Unfollow", s.Unfollow}} {
-		err := op.fn(ctx(t), 1, 1)
+		err := op.fn(Context(t), 1, 1)
 		CheckInputError(t, op.name+"(1, 1)", err, timeline.ErrSelfFollow, "followee")
 	}
-	if p := page(t, s, 1, timeline.Query{}); len(p.Messages) != 0 {
+	if p := Newest(t, s, 1); len(p.Messages) != 0 {
 		t.Fatalf("self-follow showed own messages: %+v", p)
 	}
 }
 
 // CheckInputError fails t unless err is an input error matching sentinel
 // and ErrInvalidInput, and naming field.
-func CheckInputError(t *testing.T, what string, err, sentinel error, field string) {
+func CheckInputError(t testing.TB, what string, err, sentinel error, field string) {
 	t.Helper()
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("%s: got error %v, want %v", what, err, sentinel)
@@ -290,20 +239,20 @@ func CheckInputError(t *testing.T, what string, err, sentinel error, field strin
 }
 
 func testLimits(t *testing.T, s timeline.Store) {
-	follow(t, s, 1, 2)
-	msgs := postN(t, s, 2, timeline.MaxLimit+5)
-	all := newestFirst(msgs)
+	Follow(t, s, 1, 2)
+	msgs := PostN(t, s, 2, timeline.MaxLimit+5)
+	all := NewestFirst(msgs)
 	for _, tc := range []struct{ limit, want int }{
 		{0, timeline.DefaultLimit}, {1, 1}, {7, 7}, {timeline.MaxLimit, timeline.MaxLimit},
 	} {
-		p := page(t, s, 1, timeline.Query{Limit: tc.limit})
+		p := Page(t, s, 1, timeline.Query{Limit: tc.limit})
 		wantIDs(t, fmt.Sprintf("limit %d", tc.limit), p.Messages, all[:tc.want])
 		if p.Next == "" {
 			t.Fatalf("limit %d: no Next although older messages remain", tc.limit)
 		}
 	}
 	for _, limit := range []int{-1, -20, timeline.MaxLimit + 1, 1 << 40} {
-		_, err := s.Timeline(ctx(t), 1, timeline.Query{Limit: limit})
+		_, err := s.Timeline(Context(t), 1, timeline.Query{Limit: limit})
 		CheckInputError(t, fmt.Sprintf("limit %d", limit), err, timeline.ErrInvalidLimit, "limit")
 	}
 }
@@ -311,22 +260,22 @@ func testLimits(t *testing.T, s timeline.Store) {
 func testPagingWalksEverything(t *testing.T, s timeline.Store) {
 	var want []timeline.Message
 	for f := timeline.UserID(2); f <= 5; f++ {
-		follow(t, s, 1, f)
+		Follow(t, s, 1, f)
 	}
 	for i := range 47 {
-		want = append(want, post(t, s, timeline.UserID(i%4+2), fmt.Sprintf("m%d", i)))
+		want = append(want, Post(t, s, timeline.UserID(i%4+2), fmt.Sprintf("m%d", i)))
 	}
 	for _, limit := range []int{1, 3, 10, 46, 47, 48, 0} {
-		wantIDs(t, fmt.Sprintf("walk with limit %d", limit), Walk(t, s, 1, limit), newestFirst(want))
+		wantIDs(t, fmt.Sprintf("walk with limit %d", limit), Walk(t, s, 1, limit), NewestFirst(want))
 	}
 }
 
 func testPagingExactMultiple(t *testing.T, s timeline.Store) {
-	follow(t, s, 1, 2)
-	msgs := postN(t, s, 2, 6)
-	p := page(t, s, 1, timeline.Query{Limit: 3})
-	p = page(t, s, 1, timeline.Query{Limit: 3, Before: p.Next})
-	wantIDs(t, "second page", p.Messages, newestFirst(msgs)[3:])
+	Follow(t, s, 1, 2)
+	msgs := PostN(t, s, 2, 6)
+	p := Page(t, s, 1, timeline.Query{Limit: 3})
+	p = Page(t, s, 1, timeline.Query{Limit: 3, Before: p.Next})
+	wantIDs(t, "second page", p.Messages, NewestFirst(msgs)[3:])
 	if p.Next != "" {
 		t.Fatalf("last full page has Next %q; Next must be empty when nothing older remains", p.Next)
 	}
@@ -337,11 +286,11 @@ func testPagingExactMultiple(t *testing.T, s timeline.Store) {
 // order, without repeats.
 func testPagingWhilePosting(t *testing.T, s timeline.Store) {
 	for f := timeline.UserID(2); f <= 4; f++ {
-		follow(t, s, 1, f)
+		Follow(t, s, 1, f)
 	}
 	var existing []timeline.Message
 	for i := range 30 {
-		existing = append(existing, post(t, s, timeline.UserID(i%3+2), fmt.Sprintf("old %d", i)))
+		existing = append(existing, Post(t, s, timeline.UserID(i%3+2), fmt.Sprintf("old %d", i)))
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -364,23 +313,13 @@ func testPagingWhilePosting(t *testing.T, s timeline.Store) {
 			}
 		})
 	}
-	var got []timeline.Message
-	q := timeline.Query{Limit: 4}
-	for {
-		p := page(t, s, 1, q)
-		got = append(got, p.Messages...)
-		if p.Next == "" {
-			break
-		}
-		q.Before = p.Next
-	}
+	got := Walk(t, s, 1, 4) // strictly decreasing: no repeats
 	close(stop)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatalf("concurrent Post: %v", err)
 	}
-	checkOrder(t, got) // strictly decreasing: no repeats
 	seen := make(map[timeline.MessageID]bool)
 	for _, m := range got {
 		seen[m.ID] = true
@@ -393,14 +332,14 @@ func testPagingWhilePosting(t *testing.T, s timeline.Store) {
 }
 
 func testCursorRejected(t *testing.T, s timeline.Store) {
-	follow(t, s, 1, 2)
-	follow(t, s, 3, 2)
-	postN(t, s, 2, 5)
-	p := page(t, s, 1, timeline.Query{Limit: 2})
+	Follow(t, s, 1, 2)
+	Follow(t, s, 3, 2)
+	PostN(t, s, 2, 5)
+	p := Page(t, s, 1, timeline.Query{Limit: 2})
 	if p.Next == "" {
 		t.Fatal("no Next cursor")
 	}
-	other := page(t, s, 3, timeline.Query{Limit: 2}).Next
+	other := Page(t, s, 3, timeline.Query{Limit: 2}).Next
 	flipped := []byte(p.Next)
 	flipped[len(flipped)/2] ^= 0x01
 	if flipped[len(flipped)/2] == '.' || flipped[len(flipped)/2] > 'z' {
@@ -423,17 +362,17 @@ func testCursorRejected(t *testing.T, s timeline.Store) {
 		if c == p.Next {
 			t.Fatalf("%s: test cursor equals the real one", name)
 		}
-		_, err := s.Timeline(ctx(t), 1, timeline.Query{Limit: 2, Before: c})
+		_, err := s.Timeline(Context(t), 1, timeline.Query{Limit: 2, Before: c})
 		CheckInputError(t, "cursor "+name, err, timeline.ErrInvalidCursor, "cursor")
 	}
 	// The real cursor still works.
-	if got := page(t, s, 1, timeline.Query{Limit: 2, Before: p.Next}); len(got.Messages) != 2 {
+	if got := Page(t, s, 1, timeline.Query{Limit: 2, Before: p.Next}); len(got.Messages) != 2 {
 		t.Fatalf("genuine cursor: got %d messages", len(got.Messages))
 	}
 }
 
 func testBodiesStoredWhole(t *testing.T, s timeline.Store) {
-	follow(t, s, 1, 2)
+	Follow(t, s, 1, 2)
 	bodies := []string{
 		"x",
 		strings.Repeat("a", timeline.MaxBodyChars),
@@ -448,7 +387,7 @@ func testBodiesStoredWhole(t *testing.T, s timeline.Store) {
 	}
 	var want []timeline.Message
 	for _, b := range bodies {
-		m := post(t, s, 2, b)
+		m := Post(t, s, 2, b)
 		if m.Body != b {
 			t.Fatalf("Post returned body %q, want %q", m.Body, b)
 		}
@@ -472,20 +411,20 @@ func snapshot(t *testing.T, s timeline.Store, n int) map[timeline.UserID][]timel
 	t.Helper()
 	out := make(map[timeline.UserID][]timeline.MessageID)
 	for u := timeline.UserID(1); u <= timeline.UserID(n); u++ {
-		out[u] = ids(Walk(t, s, u, timeline.MaxLimit))
+		out[u] = WalkIDs(t, s, u, timeline.MaxLimit)
 	}
 	return out
 }
 
 func testBadInputWritesNothing(t *testing.T, s timeline.Store) {
-	follow(t, s, 1, 2)
-	follow(t, s, 2, 1)
-	postN(t, s, 1, 2)
-	postN(t, s, 2, 2)
+	Follow(t, s, 1, 2)
+	Follow(t, s, 2, 1)
+	PostN(t, s, 1, 2)
+	PostN(t, s, 2, 2)
 	before := snapshot(t, s, 3)
 
 	for _, tc := range BadInputs() {
-		CheckInputError(t, tc.Name, tc.Call(ctx(t), s), tc.Sentinel, tc.Field)
+		CheckInputError(t, tc.Name, tc.Call(Context(t), s), tc.Sentinel, tc.Field)
 	}
 	if after := snapshot(t, s, 3); !mapsEqual(before, after) {
 		t.Fatalf("rejected input changed timelines:\nbefore %v\nafter  %v", before, after)
@@ -507,7 +446,7 @@ func mapsEqual(a, b map[timeline.UserID][]timeline.MessageID) bool {
 func testConcurrentPosts(t *testing.T, s timeline.Store) {
 	const workers, each = 4, 25
 	for f := timeline.UserID(2); f < 2+workers; f++ {
-		follow(t, s, 1, f)
+		Follow(t, s, 1, f)
 	}
 	var mu sync.Mutex
 	var posted []timeline.Message
@@ -532,12 +471,12 @@ func testConcurrentPosts(t *testing.T, s timeline.Store) {
 	for err := range errs {
 		t.Fatalf("concurrent Post: %v", err)
 	}
-	wantIDs(t, "after concurrent posts", Walk(t, s, 1, 7), newestFirst(posted))
+	wantIDs(t, "after concurrent posts", Walk(t, s, 1, 7), NewestFirst(posted))
 }
 
 func testCanceledContext(t *testing.T, s timeline.Store) {
-	follow(t, s, 1, 2)
-	postN(t, s, 2, 1)
+	Follow(t, s, 1, 2)
+	PostN(t, s, 2, 1)
 	c, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := s.Timeline(c, 1, timeline.Query{}); !errors.Is(err, context.Canceled) {
