@@ -16,6 +16,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -290,6 +291,16 @@ func (s *Store) Counters() map[string]int64 {
 		results.CounterPageMisses:  int64(st.Misses),
 		results.CounterCacheErrors: int64(st.Errors),
 	}
+}
+
+// Settle implements registry.Settler for a wrapped store that applies
+// writes later: it waits for that store. (The decorator's own work is done
+// before each call returns.)
+func (s *Store) Settle(ctx context.Context) error {
+	if settler, ok := s.inner.(registry.Settler); ok {
+		return settler.Settle(ctx)
+	}
+	return nil
 }
 
 // Close closes the memcached connections and the wrapped store, and returns
