@@ -2,7 +2,9 @@
 // asked, memcached) for the whole package run, and a fresh database per
 // test. Tests never mock the database.
 //
-// By default the servers come from a sandbox started in TestMain. Set
+// By default the servers come from a sandbox started in TestMain, which also
+// exports them as PUSHPULL_DSN and PUSHPULL_MEMCACHE for the package's
+// Example functions. Set
 // PUSHPULL_TEST_DSN (and PUSHPULL_TEST_MEMCACHE) to run against existing
 // servers instead; each test then works in its own pp_test_* database and
 // drops it afterwards.
@@ -68,6 +70,12 @@ func run(m *testing.M, opts Options) int {
 		if testing.Verbose() {
 			fmt.Fprintf(os.Stderr, "testserver: sandbox in %s started in %v\n", sb.Dir, time.Since(start).Round(time.Millisecond))
 		}
+	}
+	// The package's Example functions find the servers where a program
+	// run next to `pushpull sandbox` would: in the environment.
+	os.Setenv("PUSHPULL_DSN", dsn)
+	if memcache != "" {
+		os.Setenv("PUSHPULL_MEMCACHE", memcache)
 	}
 	return m.Run()
 }
