@@ -256,7 +256,27 @@ func Register(m Model) {
 			panic(fmt.Sprintf("registry: model %q registered twice", m.Name))
 		}
 	}
-	models = append(models, m)
+	// Families in a fixed order (the reference, then the paper's push
+	// and pull, then any other), models within one in registration order:
+	// init order follows import paths, not what reads best.
+	i := len(models)
+	for i > 0 && familyRank(models[i-1].Family) > familyRank(m.Family) {
+		i--
+	}
+	models = slices.Insert(models, i, m)
+}
+
+// familyRank orders the families in lists.
+func familyRank(f Family) int {
+	switch f {
+	case FamilyReference:
+		return 0
+	case FamilyPush:
+		return 1
+	case FamilyPull:
+		return 2
+	}
+	return 3
 }
 
 func check(m Model) error {
@@ -346,7 +366,8 @@ func variantNames() []string {
 	return out
 }
 
-// Models returns the base models in registration order.
+// Models returns the base models: the reference, push models, pull models,
+// then others, each family in registration order.
 func Models() []Model {
 	mu.RLock()
 	defer mu.RUnlock()

@@ -94,8 +94,8 @@ Variants put something in front of a model; "MODEL+VARIANT" names one:
 
 `)
 	for _, v := range registry.Variants() {
-		fmt.Fprintf(&b, "  +%-12s %s (needs %s; offered as %s)\n", v.Name, v.Summary, v.Needs,
-			strings.Join(registry.Names(registry.Offered(v.Name)), ", "))
+		writeEntry(&b, "+"+v.Name, fmt.Sprintf("%s. Needs %s; offered as %s.", v.Summary, v.Needs,
+			strings.Join(registry.Names(registry.Offered(v.Name)), ", ")))
 	}
 	b.WriteString(`
 Models with the same database share it and differ only in how they read
@@ -118,16 +118,19 @@ func modelList(ms []registry.Model) string {
 		} else {
 			text += "."
 		}
-		lines := wrap(text, 62)
-		for i, l := range lines {
-			name := ""
-			if i == 0 {
-				name = m.Name
-			}
-			fmt.Fprintf(&b, "  %-13s %s\n", name, l)
-		}
+		writeEntry(&b, m.Name, text)
 	}
 	return b.String()
+}
+
+// writeEntry writes name and its text wrapped beside it.
+func writeEntry(b *strings.Builder, name, text string) {
+	for i, l := range wrap(text, 62) {
+		if i > 0 {
+			name = ""
+		}
+		fmt.Fprintf(b, "  %-13s %s\n", name, l)
+	}
 }
 
 // wrap breaks text into lines of at most width bytes at spaces.
