@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,5 +160,54 @@ func TestApplyAfterHandApplied(t *testing.T) {
 	}
 	if _, err := schema.CursorCodec(ctx, db); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDataTables: the tables and columns DataTables declares (which the bulk
+// loader writes) are those of the applied schema, every NOT NULL column
+// without a default included.
+func TestDataTables(t *testing.T) {
+	ctx := context.Background()
+	for _, m := range []schema.Model{schema.Push, schema.Pull} {
+		tables := schema.DataTables(m)
+		if len(tables) < 2 {
+			t.Fatalf("%s: DataTables = %v", m, tables)
+		}
+		name := testserver.Database(t)
+		db := open(t, name)
+		if err := schema.Apply(ctx, db, m, schema.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range tables {
+			rows, err := db.QueryContext(ctx, `SELECT column_name, is_nullable = 'NO' AND column_default IS NULL AND extra NOT LIKE '%auto_increment%'
+				FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position`, name, tb.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all []string
+			for rows.Next() {
+				var col string
+				var required bool
+				if err := rows.Scan(&col, &required); err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, col)
+				if required && !slices.Contains(tb.Columns, col) {
+					t.Errorf("%s.%s: required column %s is not loaded (DataTables says %v)", m, tb.Name, col, tb.Columns)
+				}
+			}
+			rows.Close()
+			if len(all) == 0 {
+				t.Errorf("%s: table %s is not in the schema", m, tb.Name)
+			}
+			for _, col := range tb.Columns {
+				if !slices.Contains(all, col) {
+					t.Errorf("%s.%s: DataTables names column %s, the schema has %v", m, tb.Name, col, all)
+				}
+			}
+		}
+	}
+	if schema.DataTables("gossip") != nil {
+		t.Error("DataTables of an unknown model is not nil")
 	}
 }
