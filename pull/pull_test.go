@@ -66,3 +66,20 @@ func TestConformance(t *testing.T) {
 		})
 	})
 }
+
+// TestRead: every strategy the benchmark runs has a ReadStrategy of that
+// name, and a store opened with it reports it.
+func TestRead(t *testing.T) {
+	for _, strategy := range pull.Strategies {
+		read, err := pull.Read(strategy)
+		if err != nil || read.Name() != string(strategy) {
+			t.Fatalf("Read(%q) = %v, %v", strategy, read, err)
+		}
+	}
+	if _, err := pull.Read("nope"); err == nil {
+		t.Fatal("Read of an unknown strategy succeeded")
+	}
+	if s := openConfig(t, pull.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)}); s.Strategy() != pull.StrategySP {
+		t.Fatalf("a store with no Config.Read reads with %q, want sp", s.Strategy())
+	}
+}
