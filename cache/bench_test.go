@@ -14,6 +14,7 @@ import (
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -46,7 +47,7 @@ func BenchmarkFirstPage(b *testing.B) {
 				}
 				inner, db = s, s.DB()
 			default:
-				s, err := pull.Open(ctx, pull.Config{DSN: testserver.DSN(b), Database: testserver.Database(b), Strategy: pull.StrategySP})
+				s, err := pull.Open(ctx, pull.Config{DSN: testserver.DSN(b), Database: testserver.Database(b), Read: sqlread.SP{}})
 				if err != nil {
 					b.Fatal(err)
 				}

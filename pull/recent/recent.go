@@ -27,7 +27,7 @@
 // memcached key, so a value that is truncated, garbled or copied from
 // another key is rejected and rebuilt, never used. A base is rebuilt
 // through a placeholder and CAS whose token is taken before the database
-// read, so a write racing the rebuild is never lost (State.rebuild).
+// read, so a write racing the rebuild is never lost.
 package recent
 
 import (
@@ -400,6 +400,7 @@ func (st *State) rebuild(ctx context.Context, authors []timeline.UserID, tokens 
 	// One statement for all of them: RecentLen+1 ids each, the one extra
 	// telling whether the list is complete.
 	var scans sqlread.AuthorScans
+	scans.Grow(len(authors))
 	for _, a := range authors {
 		scans.Add(a, 0, st.maxIDs+1)
 	}

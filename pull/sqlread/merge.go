@@ -147,6 +147,7 @@ func (m mergeReader) mergeRounds(ctx context.Context, r timeline.Request, cands 
 		}
 		share := (fetch - known + live - 1) / live
 		var scans AuthorScans
+		scans.Grow(live)
 		limits := make(map[timeline.UserID]int, live)
 		for k := range heads {
 			h := &heads[k]

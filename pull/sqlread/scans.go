@@ -3,6 +3,7 @@ package sqlread
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strconv"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
@@ -47,6 +48,9 @@ func (s *scans) add(head, cols string, author timeline.UserID, below, floor uint
 // AuthorScans is one statement that reads several authors' newest ids.
 // The zero value is empty and ready to use.
 type AuthorScans struct{ s scans }
+
+// Grow makes room for n more scans.
+func (b *AuthorScans) Grow(n int) { b.s.q = slices.Grow(b.s.q, 100*n) }
 
 // Add asks for author's newest ids below below (0: no bound), at most
 // limit of them.
