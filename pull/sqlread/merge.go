@@ -3,7 +3,6 @@ package sqlread
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"slices"
 	"strconv"
 
@@ -38,19 +37,16 @@ type Merge struct{}
 func (Merge) Name() string { return "merge" }
 
 // NewReader implements Strategy.
-func (Merge) NewReader(env Env) Reader { return mergeReader{env.DB, env.Pages} }
+func (Merge) NewReader(env Env) Reader { return mergeReader(env) }
 
-type mergeReader struct {
-	db    *sql.DB
-	pages *PageCount
-}
+type mergeReader Env
 
 // mergeScanCap times Fetch() is the most ids the range scan reads before
 // it gives the page to mergeRounds. About 2 N is typical.
 const mergeScanCap = 4
 
 func (m mergeReader) Read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	cands, followees, err := FolloweesNewest(ctx, m.db, r)
+	cands, followees, err := FolloweesNewest(ctx, m.DB, r)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +76,7 @@ func (m mergeReader) Read(ctx context.Context, r timeline.Request) ([]timeline.M
 	q = append(q, `) u ORDER BY id DESC LIMIT `...)
 	q = strconv.AppendInt(q, int64(fetch), 10)
 	q = append(q, `) t ON m.id = t.id ORDER BY m.id DESC`...)
-	msgs, scanned, err := scanCounted(m.db.QueryContext(ctx, string(q)))
+	msgs, scanned, err := scanCounted(m.DB.QueryContext(ctx, string(q)))
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +86,7 @@ func (m mergeReader) Read(ctx context.Context, r timeline.Request) ([]timeline.M
 		// newest Fetch() in the range.
 		return m.mergeRounds(ctx, r, cands, rows)
 	}
-	m.pages.Add(rows)
+	m.Pages.Add(rows)
 	return msgs, nil
 }
 
@@ -116,7 +112,7 @@ func NewestFirst(x, y uint64) int { return cmp.Compare(y, x) }
 func (m mergeReader) mergeRounds(ctx context.Context, r timeline.Request, cands []AuthorNewest, rows int64) ([]timeline.Message, error) {
 	fetch := r.Fetch()
 	if len(cands) == 0 {
-		m.pages.Add(rows)
+		m.Pages.Add(rows)
 		return nil, nil
 	}
 
@@ -158,7 +154,7 @@ func (m mergeReader) mergeRounds(ctx context.Context, r timeline.Request, cands 
 			limits[h.author] = limit
 			scans.Add(h.author, h.known[len(h.known)-1], limit)
 		}
-		got, err := scans.Run(ctx, m.db)
+		got, err := scans.Run(ctx, m.DB)
 		if err != nil {
 			return nil, err
 		}
@@ -206,16 +202,16 @@ func (m mergeReader) mergeRounds(ctx context.Context, r timeline.Request, cands 
 	var msgs []timeline.Message
 	var err error
 	if b.Branches() == 0 {
-		msgs, err = MessagesByID(ctx, m.db, all)
+		msgs, err = MessagesByID(ctx, m.DB, all)
 		rows += int64(len(msgs))
 	} else {
 		var branchRows int64
-		msgs, branchRows, err = b.Run(ctx, m.db, all, fetch)
+		msgs, branchRows, err = b.Run(ctx, m.DB, all, fetch)
 		rows += branchRows + int64(len(msgs))
 	}
 	if err != nil {
 		return nil, err
 	}
-	m.pages.Add(rows)
+	m.Pages.Add(rows)
 	return msgs, nil
 }

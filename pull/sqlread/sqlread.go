@@ -87,22 +87,8 @@ type SP struct{}
 func (SP) Name() string { return "sp" }
 
 // NewReader implements Strategy.
-func (SP) NewReader(env Env) Reader { return spReader{env.DB} }
-
-type spReader struct{ db *sql.DB }
-
-func (sp spReader) Read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	var rows *sql.Rows
-	var err error
-	if r.Before == 0 {
-		rows, err = sp.db.QueryContext(ctx, `CALL pull_timeline_newest(?, ?)`, r.User, r.Fetch())
-	} else {
-		rows, err = sp.db.QueryContext(ctx, `CALL pull_timeline_before(?, ?, ?)`, r.User, r.Before, r.Fetch())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return mysqlx.ScanMessages(rows, r.Fetch())
+func (SP) NewReader(env Env) Reader {
+	return statement{env.DB, `CALL pull_timeline_newest(?, ?)`, `CALL pull_timeline_before(?, ?, ?)`}
 }
 
 // Naive is one JOIN ... ORDER BY id DESC LIMIT n: the obvious query, which
@@ -115,25 +101,33 @@ type Naive struct{}
 func (Naive) Name() string { return "naive" }
 
 // NewReader implements Strategy.
-func (Naive) NewReader(env Env) Reader { return naiveReader{env.DB} }
+func (Naive) NewReader(env Env) Reader {
+	return statement{env.DB,
+		`SELECT m.id, m.author_id, m.body, m.created_at
+		 FROM follows f JOIN messages m ON m.author_id = f.followee_id
+		 WHERE f.follower_id = ?
+		 ORDER BY m.id DESC LIMIT ?`,
+		`SELECT m.id, m.author_id, m.body, m.created_at
+		 FROM follows f JOIN messages m ON m.author_id = f.followee_id
+		 WHERE f.follower_id = ? AND m.id < ?
+		 ORDER BY m.id DESC LIMIT ?`}
+}
 
-type naiveReader struct{ db *sql.DB }
+// statement reads a page with one statement returning its messages: newest
+// for a first page, with the arguments (user, fetch), and before for a
+// page below a cursor, with (user, before, fetch).
+type statement struct {
+	db             *sql.DB
+	newest, before string
+}
 
-func (n naiveReader) Read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+func (st statement) Read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
 	var rows *sql.Rows
 	var err error
 	if r.Before == 0 {
-		rows, err = n.db.QueryContext(ctx,
-			`SELECT m.id, m.author_id, m.body, m.created_at
-			 FROM follows f JOIN messages m ON m.author_id = f.followee_id
-			 WHERE f.follower_id = ?
-			 ORDER BY m.id DESC LIMIT ?`, r.User, r.Fetch())
+		rows, err = st.db.QueryContext(ctx, st.newest, r.User, r.Fetch())
 	} else {
-		rows, err = n.db.QueryContext(ctx,
-			`SELECT m.id, m.author_id, m.body, m.created_at
-			 FROM follows f JOIN messages m ON m.author_id = f.followee_id
-			 WHERE f.follower_id = ? AND m.id < ?
-			 ORDER BY m.id DESC LIMIT ?`, r.User, r.Before, r.Fetch())
+		rows, err = st.db.QueryContext(ctx, st.before, r.User, r.Before, r.Fetch())
 	}
 	if err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package sqlread
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -23,15 +22,12 @@ type Union struct{}
 func (Union) Name() string { return "union" }
 
 // NewReader implements Strategy.
-func (Union) NewReader(env Env) Reader { return unionReader{env.DB, env.Pages} }
+func (Union) NewReader(env Env) Reader { return unionReader(env) }
 
-type unionReader struct {
-	db    *sql.DB
-	pages *PageCount
-}
+type unionReader Env
 
 func (u unionReader) Read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	cands, followees, err := FolloweesNewest(ctx, u.db, r)
+	cands, followees, err := FolloweesNewest(ctx, u.DB, r)
 	if err != nil {
 		return nil, err
 	}
@@ -40,17 +36,17 @@ func (u unionReader) Read(ctx context.Context, r timeline.Request) ([]timeline.M
 		cands = cands[:fetch]
 	}
 	if len(cands) == 0 {
-		u.pages.Add(int64(followees))
+		u.Pages.Add(int64(followees))
 		return nil, nil
 	}
 	var b PageQuery
 	for k, c := range cands {
 		b.Branch(c.Author, uint64(r.Before), 0, fetch-k)
 	}
-	msgs, branchRows, err := b.Run(ctx, u.db, nil, fetch)
+	msgs, branchRows, err := b.Run(ctx, u.DB, nil, fetch)
 	if err != nil {
 		return nil, err
 	}
-	u.pages.Add(int64(followees) + branchRows + int64(len(msgs)))
+	u.Pages.Add(int64(followees) + branchRows + int64(len(msgs)))
 	return msgs, nil
 }
