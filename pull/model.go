@@ -87,6 +87,12 @@ func openStrategy(strategy Strategy) registry.Open {
 	}
 }
 
+var (
+	_ registry.DBHolder = (*Store)(nil)
+	_ registry.Counting = (*Store)(nil)
+	_ registry.Primer   = (*Store)(nil)
+)
+
 // Counters implements registry.Counting: the rows the reads examined, and
 // the memcached lists, followee caches and indexes they used.
 func (s *Store) Counters() map[string]int64 {
