@@ -14,6 +14,7 @@ import (
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
@@ -156,7 +157,7 @@ func openBenchStore(b *testing.B, model string) (timeline.Store, *sql.DB) {
 	case "push":
 		s, err = push.Open(ctx, push.Config{DSN: dsn, Database: database})
 	case "pull-sp":
-		s, err = pull.Open(ctx, pull.Config{DSN: dsn, Database: database, Strategy: pull.StrategySP})
+		s, err = pull.Open(ctx, pull.Config{DSN: dsn, Database: database, Read: sqlread.SP{}})
 	default:
 		b.Fatalf("unknown model %q", model)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/pushpull/pushpull/internal/mckey"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
@@ -46,8 +47,9 @@ const (
 	DefaultInvalidateTTL = time.Minute
 	// MaxTTL is memcached's limit for a relative expiration (30 days).
 	MaxTTL = 30 * 24 * time.Hour
-	// MaxNamespaceLen keeps every key within memcached's 250 bytes.
-	MaxNamespaceLen = 200
+	// MaxNamespaceLen keeps every key within memcached's 250 bytes (the
+	// rule of package mckey, which the pull store's namespaces follow too).
+	MaxNamespaceLen = mckey.MaxNamespaceLen
 )
 
 // invalidateTimeout bounds the follower lookup and generation bumps that a
@@ -215,14 +217,14 @@ func New(inner timeline.Store, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// checkNamespace: the cache needs a namespace, and one that follows
+// mckey's rule.
 func checkNamespace(ns string) error {
-	if ns == "" || len(ns) > MaxNamespaceLen {
-		return fmt.Errorf("cache: namespace %q: want 1..%d bytes", ns, MaxNamespaceLen)
+	if ns == "" {
+		return errors.New("cache: no namespace (Options.Namespace)")
 	}
-	for i := 0; i < len(ns); i++ {
-		if c := ns[i]; c <= ' ' || c >= 0x7f {
-			return fmt.Errorf("cache: namespace %q: byte %d (%#x) is not printable ASCII; memcached keys allow no spaces or control characters", ns, i, c)
-		}
+	if err := mckey.CheckNamespace(ns); err != nil {
+		return fmt.Errorf("cache: %w", err)
 	}
 	return nil
 }

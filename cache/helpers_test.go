@@ -13,6 +13,7 @@ import (
 	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
@@ -102,7 +103,7 @@ func openInner(t testing.TB, model string) (timeline.Store, cache.FollowersFunc)
 		}
 		s, followers = p, p.Followers
 	case modelPullSP:
-		p, err := pull.Open(timelinetest.Context(t), pull.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Strategy: pull.StrategySP})
+		p, err := pull.Open(timelinetest.Context(t), pull.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Read: sqlread.SP{}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -30,7 +31,7 @@ type activeFixture struct {
 func newActiveFixture(t *testing.T, memcacheAddr string) *activeFixture {
 	t.Helper()
 	cfg := config(t, pull.StrategyActive, testserver.Database(t))
-	cfg.ActiveLen = 4
+	cfg.Read = recent.Active{ActiveLen: 4}
 	if memcacheAddr != "" {
 		cfg.Memcache = []string{memcacheAddr}
 	}

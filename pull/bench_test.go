@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -26,7 +27,7 @@ import (
 // strategies that count them. PUSHPULL_BENCH_DATABASE names the database
 // (default pushpull_pull), PUSHPULL_BENCH_STRATEGIES limits the
 // strategies (comma-separated) and PUSHPULL_BENCH_RECENT_LEN sets
-// Config.RecentLen. Skipped unless PUSHPULL_BENCH_DSN is set.
+// recent.Recent.RecentLen. Skipped unless PUSHPULL_BENCH_DSN is set.
 func BenchmarkRead(b *testing.B) {
 	dsn := os.Getenv("PUSHPULL_BENCH_DSN")
 	if dsn == "" {
@@ -148,7 +149,7 @@ func BenchmarkPost(b *testing.B) {
 }
 
 // benchEnv reads the settings both benchmarks share: the database, the
-// number of users in it, and Config.RecentLen.
+// number of users in it, and recent.Recent.RecentLen.
 func benchEnv() (database string, users, recentLen int) {
 	database = os.Getenv("PUSHPULL_BENCH_DATABASE")
 	if database == "" {
@@ -163,16 +164,27 @@ func benchEnv() (database string, users, recentLen int) {
 }
 
 // benchConfig is the store configuration the benchmarks use; ok is false
-// for pull-recent when no memcached is named in PUSHPULL_BENCH_MEMCACHE.
+// for pull-recent and pull-active when no memcached is named in
+// PUSHPULL_BENCH_MEMCACHE. Every strategy gets the memcached named there,
+// for the write hooks the database may have recorded.
 func benchConfig(dsn, database string, strategy pull.Strategy, recentLen int) (cfg pull.Config, ok bool) {
-	cfg = pull.Config{DSN: dsn, Database: database, Strategy: strategy, MaxConns: 64, RecentLen: recentLen}
-	if strategy == pull.StrategyRecent || strategy == pull.StrategyActive {
-		mc := os.Getenv("PUSHPULL_BENCH_MEMCACHE")
-		if mc == "" {
-			return cfg, false
-		}
+	read, err := pull.Read(strategy)
+	if err != nil {
+		return cfg, false
+	}
+	cfg = pull.Config{DSN: dsn, Database: database, MaxConns: 64, Read: read}
+	mc := os.Getenv("PUSHPULL_BENCH_MEMCACHE")
+	if mc != "" {
 		cfg.Memcache = []string{mc}
 		cfg.Namespace = "bench" + strconv.Itoa(recentLen) + "/"
 	}
-	return cfg, true
+	switch read.(type) {
+	case recent.Recent:
+		cfg.Read = recent.Recent{RecentLen: recentLen}
+	case recent.Active:
+		cfg.Read = recent.Active{Recent: recent.Recent{RecentLen: recentLen}}
+	default:
+		return cfg, true
+	}
+	return cfg, mc != ""
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -91,7 +92,7 @@ func TestFolloweesCachedAcrossStores(t *testing.T) {
 		}
 	}
 	// A store that keeps no followees reads the same pages.
-	cfg.FolloweeCache = -1
+	cfg.Read = recent.Recent{FolloweeCache: -1}
 	uncached := openConfig(t, cfg)
 	follow(2)
 	follow(5)

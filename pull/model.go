@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -43,11 +44,11 @@ func init() {
 			extra(registry.Bench{WriteRank: 2}), nil},
 		{StrategyMerge, "merge on read with early stop: after the newest id per followee, one range scan reads only the ids that can still reach the page",
 			extra(registry.Bench{WriteRank: 2}), nil},
-		{StrategyRecent, fmt.Sprintf("merge on read from each author's newest %d ids kept in memcached (one multi-get), bodies from an in-process cache; the database stays the system of record", DefaultRecentLen),
+		{StrategyRecent, fmt.Sprintf("merge on read from each author's newest %d ids kept in memcached (one multi-get), bodies from an in-process cache; the database stays the system of record", recent.DefaultRecentLen),
 			extra(registry.Bench{WarmReads: true, OwnSubmission: true, WriteRank: 1,
 				SubmissionNote: "its posts also append to the author's list in memcached"}), nil},
 		{StrategyActive, fmt.Sprintf("%s plus, for users following more than %d authors, an index of the %d who posted last, so a page fetches %d lists, not all; each post hints the index of every such follower",
-			ModelName(StrategyRecent), 2*DefaultActiveLen, DefaultActiveLen, timeline.DefaultLimit+1),
+			ModelName(StrategyRecent), 2*recent.DefaultActiveLen, recent.DefaultActiveLen, timeline.DefaultLimit+1),
 			extra(registry.Bench{WarmReads: true, OwnSubmission: true, WriteRank: 0,
 				SubmissionNote: "its posts also append to the author's list and send a hint to the index of each heavy follower"}), nil},
 	} {
@@ -62,26 +63,35 @@ func init() {
 			Database: DefaultDatabase,
 			Needs:    needs,
 			Summary:  m.summary,
-			Open:     openStrategy(m.strategy, needs&registry.Memcached != 0),
+			Open:     openStrategy(m.strategy),
 			Bench:    m.bench,
 			Offers:   m.offers,
 		})
 	}
 }
 
-// openStrategy opens a pull store reading with strategy. Only the
-// strategies that read memcached get its servers: with them, a store of any
-// strategy would also keep the lists on Post, which costs the others' posts
-// a memcached round trip they do not need.
-func openStrategy(strategy Strategy, memcached bool) registry.Open {
+// openStrategy opens a pull store reading with strategy's default
+// settings. Every strategy gets the memcached servers when there are any:
+// the recent strategies read them, and the others run the write hooks a
+// database has recorded (see WriteHooks), and otherwise leave them unused.
+func openStrategy(strategy Strategy) registry.Open {
+	read, err := Read(strategy)
+	if err != nil {
+		panic("pull: " + err.Error())
+	}
 	return func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-		pc := Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force, Strategy: strategy}
-		if memcached {
-			pc.Memcache, pc.Namespace = cfg.Memcache, cfg.Namespace
-		}
-		return Open(ctx, pc)
+		return Open(ctx, Config{
+			DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force,
+			Memcache: cfg.Memcache, Namespace: cfg.Namespace, Read: read,
+		})
 	}
 }
+
+var (
+	_ registry.DBHolder = (*Store)(nil)
+	_ registry.Counting = (*Store)(nil)
+	_ registry.Primer   = (*Store)(nil)
+)
 
 // Counters implements registry.Counting: the rows the reads examined, and
 // the memcached lists, followee caches and indexes they used.
@@ -99,7 +109,7 @@ func (s *Store) Counters() map[string]int64 {
 		results.CounterIndexFallbacks: st.IndexFallbacks,
 		results.CounterIndexBuilds:    st.IndexBuilds,
 	}
-	if s.recent != nil && s.recent.active != nil {
+	if s.Hooks()&HookHints != 0 {
 		c[results.CounterHints] = st.Hints
 	}
 	return c
@@ -110,9 +120,6 @@ func (s *Store) Counters() map[string]int64 {
 // built as they keep the lists. Stores that send no hints have nothing to
 // prime.
 func (s *Store) Prime(ctx context.Context, users []timeline.UserID) error {
-	if s.recent == nil || s.recent.active == nil {
-		return nil
-	}
 	return s.PrimeHintTargets(ctx, users)
 }
 

@@ -2,40 +2,18 @@
 // MySQL/MariaDB.
 //
 // Posting stores only the message, so writes are cheap and the database is
-// small. Reading a timeline computes it from the follow graph:
+// small; reading a timeline computes it from the follow graph. Store does
+// the writes and hands each read to a read strategy (Config.Read), all of
+// which share one database and give identical pages:
 //
-//  1. find each followee's newest message id below the cursor;
-//  2. keep the N followees whose newest ids are largest;
-//  3. take the N newest messages of each of them;
-//  4. merge, and keep the newest N.
+//   - package sqlread: SP, Client, Naive, Union and Merge, stateless
+//     strategies that read the tables alone;
+//   - package recent: Recent and Active, which read state kept in
+//     memcached (each author's newest ids, indexes of the followees who
+//     posted last) that every write to the database must keep current.
 //
-// The global N newest messages come from at most N authors, and each of
-// those authors' newest message is at least as new as the ones on the page,
-// so steps 2 and 3 lose nothing, and a read touches at most followees + N²
-// index entries however large the tables grow.
-//
-// Strategy chooses where the algorithm runs; all strategies share one
-// database and give identical pages:
-//
-//   - StrategySP: stored procedures, one CALL per page (Oku, 2008).
-//   - StrategyClient: concurrent client queries with bounded concurrency,
-//     merged in Go.
-//   - StrategyNaive: one JOIN ... ORDER BY id DESC LIMIT n, the obvious
-//     query whose cost grows with everything the followees ever posted; the
-//     baseline that shows why the others exist.
-//   - StrategyUnion: step 1 as one statement, then steps 2 to 4 as one
-//     UNION ALL of per-author LIMIT scans: two round trips (union.go).
-//   - StrategyMerge: a k-way merge over the followees' indexes that stops
-//     reading an author once it can no longer reach the page: about
-//     N + followees index entries instead of N² + followees (merge.go).
-//   - StrategyRecent: each author's newest ids kept in memcached, updated
-//     on post; a read is one multi-get, a merge and one fetch of the page's
-//     bodies, with the database as the fallback and the system of record
-//     (recent.go).
-//   - StrategyActive: StrategyRecent plus, for users who follow many
-//     authors, an index of the followees who posted most recently, so that
-//     a read fetches a few dozen lists instead of all of them; posts hint
-//     it to their heavy followers (active.go).
+// Which write hooks a database needs is recorded in its pushpull_meta (see
+// WriteHooks), so that no store writes to it without them.
 package pull
 
 import (
@@ -44,7 +22,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pushpull/pushpull/internal/mckey"
 	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/pull/recent"
+	"github.com/pushpull/pushpull/pull/sqlread"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -52,21 +33,39 @@ import (
 // DefaultDatabase is the database the pull model uses unless told otherwise.
 const DefaultDatabase = "pushpull_pull"
 
-// Strategy names a way of running the read algorithm.
+// Strategy names a read strategy: the Name of a ReadStrategy.
 type Strategy string
 
 const (
-	StrategySP     Strategy = "sp"
-	StrategyClient Strategy = "client"
-	StrategyNaive  Strategy = "naive"
-	StrategyUnion  Strategy = "union"
-	StrategyMerge  Strategy = "merge"
-	StrategyRecent Strategy = "recent" // needs Config.Memcache
-	StrategyActive Strategy = "active" // needs Config.Memcache
+	StrategySP     Strategy = "sp"     // sqlread.SP
+	StrategyClient Strategy = "client" // sqlread.Client
+	StrategyNaive  Strategy = "naive"  // sqlread.Naive
+	StrategyUnion  Strategy = "union"  // sqlread.Union
+	StrategyMerge  Strategy = "merge"  // sqlread.Merge
+	StrategyRecent Strategy = "recent" // recent.Recent; needs Config.Memcache
+	StrategyActive Strategy = "active" // recent.Active; needs Config.Memcache
 )
 
 // Strategies lists every strategy, in the order the benchmark runs them.
 var Strategies = []Strategy{StrategySP, StrategyClient, StrategyNaive, StrategyUnion, StrategyMerge, StrategyRecent, StrategyActive}
+
+// ReadStrategy is a read strategy with its own settings: a value of
+// sqlread.SP, sqlread.Client, sqlread.Naive, sqlread.Union, sqlread.Merge
+// (any sqlread.Strategy), recent.Recent or recent.Active (any
+// recent.Strategy).
+type ReadStrategy interface {
+	Name() string
+}
+
+// Read returns strategy's ReadStrategy with default settings.
+func Read(strategy Strategy) (ReadStrategy, error) {
+	for _, r := range []ReadStrategy{sqlread.SP{}, sqlread.Client{}, sqlread.Naive{}, sqlread.Union{}, sqlread.Merge{}, recent.Recent{}, recent.Active{}} {
+		if r.Name() == string(strategy) {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown pull strategy %q (want one of %v)", strategy, Strategies)
+}
 
 // Config says where the store lives and how it reads.
 type Config struct {
@@ -76,145 +75,140 @@ type Config struct {
 	// Database holds the pull model's tables and procedures; "" means
 	// DefaultDatabase. It is created if missing.
 	Database string
-	// Strategy is how timelines are read; "" means StrategySP.
-	Strategy Strategy
-	// Concurrency bounds the queries one StrategyClient read runs at once;
-	// 0 means 8.
-	Concurrency int
 	// MaxConns caps the connection pool; 0 means 64.
 	MaxConns int
 	// Force applies the schema even to a database holding other tables.
 	Force bool
 
-	// Memcache lists memcached servers ("host:port"). StrategyRecent needs
-	// them; with any other strategy, setting them makes Post keep the
-	// per-author lists current too, and Follow and Unfollow the follow
-	// tokens (see recent.go), which every store writing to a database that
-	// StrategyRecent reads must do.
+	// Memcache lists memcached servers ("host:port"). The strategies of
+	// package recent need them, and so does every store, whatever its
+	// strategy, on a database whose write hooks are recorded (see
+	// WriteHooks); other stores do not use them.
 	Memcache []string
 	// Namespace prefixes the memcached keys, so that stores on different
-	// databases, or tests, can share a memcached. Up to 64 characters, no
-	// spaces or control characters.
+	// databases, or tests, can share a memcached: printable ASCII without
+	// spaces, at most mckey.MaxNamespaceLen bytes. Stores that write to
+	// one database must share it.
 	Namespace string
-	// MessageCache is how many messages StrategyRecent keeps in process,
-	// so that a page whose ids all come from memcached needs no database
-	// read for its bodies (messages never change once written); 0 means
-	// DefaultMessageCache, a negative number none.
-	MessageCache int
-	// FolloweeCache is how many users' followee lists StrategyRecent keeps
-	// in process, checked at every read against a token in memcached that
-	// follows and unfollows replace (see followsets.go), so that a read
-	// needs no database query for them; 0 means DefaultFolloweeCache, a
-	// negative number none. Each costs 8 bytes per followee.
-	FolloweeCache int
-	// RecentLen caps how many of an author's newest ids memcached keeps;
-	// 0 means DefaultRecentLen. Deeper pages read the database for the
-	// authors whose lists do not reach that far.
-	RecentLen int
 
-	// ActiveLen is how many followees a StrategyActive index keeps; 0
-	// means DefaultActiveLen. Users who follow more than twice as many
-	// authors get an index; the others read like StrategyRecent.
-	ActiveLen int
-	// ActiveHints makes Post send its hint to the indexes of the author's
-	// heavy followers (see active.go): every store that posts to a
-	// database that StrategyActive reads must set it. StrategyActive sets
-	// it; it needs Memcache.
-	ActiveHints bool
+	// Read is the read strategy with its settings; nil means sqlread.SP{}.
+	Read ReadStrategy
 }
 
 // Store is the pull model. It implements timeline.Store.
 type Store struct {
-	db          *sql.DB
-	codec       *timeline.CursorCodec
-	now         func() time.Time
-	strategy    Strategy
-	concurrency int
-	read        func(ctx context.Context, r timeline.Request) ([]timeline.Message, error)
-	recent      *recentLists  // nil unless Config.Memcache is set
-	messages    *messageCache // nil unless StrategyRecent
-	stats       stats
+	db       *sql.DB
+	codec    *timeline.CursorCodec
+	now      func() time.Time
+	strategy Strategy
+	reader   sqlread.Reader
+	pages    sqlread.PageCount
+	hooks    *recent.State // nil unless the store runs write hooks
 }
 
 var _ timeline.Store = (*Store)(nil)
 
 // Open connects to the server, creates the database, tables and procedures
-// if needed, and returns the store.
+// if needed, and returns the store. A store of package recent's strategies
+// records the write hooks it needs in the database (WriteHooks); a store
+// opened on a database with hooks recorded runs them, or, without
+// Config.Memcache, refuses to open with an error matching ErrWriteHooks.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Database == "" {
 		cfg.Database = DefaultDatabase
 	}
-	if cfg.Strategy == "" {
-		cfg.Strategy = StrategySP
+	if cfg.Read == nil {
+		cfg.Read = sqlread.SP{}
 	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 8
-	}
-	s := &Store{now: time.Now, strategy: cfg.Strategy, concurrency: cfg.Concurrency}
-	switch cfg.Strategy {
-	case StrategySP:
-		s.read = s.readSP
-	case StrategyClient:
-		s.read = s.readClient
-	case StrategyNaive:
-		s.read = s.readNaive
-	case StrategyUnion:
-		s.read = s.readUnion
-	case StrategyMerge:
-		s.read = s.readMerge
-	case StrategyRecent, StrategyActive:
+	s := &Store{now: time.Now, strategy: Strategy(cfg.Read.Name())}
+	var need WriteHooks // what this store's reads need
+	switch read := cfg.Read.(type) {
+	case sqlread.Strategy:
+	case recent.Strategy:
 		if len(cfg.Memcache) == 0 {
-			return nil, fmt.Errorf("open pull store: strategy %q needs memcached servers (Config.Memcache)", cfg.Strategy)
+			return nil, fmt.Errorf("open pull store: strategy %q needs memcached servers (Config.Memcache)", s.strategy)
 		}
-		s.read = s.readRecent
-		if cfg.Strategy == StrategyActive {
-			s.read, cfg.ActiveHints = s.readActive, true
+		need = HookLists
+		if read.Hints() {
+			need |= HookHints
 		}
-		if cfg.MessageCache == 0 {
-			cfg.MessageCache = DefaultMessageCache
-		}
-		s.messages = newMessageCache(cfg.MessageCache)
 	default:
-		return nil, fmt.Errorf("open pull store: unknown strategy %q (want one of %v)", cfg.Strategy, Strategies)
+		return nil, fmt.Errorf("open pull store: unknown read strategy %T (want one of package sqlread's or recent's)", cfg.Read)
 	}
-	if cfg.ActiveHints && len(cfg.Memcache) == 0 {
-		return nil, fmt.Errorf("open pull store: ActiveHints needs memcached servers (Config.Memcache)")
-	}
-	if cfg.ActiveLen < 0 || cfg.ActiveLen > 10_000 {
-		return nil, fmt.Errorf("open pull store: ActiveLen %d is outside 0..10000", cfg.ActiveLen)
-	}
-	if err := checkNamespace(cfg.Namespace); err != nil {
+	if err := mckey.CheckNamespace(cfg.Namespace); err != nil {
 		return nil, fmt.Errorf("open pull store: %w", err)
 	}
 	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns})
 	if err != nil {
 		return nil, fmt.Errorf("open pull store: %w", err)
 	}
-	if err := schema.Apply(ctx, db, schema.Pull, schema.Options{Force: cfg.Force}); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open pull store: %w", err)
-	}
-	if s.codec, err = schema.CursorCodec(ctx, db); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open pull store: %w", err)
-	}
 	s.db = db
-	if len(cfg.Memcache) > 0 {
-		if s.recent, err = newRecentLists(ctx, db, cfg); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("open pull store: %w", err)
-		}
+	if err := s.open(ctx, cfg, need); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open pull store: %w", err)
 	}
 	return s, nil
+}
+
+// open is Open once the database is connected.
+func (s *Store) open(ctx context.Context, cfg Config, need WriteHooks) error {
+	if err := schema.Apply(ctx, s.db, schema.Pull, schema.Options{Force: cfg.Force}); err != nil {
+		return err
+	}
+	var err error
+	if s.codec, err = schema.CursorCodec(ctx, s.db); err != nil {
+		return err
+	}
+	recorded, err := recordedHooks(ctx, s.db)
+	if err != nil {
+		return err
+	}
+	hooks := recorded | need
+	if hooks != 0 && len(cfg.Memcache) == 0 {
+		return fmt.Errorf("%w: database %s needs the %s write hooks, recorded in its pushpull_meta by a store that reads memcached; give this store the memcached servers and namespace of those stores (Config.Memcache, Config.Namespace)",
+			ErrWriteHooks, cfg.Database, recorded)
+	}
+	env := sqlread.Env{DB: s.db, Pages: &s.pages}
+	if hooks != 0 {
+		s.hooks, err = recent.Open(ctx, env, recent.Options{
+			Servers: cfg.Memcache, Namespace: cfg.Namespace, MaxConns: cfg.MaxConns, Hints: hooks&HookHints != 0,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	switch read := cfg.Read.(type) {
+	case sqlread.Strategy:
+		s.reader = read.NewReader(env)
+	case recent.Strategy:
+		if s.reader, err = read.NewReader(s.hooks); err != nil {
+			return err
+		}
+	}
+	// Recorded last, once this store can keep them: stores opened from
+	// now on run them.
+	return recordHooks(ctx, s.db, need&^recorded)
 }
 
 // DB returns the store's connection pool, for measurement and bulk loading.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// Strategy returns the read strategy.
+// Strategy returns the read strategy's name.
 func (s *Store) Strategy() Strategy { return s.strategy }
 
-// Post implements timeline.Store: one INSERT, whatever the follower count.
+// Hooks returns the write hooks the store runs.
+func (s *Store) Hooks() WriteHooks {
+	switch {
+	case s.hooks == nil:
+		return 0
+	case s.hooks.SendsHints():
+		return HookLists | HookHints
+	}
+	return HookLists
+}
+
+// Post implements timeline.Store: one INSERT, whatever the follower count,
+// and the write hooks the database needs.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	if err := timeline.CheckPost(author, body); err != nil {
 		return timeline.Message{}, err
@@ -228,27 +222,14 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 		id, err = res.LastInsertId()
 	}
 	if err != nil {
-		if s.recent != nil {
-			// The INSERT may have committed all the same (a connection
-			// lost after the commit): a list must not go on without it,
-			// nor an index.
-			s.recent.invalidate(s, author)
-			if s.recent.active != nil {
-				s.recent.forgetHinted(ctx, s, author)
-			}
+		if s.hooks != nil {
+			s.hooks.PostFailed(ctx, author)
 		}
 		return timeline.Message{}, fmt.Errorf("pull post: %w", err)
 	}
 	msg.ID = timeline.MessageID(id)
-	s.messages.put(msg)
-	if s.recent != nil {
-		// After the commit, never before: a list may only ever hold ids
-		// that the database has. See recentLists.added.
-		if s.recent.active != nil {
-			s.recent.published(ctx, s, author, msg.ID)
-		} else {
-			s.recent.added(s, author, msg.ID)
-		}
+	if s.hooks != nil {
+		s.hooks.Posted(ctx, msg)
 	}
 	return msg, nil
 }
@@ -281,12 +262,11 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 	return nil
 }
 
-// followsChanged tells the stores that cache followee lists
-// (StrategyRecent) that user's changed. It runs even after a failed
-// write, which may have committed all the same.
+// followsChanged runs the follow hook. It runs even after a failed write,
+// which may have committed all the same.
 func (s *Store) followsChanged(user timeline.UserID) {
-	if s.recent != nil {
-		s.recent.followsChanged(s, user)
+	if s.hooks != nil {
+		s.hooks.FollowsChanged(user)
 	}
 }
 
@@ -296,7 +276,7 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 	if err != nil {
 		return timeline.Page{}, err
 	}
-	msgs, err := s.read(ctx, r)
+	msgs, err := s.reader.Read(ctx, r)
 	if err != nil {
 		return timeline.Page{}, fmt.Errorf("pull timeline (%s): %w", s.strategy, err)
 	}
@@ -305,47 +285,16 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 
 // Close implements timeline.Store.
 func (s *Store) Close() error {
-	if s.recent != nil {
-		s.recent.close()
+	if s.hooks != nil {
+		s.hooks.Close()
 	}
 	return s.db.Close()
 }
 
-// readSP runs the whole algorithm in the server: one CALL, one round trip.
-func (s *Store) readSP(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	var rows *sql.Rows
-	var err error
-	if r.Before == 0 {
-		rows, err = s.db.QueryContext(ctx, `CALL pull_timeline_newest(?, ?)`, r.User, r.Fetch())
-	} else {
-		rows, err = s.db.QueryContext(ctx, `CALL pull_timeline_before(?, ?, ?)`, r.User, r.Before, r.Fetch())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return mysqlx.ScanMessages(rows, r.Fetch())
-}
-
-// readNaive is the single join. It has to look at every message of every
-// followee below the cursor before it can sort them.
-func (s *Store) readNaive(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	var rows *sql.Rows
-	var err error
-	if r.Before == 0 {
-		rows, err = s.db.QueryContext(ctx,
-			`SELECT m.id, m.author_id, m.body, m.created_at
-			 FROM follows f JOIN messages m ON m.author_id = f.followee_id
-			 WHERE f.follower_id = ?
-			 ORDER BY m.id DESC LIMIT ?`, r.User, r.Fetch())
-	} else {
-		rows, err = s.db.QueryContext(ctx,
-			`SELECT m.id, m.author_id, m.body, m.created_at
-			 FROM follows f JOIN messages m ON m.author_id = f.followee_id
-			 WHERE f.follower_id = ? AND m.id < ?
-			 ORDER BY m.id DESC LIMIT ?`, r.User, r.Before, r.Fetch())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return mysqlx.ScanMessages(rows, r.Fetch())
+// PrimeHintTargets builds the hint targets that memcached lacks for
+// authors, as the posts of a running service keep them (see
+// recent.State.PrimeHintTargets). It does nothing for a store that sends no
+// hints.
+func (s *Store) PrimeHintTargets(ctx context.Context, authors []timeline.UserID) error {
+	return s.hooks.PrimeHintTargets(ctx, authors)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
@@ -20,7 +21,11 @@ var namespaces atomic.Int64
 // StrategyActive get the test memcached and a namespace no other store in
 // this run uses.
 func config(t testing.TB, strategy pull.Strategy, database string) pull.Config {
-	cfg := pull.Config{DSN: testserver.DSN(t), Database: database, Strategy: strategy}
+	read, err := pull.Read(strategy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := pull.Config{DSN: testserver.DSN(t), Database: database, Read: read}
 	if strategy == pull.StrategyRecent || strategy == pull.StrategyActive {
 		cfg.Memcache = []string{testserver.Memcache(t)}
 		cfg.Namespace = fmt.Sprintf("t%s-%d/", database, namespaces.Add(1))
@@ -56,8 +61,25 @@ func TestConformance(t *testing.T) {
 	t.Run("active/1", func(t *testing.T) {
 		timelinetest.Run(t, func(t *testing.T) timeline.Store {
 			cfg := config(t, pull.StrategyActive, testserver.Database(t))
-			cfg.ActiveLen = 1
+			cfg.Read = recent.Active{ActiveLen: 1}
 			return openConfig(t, cfg)
 		})
 	})
+}
+
+// TestRead: every strategy the benchmark runs has a ReadStrategy of that
+// name, and a store opened with it reports it.
+func TestRead(t *testing.T) {
+	for _, strategy := range pull.Strategies {
+		read, err := pull.Read(strategy)
+		if err != nil || read.Name() != string(strategy) {
+			t.Fatalf("Read(%q) = %v, %v", strategy, read, err)
+		}
+	}
+	if _, err := pull.Read("nope"); err == nil {
+		t.Fatal("Read of an unknown strategy succeeded")
+	}
+	if s := openConfig(t, pull.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)}); s.Strategy() != pull.StrategySP {
+		t.Fatalf("a store with no Config.Read reads with %q, want sp", s.Strategy())
+	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -25,22 +26,23 @@ func TestStrategiesAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	db := testserver.Database(t)
 	writerCfg := config(t, pull.StrategyActive, db)
-	writerCfg.RecentLen = 3
-	writerCfg.ActiveLen = 4 // an index for users who follow more than 8
+	// An index for users who follow more than 8.
+	writerCfg.Read = recent.Active{Recent: recent.Recent{RecentLen: 3}, ActiveLen: 4}
 	writer := openConfig(t, writerCfg)
 	readers := map[string]timeline.Store{"active/3/4": writer}
-	// Same namespace: these read the lists and indexes the writer keeps.
-	other := writerCfg
-	other.RecentLen, other.ActiveLen = 8, 2
-	readers["active/8/2"] = openConfig(t, other)
-	other = writerCfg
-	other.Strategy = pull.StrategyRecent
-	readers["recent/3"] = openConfig(t, other)
-	other.RecentLen = 8
-	readers["recent/8"] = openConfig(t, other)
+	// Same memcached and namespace: these read the lists and indexes the
+	// writer keeps, and the others run the write hooks it recorded.
+	with := func(read pull.ReadStrategy) *pull.Store {
+		other := writerCfg
+		other.Read = read
+		return openConfig(t, other)
+	}
+	readers["active/8/2"] = with(recent.Active{Recent: recent.Recent{RecentLen: 8}, ActiveLen: 2})
+	readers["recent/3"] = with(recent.Recent{RecentLen: 3})
+	readers["recent/8"] = with(recent.Recent{RecentLen: 8})
 	for _, st := range pull.Strategies {
 		if st != pull.StrategyRecent && st != pull.StrategyActive {
-			readers[string(st)] = open(t, st, db)
+			readers[string(st)] = with(config(t, st, db).Read)
 		}
 	}
 	mem := timeline.NewMemory()

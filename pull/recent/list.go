@@ -1,43 +1,18 @@
-package pull
+package recent
 
 import (
-	"cmp"
 	"encoding/binary"
 	"hash/crc32"
 	"slices"
-)
 
-// An author's list in memcached is a base, written whole from a database
-// read, followed by zero or more records that posts appended since:
-//
-//	base:   'R' | flags | uvarint builtAt (Unix seconds) | uvarint count |
-//	        uvarint oldest id | uvarint length in bytes of the ids |
-//	        ids: uvarint newest id, then uvarint gap to each older id |
-//	        crc32c(key | everything before)            (4 bytes, big endian)
-//	record: 'a' | id (8 bytes, big endian) | crc32c(key | 'a' | id)
-//
-// flags bit 0, complete: the author has no message older than the oldest id
-// in the base. Without it the base holds the author's newest count ids and
-// says nothing about older ones.
-//
-// Appending is what makes a post one memcached round trip (no read, no CAS
-// loop, no conflict between two posts by the same author). Checksums are
-// keyed by the memcached key, so a value that is truncated, garbled, or
-// copied from another author's key is rejected, never used: a rejected
-// value is treated like a missing one and rebuilt from the database.
-//
-// The ids are decoded lazily (listIter): a newest page needs the first few
-// ids of each list, not all of them; the header's length lets the checksum
-// be verified without decoding them.
+	"github.com/pushpull/pushpull/pull/sqlread"
+)
 
 const (
 	listMagic    = 'R'
 	recordMagic  = 'a'
 	flagComplete = 1
 )
-
-// newestFirst orders ids from the largest down.
-func newestFirst(x, y uint64) int { return cmp.Compare(y, x) }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -54,9 +29,21 @@ type authorList struct {
 	builtAt int64
 }
 
-// encodeList encodes a base list of ids (newest first, at least one unless
-// complete).
-func encodeList(key string, ids []uint64, complete bool, builtAt int64) []byte {
+// EncodeList encodes the base of an author's list stored under key: ids
+// newest first (at least one unless complete), complete if the author has
+// no older message, built at builtAt (Unix seconds). Tests forge lists
+// with it.
+//
+//	base:   'R' | flags (bit 0: complete) | uvarint builtAt | uvarint count |
+//	        uvarint oldest id | uvarint length in bytes of the ids |
+//	        ids: uvarint newest id, then uvarint gap to each older id |
+//	        crc32c(key | everything before)            (4 bytes, big endian)
+//	record: 'a' | id (8 bytes, big endian) | crc32c(key | 'a' | id)
+//
+// Posts append records. The ids are decoded lazily (listIter): a newest
+// page needs the first few ids of each list, and the header's length lets
+// the checksum be checked without decoding them.
+func EncodeList(key string, ids []uint64, complete bool, builtAt int64) []byte {
 	var idBytes []byte
 	for i, id := range ids {
 		if i == 0 {
@@ -85,10 +72,9 @@ func encodeList(key string, ids []uint64, complete bool, builtAt int64) []byte {
 // encodeRecord encodes the record a post appends.
 func encodeRecord(key string, id uint64) []byte { return fixedRecord(key, recordMagic, id) }
 
-// The lists, indexes (activeindex.go) and hint targets (hinttargets.go)
-// in memcached share their framing: a base that ends with its checksum,
-// then fixed-size records, each a magic byte, 8-byte big-endian fields
-// and its own checksum. Checksums are crc32c of the key, then the bytes.
+// The framing that lists, indexes and hint targets share (see the package
+// comment): a base that ends with its checksum, then fixed-size records,
+// each a magic byte, 8-byte big-endian fields and its own checksum.
 
 // sealed appends to b its checksum under key.
 func sealed(key string, b []byte) []byte {
@@ -184,7 +170,7 @@ func decodeList(key string, v []byte) (authorList, bool) {
 		return l, false
 	}
 	if len(l.records) > 1 {
-		slices.SortFunc(l.records, newestFirst)
+		slices.SortFunc(l.records, sqlread.NewestFirst)
 		l.records = slices.Compact(l.records)
 	}
 	return l, true

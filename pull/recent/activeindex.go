@@ -1,16 +1,21 @@
-package pull
+package recent
 
 import (
 	"cmp"
 	"encoding/binary"
 	"slices"
 
+	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/timeline"
 )
 
-// A user's recently-active-followees index in memcached (StrategyActive)
-// is, like an author's list, a base written whole from a database read
-// followed by records that posts appended since:
+const (
+	indexMagic = 'I'
+	hintMagic  = 'h'
+)
+
+// activeIndex is a checked index (Active) of a user's followees who posted
+// last:
 //
 //	base:   'I' | uvarint builtAt (Unix milliseconds) | uvarint token length |
 //	        token | uvarint floor | uvarint count |
@@ -18,42 +23,21 @@ import (
 //	        crc32c(key | everything before)            (4 bytes, big endian)
 //	record: 'h' | author (8 bytes) | id (8 bytes) | crc32c(key | 'h' | author | id)
 //
-// token is the user's follow token when the base was built: the index
-// describes the followees of that moment, and a follow or unfollow, which
-// replaces the token, retires it. floor is the promise that makes the index
-// exact: every followee of that moment who is not in the base had no
-// message above floor when it was built (0: the base holds every followee
-// who had posted at all). A record is a post's hint: author just posted id.
-//
-// As with lists, checksums are keyed by the memcached key, so a value that
-// is truncated, garbled or copied from another user is rejected and
-// rebuilt, never used.
-
-const (
-	indexMagic = 'I'
-	hintMagic  = 'h'
-)
-
-// activeEntry is a followee and the newest message id the index knows of.
-type activeEntry struct {
-	author timeline.UserID
-	newest uint64
-}
-
-// byNewest orders entries newest first.
-func byNewest(x, y activeEntry) int { return cmp.Compare(y.newest, x.newest) }
-
-// activeIndex is a checked index.
+// token is the user's follow token when the base was built, so a follow or
+// unfollow retires it. floor makes the index exact: every followee of that
+// moment left out of the base had no message above it (0: the base holds
+// every followee who had posted). A record is a post's hint: author just
+// posted id.
 type activeIndex struct {
 	builtAt  int64 // Unix milliseconds
 	token    string
 	floor    uint64
-	entries  []activeEntry // base and records merged, one per author, newest first
-	nRecords int           // records appended since the base
+	entries  []sqlread.AuthorNewest // base and records merged, one per author, newest first
+	nRecords int                    // records appended since the base
 }
 
 // encodeIndex encodes a base; entries must be newest first.
-func encodeIndex(key, token string, builtAt int64, floor uint64, entries []activeEntry) []byte {
+func encodeIndex(key, token string, builtAt int64, floor uint64, entries []sqlread.AuthorNewest) []byte {
 	b := make([]byte, 0, 32+len(token)+8*len(entries))
 	b = append(b, indexMagic)
 	b = binary.AppendUvarint(b, uint64(builtAt))
@@ -62,15 +46,15 @@ func encodeIndex(key, token string, builtAt int64, floor uint64, entries []activ
 	b = binary.AppendUvarint(b, floor)
 	b = binary.AppendUvarint(b, uint64(len(entries)))
 	for _, e := range entries {
-		b = binary.AppendUvarint(b, uint64(e.author))
-		b = binary.AppendUvarint(b, e.newest)
+		b = binary.AppendUvarint(b, uint64(e.Author))
+		b = binary.AppendUvarint(b, e.Newest)
 	}
 	return sealed(key, b)
 }
 
-// encodeHint encodes the record that author's post of id appends to a
-// follower's index stored under key.
-func encodeHint(key string, author timeline.UserID, id uint64) []byte {
+// EncodeHint encodes the record that author's post of id appends to a
+// follower's index stored under key. Tests forge hints with it.
+func EncodeHint(key string, author timeline.UserID, id uint64) []byte {
 	return fixedRecord(key, hintMagic, uint64(author), id)
 }
 
@@ -104,14 +88,14 @@ func decodeIndex(key string, v []byte) (activeIndex, bool) {
 		return x, false
 	}
 	x.floor = floor
-	x.entries = make([]activeEntry, 0, int(count)+4)
+	x.entries = make([]sqlread.AuthorNewest, 0, int(count)+4)
 	for range count {
 		a, ok1 := uvarint()
 		id, ok2 := uvarint()
 		if !ok1 || !ok2 || a == 0 || id == 0 {
 			return x, false
 		}
-		x.entries = append(x.entries, activeEntry{timeline.UserID(a), id})
+		x.entries = append(x.entries, sqlread.AuthorNewest{Author: timeline.UserID(a), Newest: id})
 	}
 	ks := keySum(key)
 	if !sealOK(ks, v, p) {
@@ -123,7 +107,7 @@ func decodeIndex(key string, v []byte) (activeIndex, bool) {
 			return false
 		}
 		x.nRecords++
-		x.entries = append(x.entries, activeEntry{timeline.UserID(a), id})
+		x.entries = append(x.entries, sqlread.AuthorNewest{Author: timeline.UserID(a), Newest: id})
 		return true
 	})
 	if !ok {
@@ -131,15 +115,15 @@ func decodeIndex(key string, v []byte) (activeIndex, bool) {
 	}
 	// One entry per author, with the newest id any of them gave: sort by
 	// author, newest first within one, keep the first of each.
-	if x.nRecords > 0 || !slices.IsSortedFunc(x.entries, byNewest) {
-		slices.SortFunc(x.entries, func(e, f activeEntry) int {
-			if c := cmp.Compare(e.author, f.author); c != 0 {
+	if x.nRecords > 0 || !slices.IsSortedFunc(x.entries, sqlread.ByNewest) {
+		slices.SortFunc(x.entries, func(e, f sqlread.AuthorNewest) int {
+			if c := cmp.Compare(e.Author, f.Author); c != 0 {
 				return c
 			}
-			return byNewest(e, f)
+			return sqlread.ByNewest(e, f)
 		})
-		x.entries = slices.CompactFunc(x.entries, func(e, f activeEntry) bool { return e.author == f.author })
-		slices.SortFunc(x.entries, byNewest)
+		x.entries = slices.CompactFunc(x.entries, func(e, f sqlread.AuthorNewest) bool { return e.Author == f.Author })
+		slices.SortFunc(x.entries, sqlread.ByNewest)
 	}
 	return x, true
 }

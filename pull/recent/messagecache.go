@@ -1,4 +1,4 @@
-package pull
+package recent
 
 import (
 	"sync/atomic"
@@ -6,13 +6,13 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
-// DefaultMessageCache is how many messages StrategyRecent keeps in process
-// unless Config.MessageCache says otherwise: about 45 MB at the paper's
+// DefaultMessageCache is how many messages a reader keeps in process
+// unless Recent.MessageCache says otherwise: about 45 MB at the paper's
 // body lengths.
 const DefaultMessageCache = 1 << 18
 
 // messageCache keeps messages by id in this process, so that
-// StrategyRecent, which learns a page's ids from memcached, can often skip
+// Recent, which learns a page's ids from memcached, can often skip
 // the database altogether. A message never changes once written (a Store
 // has no edit or delete), so a copy is never stale, and the cache needs no
 // invalidation across processes: it is filled only with rows read from

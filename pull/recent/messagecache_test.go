@@ -1,4 +1,4 @@
-package pull
+package recent
 
 import (
 	"testing"

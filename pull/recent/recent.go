@@ -1,4 +1,34 @@
-package pull
+// Package recent is the memcached-derived state of the pull model and the
+// two read strategies that read it, Recent and Active.
+//
+// The state is kept in memcached, derived from the database, which stays
+// the system of record: per author, the ids of their newest messages (a
+// list); per user, a follow token; for users who follow many authors, an
+// index of the followees who posted last; per author, the hint targets (the
+// followers whose index a post must reach). Unlike the strategies of
+// package sqlread, which read the tables alone, this state is only as
+// current as the writes that keep it: every post, follow and unfollow on a
+// database that these strategies read must go through a State with the same
+// memcached servers and namespace (the pull store records which write hooks
+// a database needs and refuses to write without them).
+//
+// # Keys and values
+//
+// Keys are Namespace + "pr:" + a digest of the database's cursor secret +
+// ":" and then the author id (a list), "f" and a user id (a follow token),
+// "i" and a user id (an index) or "t" and an author id (hint targets): a
+// re-created database (as the benchmark does before loading) gets fresh
+// keys and never sees the state of the old one.
+//
+// Lists, indexes and hint targets share one framing: a base written whole
+// from a database read, then fixed-size records that writes append (one
+// memcached append per write: no read, no CAS loop, no conflict between two
+// writers). The base and every record end with a crc32c keyed by the
+// memcached key, so a value that is truncated, garbled or copied from
+// another key is rejected and rebuilt, never used. A base is rebuilt
+// through a placeholder and CAS whose token is taken before the database
+// read, so a write racing the rebuild is never lost.
+package recent
 
 import (
 	"context"
@@ -14,47 +44,117 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pushpull/pushpull/internal/mckey"
 	"github.com/pushpull/pushpull/internal/multiget"
+	"github.com/pushpull/pushpull/pull/sqlread"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
 
-// StrategyRecent keeps, for every author, the ids of their newest messages
-// in memcached: a capped list, updated when they post (one append, not one
-// write per follower). A read takes the followees (cached in process,
-// checked by a follow token fetched along with the lists: followsets.go),
-// all their lists in one multi-get, merges them, and takes the page's
-// bodies from the in-process message cache or by primary key; the database
-// stays the system of record:
+// Recent reads a page from each followee's list of newest ids, kept in
+// memcached and appended to by every post (one append, not one write per
+// follower). A read takes the followees (cached in process, checked by the
+// user's follow token fetched along with the lists), all their lists in
+// one multi-get, merges them, and takes the page's bodies from the
+// in-process message cache or by primary key:
 //
 //   - A missing, expired or unreadable list is rebuilt from the database
-//     (newest RecentLen ids), through a CAS token taken before the database
-//     read, so that a post racing the rebuild can never be lost: see
-//     rebuild.
+//     (newest RecentLen ids).
 //   - A list covers only the author's newest ids. When a page reaches below
 //     an incomplete list, that author's part comes from the database, in
-//     the same statement that fetches the bodies, and only if it can still
-//     reach the page (the floor of readMerge).
+//     the statement that fetches the bodies, and only if it can still
+//     reach the page.
 //   - The bodies' rows are checked against the lists: an id that is not in
 //     the database, or not by that author, means a corrupt list; it is
-//     deleted and the page is read from the database alone.
+//     deleted and the page is read from the database alone (sqlread.Merge).
 //   - A memcached that fails or times out costs only speed: the read falls
-//     back to readMerge, the failure is counted.
+//     back to sqlread.Merge, and the failure is counted.
 //
-// Every post, follow and unfollow on the database must go through a store
-// with the same Memcache and Namespace (any strategy: Config.Memcache makes
-// Post keep the lists and Follow and Unfollow the tokens), or the lists
-// miss those posts and the followee caches those follows. A post whose append fails deletes
-// the author's list; if that fails too, this store reads that author from
-// the database until any list built before the failure has aged out
-// (recentMaxAge), and lists older than that are rebuilt everywhere.
-//
-// Keys are Namespace + "pr:" + a digest of the database's cursor secret +
-// ":" + author id: a re-created database (as the benchmark does before
-// loading) gets fresh keys and never sees lists of the old one.
+// A post whose append fails deletes the author's list; if that fails too,
+// this process reads that author from the database until any list built
+// before the failure has aged out (10 minutes), and lists older than that
+// are rebuilt everywhere.
+type Recent struct {
+	// RecentLen caps how many of an author's newest ids a list keeps; 0
+	// means DefaultRecentLen. Deeper pages read the database for the
+	// authors whose lists do not reach that far.
+	RecentLen int
+	// MessageCache is how many messages are kept in process, so that a
+	// page whose ids all come from memcached needs no database read for
+	// its bodies (messages never change once written); 0 means
+	// DefaultMessageCache, a negative number none.
+	MessageCache int
+	// FolloweeCache is how many users' followee lists are kept in
+	// process, checked at every read against the user's follow token in
+	// memcached, which follows and unfollows replace; 0 means
+	// DefaultFolloweeCache, a negative number none. Each costs 8 bytes per
+	// followee.
+	FolloweeCache int
+}
+
+// Strategy is a read strategy of this package: Recent or Active.
+type Strategy interface {
+	// Name is the strategy's name ("recent", "active").
+	Name() string
+	// Hints reports whether the strategy reads indexes that posts must
+	// hint (State's Options.Hints).
+	Hints() bool
+	// NewReader returns the strategy's reader of st. A State serves one
+	// reader.
+	NewReader(st *State) (sqlread.Reader, error)
+}
+
+// Name implements Strategy.
+func (Recent) Name() string { return "recent" }
+
+// Hints implements Strategy: Recent reads no index.
+func (Recent) Hints() bool { return false }
+
+// NewReader implements Strategy.
+func (c Recent) NewReader(st *State) (sqlread.Reader, error) {
+	c.setUp(st)
+	return &reader{st: st}, nil
+}
+
+// setUp gives st what reading its lists takes.
+func (c Recent) setUp(st *State) {
+	if c.RecentLen > 0 {
+		st.maxIDs = c.RecentLen
+	}
+	if c.MessageCache == 0 {
+		c.MessageCache = DefaultMessageCache
+	}
+	st.messages = newMessageCache(c.MessageCache)
+	if c.FolloweeCache == 0 {
+		c.FolloweeCache = DefaultFolloweeCache
+	}
+	st.follows = newFollowSets(c.FolloweeCache)
+}
+
+// reader is the reader of Recent and Active.
+type reader struct {
+	st      *State
+	indexed bool // Active
+}
+
+// Read implements sqlread.Reader. When memcached fails, or a list
+// contradicts the database, the page comes from sqlread.Merge instead.
+func (rd *reader) Read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+	var msgs []timeline.Message
+	var err error
+	if rd.indexed {
+		msgs, err = rd.st.readActive(ctx, r)
+	} else {
+		msgs, err = rd.st.readLists(ctx, r, nil, time.Now())
+	}
+	if errors.Is(err, errSuspect) || errors.Is(err, errCacheDown) {
+		return rd.st.fallback.Read(ctx, r)
+	}
+	return msgs, err
+}
 
 // DefaultRecentLen is how many ids an author's list holds unless
-// Config.RecentLen says otherwise.
+// Recent.RecentLen says otherwise.
 const DefaultRecentLen = 64
 
 const (
@@ -74,14 +174,23 @@ const (
 
 var placeholder = []byte("P")
 
-type recentLists struct {
+// State is a store's connection to the memcached-derived state: the write
+// hooks that keep it current (Posted, PostFailed, FollowsChanged) and, once
+// a Strategy's reader is made, what that reader keeps in process.
+type State struct {
+	db       *sql.DB
+	pages    *sqlread.PageCount
+	fallback sqlread.Reader // sqlread.Merge
+	stats    counters
+
 	mc     *memcache.Client
 	get    *multiget.Client // the read path's multi-gets, on mc's servers
 	prefix string
-	maxIDs int // RecentLen
+	maxIDs int // Recent.RecentLen
 
-	follows *followSets    // nil unless StrategyRecent or StrategyActive
-	active  *activeIndexes // nil unless Config.ActiveHints (StrategyActive sets it)
+	follows  *followSets    // nil unless a reader keeps followees
+	messages *messageCache  // nil unless a reader keeps messages
+	active   *activeIndexes // nil unless Options.Hints
 
 	mu     sync.Mutex
 	dirty  map[timeline.UserID]time.Time // authors whose list may have missed a post, until when
@@ -89,111 +198,154 @@ type recentLists struct {
 	closed atomic.Bool
 }
 
-// checkNamespace keeps keys valid for memcached: at most 250 bytes (the
-// rest of a key takes under 40), no spaces or control characters.
-func checkNamespace(ns string) error {
-	if len(ns) > 64 {
-		return fmt.Errorf("memcached namespace %q: longer than 64 bytes", ns)
-	}
-	for _, c := range []byte(ns) {
-		if c <= ' ' || c == 0x7f {
-			return fmt.Errorf("memcached namespace %q: spaces and control characters are not allowed in memcached keys", ns)
-		}
-	}
-	return nil
+// Options configure Open.
+type Options struct {
+	// Servers are memcached addresses ("host:port").
+	Servers []string
+	// Namespace prefixes the keys (mckey's rule), so that stores on
+	// different databases, or tests, can share a memcached.
+	Namespace string
+	// MaxConns is how many idle connections are kept per server, sized
+	// like the database pool; 0 means 64.
+	MaxConns int
+	// Hints makes Posted send hints to the indexes Active reads.
+	Hints bool
 }
 
-func newRecentLists(ctx context.Context, db *sql.DB, cfg Config) (*recentLists, error) {
-	id, err := schema.Identity(ctx, db, "pushpull recent lists")
+// Open connects to memcached for the database env reads. It pings the
+// servers: later a memcached that stops answering only costs speed, but at
+// Open it is most likely a wrong address, better refused now (with an
+// error matching timeline.ErrUnavailable).
+func Open(ctx context.Context, env sqlread.Env, opts Options) (*State, error) {
+	if err := mckey.CheckNamespace(opts.Namespace); err != nil {
+		return nil, err
+	}
+	id, err := schema.Identity(ctx, env.DB, "pushpull recent lists")
 	if err != nil {
 		return nil, err
 	}
 	servers := new(memcache.ServerList)
-	if err := servers.SetServers(cfg.Memcache...); err != nil {
-		return nil, fmt.Errorf("memcached at %v: %w", cfg.Memcache, err)
+	if err := servers.SetServers(opts.Servers...); err != nil {
+		return nil, fmt.Errorf("memcached at %v: %w", opts.Servers, err)
 	}
-	r := &recentLists{
-		mc:     memcache.NewFromSelector(servers),
-		prefix: cfg.Namespace + "pr:" + id + ":",
-		maxIDs: cfg.RecentLen,
-		dirty:  make(map[timeline.UserID]time.Time),
+	st := &State{
+		db:       env.DB,
+		pages:    env.Pages,
+		fallback: sqlread.Merge{}.NewReader(env),
+		mc:       memcache.NewFromSelector(servers),
+		prefix:   opts.Namespace + "pr:" + id + ":",
+		maxIDs:   DefaultRecentLen,
+		dirty:    make(map[timeline.UserID]time.Time),
 	}
-	if r.maxIDs <= 0 {
-		r.maxIDs = DefaultRecentLen
-	}
-	if cfg.ActiveHints {
-		r.active = newActiveIndexes(cfg.ActiveLen)
-	}
-	if cfg.Strategy == StrategyRecent || cfg.Strategy == StrategyActive {
-		if cfg.FolloweeCache == 0 {
-			cfg.FolloweeCache = DefaultFolloweeCache
-		}
-		r.follows = newFollowSets(cfg.FolloweeCache)
+	if opts.Hints {
+		st.active = &activeIndexes{keep: DefaultActiveLen}
 	}
 	// One idle connection per database connection: a read holds one of
 	// each at a time, so the two pools see the same concurrency.
-	r.mc.MaxIdleConns = cfg.MaxConns
-	if r.mc.MaxIdleConns <= 0 {
-		r.mc.MaxIdleConns = 64
+	st.mc.MaxIdleConns = opts.MaxConns
+	if st.mc.MaxIdleConns <= 0 {
+		st.mc.MaxIdleConns = 64
 	}
-	r.mc.Timeout = 500 * time.Millisecond
-	r.get = multiget.New(servers, r.mc.Timeout, r.mc.MaxIdleConns)
-	// Later, a memcached that stops answering only costs speed (reads
-	// fall back to the database). At Open it is most likely a wrong
-	// address, better refused now, like an unreachable database, than
-	// found out through a slow benchmark.
-	if err := r.mc.Ping(); err != nil {
-		return nil, fmt.Errorf("memcached at %v: %w: %w", cfg.Memcache, timeline.ErrUnavailable, err)
+	st.mc.Timeout = 500 * time.Millisecond
+	st.get = multiget.New(servers, st.mc.Timeout, st.mc.MaxIdleConns)
+	if err := st.mc.Ping(); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("memcached at %v: %w: %w", opts.Servers, timeline.ErrUnavailable, err)
 	}
-	return r, nil
+	return st, nil
 }
 
-func (r *recentLists) close() {
-	if r.closed.CompareAndSwap(false, true) {
-		r.mc.Close()
-		r.get.Close()
+// SendsHints reports whether Posted hints indexes (Options.Hints).
+func (st *State) SendsHints() bool { return st.active != nil }
+
+// Posted runs the hooks of a committed post: the message goes to the
+// message cache, its id to the author's list, and its hint (with
+// Options.Hints) to the indexes of the author's hint targets. After the
+// commit, never before: a list may only ever hold ids that the database
+// has (see added).
+func (st *State) Posted(ctx context.Context, msg timeline.Message) {
+	st.messages.put(msg)
+	if st.active != nil {
+		st.published(ctx, msg.Author, msg.ID)
+	} else {
+		st.added(msg.Author, msg.ID)
 	}
 }
 
-func (r *recentLists) key(author timeline.UserID) string {
-	return r.prefix + strconv.FormatInt(int64(author), 10)
+// PostFailed runs after a post whose INSERT failed: it may have committed
+// all the same (a connection lost after the commit), so the author's list
+// must not go on without it, nor an index.
+func (st *State) PostFailed(ctx context.Context, author timeline.UserID) {
+	st.invalidate(author)
+	if st.active != nil {
+		st.forgetHinted(ctx, author)
+	}
+}
+
+// FollowsChanged tells every store that user's followees changed: it
+// replaces the user's follow token. It runs after the database write, and
+// also after a failed one, which may have committed all the same.
+func (st *State) FollowsChanged(user timeline.UserID) { st.followsChanged(user) }
+
+// Close closes the connections to memcached.
+func (st *State) Close() {
+	if st.closed.CompareAndSwap(false, true) {
+		st.mc.Close()
+		st.get.Close()
+	}
+}
+
+// ListKey returns the memcached key of author's list.
+func (st *State) ListKey(author timeline.UserID) string { return st.key(author) }
+
+// FollowKey returns the memcached key of user's follow token.
+func (st *State) FollowKey(user timeline.UserID) string { return st.followKey(user) }
+
+// IndexKey returns the memcached key of user's index (Active).
+func (st *State) IndexKey(user timeline.UserID) string { return st.indexKey(user) }
+
+// TargetsKey returns the memcached key of author's hint targets (Active).
+func (st *State) TargetsKey(author timeline.UserID) string { return st.targetsKey(author) }
+
+func (st *State) key(author timeline.UserID) string {
+	return st.prefix + strconv.FormatInt(int64(author), 10)
 }
 
 // isDirty reports whether this store must not trust author's list.
-func (r *recentLists) isDirty(author timeline.UserID, now time.Time) bool {
-	if r.nDirty.Load() == 0 {
+func (st *State) isDirty(author timeline.UserID, now time.Time) bool {
+	if st.nDirty.Load() == 0 {
 		return false
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	until, ok := r.dirty[author]
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	until, ok := st.dirty[author]
 	if ok && now.After(until) {
-		delete(r.dirty, author)
-		r.nDirty.Add(-1)
+		delete(st.dirty, author)
+		st.nDirty.Add(-1)
 		return false
 	}
 	return ok
 }
 
-func (r *recentLists) clearDirty(author timeline.UserID) {
-	if r.nDirty.Load() == 0 {
+func (st *State) clearDirty(author timeline.UserID) {
+	if st.nDirty.Load() == 0 {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.dirty[author]; ok {
-		delete(r.dirty, author)
-		r.nDirty.Add(-1)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, ok := st.dirty[author]; ok {
+		delete(st.dirty, author)
+		st.nDirty.Add(-1)
 	}
 }
 
-func (r *recentLists) markDirty(author timeline.UserID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.dirty[author]; !ok {
-		r.nDirty.Add(1)
+func (st *State) markDirty(author timeline.UserID) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, ok := st.dirty[author]; !ok {
+		st.nDirty.Add(1)
 	}
-	r.dirty[author] = time.Now().Add(recentMaxAge + time.Minute)
+	st.dirty[author] = time.Now().Add(recentMaxAge + time.Minute)
 }
 
 // added appends a committed post's id to its author's list. A missing list
@@ -204,27 +356,27 @@ func (r *recentLists) markDirty(author timeline.UserID) {
 // are deleted, as is a list whose append failed otherwise; if even that
 // fails, this store stops trusting it (isDirty), and every store stops
 // trusting it once it is older than recentMaxAge.
-func (r *recentLists) added(s *Store, author timeline.UserID, id timeline.MessageID) {
-	key := r.key(author)
-	err := r.mc.Append(&memcache.Item{Key: key, Value: encodeRecord(key, uint64(id))})
+func (st *State) added(author timeline.UserID, id timeline.MessageID) {
+	key := st.key(author)
+	err := st.mc.Append(&memcache.Item{Key: key, Value: encodeRecord(key, uint64(id))})
 	if err == nil {
 		return
 	}
 	if !errors.Is(err, memcache.ErrNotStored) {
-		s.stats.cacheErrors.Add(1)
+		st.stats.cacheErrors.Add(1)
 	}
-	r.invalidate(s, author)
+	st.invalidate(author)
 }
 
 // invalidate deletes author's list, which may lack a post that the
 // database has; if memcached cannot be told, this store stops trusting
 // the list instead.
-func (r *recentLists) invalidate(s *Store, author timeline.UserID) {
-	if err := r.mc.Delete(r.key(author)); err == nil || errors.Is(err, memcache.ErrCacheMiss) {
+func (st *State) invalidate(author timeline.UserID) {
+	if err := st.mc.Delete(st.key(author)); err == nil || errors.Is(err, memcache.ErrCacheMiss) {
 		return
 	}
-	s.stats.cacheErrors.Add(1)
-	r.markDirty(author)
+	st.stats.cacheErrors.Add(1)
+	st.markDirty(author)
 }
 
 // rebuild reads the lists of authors from the database and stores them,
@@ -242,24 +394,18 @@ func (r *recentLists) invalidate(s *Store, author timeline.UserID) {
 // racing each other: only one CAS can succeed, and both read the database
 // after their token. A failed CAS is not retried: this read already has
 // correct lists from the database, and the next reader rebuilds.
-func (r *recentLists) rebuild(ctx context.Context, s *Store, authors []timeline.UserID, tokens map[timeline.UserID]*memcache.Item) (map[timeline.UserID]authorList, int64, error) {
-	r.takeTokens(s, authors, r.key, tokens)
+func (st *State) rebuild(ctx context.Context, authors []timeline.UserID, tokens map[timeline.UserID]*memcache.Item) (map[timeline.UserID]authorList, int64, error) {
+	st.takeTokens(authors, st.key, tokens)
 
 	// One statement for all of them: RecentLen+1 ids each, the one extra
 	// telling whether the list is complete.
-	q := make([]byte, 0, 100*len(authors))
-	for i, a := range authors {
-		if i > 0 {
-			q = append(q, ` UNION ALL `...)
-		}
-		q = append(q, `(SELECT author_id, id FROM messages WHERE author_id = `...)
-		q = strconv.AppendInt(q, int64(a), 10)
-		q = append(q, ` ORDER BY id DESC LIMIT `...)
-		q = strconv.AppendInt(q, int64(r.maxIDs+1), 10)
-		q = append(q, ')')
+	var scans sqlread.AuthorScans
+	scans.Grow(len(authors))
+	for _, a := range authors {
+		scans.Add(a, 0, st.maxIDs+1)
 	}
 	builtAt := time.Now().Unix()
-	got, err := s.authorIDs(ctx, string(q))
+	got, err := scans.Run(ctx, st.db)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -269,15 +415,15 @@ func (r *recentLists) rebuild(ctx context.Context, s *Store, authors []timeline.
 	for _, a := range authors {
 		ids := got[a]
 		rows += int64(len(ids))
-		slices.SortFunc(ids, newestFirst)
-		complete := len(ids) <= r.maxIDs
+		slices.SortFunc(ids, sqlread.NewestFirst)
+		complete := len(ids) <= st.maxIDs
 		if !complete {
-			ids = ids[:r.maxIDs]
+			ids = ids[:st.maxIDs]
 		}
 		// The read uses the encoded list like one from memcached: one
 		// code path for both.
-		key := r.key(a)
-		v := encodeList(key, ids, complete, builtAt)
+		key := st.key(a)
+		v := EncodeList(key, ids, complete, builtAt)
 		l, ok := decodeList(key, v)
 		if !ok {
 			panic("pull: a list just encoded does not decode")
@@ -285,14 +431,14 @@ func (r *recentLists) rebuild(ctx context.Context, s *Store, authors []timeline.
 		lists[a], values[a] = l, v
 	}
 
-	r.storeAll(s, tokens, values, listTTL, func(a timeline.UserID) {
-		s.stats.rebuilds.Add(1)
+	st.storeAll(tokens, values, listTTL, func(a timeline.UserID) {
+		st.stats.rebuilds.Add(1)
 		// Built from a database read after the token: whatever post
 		// this store failed to append is in it.
-		r.clearDirty(a)
+		st.clearDirty(a)
 	})
-	if r.active != nil {
-		r.primeTargets(ctx, s, authors)
+	if st.active != nil {
+		st.primeTargets(ctx, authors)
 	}
 	return lists, rows, nil
 }
@@ -306,7 +452,7 @@ const listTTL = int32((recentMaxAge + time.Minute) / time.Second)
 // where there was none. It must come before the database read whose result
 // will be stored with it (see rebuild). An author memcached gives none
 // keeps none: its value is built, used, and not stored.
-func (r *recentLists) takeTokens(s *Store, authors []timeline.UserID, key func(timeline.UserID) string, tokens map[timeline.UserID]*memcache.Item) {
+func (st *State) takeTokens(authors []timeline.UserID, key func(timeline.UserID) string, tokens map[timeline.UserID]*memcache.Item) {
 	var need []timeline.UserID
 	var keys []string
 	for _, a := range authors {
@@ -322,9 +468,9 @@ func (r *recentLists) takeTokens(s *Store, authors []timeline.UserID, key func(t
 	var failed atomic.Bool
 	for _, k := range keys {
 		g.Go(func() error {
-			err := r.mc.Add(&memcache.Item{Key: k, Value: placeholder, Expiration: placeholderTTL})
+			err := st.mc.Add(&memcache.Item{Key: k, Value: placeholder, Expiration: placeholderTTL})
 			if err != nil && !errors.Is(err, memcache.ErrNotStored) {
-				s.stats.cacheErrors.Add(1)
+				st.stats.cacheErrors.Add(1)
 				failed.Store(true)
 			}
 			return nil
@@ -334,9 +480,9 @@ func (r *recentLists) takeTokens(s *Store, authors []timeline.UserID, key func(t
 	if failed.Load() {
 		return
 	}
-	got, err := r.get.Get(keys)
+	got, err := st.get.Get(keys)
 	if err != nil {
-		s.stats.cacheErrors.Add(1)
+		st.stats.cacheErrors.Add(1)
 		return
 	}
 	for i, it := range got {
@@ -349,11 +495,11 @@ func (r *recentLists) takeTokens(s *Store, authors []timeline.UserID, key func(t
 // storeBuilt stores v under it, a token or a value read earlier, unless
 // the key changed since (a post or another rebuild got there first: not
 // an error, the next reader tries again). It reports whether v was stored.
-func (r *recentLists) storeBuilt(s *Store, it *memcache.Item, v []byte, exp int32) bool {
+func (st *State) storeBuilt(it *memcache.Item, v []byte, exp int32) bool {
 	it.Value, it.Expiration = v, exp
-	err := r.mc.CompareAndSwap(it)
+	err := st.mc.CompareAndSwap(it)
 	if err != nil && !isCASMiss(err) {
-		s.stats.cacheErrors.Add(1)
+		st.stats.cacheErrors.Add(1)
 	}
 	return err == nil
 }
@@ -361,7 +507,7 @@ func (r *recentLists) storeBuilt(s *Store, it *memcache.Item, v []byte, exp int3
 // storeAll runs storeBuilt for every author with a token and a value,
 // eight at a time (independent keys, and a cold page can have dozens),
 // calling stored (if not nil) for each one stored.
-func (r *recentLists) storeAll(s *Store, tokens map[timeline.UserID]*memcache.Item, values map[timeline.UserID][]byte, exp int32, stored func(timeline.UserID)) {
+func (st *State) storeAll(tokens map[timeline.UserID]*memcache.Item, values map[timeline.UserID][]byte, exp int32, stored func(timeline.UserID)) {
 	g := new(errgroup.Group)
 	g.SetLimit(8)
 	for a, tok := range tokens {
@@ -370,7 +516,7 @@ func (r *recentLists) storeAll(s *Store, tokens map[timeline.UserID]*memcache.It
 			continue
 		}
 		g.Go(func() error {
-			if r.storeBuilt(s, tok, v, exp) && stored != nil {
+			if st.storeBuilt(tok, v, exp) && stored != nil {
 				stored(a)
 			}
 			return nil
@@ -389,16 +535,16 @@ func isCASMiss(err error) bool {
 // keeping its age: compacting must not make a list live longer than its
 // last database read allows. Best effort: a post in between makes the CAS
 // fail, and the next reader tries again.
-func (r *recentLists) compact(s *Store, it *memcache.Item, l authorList) {
+func (st *State) compact(it *memcache.Item, l authorList) {
 	ids, ok := l.all()
 	if !ok {
 		return
 	}
 	complete := l.complete
-	if len(ids) > r.maxIDs {
-		ids, complete = ids[:r.maxIDs], false
+	if len(ids) > st.maxIDs {
+		ids, complete = ids[:st.maxIDs], false
 	}
-	r.storeBuilt(s, it, encodeList(it.Key, ids, complete, l.builtAt), listTTL)
+	st.storeBuilt(it, EncodeList(it.Key, ids, complete, l.builtAt), listTTL)
 }
 
 // readScratch holds one read's working slices, reused through a pool: a
@@ -455,26 +601,26 @@ func zeroed[T any](s []T, n int) []T {
 // token included; otherwise the followees come from the database first
 // (rows is how many rows that read). fs is user's cached followees if the
 // caller has looked them up already, else nil.
-func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.UserID, fs *followSet, now time.Time) (followees []timeline.UserID, lists []*memcache.Item, rows int64, err error) {
+func (st *State) fetchLists(ctx context.Context, user timeline.UserID, fs *followSet, now time.Time) (followees []timeline.UserID, lists []*memcache.Item, rows int64, err error) {
 	var earlier map[string]*memcache.Item // lists fetched for followees that changed
 	var keys []string                     // of followees' lists
-	if rl.follows == nil {
-		if followees, err = s.followees(ctx, user); err != nil {
+	if st.follows == nil {
+		if followees, err = sqlread.Followees(ctx, st.db, user); err != nil {
 			return nil, nil, 0, err
 		}
 	} else {
 		if fs == nil {
-			fs = rl.follows.get(user, now)
+			fs = st.follows.get(user, now)
 		}
 		if fs != nil {
 			n := len(fs.followees)
-			items, err := rl.get.Get(fs.keys) // the lists, then the token
+			items, err := st.get.Get(fs.keys) // the lists, then the token
 			if err != nil {
-				s.stats.cacheErrors.Add(1)
+				st.stats.cacheErrors.Add(1)
 				return nil, nil, 0, errCacheDown
 			}
 			if tok := items[n]; tok != nil && string(tok.Value) == fs.token {
-				s.stats.followHits.Add(1)
+				st.stats.followHits.Add(1)
 				return fs.followees, items[:n], 0, nil
 			}
 			// Followed or unfollowed since: the lists fetched stay good
@@ -486,7 +632,7 @@ func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.U
 				}
 			}
 		}
-		fs, err := rl.loadFollowSet(ctx, s, user, now)
+		fs, err := st.loadFollowSet(ctx, user, now)
 		if err != nil {
 			return nil, nil, 0, err
 		}
@@ -501,7 +647,7 @@ func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.U
 		return nil, nil, 0, err
 	}
 	if keys == nil {
-		keys = rl.listKeys(followees, 0)
+		keys = st.listKeys(followees, 0)
 	}
 	need := keys
 	if earlier != nil {
@@ -512,9 +658,9 @@ func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.U
 			}
 		}
 	}
-	got, err := rl.get.Get(need)
+	got, err := st.get.Get(need)
 	if err != nil {
-		s.stats.cacheErrors.Add(1)
+		st.stats.cacheErrors.Add(1)
 		return nil, nil, 0, errCacheDown
 	}
 	if len(need) == len(keys) {
@@ -533,29 +679,29 @@ func (rl *recentLists) fetchLists(ctx context.Context, s *Store, user timeline.U
 
 // loadFollowSet reads user's followees from the database, under the
 // follow token read first (see followSets), and caches them.
-func (rl *recentLists) loadFollowSet(ctx context.Context, s *Store, user timeline.UserID, now time.Time) (*followSet, error) {
-	s.stats.followMisses.Add(1)
-	token, err := rl.followToken(user)
+func (st *State) loadFollowSet(ctx context.Context, user timeline.UserID, now time.Time) (*followSet, error) {
+	st.stats.followMisses.Add(1)
+	token, err := st.followToken(user)
 	if err != nil {
-		s.stats.cacheErrors.Add(1)
+		st.stats.cacheErrors.Add(1)
 		return nil, errCacheDown
 	}
-	followees, err := s.followees(ctx, user)
+	followees, err := sqlread.Followees(ctx, st.db, user)
 	if err != nil {
 		return nil, err
 	}
 	sorted := slices.Clone(followees)
 	slices.Sort(sorted)
-	fs := &followSet{user: user, token: token, followees: followees, sorted: sorted, keys: append(rl.listKeys(followees, 1), rl.followKey(user)), loadedAt: now}
-	rl.follows.put(fs)
+	fs := &followSet{user: user, token: token, followees: followees, sorted: sorted, keys: append(st.listKeys(followees, 1), st.followKey(user)), loadedAt: now}
+	st.follows.put(fs)
 	return fs, nil
 }
 
 // listKeys returns the keys of authors' lists, with room for spare more.
-func (rl *recentLists) listKeys(authors []timeline.UserID, spare int) []string {
+func (st *State) listKeys(authors []timeline.UserID, spare int) []string {
 	keys := make([]string, len(authors), len(authors)+spare)
 	for i, a := range authors {
-		keys[i] = rl.key(a)
+		keys[i] = st.key(a)
 	}
 	return keys
 }
@@ -568,38 +714,26 @@ var errCacheDown = errors.New("memcached failed")
 
 // suspect deletes the lists of authors, which contradicted the database,
 // and returns errSuspect: the read starts over from the database alone.
-func (s *Store) suspect(authors []timeline.UserID) error {
-	rl := s.recent
+func (st *State) suspect(authors []timeline.UserID) error {
 	for _, a := range authors {
-		s.stats.cacheErrors.Add(1)
-		rl.invalidate(s, a)
+		st.stats.cacheErrors.Add(1)
+		st.invalidate(a)
 	}
 	return errSuspect
 }
 
-// readRecent implements StrategyRecent; see the comment at the top. When
-// memcached fails, or a list contradicts the database, the page comes
-// from readMerge instead.
-func (s *Store) readRecent(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	msgs, err := s.readRecentLists(ctx, r, nil, time.Now())
-	if errors.Is(err, errSuspect) || errors.Is(err, errCacheDown) {
-		return s.readMerge(ctx, r)
-	}
-	return msgs, err
-}
-
-// readRecentLists reads the page from every followee's list; fs is as for
+// readLists reads the page from every followee's list; fs is as for
 // fetchLists.
-func (s *Store) readRecentLists(ctx context.Context, r timeline.Request, fs *followSet, now time.Time) ([]timeline.Message, error) {
-	followees, items, rows, err := s.recent.fetchLists(ctx, s, r.User, fs, now)
+func (st *State) readLists(ctx context.Context, r timeline.Request, fs *followSet, now time.Time) ([]timeline.Message, error) {
+	followees, items, rows, err := st.fetchLists(ctx, r.User, fs, now)
 	if err != nil {
 		return nil, err
 	}
-	msgs, n, err := s.mergeLists(ctx, r, followees, items, now)
+	msgs, n, err := st.mergeLists(ctx, r, followees, items, now)
 	if err != nil {
 		return nil, err
 	}
-	s.countPage(rows + n)
+	st.pages.Add(rows + n)
 	return msgs, nil
 }
 
@@ -608,11 +742,10 @@ func (s *Store) readRecentLists(ctx context.Context, r timeline.Request, fs *fol
 // missing ones, merges, reads from the database what the lists do not
 // cover, and checks the lists against the rows it fetched. rows is how
 // many rows the database examined.
-func (s *Store) mergeLists(ctx context.Context, r timeline.Request, followees []timeline.UserID, items []*memcache.Item, now time.Time) (_ []timeline.Message, rows int64, err error) {
+func (st *State) mergeLists(ctx context.Context, r timeline.Request, followees []timeline.UserID, items []*memcache.Item, now time.Time) (_ []timeline.Message, rows int64, err error) {
 	if len(followees) == 0 {
 		return nil, 0, nil
 	}
-	rl := s.recent
 	fetch := r.Fetch()
 	sc := getScratch(len(followees), fetch)
 	defer sc.release()
@@ -621,7 +754,7 @@ func (s *Store) mergeLists(ctx context.Context, r timeline.Request, followees []
 	var tokens map[timeline.UserID]*memcache.Item
 	for i, a := range followees {
 		it := items[i]
-		if it == nil || rl.isDirty(a, now) {
+		if it == nil || st.isDirty(a, now) {
 			// Missing, or this store failed to append to it: rebuild
 			// (the rebuild takes a fresh token, so storing it is safe).
 			stale = append(stale, a)
@@ -639,16 +772,16 @@ func (s *Store) mergeLists(ctx context.Context, r timeline.Request, followees []
 		}
 		lists[i] = l
 		if l.nRecords >= compactAt {
-			rl.compact(s, it, l)
+			st.compact(it, l)
 		}
 	}
-	s.stats.cacheHits.Add(int64(len(followees) - len(stale)))
+	st.stats.cacheHits.Add(int64(len(followees) - len(stale)))
 	if len(stale) > 0 {
-		s.stats.cacheMisses.Add(int64(len(stale)))
+		st.stats.cacheMisses.Add(int64(len(stale)))
 		if tokens == nil {
 			tokens = make(map[timeline.UserID]*memcache.Item)
 		}
-		built, n, err := rl.rebuild(ctx, s, stale, tokens)
+		built, n, err := st.rebuild(ctx, stale, tokens)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -711,7 +844,7 @@ func (s *Store) mergeLists(ctx context.Context, r timeline.Request, followees []
 	}
 	for i := range iters {
 		if iters[i].bad {
-			return nil, 0, s.suspect([]timeline.UserID{followees[i]})
+			return nil, 0, st.suspect([]timeline.UserID{followees[i]})
 		}
 	}
 	var floor uint64 // no id below it can be on the page
@@ -722,8 +855,7 @@ func (s *Store) mergeLists(ctx context.Context, r timeline.Request, followees []
 	// Authors whose unlisted ids could still reach the page are read from
 	// the database, in the statement that fetches the bodies: those whose
 	// list is incomplete and ran out above the floor.
-	var b pageQuery
-	b.start()
+	var b sqlread.PageQuery
 	for i, a := range followees {
 		l := &lists[i]
 		if l.complete || iters[i].peek() != 0 {
@@ -734,32 +866,32 @@ func (s *Store) mergeLists(ctx context.Context, r timeline.Request, followees []
 			more = before
 		}
 		if more > floor+1 {
-			b.branch(a, more, floor, fetch-perAuthor[i])
+			b.Branch(a, more, floor, fetch-perAuthor[i])
 		}
 	}
 	var msgs []timeline.Message
-	if b.branches == 0 {
+	if b.Branches() == 0 {
 		var cached bool
-		if msgs, cached = s.messages.getAll(taken); cached {
-			s.stats.messageHits.Add(1)
+		if msgs, cached = st.messages.getAll(taken); cached {
+			st.stats.messageHits.Add(1)
 		} else {
-			msgs, err = s.messagesByID(ctx, taken)
+			msgs, err = sqlread.MessagesByID(ctx, st.db, taken)
 			rows += int64(len(msgs))
-			s.messages.putAll(msgs)
+			st.messages.putAll(msgs)
 		}
 	} else {
-		s.stats.fallbacks.Add(int64(b.branches))
+		st.stats.fallbacks.Add(int64(b.Branches()))
 		var branchRows int64
-		msgs, branchRows, err = b.run(ctx, s.db, taken, fetch)
+		msgs, branchRows, err = b.Run(ctx, st.db, taken, fetch)
 		rows += branchRows + int64(len(msgs))
-		s.messages.putAll(msgs)
+		st.messages.putAll(msgs)
 	}
 	if err != nil {
 		return nil, 0, err
 	}
 
 	// Every listed id that the page should hold must be there, by its
-	// author; the page's order is the database's. taken and msgs are both
+	// author; the page's order is the database'st. taken and msgs are both
 	// newest first.
 	var bad []timeline.UserID
 	j := 0
@@ -780,7 +912,7 @@ func (s *Store) mergeLists(ctx context.Context, r timeline.Request, followees []
 		}
 	}
 	if len(bad) > 0 {
-		return nil, 0, s.suspect(bad)
+		return nil, 0, st.suspect(bad)
 	}
 	return msgs, rows, nil
 }

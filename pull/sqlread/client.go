@@ -1,4 +1,4 @@
-package pull
+package sqlread
 
 import (
 	"cmp"
@@ -13,11 +13,36 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
-// readClient runs the algorithm from the client. Steps 1 and 3 are one
-// small indexed query per author, sent concurrently (at most s.concurrency
-// at a time) so that their round trips overlap.
-func (s *Store) readClient(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	followees, err := s.followees(ctx, r.User)
+// Client runs the algorithm from the client: steps 1 and 3 are one small
+// indexed query per author, sent concurrently so that their round trips
+// overlap, and steps 2 and 4 are done in Go.
+type Client struct {
+	// Concurrency bounds the queries one read runs at once; 0 means
+	// DefaultConcurrency.
+	Concurrency int
+}
+
+// DefaultConcurrency is Client.Concurrency's default.
+const DefaultConcurrency = 8
+
+// Name implements Strategy.
+func (Client) Name() string { return "client" }
+
+// NewReader implements Strategy.
+func (c Client) NewReader(env Env) Reader {
+	if c.Concurrency <= 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	return clientReader{env.DB, c.Concurrency}
+}
+
+type clientReader struct {
+	db          *sql.DB
+	concurrency int
+}
+
+func (c clientReader) Read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+	followees, err := Followees(ctx, c.db, r.User)
 	if err != nil || len(followees) == 0 {
 		return nil, err
 	}
@@ -31,10 +56,10 @@ func (s *Store) readClient(ctx context.Context, r timeline.Request) ([]timeline.
 	// with a range condition is not always planned that way.
 	newest := make([]uint64, len(followees)) // 0: no message below the cursor
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.concurrency)
+	g.SetLimit(c.concurrency)
 	for i, a := range followees {
 		g.Go(func() error {
-			err := s.db.QueryRowContext(gctx,
+			err := c.db.QueryRowContext(gctx,
 				`SELECT id FROM messages WHERE author_id = ? AND id < ? ORDER BY id DESC LIMIT 1`,
 				a, before).Scan(&newest[i])
 			if errors.Is(err, sql.ErrNoRows) {
@@ -48,17 +73,13 @@ func (s *Store) readClient(ctx context.Context, r timeline.Request) ([]timeline.
 	}
 
 	// Step 2: the r.Fetch() followees with the newest messages.
-	type cand struct {
-		author timeline.UserID
-		newest uint64
-	}
-	cands := make([]cand, 0, len(followees))
+	cands := make([]AuthorNewest, 0, len(followees))
 	for i, a := range followees {
 		if newest[i] > 0 {
-			cands = append(cands, cand{a, newest[i]})
+			cands = append(cands, AuthorNewest{a, newest[i]})
 		}
 	}
-	slices.SortFunc(cands, func(x, y cand) int { return cmp.Compare(y.newest, x.newest) })
+	slices.SortFunc(cands, ByNewest)
 	if len(cands) > r.Fetch() {
 		cands = cands[:r.Fetch()]
 	}
@@ -66,13 +87,13 @@ func (s *Store) readClient(ctx context.Context, r timeline.Request) ([]timeline.
 	// Step 3: their r.Fetch() newest messages each.
 	perAuthor := make([][]timeline.Message, len(cands))
 	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(s.concurrency)
-	for i, c := range cands {
+	g.SetLimit(c.concurrency)
+	for i, cand := range cands {
 		g.Go(func() error {
-			rows, err := s.db.QueryContext(gctx,
+			rows, err := c.db.QueryContext(gctx,
 				`SELECT id, author_id, body, created_at FROM messages
 				 WHERE author_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
-				c.author, before, r.Fetch())
+				cand.Author, before, r.Fetch())
 			if err != nil {
 				return err
 			}
@@ -94,21 +115,4 @@ func (s *Store) readClient(ctx context.Context, r timeline.Request) ([]timeline.
 		all = all[:r.Fetch()]
 	}
 	return all, nil
-}
-
-func (s *Store) followees(ctx context.Context, user timeline.UserID) ([]timeline.UserID, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT followee_id FROM follows WHERE follower_id = ?`, user)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []timeline.UserID
-	for rows.Next() {
-		var id timeline.UserID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
 }

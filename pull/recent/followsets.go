@@ -1,4 +1,4 @@
-package pull
+package recent
 
 import (
 	"errors"
@@ -11,12 +11,12 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
-// DefaultFolloweeCache is how many users' followee lists StrategyRecent
-// keeps in process unless Config.FolloweeCache says otherwise.
+// DefaultFolloweeCache is how many users' followee lists a reader keeps
+// in process unless Recent.FolloweeCache says otherwise.
 const DefaultFolloweeCache = 1 << 16
 
 // followSets keeps users' followee lists in this process, so that a
-// StrategyRecent read needs no database query to learn whom to merge: its
+// Recent read needs no database query to learn whom to merge: its
 // one multi-get fetches the authors' lists together with the user's follow
 // token, and the token says whether the cached followees are still the
 // user's.
@@ -94,8 +94,8 @@ func (c *followSets) forget(user timeline.UserID) {
 }
 
 // followKey is the memcached key of user's follow token.
-func (r *recentLists) followKey(user timeline.UserID) string {
-	return r.prefix + "f" + strconv.FormatInt(int64(user), 10)
+func (st *State) followKey(user timeline.UserID) string {
+	return st.prefix + "f" + strconv.FormatInt(int64(user), 10)
 }
 
 // newToken returns a follow token: 16 random hex digits, so that two
@@ -107,27 +107,27 @@ func newToken() []byte {
 // followsChanged tells every store that user's followees changed: it
 // replaces the user's follow token. Called after the database write, and
 // also after a failed one, which may have committed all the same.
-func (r *recentLists) followsChanged(s *Store, user timeline.UserID) {
-	r.follows.forget(user)
-	key := r.followKey(user)
-	err := r.mc.Set(&memcache.Item{Key: key, Value: newToken()})
+func (st *State) followsChanged(user timeline.UserID) {
+	st.follows.forget(user)
+	key := st.followKey(user)
+	err := st.mc.Set(&memcache.Item{Key: key, Value: newToken()})
 	if err == nil {
 		return
 	}
-	s.stats.cacheErrors.Add(1)
+	st.stats.cacheErrors.Add(1)
 	// A deleted token works as well as a new one (readers add a fresh
 	// one), if memcached takes that.
-	if err := r.mc.Delete(key); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
-		s.stats.cacheErrors.Add(1)
+	if err := st.mc.Delete(key); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+		st.stats.cacheErrors.Add(1)
 	}
 }
 
 // followToken returns user's current follow token, adding one if memcached
 // has none.
-func (r *recentLists) followToken(user timeline.UserID) (string, error) {
-	key := r.followKey(user)
+func (st *State) followToken(user timeline.UserID) (string, error) {
+	key := st.followKey(user)
 	for range 3 {
-		it, err := r.mc.Get(key)
+		it, err := st.mc.Get(key)
 		if err == nil {
 			return string(it.Value), nil
 		}
@@ -135,7 +135,7 @@ func (r *recentLists) followToken(user timeline.UserID) (string, error) {
 			return "", err
 		}
 		tok := newToken()
-		switch err := r.mc.Add(&memcache.Item{Key: key, Value: tok}); {
+		switch err := st.mc.Add(&memcache.Item{Key: key, Value: tok}); {
 		case err == nil:
 			return string(tok), nil
 		case !errors.Is(err, memcache.ErrNotStored):

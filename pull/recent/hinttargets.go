@@ -1,4 +1,4 @@
-package pull
+package recent
 
 import (
 	"cmp"
@@ -14,32 +14,6 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
-// An author's hint targets are the followers whose StrategyActive index a
-// post by the author must hint: those who built an index lately, each
-// with the time (Unix milliseconds) after which their index is no longer
-// read. index_readers in the database is the record; memcached keeps a
-// copy per author (key prefix + "t" + author), so that a post learns its
-// targets in the request that appends to the author's list, and an author
-// whom no heavy follower reads costs no more than a StrategyRecent post.
-//
-//	base:   'T' | uvarint count | count × (uvarint user, uvarint until) |
-//	        crc32c(key | everything before)
-//	record: 'u' | user (8 bytes) | until (8 bytes) | crc32c(key | 'u' | user | until)
-//
-// A reader that is about to build an index first writes index_readers,
-// then appends its record to every followee's targets (register). A post
-// commits, then fetches the targets. So either the post sees the record,
-// or the record was appended after the fetch, and the index built after
-// it reads a database that holds the post. Targets memcached lost are
-// rebuilt from index_readers by the post that misses them, through a
-// placeholder and CAS as for lists: a registration appending after the
-// placeholder makes the CAS fail, and one appending before it committed
-// to index_readers before the rebuild read it. A registration whose
-// append memcached refused deletes that copy; if even that fails, the
-// registration fails and the reader does without an index. Copies have
-// no expiry (each entry carries its own); a copy memcached evicts costs
-// the next post by that author a database read.
-
 const (
 	targetsMagic   = 'T'
 	targetRecMagic = 'u'
@@ -48,13 +22,28 @@ const (
 	targetsCompactAt = 32
 )
 
+// hintTarget is one of an author's hint targets: a follower whose index
+// (Active) the author's posts must hint, until the time after which that
+// index is no longer read. index_readers is the record; memcached keeps a
+// copy per author, so that a post learns its targets in the request that
+// appends to the author's list:
+//
+//	base:   'T' | uvarint count | count × (uvarint user, uvarint until) |
+//	        crc32c(key | everything before)
+//	record: 'u' | user (8 bytes) | until (8 bytes) | crc32c(key | 'u' | user | until)
+//
+// A copy memcached lost is rebuilt from index_readers by the post that
+// misses it, through a placeholder and CAS as for lists: a registration
+// appending after the placeholder makes the CAS fail, and one appending
+// before it committed to index_readers before the rebuild read it. Copies
+// have no expiry (each entry carries its own).
 type hintTarget struct {
 	user  timeline.UserID
 	until int64 // Unix milliseconds
 }
 
-func (r *recentLists) targetsKey(author timeline.UserID) string {
-	return r.prefix + "t" + strconv.FormatInt(int64(author), 10)
+func (st *State) targetsKey(author timeline.UserID) string {
+	return st.prefix + "t" + strconv.FormatInt(int64(author), 10)
 }
 
 func encodeTargets(key string, ts []hintTarget) []byte {
@@ -126,19 +115,19 @@ func decodeTargets(key string, v []byte) (ts []hintTarget, records int, ok bool)
 // authors, pipelined; a copy that did not take the record is deleted (the
 // next post rebuilds it from index_readers). It fails only if one could
 // neither take the record nor be deleted.
-func (r *recentLists) addTarget(s *Store, user timeline.UserID, until int64, authors []timeline.UserID) error {
+func (st *State) addTarget(user timeline.UserID, until int64, authors []timeline.UserID) error {
 	if len(authors) == 0 {
 		return nil
 	}
 	items := make([]memcache.Item, len(authors))
 	ptrs := make([]*memcache.Item, len(authors))
 	for i, a := range authors {
-		k := r.targetsKey(a)
+		k := st.targetsKey(a)
 		items[i] = memcache.Item{Key: k, Value: encodeTargetRecord(k, user, until)}
 		ptrs[i] = &items[i]
 	}
 	var drop []string
-	for i, err := range r.get.Append(ptrs) {
+	for i, err := range st.get.Append(ptrs) {
 		if err != nil {
 			drop = append(drop, items[i].Key)
 		}
@@ -146,9 +135,9 @@ func (r *recentLists) addTarget(s *Store, user timeline.UserID, until int64, aut
 	if len(drop) == 0 {
 		return nil
 	}
-	for _, err := range r.get.Delete(drop) {
+	for _, err := range st.get.Delete(drop) {
 		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
-			s.stats.cacheErrors.Add(1)
+			st.stats.cacheErrors.Add(1)
 			return err
 		}
 	}
@@ -157,8 +146,8 @@ func (r *recentLists) addTarget(s *Store, user timeline.UserID, until int64, aut
 
 // hintTargets returns the users whose index a post by author must hint,
 // from it, the value of author's targets (nil if memcached has none).
-func (r *recentLists) hintTargets(ctx context.Context, s *Store, author timeline.UserID, it *memcache.Item) ([]timeline.UserID, error) {
-	key := r.targetsKey(author)
+func (st *State) hintTargets(ctx context.Context, author timeline.UserID, it *memcache.Item) ([]timeline.UserID, error) {
+	key := st.targetsKey(author)
 	now := time.Now().UnixMilli()
 	if it != nil {
 		if ts, records, ok := decodeTargets(key, it.Value); ok {
@@ -169,7 +158,7 @@ func (r *recentLists) hintTargets(ctx context.Context, s *Store, author timeline
 				}
 			}
 			if records >= targetsCompactAt || len(live) < len(ts) {
-				r.storeBuilt(s, it, encodeTargets(key, live), 0)
+				st.storeBuilt(it, encodeTargets(key, live), 0)
 			}
 			users := make([]timeline.UserID, len(live))
 			for i, t := range live {
@@ -182,7 +171,7 @@ func (r *recentLists) hintTargets(ctx context.Context, s *Store, author timeline
 	if it != nil {
 		tokens = map[timeline.UserID]*memcache.Item{author: it}
 	}
-	built, err := r.buildTargets(ctx, s, []timeline.UserID{author}, tokens)
+	built, err := st.buildTargets(ctx, []timeline.UserID{author}, tokens)
 	return built[author], err
 }
 
@@ -191,30 +180,30 @@ func (r *recentLists) hintTargets(ctx context.Context, s *Store, author timeline
 // authors, the value their key held (a placeholder or garbage) with its
 // CAS id; the others get one before the database read (takeTokens; see
 // the top for why).
-func (r *recentLists) buildTargets(ctx context.Context, s *Store, authors []timeline.UserID, tokens map[timeline.UserID]*memcache.Item) (map[timeline.UserID][]timeline.UserID, error) {
+func (st *State) buildTargets(ctx context.Context, authors []timeline.UserID, tokens map[timeline.UserID]*memcache.Item) (map[timeline.UserID][]timeline.UserID, error) {
 	if tokens == nil {
 		tokens = make(map[timeline.UserID]*memcache.Item)
 	}
-	r.takeTokens(s, authors, r.targetsKey, tokens)
-	targets, err := s.readTargets(ctx, authors)
+	st.takeTokens(authors, st.targetsKey, tokens)
+	targets, err := st.readTargets(ctx, authors)
 	if err != nil {
 		return nil, err
 	}
 	values := make(map[timeline.UserID][]byte, len(authors))
 	out := make(map[timeline.UserID][]timeline.UserID, len(authors))
 	for _, a := range authors {
-		values[a] = encodeTargets(r.targetsKey(a), targets[a])
+		values[a] = encodeTargets(st.targetsKey(a), targets[a])
 		for _, t := range targets[a] {
 			out[a] = append(out[a], t.user)
 		}
 	}
-	r.storeAll(s, tokens, values, 0, nil)
+	st.storeAll(tokens, values, 0, nil)
 	return out, nil
 }
 
 // readTargets reads the hint targets of authors from index_readers: their
 // followers whose entry has not expired.
-func (s *Store) readTargets(ctx context.Context, authors []timeline.UserID) (map[timeline.UserID][]hintTarget, error) {
+func (st *State) readTargets(ctx context.Context, authors []timeline.UserID) (map[timeline.UserID][]hintTarget, error) {
 	q := make([]byte, 0, 200+12*len(authors))
 	q = append(q, `SELECT f.followee_id, f.follower_id, r.until FROM follows f JOIN index_readers r ON r.user_id = f.follower_id WHERE r.until > ? AND f.followee_id IN (`...)
 	for i, a := range authors {
@@ -224,7 +213,7 @@ func (s *Store) readTargets(ctx context.Context, authors []timeline.UserID) (map
 		q = strconv.AppendInt(q, int64(a), 10)
 	}
 	q = append(q, ')')
-	rows, err := s.db.QueryContext(ctx, string(q), time.Now().UTC())
+	rows, err := st.db.QueryContext(ctx, string(q), time.Now().UTC())
 	if err != nil {
 		return nil, err
 	}
@@ -245,14 +234,14 @@ func (s *Store) readTargets(ctx context.Context, authors []timeline.UserID) (map
 // lacks, as rebuilding their lists does for the lists: otherwise the first
 // post of each author after memcached lost them would read the database.
 // Best effort: a post rebuilds whatever this leaves out.
-func (r *recentLists) primeTargets(ctx context.Context, s *Store, authors []timeline.UserID) {
+func (st *State) primeTargets(ctx context.Context, authors []timeline.UserID) {
 	keys := make([]string, len(authors))
 	for i, a := range authors {
-		keys[i] = r.targetsKey(a)
+		keys[i] = st.targetsKey(a)
 	}
-	got, err := r.get.Get(keys)
+	got, err := st.get.Get(keys)
 	if err != nil {
-		s.stats.cacheErrors.Add(1)
+		st.stats.cacheErrors.Add(1)
 		return
 	}
 	var missing []timeline.UserID
@@ -268,7 +257,7 @@ func (r *recentLists) primeTargets(ctx context.Context, s *Store, authors []time
 		}
 	}
 	if len(missing) > 0 {
-		r.buildTargets(ctx, s, missing, tokens)
+		st.buildTargets(ctx, missing, tokens)
 	}
 }
 
@@ -277,13 +266,13 @@ func (r *recentLists) primeTargets(ctx context.Context, s *Store, authors []time
 // benchmark calls it after warming the lists, so that its submission phase
 // measures posts, not the first post of every author since memcached
 // started. It does nothing for a store that sends no hints.
-func (s *Store) PrimeHintTargets(ctx context.Context, authors []timeline.UserID) error {
-	if s.recent == nil || s.recent.active == nil {
+func (st *State) PrimeHintTargets(ctx context.Context, authors []timeline.UserID) error {
+	if st == nil || st.active == nil {
 		return nil
 	}
 	for len(authors) > 0 {
 		n := min(len(authors), 500)
-		s.recent.primeTargets(ctx, s, authors[:n])
+		st.primeTargets(ctx, authors[:n])
 		authors = authors[n:]
 		if err := ctx.Err(); err != nil {
 			return err
