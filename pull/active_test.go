@@ -15,6 +15,7 @@ import (
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
 // activeFixture is a StrategyActive store whose indexes keep 4 followees
@@ -60,10 +61,7 @@ func (f *activeFixture) follow(t *testing.T, a timeline.UserID, on bool) {
 
 func (f *activeFixture) post(t *testing.T, author timeline.UserID) timeline.Message {
 	t.Helper()
-	m, err := f.s.Post(context.Background(), author, fmt.Sprintf("post %d by %d", len(f.posts), author))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := timelinetest.Post(t, f.s, author, fmt.Sprintf("post %d by %d", len(f.posts), author))
 	f.posts = append(f.posts, m)
 	return m
 }
@@ -99,7 +97,7 @@ func (f *activeFixture) newest(t *testing.T, what string) {
 // walk checks user 1's whole timeline, in pages of 5.
 func (f *activeFixture) walk(t *testing.T, what string) {
 	t.Helper()
-	if got, want := walkIDs(t, f.s, 1, 5), f.want(); !slices.Equal(got, want) {
+	if got, want := timelinetest.WalkIDs(t, f.s, 1, 5), f.want(); !slices.Equal(got, want) {
 		t.Fatalf("%s: timeline %v, want %v", what, got, want)
 	}
 }

@@ -33,12 +33,12 @@ func config(t testing.TB, strategy pull.Strategy, database string) pull.Config {
 	return cfg
 }
 
-func open(t *testing.T, strategy pull.Strategy, database string) *pull.Store {
+func open(t testing.TB, strategy pull.Strategy, database string) *pull.Store {
 	t.Helper()
 	return openConfig(t, config(t, strategy, database))
 }
 
-func openConfig(t *testing.T, cfg pull.Config) *pull.Store {
+func openConfig(t testing.TB, cfg pull.Config) *pull.Store {
 	t.Helper()
 	s, err := pull.Open(context.Background(), cfg)
 	if err != nil {
@@ -48,23 +48,62 @@ func openConfig(t *testing.T, cfg pull.Config) *pull.Store {
 	return s
 }
 
-func TestConformance(t *testing.T) {
+// setting is one configuration of the store that the conformance suite
+// and the benchmarks run.
+type setting struct {
+	name   string
+	config func(t testing.TB) pull.Config
+}
+
+// settings are every strategy with its defaults, and the memcached
+// strategies pushed onto their fallbacks.
+func settings() []setting {
+	var out []setting
+	with := func(name string, strategy pull.Strategy, read pull.ReadStrategy) setting {
+		return setting{name, func(t testing.TB) pull.Config {
+			cfg := config(t, strategy, testserver.Database(t))
+			if read != nil {
+				cfg.Read = read
+			}
+			return cfg
+		}}
+	}
 	for _, strategy := range pull.Strategies {
-		t.Run(string(strategy), func(t *testing.T) {
-			timelinetest.Run(t, func(t *testing.T) timeline.Store {
-				return open(t, strategy, testserver.Database(t))
+		out = append(out, with(string(strategy), strategy, nil))
+	}
+	return append(out,
+		// Lists of two ids: most pages reach below an author's list and
+		// read that author from the database.
+		with("recent/lists-of-2", pull.StrategyRecent, recent.Recent{RecentLen: 2}),
+		// Indexes of one followee: every user who follows three or more
+		// authors reads through one, and most pages fall back.
+		with("active/1", pull.StrategyActive, recent.Active{ActiveLen: 1}),
+		with("active/1/lists-of-2", pull.StrategyActive, recent.Active{Recent: recent.Recent{RecentLen: 2}, ActiveLen: 1}),
+	)
+}
+
+func TestConformance(t *testing.T) {
+	var configs []timelinetest.Config
+	for _, st := range settings() {
+		configs = append(configs, timelinetest.Config{Name: st.name, Open: func(t *testing.T) timeline.Store {
+			return openConfig(t, st.config(t))
+		}})
+	}
+	timelinetest.RunConfigs(t, configs)
+}
+
+// BenchmarkStrategies runs the kit's benchmarks (newest page, older page,
+// post) on every setting, each on a small dataset of its own:
+//
+//	go test ./pull -run '^$' -bench Strategies
+func BenchmarkStrategies(b *testing.B) {
+	for _, st := range settings() {
+		b.Run(st.name, func(b *testing.B) {
+			timelinetest.RunBenchmarks(b, func(b *testing.B) timeline.Store {
+				return openConfig(b, st.config(b))
 			})
 		})
 	}
-	// With indexes of one followee, every user who follows three or more
-	// authors reads through one.
-	t.Run("active/1", func(t *testing.T) {
-		timelinetest.Run(t, func(t *testing.T) timeline.Store {
-			cfg := config(t, pull.StrategyActive, testserver.Database(t))
-			cfg.Read = recent.Active{ActiveLen: 1}
-			return openConfig(t, cfg)
-		})
-	})
 }
 
 // TestRead: every strategy the benchmark runs has a ReadStrategy of that

@@ -29,7 +29,6 @@ type recentFixture struct {
 
 func newRecentFixture(t *testing.T, memcacheAddr string) *recentFixture {
 	t.Helper()
-	ctx := context.Background()
 	cfg := config(t, pull.StrategyRecent, testserver.Database(t))
 	if memcacheAddr != "" {
 		cfg.Memcache = []string{memcacheAddr}
@@ -37,9 +36,7 @@ func newRecentFixture(t *testing.T, memcacheAddr string) *recentFixture {
 	f := &recentFixture{s: openConfig(t, cfg), mc: memcache.New(testserver.Memcache(t))}
 	t.Cleanup(func() { f.mc.Close() })
 	for a := timeline.UserID(2); a <= 4; a++ {
-		if err := f.s.Follow(ctx, 1, a); err != nil {
-			t.Fatal(err)
-		}
+		timelinetest.Follow(t, f.s, 1, a)
 	}
 	for i := range 12 {
 		f.post(t, timeline.UserID(2+i%3))
@@ -49,10 +46,7 @@ func newRecentFixture(t *testing.T, memcacheAddr string) *recentFixture {
 
 func (f *recentFixture) post(t *testing.T, author timeline.UserID) timeline.Message {
 	t.Helper()
-	m, err := f.s.Post(context.Background(), author, fmt.Sprintf("post %d by %d", len(f.posts), author))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := timelinetest.Post(t, f.s, author, fmt.Sprintf("post %d by %d", len(f.posts), author))
 	f.posts = append(f.posts, m)
 	return m
 }
@@ -61,24 +55,10 @@ func (f *recentFixture) post(t *testing.T, author timeline.UserID) timeline.Mess
 // everything posted.
 func (f *recentFixture) check(t *testing.T, what string) {
 	t.Helper()
-	var want []timeline.MessageID
-	for _, m := range slices.Backward(f.posts) {
-		want = append(want, m.ID)
-	}
-	if got := walkIDs(t, f.s, 1, 5); !slices.Equal(got, want) {
+	want := timelinetest.NewestFirst(f.posts)
+	if got := timelinetest.WalkIDs(t, f.s, 1, 5); !slices.Equal(got, want) {
 		t.Fatalf("%s: timeline %v, want %v", what, got, want)
 	}
-}
-
-// walkIDs reads user's whole timeline in pages of limit (timelinetest.Walk,
-// which checks order and paging) and returns the ids, newest first.
-func walkIDs(t *testing.T, s timeline.Store, user timeline.UserID, limit int) []timeline.MessageID {
-	t.Helper()
-	var ids []timeline.MessageID
-	for _, m := range timelinetest.Walk(t, s, user, limit) {
-		ids = append(ids, m.ID)
-	}
-	return ids
 }
 
 // TestRecentPostUpdatesList: once the lists are in memcached, a post is
@@ -298,7 +278,7 @@ func TestRecentRacingRebuilds(t *testing.T) {
 		all = append(all, id)
 	}
 	slices.Sort(all)
-	got := walkIDs(t, f.s, 1, timeline.MaxLimit)
+	got := timelinetest.WalkIDs(t, f.s, 1, timeline.MaxLimit)
 	slices.Reverse(got)
 	if !slices.Equal(got, all) {
 		t.Fatalf("after the race the timeline has %d messages, want %d", len(got), len(all))
