@@ -29,7 +29,7 @@ func init() {
 		Needs: registry.Memcached,
 		// The keys carry the database's identity, and invalidation
 		// needs the wrapped store's followers: models on a database.
-		Accepts: func(base registry.Model) bool { return base.Needs&registry.MariaDB != 0 },
+		Accepts: func(base registry.Model) bool { return base.Persistent() },
 		Summary: "memcached in front of the newest page, kept current by invalidation on every write",
 		Describe: func(base registry.Model) string {
 			return base.Name + " with its newest pages in memcached, invalidated on every write"

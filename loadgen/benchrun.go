@@ -29,11 +29,10 @@ type bench struct {
 	users    int
 	logf     func(format string, args ...any)
 
-	models  []registry.Model            // cfg.Models, looked up
-	open    map[string]timeline.Store   // by model name
-	fresh   map[string][]timeline.Store // unused stores of cache-mixed models, by name: invalidate, then ttl
-	sizes   map[string][2]int64         // data and disk bytes by database
-	harness results.Phase
+	models []registry.Model            // cfg.Models, looked up
+	open   map[string]timeline.Store   // by model name
+	fresh  map[string][]timeline.Store // unused stores of cache-mixed models, by name: invalidate, then ttl
+	sizes  map[string][2]int64         // data and disk bytes by database
 }
 
 func (b *bench) closeAll() {
@@ -71,9 +70,7 @@ func (b *bench) openModel(ctx context.Context, m registry.Model, namespace strin
 // makes harmless: the models whose state follows only their own posts
 // write before anyone else.
 func (b *bench) openStores(ctx context.Context) error {
-	order := slices.Clone(b.models)
-	slices.SortStableFunc(order, func(x, y registry.Model) int { return y.Bench.WriteRank - x.Bench.WriteRank })
-	for i, m := range order {
+	for i, m := range registry.OpenOrder(b.models) {
 		if _, ok := b.open[m.Name]; !ok {
 			s, err := b.openModel(ctx, m, "", nil)
 			if err != nil {
@@ -142,11 +139,11 @@ func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
 	if err := b.openStores(ctx); err != nil {
 		return err
 	}
-	var err error
-	if b.harness, err = b.phase(ctx, "harness/noop", min(b.cfg.Duration, time.Second), NewestPage(Noop{}, b.users, b.cfg.Spec.Seed), nil); err != nil {
+	harness, err := b.phase(ctx, "harness/noop", min(b.cfg.Duration, time.Second), NewestPage(Noop{}, b.users, b.cfg.Spec.Seed), nil)
+	if err != nil {
 		return err
 	}
-	b.res.Harness = &b.harness
+	b.res.Harness = &harness
 
 	// Reads first, for every model, while the data is as loaded; then
 	// writes.
@@ -170,39 +167,26 @@ func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
 }
 
 // load creates a fresh database for each database the models live in and
-// bulk-loads it through a store of its first model, then records the
-// sizes. A model on no database gets the dataset through its own Follow
-// and Post (fine at small scales only).
+// bulk-loads it through a store of the model that opens first there (see
+// openStores), then records the sizes. A model on no database gets the
+// dataset through its own Follow and Post (fine at small scales only).
 func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 	var targets []Target
-	seen := map[string]bool{}
-	for _, m := range b.models {
-		if !m.Persistent() {
+	for _, m := range registry.OpenOrder(b.models) {
+		if !m.Persistent() || slices.ContainsFunc(targets, func(t Target) bool { return t.Name == m.Database }) {
 			continue
 		}
-		if seen[m.Database] {
-			continue
-		}
-		seen[m.Database] = true
 		if err := recreate(ctx, admin, m.Database, b.cfg.Force); err != nil {
 			return err
 		}
-		// A store of the model that keeps the least state on write
-		// creates the schema (see openStores).
-		loader := m
-		for _, o := range b.models {
-			if o.Database == m.Database && o.Bench.WriteRank > loader.Bench.WriteRank {
-				loader = o
-			}
-		}
-		s, err := b.openModel(ctx, loader, "", nil)
+		s, err := b.openModel(ctx, m, "", nil)
 		if err != nil {
 			return err
 		}
-		b.open[loader.Name] = s
+		b.open[m.Name] = s
 		holder, ok := s.(registry.DBHolder)
 		if !ok {
-			return fmt.Errorf("load %s: model %s lives on a database but does not hand out its connection pool (registry.DBHolder)", m.Database, loader.Name)
+			return fmt.Errorf("load %s: model %s lives on a database but does not hand out its connection pool (registry.DBHolder)", m.Database, m.Name)
 		}
 		targets = append(targets, Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema})
 	}
@@ -381,17 +365,11 @@ func (b *bench) warm(ctx context.Context, s timeline.Store) error {
 // Cache-mixed models measure on their fresh stores.
 func (b *bench) writes(ctx context.Context) error {
 	seed := b.cfg.Spec.Seed
-	order := make([]int, len(b.models))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(x, y int) int { return b.models[x].Bench.WriteRank - b.models[y].Bench.WriteRank })
 	shared := map[string]*results.Phase{} // by database
 	sharedBy := map[string][]string{}
 	var databases []string
-	for _, i := range order {
-		m, rm := b.models[i], &b.res.Models[i]
-		s := b.open[m.Name]
+	for _, m := range registry.WriteOrder(b.models) {
+		rm, s := b.res.Model(m.Name), b.open[m.Name]
 		if m.Bench.Has(registry.PhaseCacheMixed) {
 			if err := b.cachedWrites(ctx, m, rm); err != nil {
 				return err
@@ -435,7 +413,7 @@ func (b *bench) writes(ctx context.Context) error {
 	}
 	for _, db := range databases {
 		if names := sharedBy[db]; len(names) > 1 {
-			b.res.Notes = append(b.res.Notes, fmt.Sprintf("submission is measured once on the %s database and shown for %s: posting is the same single INSERT for all of them",
+			b.res.Notes = append(b.res.Notes, fmt.Sprintf("submission is measured once on the %s database and shown for %s: they post alike",
 				db, strings.Join(names, ", ")))
 		}
 	}

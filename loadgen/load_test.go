@@ -78,9 +78,7 @@ func TestLoadMatchesMemory(t *testing.T) {
 	readers := map[string]timeline.Store{"push": ps}
 	// Every model on the pull schema reads the loaded pull database, the
 	// ones that keep less beside it opened first (registry.Bench.WriteRank).
-	models := registry.Models()
-	slices.SortStableFunc(models, func(x, y registry.Model) int { return y.Bench.WriteRank - x.Bench.WriteRank })
-	for _, m := range models {
+	for _, m := range registry.OpenOrder(registry.Models()) {
 		if m.Schema != schema.Pull {
 			continue
 		}

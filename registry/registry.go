@@ -180,6 +180,25 @@ type Bench struct {
 	WriteRank int
 }
 
+// WriteOrder returns ms in the order their writes must be measured:
+// ascending Bench.WriteRank, ties in the order given.
+func WriteOrder(ms []Model) []Model {
+	out := slices.Clone(ms)
+	slices.SortStableFunc(out, func(x, y Model) int { return x.Bench.WriteRank - y.Bench.WriteRank })
+	return out
+}
+
+// OpenOrder returns ms in the order their stores must be opened when they
+// share databases: descending Bench.WriteRank, so that the stores that
+// keep the least beside the database open before a store records the
+// write hooks it keeps (see package pull's WriteHooks), ties in the order
+// given.
+func OpenOrder(ms []Model) []Model {
+	out := slices.Clone(ms)
+	slices.SortStableFunc(out, func(x, y Model) int { return y.Bench.WriteRank - x.Bench.WriteRank })
+	return out
+}
+
 // DefaultOlderSample is Bench.OlderSample's default.
 const DefaultOlderSample = 400
 
@@ -206,12 +225,9 @@ const (
 // Has reports whether the model's benchmark includes phase p.
 func (b Bench) Has(p Phase) bool { return slices.Contains(b.Phases, p) }
 
-// ReadPhases and WritePhases are the phases of an ordinary model.
-var (
-	ReadPhases  = []Phase{PhaseNewest, PhaseOlder}
-	WritePhases = []Phase{PhaseSubmit, PhaseMixed}
-	AllPhases   = slices.Concat(ReadPhases, WritePhases)
-)
+// AllPhases are the phases of an ordinary model: its reads, then its
+// writes.
+var AllPhases = []Phase{PhaseNewest, PhaseOlder, PhaseSubmit, PhaseMixed}
 
 // Variant wraps base models: Wrap gets the opened base store.
 type Variant struct {
@@ -236,7 +252,7 @@ type Variant struct {
 
 var (
 	mu       sync.RWMutex
-	models   []Model // base models, in registration order
+	models   []Model // base models, in the order Models gives
 	variants = map[string]Variant{}
 )
 
@@ -324,13 +340,13 @@ func lookup(name string) (Model, error) {
 		}
 	}
 	if base == nil {
-		return Model{}, fmt.Errorf("%w %q (want one of %s)", ErrUnknownModel, name, strings.Join(names(listed()), ", "))
+		return Model{}, fmt.Errorf("%w %q (want one of %s)", ErrUnknownModel, name, strings.Join(Names(listed()), ", "))
 	}
 	if !decorated {
 		return *base, nil
 	}
 	v, ok := variants[variantName]
-	if !ok || strings.Contains(variantName, "+") {
+	if !ok {
 		return Model{}, fmt.Errorf("%w %q: no variant %q (want one of %s)", ErrUnknownModel, name, variantName, strings.Join(variantNames(), ", "))
 	}
 	if !v.Accepts(*base) {
@@ -395,9 +411,7 @@ func listed() []Model {
 }
 
 // Names returns the models' names.
-func Names(ms []Model) []string { return names(ms) }
-
-func names(ms []Model) []string {
+func Names(ms []Model) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.Name

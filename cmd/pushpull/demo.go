@@ -36,8 +36,9 @@ late follow and an unfollow), and prints:
   - a walk through one timeline in pages of 3, showing the cursors that
     'pushpull timeline --before' takes.
 
-Every write goes to %s: one model per database, the one whose writes keep
-the most state beside the database (registry.Bench.WriteRank). The other
+Every write goes to %s:
+one model per database, the one whose writes keep the most state beside
+the database (registry.Bench.WriteRank). The other
 models share those databases and only read: models of one database differ
 in how they compute a timeline, not in what the database holds.
 
@@ -127,19 +128,15 @@ func demoName(id timeline.UserID) string {
 	return fmt.Sprint(int64(id))
 }
 
-// demoWriters are the models every write goes to: each model without a
-// database, and for each database the model of lowest WriteRank, whose
-// writes keep the state the others' reads need.
+// demoWriters are the models every write goes to, in the order of models:
+// each model without a database, and for each database the model of
+// lowest WriteRank, whose writes keep the state the others' reads need.
 func demoWriters(models []registry.Model) []registry.Model {
 	var out []registry.Model
 	for _, m := range models {
-		if !m.Persistent() {
-			out = append(out, m)
-			continue
-		}
 		i := slices.IndexFunc(out, func(w registry.Model) bool { return w.Persistent() && w.Database == m.Database })
 		switch {
-		case i < 0:
+		case !m.Persistent() || i < 0:
 			out = append(out, m)
 		case m.Bench.WriteRank < out[i].Bench.WriteRank:
 			out[i] = m
@@ -217,11 +214,9 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 	// Stores that keep less beside the database open first: one that keeps
 	// memcached state records it in its database, and the others would
 	// then have to keep it too (see registry.Bench.WriteRank).
-	byRank := slices.Clone(models)
-	slices.SortStableFunc(byRank, func(x, y registry.Model) int { return y.Bench.WriteRank - x.Bench.WriteRank })
 	where := map[string][]string{}
 	var databases, memcached []string
-	for _, m := range byRank {
+	for _, m := range registry.OpenOrder(models) {
 		s, err := m.Open(ctx, registry.Config{DSN: sb.DSN, MaxConns: 8, Memcache: []string{sb.MemcacheAddr}})
 		if err != nil {
 			return fmt.Errorf("open %s: %w", m.Name, err)
