@@ -429,18 +429,18 @@ func TestActiveReadsPrimeTargets(t *testing.T) {
 		t.Fatalf("the post should hint user 1's index: %+v", st)
 	}
 
-	// PrimeHintTargets builds them without any list being rebuilt.
+	// Prime builds them without any list being rebuilt.
 	var authors []timeline.UserID
 	for a := timeline.UserID(2); a <= 13; a++ {
 		f.mc.Delete(f.s.TargetsKey(a))
 		authors = append(authors, a)
 	}
-	if err := f.s.PrimeHintTargets(context.Background(), authors); err != nil {
+	if err := f.s.Prime(context.Background(), authors); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range authors {
 		if it, err := f.mc.Get(f.s.TargetsKey(a)); err != nil || it.Value[0] != 'T' {
-			t.Fatalf("author %d: no hint targets after PrimeHintTargets: %v", a, err)
+			t.Fatalf("author %d: no hint targets after Prime: %v", a, err)
 		}
 	}
 }

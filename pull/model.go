@@ -115,12 +115,12 @@ func (s *Store) Counters() map[string]int64 {
 	return c
 }
 
-// Prime implements registry.Primer: it builds the hint targets of users as
-// authors (see PrimeHintTargets), which a running service's posts keep
-// built as they keep the lists. Stores that send no hints have nothing to
-// prime.
+// Prime implements registry.Primer: it builds the hint targets that
+// memcached lacks for users as authors (see recent.State.PrimeHintTargets),
+// which a running service's posts keep built as they keep the lists.
+// Stores that send no hints have nothing to prime.
 func (s *Store) Prime(ctx context.Context, users []timeline.UserID) error {
-	return s.PrimeHintTargets(ctx, users)
+	return s.hooks.PrimeHintTargets(ctx, users)
 }
 
 // Followers implements cache.FollowerLister from the follows index.

@@ -290,11 +290,3 @@ func (s *Store) Close() error {
 	}
 	return s.db.Close()
 }
-
-// PrimeHintTargets builds the hint targets that memcached lacks for
-// authors, as the posts of a running service keep them (see
-// recent.State.PrimeHintTargets). It does nothing for a store that sends no
-// hints.
-func (s *Store) PrimeHintTargets(ctx context.Context, authors []timeline.UserID) error {
-	return s.hooks.PrimeHintTargets(ctx, authors)
-}
