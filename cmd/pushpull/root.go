@@ -287,13 +287,7 @@ func checkDatabase(name string) error {
 // server. The memory model is refused: it keeps nothing from one
 // invocation to the next.
 func storeModel(name string) (registry.Model, error) {
-	var valid []string
-	for _, m := range registry.Listed() {
-		if m.Persistent() {
-			valid = append(valid, m.Name)
-		}
-	}
-	list := strings.Join(valid, ", ")
+	list := strings.Join(persistentNames(), ", ")
 	if name == "" {
 		return registry.Model{}, usagef("--model is required: one of %s", list)
 	}

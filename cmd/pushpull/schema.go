@@ -56,7 +56,7 @@ its schema (see 'pushpull --help' for the models and their databases).`,
 				return err
 			}
 			if printSQL {
-				return printSchema(cmd.OutOrStdout(), m)
+				return printSchema(cmd.OutOrStdout(), m.Schema)
 			}
 			if err := checkDatabase(sf.database); err != nil {
 				return err
@@ -67,9 +67,9 @@ its schema (see 'pushpull --help' for the models and their databases).`,
 			}
 			database := sf.database
 			if database == "" {
-				database = schemaDatabase(m)
+				database = m.Database
 			}
-			msg, err := applySchema(cmd.Context(), dsn, database, m, force)
+			msg, err := applySchema(cmd.Context(), dsn, database, m.Schema, force)
 			if err != nil {
 				return err
 			}
@@ -84,36 +84,27 @@ its schema (see 'pushpull --help' for the models and their databases).`,
 	return cmd
 }
 
-// schemaModel maps --model to a schema: a schema's own name, or the name
-// of any model that keeps its data on a server.
-func schemaModel(model string) (schema.Model, error) {
+// schemaModel maps --model to the model whose schema and default database
+// apply: a model that keeps its data on a server, or, for a schema's own
+// name, the first such model with that schema.
+func schemaModel(model string) (registry.Model, error) {
 	want := fmt.Sprintf("%s or %s (or a model: %s)", schema.Push, schema.Pull, strings.Join(persistentNames(), ", "))
-	switch model {
-	case "":
-		return "", usagef("--model is required: %s", want)
-	case string(schema.Push):
-		return schema.Push, nil
-	case string(schema.Pull):
-		return schema.Pull, nil
+	if model == "" {
+		return registry.Model{}, usagef("--model is required: %s", want)
+	}
+	for _, m := range registry.Models() {
+		if m.Persistent() && string(m.Schema) == model {
+			return m, nil
+		}
 	}
 	m, err := registry.Lookup(model)
 	if err != nil {
-		return "", usagef("unknown model %q: want %s", model, want)
+		return registry.Model{}, usagef("unknown model %q: want %s", model, want)
 	}
 	if !m.Persistent() {
-		return "", usagef("the %s model has no schema: want %s", model, want)
+		return registry.Model{}, usagef("the %s model has no schema: want %s", model, want)
 	}
-	return m.Schema, nil
-}
-
-// schemaDatabase is the default database of the first model with schema m.
-func schemaDatabase(m schema.Model) string {
-	for _, x := range registry.Models() {
-		if x.Persistent() && x.Schema == m {
-			return x.Database
-		}
-	}
-	return "pushpull_" + string(m)
+	return m, nil
 }
 
 // persistentNames are the listed models that keep their data on a server.
