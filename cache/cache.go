@@ -61,7 +61,7 @@ const invalidateTimeout = 30 * time.Second
 type FollowersFunc func(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
 
 // FollowerLister is a store that can list an author's followers (the push
-// and pull stores read their follows index; the memory store its map).
+// and pull stores read their follows index).
 // Under PolicyInvalidate, New uses it when Options.Followers is nil.
 type FollowerLister interface {
 	Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
