@@ -16,6 +16,9 @@ const (
 	JSONFile = "result.json"
 	CSVFile  = "result.csv"
 	PNGFile  = "result.png"
+	// DegreesPNGFile is the plot of the dataset's degree distributions
+	// (WriteDegreesPNG), saved when the result records them.
+	DegreesPNGFile = "degrees.png"
 )
 
 // RunDir is the directory a run started at t is saved in: base/<UTC time>,
@@ -25,8 +28,9 @@ func RunDir(base string, t time.Time) string {
 	return filepath.Join(base, t.UTC().Format("20060102T150405Z"))
 }
 
-// Save creates dir and writes r there as result.json (indented), result.csv
-// and result.png. Times are stored in UTC. JSON cannot hold NaN or infinity,
+// Save creates dir and writes r there as result.json (indented), result.csv,
+// result.png and, when the dataset records its degree distributions,
+// degrees.png. Times are stored in UTC. JSON cannot hold NaN or infinity,
 // and a benchmark's result is too costly to lose over one bad ratio, so such
 // values are saved as absent (an Extra key) or 0 (a Phase field) and each
 // replacement is recorded in Notes. r itself is not modified.
@@ -56,7 +60,13 @@ func save(dir string, r *Result) error {
 	if err := os.WriteFile(filepath.Join(dir, CSVFile), csvBuf.Bytes(), 0o644); err != nil {
 		return err
 	}
-	return WritePNG(filepath.Join(dir, PNGFile), c)
+	if err := WritePNG(filepath.Join(dir, PNGFile), c); err != nil {
+		return err
+	}
+	if c.Dataset.HasDegrees() {
+		return WriteDegreesPNG(filepath.Join(dir, DegreesPNGFile), c)
+	}
+	return nil
 }
 
 // sanitized returns a copy of r ready to be encoded: version set, times in
@@ -162,7 +172,8 @@ func zeroIfNotFinite(v float64) float64 {
 }
 
 // Load reads the result saved in dir by Save. dir may also be the path of
-// the result.json file itself.
+// the result.json file itself. A result of an older format that can be
+// read without guessing (version 2) is converted to the current one.
 func Load(dir string) (*Result, error) {
 	r, err := load(dir)
 	if err != nil {
@@ -185,8 +196,21 @@ func load(path string) (*Result, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if r.Version == 2 {
+		upgrade(&r)
+	}
 	if r.Version != FormatVersion {
-		return nil, fmt.Errorf("%s: format version %d, want %d", path, r.Version, FormatVersion)
+		return nil, fmt.Errorf("%s: format version %d, want %d (or 2)", path, r.Version, FormatVersion)
 	}
 	return &r, nil
+}
+
+// upgrade converts a version 2 result to version 3: every run then drew its
+// readers and authors uniformly. Its degree percentiles and distributions
+// stay unknown (Dataset.HasDegrees is false).
+func upgrade(r *Result) {
+	r.Version = 3
+	if r.Dataset.Activity == "" {
+		r.Dataset.Activity = "uniform"
+	}
 }
