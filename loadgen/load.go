@@ -98,9 +98,10 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 				small = append(small, loadJob{run: run, write: tb.write})
 				continue
 			}
-			for _, c := range mailboxChunks(d, opts.ChunkRows) {
+			chunks := mailboxChunks(d, opts.ChunkRows)
+			for _, c := range chunks {
 				run.chunks++
-				big = append(big, loadJob{run: run, write: c, chunked: true})
+				big = append(big, loadJob{run: run, write: c, chunked: len(chunks) > 1})
 			}
 		}
 	}
