@@ -23,7 +23,7 @@ import (
 // follows users 2, 3 and 4, who have posted a few messages each.
 type recentFixture struct {
 	s     *pull.Store
-	mc    *memcache.Client
+	mc    pull.RawMC
 	posts []timeline.Message // everything posted, oldest first
 }
 
@@ -33,8 +33,8 @@ func newRecentFixture(t *testing.T, memcacheAddr string) *recentFixture {
 	if memcacheAddr != "" {
 		cfg.Memcache = []string{memcacheAddr}
 	}
-	f := &recentFixture{s: openConfig(t, cfg), mc: memcache.New(testserver.Memcache(t))}
-	t.Cleanup(func() { f.mc.Close() })
+	f := &recentFixture{s: openConfig(t, cfg)}
+	f.mc = f.s.RawMemcache(t, testserver.Memcache(t))
 	for a := timeline.UserID(2); a <= 4; a++ {
 		timelinetest.Follow(t, f.s, 1, a)
 	}
@@ -177,7 +177,7 @@ func TestRecentMemcachedDown(t *testing.T) {
 		t.Fatalf("no cache errors counted while memcached was down: %+v", down)
 	}
 	p.restore(t)
-	f.check(t, "memcached back")
+	waitServersUp(t, f.s, func() { f.check(t, "memcached back") })
 	f.post(t, 2)
 	f.check(t, "memcached back, then a post")
 	if st := f.s.Stats(); st.Rebuilds < down.Rebuilds+2 {
@@ -342,6 +342,24 @@ func (p *proxy) cut() {
 		c.Close()
 	}
 	p.conns = nil
+}
+
+// waitServersUp reads (read) until s no longer reports a memcached server
+// down: a server that failed is left alone for a while, then taken back by
+// a call (with a new fence).
+func waitServersUp(t *testing.T, s *pull.Store, read func()) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		read()
+		if len(s.DownServers()) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memcached still reported down: %v", s.DownServers())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func (p *proxy) restore(t *testing.T) {
