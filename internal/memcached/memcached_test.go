@@ -193,8 +193,14 @@ func TestDeadlines(t *testing.T) {
 	if _, err := c.Get(cctx, []string{"a"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled context: %v", err)
 	}
-	m.Freeze()
-	defer m.Thaw()
+	if err := m.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := m.Thaw(); err != nil {
+			t.Error(err)
+		}
+	}()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -253,11 +259,15 @@ func TestFences(t *testing.T) {
 	}
 
 	// a's delete is lost while the server is frozen.
-	m.Freeze()
-	if err := a.Delete(ctx, "page"); err == nil {
-		t.Fatal("a delete on a frozen server succeeded")
+	if err := m.Freeze(); err != nil {
+		t.Fatal(err)
 	}
-	m.Thaw()
+	if err := a.Delete(ctx, "page"); err == nil {
+		t.Fatal("a delete on a frozen server succeeded") // the cleanup kills it, frozen or not
+	}
+	if err := m.Thaw(); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(250 * time.Millisecond) // RetryAfter
 	if _, err := a.GetOne(ctx, "page"); !errors.Is(err, memcache.ErrCacheMiss) {
 		t.Errorf("a, after the server it failed on came back: %v, want a miss", err)
