@@ -21,12 +21,16 @@
 //
 // A server whose request fails for a reason of its own (refused, reset,
 // closed, or silent past Options.Timeout) is marked down: for
-// Options.RetryAfter, calls for its keys fail at once with an error
-// matching ErrServerDown, without traffic, so a dead server costs a caller
+// Options.RetryAfter, reads of its keys fail at once with an error
+// matching ErrServerDown, without traffic, so a dead server costs a reader
 // nothing and a frozen one costs one timeout per RetryAfter, not one per
-// call. A request cut short by the caller's own deadline marks nothing:
-// the server may be fine, the caller was in a hurry. New needs one server
-// that answers; the others start down and are tried again later.
+// read. Writes try it all the same, within their deadline: a write is an
+// invalidation more often than not (an append of a new post, a generation
+// bump), and one skipped while the server was already back for other
+// processes would leave them reading what it should have changed. A
+// request cut short by the caller's own deadline marks nothing: the
+// server may be fine, the caller was in a hurry. New needs one server that
+// answers; the others start down and are tried again later.
 //
 // # Fences
 //
@@ -214,7 +218,7 @@ func New(opts Options) (*Client, error) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), max(c.timeout, OpenTimeout))
 			defer cancel()
-			errs[i] = c.do(ctx, s, nil)
+			errs[i] = c.do(ctx, s, nil, true)
 		})
 	}
 	wg.Wait()
@@ -287,8 +291,10 @@ type errProtocol struct{ msg string }
 func (e errProtocol) Error() string { return e.msg }
 
 // do runs req (nil: only the fence) on s: it waits for nothing but the
-// network, within the deadline the context and Timeout give.
-func (c *Client) do(ctx context.Context, s *server, req request) error {
+// network, within the deadline the context and Timeout give. A read of a
+// server that is down fails at once; a write tries it all the same (see
+// the package doc), and so does a call with no request.
+func (c *Client) do(ctx context.Context, s *server, req request, write bool) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
@@ -296,15 +302,28 @@ func (c *Client) do(ctx context.Context, s *server, req request) error {
 		return err
 	}
 	if until := s.downUntil.Load(); until != 0 {
-		if time.Now().UnixNano() < until || !s.recovery.TryLock() {
+		waited := time.Now().UnixNano() >= until
+		if !write && !waited {
 			return fmt.Errorf("memcached %s: %w", s.name, ErrServerDown)
 		}
-		defer s.recovery.Unlock()
-		if s.downUntil.Load() == 0 {
-			// Another caller brought it back meanwhile.
-		} else if err := c.recover(ctx, s); err != nil {
-			return err
+		if s.recovery.TryLock() {
+			err := func() error {
+				defer s.recovery.Unlock()
+				if s.downUntil.Load() == 0 {
+					return nil // another caller brought it back meanwhile
+				}
+				return c.recover(ctx, s)
+			}()
+			if err != nil {
+				return err
+			}
+		} else if !write {
+			return fmt.Errorf("memcached %s: %w", s.name, ErrServerDown)
 		}
+		// A write while another caller brings the server back: sent
+		// under the fence known so far. If the fence is replaced first,
+		// the fence read at the end of the request sends it again under
+		// the new one; if after, it went to what the new fence retires.
 	} else if s.suspect.Load() {
 		// Distrust: replace the fence before anything else.
 		s.recovery.Lock()
@@ -510,7 +529,7 @@ func (c *Client) Flush(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for i, s := range c.servers {
 		s.suspect.Store(true)
-		wg.Go(func() { errs[i] = c.do(ctx, s, nil) })
+		wg.Go(func() { errs[i] = c.do(ctx, s, nil, true) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -36,12 +36,12 @@ func (c *Client) Get(ctx context.Context, keys []string) ([]*memcache.Item, erro
 	}
 	if len(groups) == 1 {
 		g := groups[0]
-		return items, c.do(ctx, g.s, &getReq{keys: keys, index: g.index, items: items})
+		return items, c.do(ctx, g.s, &getReq{keys: keys, index: g.index, items: items}, false)
 	}
 	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
 	for i, g := range groups {
-		wg.Go(func() { errs[i] = c.do(ctx, g.s, &getReq{keys: keys, index: g.index, items: items}) })
+		wg.Go(func() { errs[i] = c.do(ctx, g.s, &getReq{keys: keys, index: g.index, items: items}, false) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -169,14 +169,14 @@ func (c *Client) AppendGet(ctx context.Context, app *memcache.Item, key string) 
 	get := &getReq{keys: []string{key}, items: items}
 	if a == b {
 		req := &appendThenGet{app: app, get: get}
-		if err := c.do(ctx, a, req); err != nil {
+		if err := c.do(ctx, a, req, true); err != nil {
 			return err, nil, err
 		}
 		return req.appErr, items[0], nil
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Append(ctx, []*memcache.Item{app})[0] }()
-	err = c.do(ctx, b, get)
+	err = c.do(ctx, b, get, false)
 	appErr = <-done
 	if err != nil {
 		return appErr, nil, err
@@ -442,7 +442,7 @@ func (c *Client) pipeline(ctx context.Context, keys []string, cmd func(w *bufio.
 		if g.index != nil {
 			p.n, p.slot = len(g.index), func(j int) int { return g.index[j] }
 		}
-		if err := c.do(ctx, g.s, p); err != nil {
+		if err := c.do(ctx, g.s, p, true); err != nil {
 			failAll(g.index, err)
 		}
 	}
