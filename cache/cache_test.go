@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -822,5 +823,54 @@ func TestFollowersFailure(t *testing.T) {
 	time.Sleep(ttl - time.Since(posted) + 20*time.Millisecond)
 	if p := timelinetest.Newest(t, s, 1); !has(p, m.ID) {
 		t.Fatalf("stale beyond the TTL: %v", timelinetest.IDs(p.Messages))
+	}
+}
+
+// TestInvalidationOutOfTime: when the follower lookup cannot finish in the
+// caller's time (the database frozen after the post committed), Post still
+// returns soon after its deadline, and no follower is served a page
+// without the post: the fences are replaced instead.
+func TestInvalidationOutOfTime(t *testing.T) {
+	inner, followers := openInner(t, modelMemory)
+	var frozen atomic.Bool
+	s := wrap(t, inner, cache.Options{
+		Policy:  cache.PolicyInvalidate,
+		Timeout: 100 * time.Millisecond,
+		Followers: func(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
+			if frozen.Load() {
+				<-ctx.Done() // a lookup that hangs until it is given up
+				return nil, ctx.Err()
+			}
+			return followers(ctx, author)
+		},
+	})
+	const users = 5
+	for u := timeline.UserID(2); u <= users; u++ {
+		timelinetest.Follow(t, s, u, 1)
+	}
+	timelinetest.Post(t, s, 1, "before")
+	for u := timeline.UserID(2); u <= users; u++ {
+		timelinetest.Newest(t, s, u) // cached
+	}
+	frozen.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	m, err := s.Post(ctx, 1, "while the lookup hangs")
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Post returned after %v", took)
+	if took > 300*time.Millisecond+2*100*time.Millisecond+time.Second {
+		t.Errorf("Post returned %v after it began; its deadline was 300ms", took)
+	}
+	for u := timeline.UserID(2); u <= users; u++ {
+		if p := timelinetest.Newest(t, s, u); !has(p, m.ID) {
+			t.Errorf("user %d: a page without the acknowledged post: %v", u, timelinetest.IDs(p.Messages))
+		}
+	}
+	if st := s.Stats(); st.Flushes != 1 {
+		t.Errorf("Flushes = %d, want 1", st.Flushes)
 	}
 }
