@@ -32,6 +32,12 @@
 // server may be fine, the caller was in a hurry. New needs one server that
 // answers; the others start down and are tried again later.
 //
+// A reply memcached would not send puts the stream out of step: the
+// request fails, every outcome in it unknown, and its connection is
+// closed, but the server answers, so it is not marked down. A
+// SERVER_ERROR (memcached out of memory, say) fails only the command it
+// answers, and the connection is kept.
+//
 // # Fences
 //
 // A server that failed may come back with what it held before (it was
@@ -359,12 +365,9 @@ func (c *Client) do(ctx context.Context, s *server, req request, write bool) err
 			}
 			continue
 		}
-		got, err := c.fenced(ctx, s, req, fence)
-		if err != nil {
+		got, known, err := c.fenced(ctx, s, req, fence)
+		if !known || got == fence {
 			return err
-		}
-		if got == fence {
-			return nil
 		}
 		s.mu.Lock()
 		if s.fence == fence {
@@ -378,16 +381,16 @@ func (c *Client) do(ctx context.Context, s *server, req request, write bool) err
 }
 
 // fenced sends req under fence, then reads the fence, in one round trip,
-// and returns the fence the server holds ("" if none).
-func (c *Client) fenced(ctx context.Context, s *server, req request, fence string) (string, error) {
+// and returns the fence the server holds ("" if none) when known, and
+// req's error. The fence is known after req was refused in step too.
+func (c *Client) fenced(ctx context.Context, s *server, req request, fence string) (got string, known bool, err error) {
 	fr := fenceRead{key: c.fenceKey}
-	var err error
 	if req == nil {
 		err = c.roundTrip(ctx, s, &fr)
 	} else {
 		err = c.roundTrip(ctx, s, pair{req, &fr, fence})
 	}
-	return fr.got, err
+	return fr.got, fr.done && (err == nil || inStep(err)), err
 }
 
 // pair sends a request under a fence followed by the fence read.
@@ -403,10 +406,14 @@ func (p pair) write(w *bufio.Writer, _ string) {
 }
 
 func (p pair) read(r *bufio.Reader) error {
-	if err := p.req.read(r); err != nil {
+	err := p.req.read(r)
+	if err != nil && !inStep(err) {
 		return err
 	}
-	return p.fr.read(r)
+	if ferr := p.fr.read(r); ferr != nil {
+		return ferr
+	}
+	return err
 }
 
 // recover replaces s's fence, so nothing it held before can be read, and
@@ -428,7 +435,9 @@ func (c *Client) recover(ctx context.Context, s *server) error {
 }
 
 // roundTrip writes req, flushes, and reads its replies on one connection,
-// within the deadline. A failure that is not the caller's (its deadline or
+// within the deadline. A refusal that leaves the stream in step (errServer)
+// keeps the connection; a reply out of step (errProtocol) closes it and
+// marks nothing. Another failure that is not the caller's (its deadline or
 // cancellation) marks the server down and suspect. An idle connection that
 // turns out closed by the server (it restarted since) is not a failure of
 // the server: the request is sent again on a new connection, once.
@@ -444,14 +453,21 @@ func (c *Client) roundTrip(ctx context.Context, s *server, req request) error {
 			return c.failed(ctx, s, callerLimited, err)
 		}
 		err = c.exchange(ctx, cn, deadline, req)
-		if err == nil {
+		if err == nil || inStep(err) {
 			c.release(s, cn)
-			return nil
+			return err
 		}
 		cn.nc.Close()
 		if reused && !fresh && ctx.Err() == nil && isClosedConn(err) {
 			c.dropIdle(s)
 			continue
+		}
+		if pe := (errProtocol{}); errors.As(err, &pe) && ctx.Err() == nil {
+			// The server answers, just not as memcached does: nothing
+			// to wait out, and nothing it missed that the caller does
+			// not know of (every outcome of the request is an error).
+			s.failures.Add(1)
+			return fmt.Errorf("memcached %s: %w", s.name, err)
 		}
 		return c.failed(ctx, s, callerLimited, err)
 	}
@@ -588,8 +604,9 @@ func newFence() string {
 // The fence's own requests.
 
 type fenceRead struct {
-	key string
-	got string
+	key  string
+	got  string
+	done bool // read to the end
 }
 
 func (f *fenceRead) write(w *bufio.Writer, _ string) {
@@ -599,14 +616,20 @@ func (f *fenceRead) write(w *bufio.Writer, _ string) {
 }
 
 func (f *fenceRead) read(r *bufio.Reader) error {
-	f.got = ""
+	f.got, f.done = "", false
 	var buf []byte
-	err := readValues(r, func(_ []byte, _ uint32, _ uint64, size int) ([]byte, error) {
+	err := readValues(r, func(key []byte, _ uint32, _ uint64, size int) ([]byte, error) {
+		if string(key) != f.key || buf != nil || size == 0 || size > FenceLen-1 {
+			return nil, errProtocol{fmt.Sprintf("memcached: a value for %q (%d bytes) where the fence was due", truncate(key), size)}
+		}
 		buf = make([]byte, size)
 		return buf, nil
 	})
-	f.got = string(buf)
-	return err
+	if err != nil {
+		return err
+	}
+	f.got, f.done = string(buf), true
+	return nil
 }
 
 // fenceSetup adds a fence where there is none; the read that follows
@@ -619,7 +642,7 @@ func (f fenceSetup) write(w *bufio.Writer, _ string) {
 }
 
 func (f fenceSetup) read(r *bufio.Reader) error {
-	line, err := r.ReadSlice('\n')
+	line, err := readLine(r)
 	if err != nil {
 		return err
 	}
@@ -636,7 +659,7 @@ func (f fenceSet) write(w *bufio.Writer, _ string) {
 }
 
 func (f fenceSet) read(r *bufio.Reader) error {
-	line, err := r.ReadSlice('\n')
+	line, err := readLine(r)
 	if err != nil {
 		return err
 	}
@@ -661,6 +684,13 @@ type errServer struct{ line string }
 
 func (e errServer) Error() string { return "memcached: " + e.line }
 
+// inStep reports whether err is a refusal after which the stream is still
+// in step.
+func inStep(err error) bool {
+	var se errServer
+	return errors.As(err, &se)
+}
+
 // storeReply turns the reply to a storage command into its outcome.
 func storeReply(line []byte) error {
 	switch {
@@ -682,14 +712,19 @@ func storeReply(line []byte) error {
 // place is called with its line's fields (key is only valid during the
 // call) and returns where its data goes: a slice of exactly size bytes, or
 // nil to skip it.
+// A SERVER_ERROR line ends the reply (memcached sends it instead of the
+// next value or END when it cannot go on): it is returned as an errServer.
 func readValues(r *bufio.Reader, place func(key []byte, flags uint32, cas uint64, size int) ([]byte, error)) error {
 	for {
-		line, err := r.ReadSlice('\n')
+		line, err := readLine(r)
 		if err != nil {
 			return err
 		}
 		if bytes.Equal(line, endLine) {
 			return nil
+		}
+		if bytes.HasPrefix(line, serverErrorPrefix) {
+			return errServer{string(bytes.TrimSpace(line))}
 		}
 		key, flags, size, cas, ok := parseValueLine(line)
 		if !ok {
@@ -716,6 +751,16 @@ func readValues(r *bufio.Reader, place func(key []byte, flags uint32, cas uint64
 			return errProtocol{"memcached: a value not followed by CRLF"}
 		}
 	}
+}
+
+// readLine reads a reply line; one longer than the reader's buffer is
+// none of memcached's.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return nil, errProtocol{fmt.Sprintf("memcached: a reply line longer than %d bytes: %q...", len(line), truncate(line))}
+	}
+	return line, err
 }
 
 // parseValueLine parses "VALUE <key> <flags> <bytes> [<cas>]\r\n".

@@ -21,7 +21,8 @@ import (
 // Get fetches keys with their CAS ids in one round trip per server
 // (concurrently when they are spread over several). items[i] is keys[i]'s,
 // or nil when memcached has none. Values share buffers, capped so that an
-// append copies. A server's failure fails the whole call.
+// append copies. A server's failure fails the whole call (items is then
+// nil).
 func (c *Client) Get(ctx context.Context, keys []string) ([]*memcache.Item, error) {
 	items := make([]*memcache.Item, len(keys))
 	if len(keys) == 0 {
@@ -36,7 +37,10 @@ func (c *Client) Get(ctx context.Context, keys []string) ([]*memcache.Item, erro
 	}
 	if len(groups) == 1 {
 		g := groups[0]
-		return items, c.do(ctx, g.s, &getReq{keys: keys, index: g.index, items: items}, false)
+		if err := c.do(ctx, g.s, &getReq{keys: keys, index: g.index, items: items}, false); err != nil {
+			return nil, err
+		}
+		return items, nil
 	}
 	errs := make([]error, len(groups))
 	var wg sync.WaitGroup
@@ -316,7 +320,7 @@ func (a *appendThenGet) write(w *bufio.Writer, fence string) {
 }
 
 func (a *appendThenGet) read(r *bufio.Reader) error {
-	line, err := r.ReadSlice('\n')
+	line, err := readLine(r)
 	if err != nil {
 		return err
 	}
@@ -378,7 +382,7 @@ func (p *pipelineReq) write(w *bufio.Writer, fence string) {
 
 func (p *pipelineReq) read(r *bufio.Reader) error {
 	for j := range p.n {
-		line, err := r.ReadSlice('\n')
+		line, err := readLine(r)
 		if err != nil {
 			return err
 		}
