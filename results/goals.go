@@ -19,6 +19,9 @@ const (
 	// GoalPullSubmission: the best pull model's submission against the
 	// plain pull post's.
 	GoalPullSubmission = 0.7
+	// GoalCachedSubmission: a cached model's posts (which invalidate the
+	// followers' pages, pipelined) against its base model's posts.
+	GoalCachedSubmission = 0.8
 	// HarnessOverPush: the harness must drive a no-op store at least this
 	// many times faster than push reads, or it measures itself.
 	HarnessOverPush = 20.0
@@ -56,6 +59,19 @@ func (r *Result) Judge() {
 		get := r.MemcacheGet.OpsPerSec
 		add("cached retrieval / raw memcached get", rate(cached)/get, GoalCachedOverGet,
 			fmt.Sprintf("%s %.0f/s, get %.0f/s", cached.Name, rate(cached), get))
+	}
+	// Posting through the cache: every cached model against its base.
+	for i := range r.Models {
+		m := &r.Models[i]
+		if m.Base == "" || !m.Submit.Ran() {
+			continue
+		}
+		for j := range r.Models {
+			if base := &r.Models[j]; base.Name == m.Base && base.Submit.Ran() && base.Submit.OpsPerSec > 0 {
+				add(fmt.Sprintf("%s submission / %s submission", m.Name, base.Name), m.Submit.OpsPerSec/base.Submit.OpsPerSec, GoalCachedSubmission,
+					fmt.Sprintf("%s %.0f msg/s, %s %.0f msg/s", m.Name, m.Submit.OpsPerSec, base.Name, base.Submit.OpsPerSec))
+			}
+		}
 	}
 	if push > 0 && r.Harness != nil && r.Harness.OpsPerSec < HarnessOverPush*push {
 		r.Failures = append(r.Failures, fmt.Sprintf("the harness ran a no-op store at only %.0f ops/s, under %.0fx %s retrieval (%.0f/s): it would be measuring itself",

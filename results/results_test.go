@@ -497,3 +497,26 @@ func TestWriteComparison(t *testing.T) {
 		t.Errorf("harness comparison = %q", l)
 	}
 }
+
+// TestJudgeCachedSubmission: each cached model's post rate is judged
+// against its own base model's, met at 0.8 of it.
+func TestJudgeCachedSubmission(t *testing.T) {
+	phase := func(rate float64) Phase { return Phase{Ops: int64(rate), Seconds: 1, OpsPerSec: rate} }
+	r := &Result{Models: []Model{
+		{Name: "a", Family: FamilyPush, Submit: phase(2000)},
+		{Name: "a+c", Family: FamilyPush, Base: "a", Submit: phase(1700)},
+		{Name: "b", Family: FamilyPull, Submit: phase(1000)},
+		{Name: "b+c", Family: FamilyPull, Base: "b", Submit: phase(500)},
+	}}
+	r.Judge()
+	got := map[string]Goal{}
+	for _, g := range r.Goals {
+		got[g.Name] = g
+	}
+	if g, ok := got["a+c submission / a submission"]; !ok || !g.Met || g.Value != 0.85 {
+		t.Errorf("a+c: %+v (found %v)", g, ok)
+	}
+	if g, ok := got["b+c submission / b submission"]; !ok || g.Met || g.Value != 0.5 {
+		t.Errorf("b+c: %+v (found %v)", g, ok)
+	}
+}
