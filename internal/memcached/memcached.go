@@ -52,14 +52,18 @@
 // fence therefore makes everything stored under the old one unreachable for
 // every process at once, and the old items age out of memcached's LRU.
 //
-// A client replaces the fence of a server it marked down before it sends
-// that server anything else, so whatever a write of this process failed to
+// A client replaces the fence of a server it marked down before it reads
+// from that server again, so whatever a write of this process failed to
 // deliver there can no longer be read, by this process or any other. Flush
 // replaces every server's fence at once (the cache decorator's last resort
 // when it cannot tell whose pages a write made stale), and Distrust marks
-// one key's server for that treatment. A server restarted empty needs
-// nothing: a missing fence is created afresh, and nothing was stored under
-// it.
+// one key's server for that treatment. One caller at a time replaces a
+// server's fence; meanwhile reads of that server wait for it, within their
+// context (or fail at once with ErrServerDown if the server is marked
+// down), and writes go ahead: under the old fence, which retires them, or
+// sent again under the new one when the fence read at their end finds it.
+// A server restarted empty needs nothing: a missing fence is created
+// afresh, and nothing was stored under it.
 //
 // What fences cannot cover: a process that never saw a server fail, reading
 // from it in the moment between its return and the first request of a
@@ -159,13 +163,36 @@ type server struct {
 	fence string // "" until known
 
 	// downUntil (Unix nanoseconds) is when calls may try the server
-	// again; 0 when it is up. suspect: its fence must be replaced before
-	// it is used again.
+	// again; 0 when it is up. suspect, when not 0, says its fence must be
+	// replaced before it is read again, and counts the requests for that
+	// (failures, Distrust, Flush) since the last replacement began.
 	downUntil atomic.Int64
-	suspect   atomic.Bool
-	recovery  sync.Mutex // one caller at a time brings it back
+	suspect   atomic.Int64
+	recovery  chan struct{} // holds a token while a caller brings it back
 	failures  atomic.Int64
 }
+
+// tryRecovery takes s's recovery token if no other caller holds it.
+func (s *server) tryRecovery() bool {
+	select {
+	case s.recovery <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitRecovery takes s's recovery token, waiting within ctx.
+func (s *server) waitRecovery(ctx context.Context) error {
+	select {
+	case s.recovery <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *server) endRecovery() { <-s.recovery }
 
 type conn struct {
 	nc net.Conn
@@ -212,7 +239,7 @@ func New(opts Options) (*Client, error) {
 	}
 	i := 0
 	c.list.Each(func(a net.Addr) error {
-		s := &server{addr: a, name: opts.Servers[i]}
+		s := &server{addr: a, name: opts.Servers[i], recovery: make(chan struct{}, 1)}
 		c.servers = append(c.servers, s)
 		c.byAddr[a] = s
 		i++
@@ -307,40 +334,8 @@ func (c *Client) do(ctx context.Context, s *server, req request, write bool) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if until := s.downUntil.Load(); until != 0 {
-		waited := time.Now().UnixNano() >= until
-		if !write && !waited {
-			return fmt.Errorf("memcached %s: %w", s.name, ErrServerDown)
-		}
-		if s.recovery.TryLock() {
-			err := func() error {
-				defer s.recovery.Unlock()
-				if s.downUntil.Load() == 0 {
-					return nil // another caller brought it back meanwhile
-				}
-				return c.recover(ctx, s)
-			}()
-			if err != nil {
-				return err
-			}
-		} else if !write {
-			return fmt.Errorf("memcached %s: %w", s.name, ErrServerDown)
-		}
-		// A write while another caller brings the server back: sent
-		// under the fence known so far. If the fence is replaced first,
-		// the fence read at the end of the request sends it again under
-		// the new one; if after, it went to what the new fence retires.
-	} else if s.suspect.Load() {
-		// Distrust: replace the fence before anything else.
-		s.recovery.Lock()
-		err := func() error {
-			defer s.recovery.Unlock()
-			if !s.suspect.Load() {
-				return nil
-			}
-			return c.recover(ctx, s)
-		}()
-		if err != nil {
+	if s.downUntil.Load() != 0 || s.suspect.Load() != 0 {
+		if err := c.ready(ctx, s, req, write); err != nil {
 			return err
 		}
 	}
@@ -416,9 +411,52 @@ func (p pair) read(r *bufio.Reader) error {
 	return err
 }
 
+// ready brings s back into use, if it is down or suspect, before do sends
+// it req: one caller at a time replaces its fence (recover) while the
+// others
+//   - read a server marked down: fail at once;
+//   - write (req not nil): go ahead under the fence known so far. If the
+//     fence is replaced first, the fence read at the end of the request
+//     sends it again under the new one; if after, it went to what the new
+//     fence retires;
+//   - read a server up but suspect, or Flush: wait for the new fence,
+//     within their context, as one read may not see what the fence is
+//     there to retire.
+//
+// A read of a server down for less than RetryAfter fails at once.
+func (c *Client) ready(ctx context.Context, s *server, req request, write bool) error {
+	down := func() error { return fmt.Errorf("memcached %s: %w", s.name, ErrServerDown) }
+	until := s.downUntil.Load()
+	if until != 0 && !write && time.Now().UnixNano() < until {
+		return down()
+	}
+	if !s.tryRecovery() {
+		switch {
+		case write && req != nil:
+			return nil
+		case until != 0 && !write:
+			return down()
+		}
+		if err := s.waitRecovery(ctx); err != nil {
+			return fmt.Errorf("memcached %s: %w", s.name, err)
+		}
+	}
+	defer s.endRecovery()
+	// Another caller may have brought it back, or found it down, meanwhile.
+	until = s.downUntil.Load()
+	switch {
+	case until == 0 && s.suspect.Load() == 0:
+		return nil
+	case until != 0 && !write && time.Now().UnixNano() < until:
+		return down()
+	}
+	return c.recover(ctx, s)
+}
+
 // recover replaces s's fence, so nothing it held before can be read, and
-// marks it up. The caller holds s.recovery.
+// marks it up. The caller holds s's recovery token.
 func (c *Client) recover(ctx context.Context, s *server) error {
+	asked := s.suspect.Load()
 	fence := newFence()
 	if err := c.roundTrip(ctx, s, fenceSet{key: c.fenceKey, value: fence}); err != nil {
 		if s.downUntil.Load() != 0 {
@@ -429,7 +467,8 @@ func (c *Client) recover(ctx context.Context, s *server) error {
 	s.mu.Lock()
 	s.fence = fence
 	s.mu.Unlock()
-	s.suspect.Store(false)
+	// A Distrust or Flush since the new fence was chosen asks for another.
+	s.suspect.CompareAndSwap(asked, 0)
 	s.downUntil.Store(0)
 	return nil
 }
@@ -521,18 +560,18 @@ func (c *Client) failed(ctx context.Context, s *server, callerLimited bool, err 
 		return fmt.Errorf("memcached %s: %w", s.name, context.DeadlineExceeded)
 	}
 	s.failures.Add(1)
-	s.suspect.Store(true)
+	s.suspect.Add(1)
 	s.downUntil.Store(time.Now().Add(c.retry).UnixNano())
 	return fmt.Errorf("memcached %s: %w (%w)", s.name, err, ErrServerDown)
 }
 
 // Distrust marks the server of key so that its fence is replaced before
-// this client sends it anything else: call it after a write whose outcome
+// this client reads from it again: call it after a write whose outcome
 // is unknown could not be repaired either (see the package doc). It does
 // not wait.
 func (c *Client) Distrust(key string) {
 	if s, err := c.pick(key); err == nil {
-		s.suspect.Store(true)
+		s.suspect.Add(1)
 	}
 }
 
@@ -544,7 +583,7 @@ func (c *Client) Flush(ctx context.Context) error {
 	errs := make([]error, len(c.servers))
 	var wg sync.WaitGroup
 	for i, s := range c.servers {
-		s.suspect.Store(true)
+		s.suspect.Add(1)
 		wg.Go(func() { errs[i] = c.do(ctx, s, nil, true) })
 	}
 	wg.Wait()

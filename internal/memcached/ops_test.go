@@ -774,3 +774,54 @@ func TestAppendErrors(t *testing.T) {
 		t.Errorf("after Close: %v, want ErrClosed", errs)
 	}
 }
+
+// TestDistrustFrozen: when the fence of a distrusted server cannot be
+// replaced (it is frozen), one caller waits out Timeout and marks it down;
+// the reads queued behind it fail at once then, and a hurried one returns
+// by its own deadline, instead of each waiting out a Timeout in turn.
+func TestDistrustFrozen(t *testing.T) {
+	ctx := context.Background()
+	m := testserver.StartMemcached(t, 0)
+	const timeout = time.Second
+	c, err := memcached.New(memcached.Options{Servers: []string{m.Addr}, Prefix: "t:", Timeout: timeout, RetryAfter: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Set(ctx, item("page", "v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := m.Thaw(); err != nil {
+			t.Error(err)
+		}
+	}()
+	c.Distrust("page")
+	start := time.Now()
+	const readers = 6
+	var wg sync.WaitGroup
+	errs := make([]error, readers)
+	for i := range readers {
+		wg.Go(func() { _, errs[i] = c.Get(ctx, []string{"page"}) })
+	}
+	time.Sleep(100 * time.Millisecond)
+	hurried, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	hStart := time.Now()
+	_, herr := c.Get(hurried, []string{"page"})
+	if took := time.Since(hStart); !errors.Is(herr, context.DeadlineExceeded) || took > timeout*7/10 {
+		t.Errorf("a read with a 100ms deadline behind a fence replacement: %v after %v", herr, took)
+	}
+	wg.Wait()
+	if took := time.Since(start); took > 3*timeout {
+		t.Errorf("%d reads of a frozen distrusted server took %v; want about one Timeout (%v)", readers, took, timeout)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, memcached.ErrServerDown) {
+			t.Errorf("read %d: %v, want ErrServerDown", i, err)
+		}
+	}
+}
