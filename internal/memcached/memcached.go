@@ -205,10 +205,11 @@ type conn struct {
 const OpenTimeout = time.Second
 
 // New returns a client for opts.Servers. It asks every server for its
-// fence (creating one where there is none), concurrently, within
-// opts.Timeout or OpenTimeout, whichever is longer; servers that do not
-// answer start down and are counted in Status. It fails only when the options are bad or no server answers
-// (ErrNoServers, with each server's error).
+// fence (creating one where there is none), concurrently, each request
+// within opts.Timeout or OpenTimeout, whichever is longer; servers that do
+// not answer start down and are counted in Status. It fails only when the
+// options are bad or no server answers (ErrNoServers, with each server's
+// error).
 func New(opts Options) (*Client, error) {
 	if len(opts.Servers) == 0 {
 		return nil, errors.New("memcached: no servers given")
@@ -245,16 +246,18 @@ func New(opts Options) (*Client, error) {
 		i++
 		return nil
 	})
+	// The opening requests get the longer timeout as Timeout (no other
+	// caller has c yet), not as a context deadline: a server silent past
+	// a deadline of the caller's would not be marked down.
+	timeout := c.timeout
+	c.timeout = max(timeout, OpenTimeout)
 	errs := make([]error, len(c.servers))
 	var wg sync.WaitGroup
 	for i, s := range c.servers {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), max(c.timeout, OpenTimeout))
-			defer cancel()
-			errs[i] = c.do(ctx, s, nil, true)
-		})
+		wg.Go(func() { errs[i] = c.do(context.Background(), s, nil, true) })
 	}
 	wg.Wait()
+	c.timeout = timeout
 	up := 0
 	for _, e := range errs {
 		if e == nil {
@@ -487,7 +490,7 @@ func (c *Client) roundTrip(ctx context.Context, s *server, req request) error {
 		deadline, callerLimited = d, true
 	}
 	for fresh := false; ; fresh = true {
-		cn, reused, err := c.conn(s, deadline, fresh)
+		cn, reused, err := c.conn(ctx, s, deadline, fresh)
 		if err != nil {
 			return c.failed(ctx, s, callerLimited, err)
 		}
@@ -517,19 +520,24 @@ func (c *Client) exchange(ctx context.Context, cn *conn, deadline time.Time, req
 	if err := cn.nc.SetDeadline(deadline); err != nil {
 		return err
 	}
+	stop := func() bool { return true }
 	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() { cn.nc.SetDeadline(time.Unix(1, 0)) })
-		defer stop()
+		stop = context.AfterFunc(ctx, func() { cn.nc.SetDeadline(time.Unix(1, 0)) })
 	}
-	req.write(cn.w, "")
-	if err := cn.w.Flush(); err != nil {
-		return err
+	err := func() error {
+		req.write(cn.w, "")
+		if err := cn.w.Flush(); err != nil {
+			return err
+		}
+		return req.read(cn.r)
+	}()
+	if !stop() {
+		// The context ended and moved the deadline, or is about to: the
+		// connection must not go back to the pool, where the move could
+		// land on the next request's deadline.
+		return ctx.Err()
 	}
-	if err := req.read(cn.r); err != nil {
-		return err
-	}
-	// The deadline may have been moved under the reply's feet.
-	return ctx.Err()
+	return err
 }
 
 // isClosedConn reports whether err says the peer had closed the connection.
@@ -602,8 +610,8 @@ func (c *Client) pick(key string) (*server, error) {
 }
 
 // conn returns an idle connection to s (reused), unless fresh, or dials
-// one by the deadline.
-func (c *Client) conn(s *server, deadline time.Time, fresh bool) (cn *conn, reused bool, err error) {
+// one by the deadline, or until ctx ends.
+func (c *Client) conn(ctx context.Context, s *server, deadline time.Time, fresh bool) (cn *conn, reused bool, err error) {
 	if !fresh {
 		s.mu.Lock()
 		if n := len(s.idle); n > 0 {
@@ -615,7 +623,7 @@ func (c *Client) conn(s *server, deadline time.Time, fresh bool) (cn *conn, reus
 		s.mu.Unlock()
 	}
 	d := net.Dialer{Deadline: deadline}
-	nc, err := d.Dial(s.addr.Network(), s.addr.String())
+	nc, err := d.DialContext(ctx, s.addr.Network(), s.addr.String())
 	if err != nil {
 		return nil, false, err
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -440,6 +441,7 @@ type fake struct {
 	answer    func(verb string, args []string) string
 	accepted  atomic.Int64
 	fenceSets atomic.Int64
+	delay     atomic.Int64 // before each reply, in nanoseconds
 
 	mu    sync.Mutex
 	fence string
@@ -506,6 +508,7 @@ func (f *fake) serve(c net.Conn) {
 			}
 			data = data[:n]
 		}
+		time.Sleep(time.Duration(f.delay.Load()))
 		var reply string
 		if args[0] == "t:fence" {
 			reply = f.fenced(verb, data)
@@ -823,5 +826,73 @@ func TestDistrustFrozen(t *testing.T) {
 		if !errors.Is(err, memcached.ErrServerDown) {
 			t.Errorf("read %d: %v, want ErrServerDown", i, err)
 		}
+	}
+}
+
+// hangingListener returns the address of a listener whose accept queue is
+// full, so that dialing it waits until the dialer gives up.
+func hangingListener(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+	filler, err := net.DialTimeout("tcp", addr, time.Second) // never accepted
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { filler.Close() })
+	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+		c.Close()
+		t.Skip("a full accept queue does not hold back dialing here")
+	}
+	return addr
+}
+
+// TestOpenSlow: New waits OpenTimeout for a server that answers late, even
+// when Timeout is shorter.
+func TestOpenSlow(t *testing.T) {
+	f := startFake(t, normal)
+	f.delay.Store(int64(memcached.OpenTimeout / 4))
+	c, err := memcached.New(memcached.Options{Servers: []string{f.addr}, Prefix: "t:", Timeout: memcached.OpenTimeout / 20})
+	if err != nil {
+		t.Fatalf("a server answering in OpenTimeout/4: %v", err)
+	}
+	defer c.Close()
+	f.delay.Store(0)
+	if it, err := c.GetOne(context.Background(), "k1"); err != nil || string(it.Value) != "v:k1" {
+		t.Errorf("then: %+v, %v", it, err)
+	}
+}
+
+// TestCancelWhileDialing: a cancellation ends a call that waits to connect.
+func TestCancelWhileDialing(t *testing.T) {
+	m := testserver.StartMemcached(t, 0)
+	hung := hangingListener(t)
+	addrs := []string{m.Addr, hung}
+	const timeout = 2 * time.Second
+	c := newClient(t, "t:", timeout, addrs...)
+	if d := c.Down(); len(d) != 1 || d[0] != hung {
+		t.Fatalf("Down = %v, want [%s]", d, hung)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	// A write tries a server marked down (see the package doc).
+	err := c.Set(ctx, item(keyOn(t, addrs, hung, 0), "v"))
+	if took := time.Since(start); !errors.Is(err, context.Canceled) || took > timeout/2 {
+		t.Errorf("canceled while dialing: %v after %v", err, took)
 	}
 }
