@@ -19,8 +19,8 @@ const (
 	// GoalPullSubmission: the best pull model's submission against the
 	// plain pull post's.
 	GoalPullSubmission = 0.7
-	// GoalCachedSubmission: a cached model's posts (which invalidate the
-	// followers' pages, pipelined) against its base model's posts.
+	// GoalCachedSubmission: the cached push model's posts (which
+	// invalidate the followers' pages, pipelined) against push's own.
 	GoalCachedSubmission = 0.8
 	// HarnessOverPush: the harness must drive a no-op store at least this
 	// many times faster than push reads, or it measures itself.
@@ -60,17 +60,14 @@ func (r *Result) Judge() {
 		add("cached retrieval / raw memcached get", rate(cached)/get, GoalCachedOverGet,
 			fmt.Sprintf("%s %.0f/s, get %.0f/s", cached.Name, rate(cached), get))
 	}
-	// Posting through the cache: every cached model against its base.
+	// Posting through the cache: the cached push model against push. (A
+	// cached pull model's post adds the follower lookup and the bumps to
+	// one INSERT, and is not held to this.)
 	for i := range r.Models {
 		m := &r.Models[i]
-		if m.Base == "" || !m.Submit.Ran() {
-			continue
-		}
-		for j := range r.Models {
-			if base := &r.Models[j]; base.Name == m.Base && base.Submit.Ran() && base.Submit.OpsPerSec > 0 {
-				add(fmt.Sprintf("%s submission / %s submission", m.Name, base.Name), m.Submit.OpsPerSec/base.Submit.OpsPerSec, GoalCachedSubmission,
-					fmt.Sprintf("%s %.0f msg/s, %s %.0f msg/s", m.Name, m.Submit.OpsPerSec, base.Name, base.Submit.OpsPerSec))
-			}
+		if pushM != nil && m.Base == pushM.Name && m.Submit.Ran() && pushM.Submit.Ran() && pushM.Submit.OpsPerSec > 0 {
+			add(fmt.Sprintf("%s submission / %s submission", m.Name, pushM.Name), m.Submit.OpsPerSec/pushM.Submit.OpsPerSec, GoalCachedSubmission,
+				fmt.Sprintf("%s %.0f msg/s, %s %.0f msg/s", m.Name, m.Submit.OpsPerSec, pushM.Name, pushM.Submit.OpsPerSec))
 		}
 	}
 	if push > 0 && r.Harness != nil && r.Harness.OpsPerSec < HarnessOverPush*push {
