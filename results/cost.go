@@ -32,9 +32,15 @@ type Cost map[string]float64
 const (
 	// CostOps is the number of operations the figures are divided by.
 	CostOps = "ops"
-	// CostRowsRead: InnoDB rows read (Innodb_rows_read).
+	// CostRowsRead: rows read (the server's Rows_read: requests to read a
+	// row of a table, temporary tables excluded).
 	CostRowsRead = "rows_read_per_op"
-	// CostRowsWritten: rows inserted, updated and deleted.
+	// CostIndexLookups: index lookups (Handler_read_key), each the start
+	// of a range or point read: a pull read's probes of its followees.
+	CostIndexLookups = "index_lookups_per_op"
+	// CostRowsWritten: rows inserted, updated and deleted (Handler_write,
+	// Handler_update, Handler_delete: through any engine, so the pull
+	// stored procedures' MEMORY scratch tables count too).
 	CostRowsWritten  = "rows_written_per_op"
 	CostRowsInserted = "rows_inserted_per_op"
 	CostRowsUpdated  = "rows_updated_per_op"
@@ -65,6 +71,7 @@ const (
 // costColumns are the figures WriteCostTable shows, in order.
 var costColumns = []struct{ key, label string }{
 	{CostRowsRead, "rows read"},
+	{CostIndexLookups, "index lookups"},
 	{CostRowsWritten, "rows written"},
 	{CostRowsInserted, "inserted"},
 	{CostRowsUpdated, "updated"},
@@ -111,7 +118,7 @@ func (r *Result) HasCosts() bool {
 func WriteCostTable(w io.Writer, r *Result) error {
 	var b strings.Builder
 	b.WriteString("cost per operation, from the servers' counters over each measured window\n")
-	b.WriteString("(global deltas: the benchmark's sandbox serves only the run; rows by InnoDB, bytes written by InnoDB and to its redo log,\n memcached keys asked, stored and incremented and bytes through it, the benchmark process's CPU)\n")
+	b.WriteString("(global deltas: the benchmark's sandbox serves only the run; rows read and written, index lookups, bytes InnoDB wrote and\n wrote to its redo log, memcached keys asked, stored and incremented and bytes through it, the benchmark process's CPU)\n")
 	g := &grid{}
 	head := []string{"model, phase", "ops"}
 	for _, c := range costColumns {

@@ -54,15 +54,15 @@ func TestTrafficTable(t *testing.T) {
 		t.Error("no heading naming the mix")
 	}
 	for prefix, want := range map[string][]string{
-		"mixed traffic":                  {"1,000 ops/s", "300 ops/s", Dash},
-		"  newest":                       {"760 ops/s", "228 ops/s", Dash},
-		"  older":                        {"200 ops/s", Dash},
-		"    p50 / p99 / p99.9 / max":    {"0.80 / 5.00 / 10.0 / 15.0 ms"},
-		"  late starts (p99 lateness)":   {"1,234 of 10,000 (12.5 ms)"},
-		"  missed (never started)":       {"30", Dash},
-		"  saturated":                    {"SATURATED"},
+		"mixed traffic":                 {"1,000 ops/s", "300 ops/s", Dash},
+		"  newest":                      {"760 ops/s", "228 ops/s", Dash},
+		"  older":                       {"200 ops/s", Dash},
+		"    p50 / p99 / p99.9 / max":   {"0.80 / 5.00 / 10.0 / 15.0 ms"},
+		"  late starts (p99 lateness)":  {"1,234 of 10,000 (12.5 ms)"},
+		"  missed (never started)":      {"30", Dash},
+		"  saturated":                   {"SATURATED"},
 		"highest rate at p99 ≤ 50.0 ms": {"1,500 ops/s", Dash},
-		"  search steps":                 {"3 of 2.0 s"},
+		"  search steps":                {"3 of 2.0 s"},
 	} {
 		l := line(t, out, prefix)
 		for _, w := range want {
@@ -85,7 +85,7 @@ func TestCostTable(t *testing.T) {
 	out := b.String()
 	t.Log("\n" + out)
 	l := line(t, out, "push, submit")
-	if c := cells(l); len(c) != 2+len(costColumns) || c[1] != "16,800" || c[2] != "43.9" || c[len(c)-1] != "60.0" || c[9] != Dash {
+	if c := cells(l); len(c) != 2+len(costColumns) || c[1] != "16,800" || c[2] != "43.9" || c[len(c)-1] != "60.0" || c[10] != Dash {
 		t.Errorf("push submit row %q", c)
 	}
 	// H: (43.9 - 1) rows over 42.9 followers is one row per follower;
