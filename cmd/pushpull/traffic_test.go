@@ -46,8 +46,8 @@ func TestBenchTraffic(t *testing.T) {
 	}
 	var doc struct {
 		Models []struct {
-			Name   string
-			Submit struct{ Cost map[string]float64 }
+			Name    string
+			Submit  struct{ Cost map[string]float64 }
 			Traffic struct {
 				Loop   string
 				Ops    map[string]struct{ Ops, Errors int64 }
