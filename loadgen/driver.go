@@ -16,6 +16,9 @@ import (
 // operation after another as fast as the store answers. Latencies go into a
 // histogram per worker (no shared lock on the hot path) and are merged at
 // the end; a reporter prints one row per second from interval histograms.
+// A closed loop measures how fast a store answers, not how long users wait
+// at a given load: package openloop drives operations at a planned rate
+// for that.
 
 // Op is one operation. It runs on one worker goroutine; the Clock lets it
 // exclude set-up work from the latency it reports.
