@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"image/color"
-	"os"
 	"slices"
 
 	"gonum.org/v1/plot"
@@ -107,13 +106,5 @@ func writeRatePNG(path string, r *Result) error {
 	img := vgimg.NewWith(vgimg.UseWH(px(PNGWidth), px(2*PNGHeight)), vgimg.UseDPI(vgimg.DefaultDPI),
 		vgimg.UseBackgroundColor(color.White))
 	p.Draw(draw.New(img))
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return savePNG(path, img)
 }
