@@ -389,11 +389,11 @@ func TestPhaseFromHistogram(t *testing.T) {
 	p := PhaseFromHistogram(h, 1000, 3, 4)
 	want := Phase{Ops: 1000, Errors: 3, Seconds: 4, OpsPerSec: 250,
 		P50Ms: 0.5, P90Ms: 0.9, P99Ms: 0.99, P999Ms: 0.999, MaxMs: 1}
-	if p != want {
+	if !reflect.DeepEqual(p, want) {
 		t.Errorf("PhaseFromHistogram = %+v\nwant %+v", p, want)
 	}
 
-	if p := PhaseFromHistogram(nil, 0, 5, 0); p != (Phase{Errors: 5}) || !p.Ran() || p.HasLatency() {
+	if p := PhaseFromHistogram(nil, 0, 5, 0); !reflect.DeepEqual(p, Phase{Errors: 5}) || !p.Ran() || p.HasLatency() {
 		t.Errorf("empty phase = %+v, ran %v", p, p.Ran())
 	}
 }
