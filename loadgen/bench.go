@@ -204,11 +204,27 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	}
 	st := d.Stats()
 	logf("dataset: %s (generated in %.1fs)", st, time.Since(t0).Seconds())
+	logf("degrees: %s", st.DegreeString())
+	spec := d.Spec // with its defaults filled in
+	logf("activity: %s", spec.Activity)
 	res.Dataset = results.Dataset{
-		Users: st.Users, Messages: st.Messages, AvgFollowees: st.AvgFollowees, Seed: cfg.Spec.Seed,
-		Graph: graphName(cfg.Spec), Edges: st.Edges, MaxFollowees: st.MaxFollowees, MaxFollowers: st.MaxFollowers,
-		MailboxRows: st.MailboxRows, Scale: cfg.Scale,
+		Users: st.Users, Messages: st.Messages, AvgFollowees: st.AvgFollowees, Seed: spec.Seed,
+		Graph: graphName(spec), GraphParams: graphParams(spec), Edges: st.Edges,
+		Activity: spec.Activity.String(), MailboxRows: st.MailboxRows, Scale: cfg.Scale,
 	}
+	if spec.EdgeList != nil {
+		res.Dataset.GraphFile = spec.EdgeList.Source
+		if el := spec.EdgeList; el.Duplicates > 0 || el.SelfFollows > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("the edge list %s repeated %d follows and had %d self-follows, left out",
+				el.Source, el.Duplicates, el.SelfFollows))
+		}
+	}
+	if spec.Activity.Mode == ActivitySkewed {
+		res.Dataset.ActivityParams = map[string]float64{
+			"post_exponent": spec.Activity.PostExponent, "read_exponent": spec.Activity.ReadExponent,
+		}
+	}
+	res.Dataset.SetDegrees(st.Followees, st.Followers)
 
 	// The server.
 	dsn := cfg.DSN
@@ -266,22 +282,36 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	return res, nil
 }
 
+// graphName describes the graph of s (defaults filled in), e.g.
+// "zipf(s=1.1)" or "powerlaw(in=2.3, out=2.5)".
 func graphName(s Spec) string {
 	g := s.Graph
-	if g == "" {
-		g = GraphUniform
-	}
-	if g == GraphZipf {
-		zs := s.ZipfS
-		if zs == 0 {
-			zs = DefaultZipfS
-		}
-		g = fmt.Sprintf("zipf(s=%g)", zs)
+	switch g {
+	case GraphZipf:
+		g = fmt.Sprintf("%s(s=%g)", g, s.ZipfS)
+	case GraphPowerLaw:
+		g = fmt.Sprintf("%s(in=%g, out=%g)", g, s.InExponent, s.OutExponent)
+	case GraphEdges:
+		g = fmt.Sprintf("%s(%s)", g, filepath.Base(s.EdgeList.Source))
 	}
 	if s.Followees > 0 {
 		g += fmt.Sprintf(", %d followees each", s.Followees)
 	}
 	return g
+}
+
+// graphParams are the generator's parameters of s by name.
+func graphParams(s Spec) map[string]float64 {
+	switch s.Graph {
+	case GraphZipf:
+		return map[string]float64{"zipf_s": s.ZipfS}
+	case GraphPowerLaw:
+		return map[string]float64{"in_exponent": s.InExponent, "out_exponent": s.OutExponent}
+	}
+	if s.Followees > 0 {
+		return map[string]float64{"followees": float64(s.Followees)}
+	}
+	return nil
 }
 
 func mb(n int64) string {

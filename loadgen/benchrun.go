@@ -214,7 +214,7 @@ func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
 	if err := b.openStores(ctx); err != nil {
 		return err
 	}
-	harness, err := b.phase(ctx, "harness/noop", min(b.cfg.Duration, time.Second), NewestPage(Noop{}, b.users, b.cfg.Spec.Seed), nil)
+	harness, err := b.phase(ctx, "harness/noop", min(b.cfg.Duration, time.Second), NewestPage(Noop{}, b.data, b.cfg.Spec.Seed), nil)
 	if err != nil {
 		return err
 	}
@@ -370,7 +370,7 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 	}
 	var before map[string]int64
 	var err error
-	if rm.Retrieve, err = b.phase(ctx, m.Name+"/retrieve", dur, NewestPage(s, b.users, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
+	if rm.Retrieve, err = b.phase(ctx, m.Name+"/retrieve", dur, NewestPage(s, b.data, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
 		return rm, err
 	}
 	maps.Copy(rm.Extra, results.CounterFigures("", before, counts(s)))
@@ -386,7 +386,7 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 		rm.RetrieveOlder.Skipped = true
 		return rm, nil
 	}
-	pool, err := CollectOlderPages(ctx, s, b.users, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
+	pool, err := CollectOlderPages(ctx, s, b.data, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
 	switch {
 	case errors.Is(err, ErrNoOlderPages):
 		rm.RetrieveOlder.Skipped = true

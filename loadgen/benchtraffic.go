@@ -42,7 +42,7 @@ func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Stor
 	if sample <= 0 {
 		sample = registry.DefaultOlderSample
 	}
-	pool, err := CollectOlderPages(ctx, s, b.users, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
+	pool, err := CollectOlderPages(ctx, s, b.data, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
 	if errors.Is(err, ErrNoOlderPages) {
 		return nil, nil
 	}

@@ -86,13 +86,12 @@ func (l *PostLog) Staleness(followees []uint32, page timeline.Page, readStart ti
 // StalenessMixed is Mixed that also measures, for every page read, how
 // stale it was (see PostLog.Staleness), into stale.
 func StalenessMixed(s timeline.Store, d *Dataset, readRatio float64, seed int64, log *PostLog, stale *StaleStats) func(worker int) Op {
-	users := d.Spec.Users
 	return func(worker int) Op {
 		rng := workerRand(seed, "stale", worker)
 		var buf []byte
 		return func(ctx context.Context, _ *Clock) error {
 			if rng.Float64() >= readRatio {
-				author := timeline.UserID(1 + rng.IntN(users))
+				author := d.PickAuthor(rng)
 				buf = d.AppendBody(buf[:0], rng.Uint64N(1<<40)+1)
 				m, err := s.Post(ctx, author, string(buf))
 				if err == nil {
@@ -100,9 +99,9 @@ func StalenessMixed(s timeline.Store, d *Dataset, readRatio float64, seed int64,
 				}
 				return err
 			}
-			user := 1 + rng.IntN(users)
+			user := d.PickReader(rng)
 			start := time.Now()
-			p, err := s.Timeline(ctx, timeline.UserID(user), timeline.Query{})
+			p, err := s.Timeline(ctx, user, timeline.Query{})
 			if err == nil {
 				stale.record(log.Staleness(d.Followees[user-1], p, start))
 			}

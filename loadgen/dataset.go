@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -40,10 +41,27 @@ const (
 	// GraphZipf gives followees Zipf-distributed popularity, so a few
 	// authors have very many followers (celebrities) and most have few.
 	GraphZipf = "zipf"
+	// GraphPowerLaw makes both degree distributions heavy-tailed, as in
+	// the Twitter graph Kwak et al. crawled in 2009 (WWW 2010): follower
+	// counts are a power law with exponent Spec.InExponent (they measured
+	// 2.276), followee counts a heavier-than-exponential tail of exponent
+	// about Spec.OutExponent, and the mean followee count stays
+	// AvgFollowees exactly. At the paper's 10,000 users the most followed
+	// authors have thousands of followers (up to all 9,999 other users),
+	// half the users have fewer than about 20. See generatePowerLaw.
+	GraphPowerLaw = "powerlaw"
+	// GraphEdges is a follow graph read from a file (Spec.EdgeList; see
+	// ReadEdgeList).
+	GraphEdges = "edges"
 )
 
-// DefaultZipfS is the Zipf exponent used when Spec.ZipfS is 0.
-const DefaultZipfS = 1.1
+// Defaults of the GraphZipf and GraphPowerLaw parameters (used when the
+// Spec's field is 0).
+const (
+	DefaultZipfS       = 1.1
+	DefaultInExponent  = 2.3
+	DefaultOutExponent = 2.5
+)
 
 // Limits that keep ids in uint32 and the generator's integer arithmetic
 // exact.
@@ -51,21 +69,38 @@ const (
 	MaxUsers    = math.MaxInt32
 	MaxMessages = math.MaxUint32
 	MaxZipfS    = 64
+	// The power-law exponents a GraphPowerLaw Spec accepts: below 1.5 the
+	// most popular users' weights leave the rest almost nothing, above
+	// 10 the tail is too short to tell from uniform.
+	MinPowerLawExponent = 1.5
+	MaxPowerLawExponent = 10
 )
 
-// Spec describes a dataset. The zero values of Graph and ZipfS mean
-// GraphUniform and DefaultZipfS.
+// Spec describes a dataset. The zero values of Graph, ZipfS, InExponent,
+// OutExponent and Activity mean GraphUniform, DefaultZipfS,
+// DefaultInExponent, DefaultOutExponent and the graph's default activity
+// (see Activity).
 type Spec struct {
 	Users        int     // number of users, ids 1..Users
 	Messages     int     // number of messages, ids 1..Messages
 	AvgFollowees float64 // average followees per user; the graph has round(Users*AvgFollowees) follows
 	// Followees, if > 0, makes every user follow exactly this many others
 	// (for "users who follow 1,000 authors" runs) and overrides
-	// AvgFollowees.
+	// AvgFollowees. Not with GraphPowerLaw, which draws followee counts,
+	// nor GraphEdges.
 	Followees int
-	Graph     string  // GraphUniform or GraphZipf
+	Graph     string  // GraphUniform, GraphZipf, GraphPowerLaw or GraphEdges
 	ZipfS     float64 // Zipf exponent for GraphZipf, > 1
-	Seed      int64
+	// InExponent and OutExponent are GraphPowerLaw's exponents of the
+	// follower and followee count distributions (P(d) ~ d^-exponent),
+	// in [MinPowerLawExponent, MaxPowerLawExponent].
+	InExponent, OutExponent float64
+	// EdgeList is GraphEdges's graph; Users and AvgFollowees must be its
+	// (EdgeList.Spec sets them).
+	EdgeList *EdgeList
+	// Activity is how often each user posts and reads.
+	Activity Activity
+	Seed     int64
 }
 
 // PaperSpec is the dataset of Kazuho Oku's 2008 push-vs-pull benchmark:
@@ -102,6 +137,14 @@ func (s Spec) Scaled(f float64) (Spec, error) {
 	}
 	out := s
 	var err error
+	if s.Graph == GraphEdges {
+		// The file fixes the users and the follows: only the messages
+		// scale.
+		if out.Messages, err = scale("Messages", s.Messages, 1, min(MaxMessages, math.MaxInt)); err != nil {
+			return s, err
+		}
+		return out, out.Validate()
+	}
 	if out.Users, err = scale("Users", s.Users, 2, MaxUsers); err != nil {
 		return s, err
 	}
@@ -152,10 +195,36 @@ func (s Spec) Validate() error {
 		if s.ZipfS != 0 && !(s.ZipfS > 1 && s.ZipfS <= MaxZipfS) {
 			return bad("ZipfS", s.ZipfS, "must be in (1, %d]; 0 means %g", MaxZipfS, DefaultZipfS)
 		}
+	case GraphPowerLaw:
+		for _, e := range []struct {
+			field  string
+			v, def float64
+		}{{"InExponent", s.InExponent, DefaultInExponent}, {"OutExponent", s.OutExponent, DefaultOutExponent}} {
+			if e.v != 0 && !(e.v >= MinPowerLawExponent && e.v <= MaxPowerLawExponent) {
+				return bad(e.field, e.v, "must be in [%g, %g]; 0 means %g", float64(MinPowerLawExponent), float64(MaxPowerLawExponent), e.def)
+			}
+		}
+		if s.Followees > 0 {
+			return bad("Followees", s.Followees, "the %s graph draws followee counts; leave Followees 0 and set AvgFollowees", GraphPowerLaw)
+		}
+	case GraphEdges:
+		switch {
+		case s.EdgeList == nil:
+			return bad("EdgeList", "nil", "the %s graph needs an EdgeList (ReadEdgeList)", GraphEdges)
+		case s.Users != s.EdgeList.Users:
+			return bad("Users", s.Users, "the edge list %s has %d users", s.EdgeList.Source, s.EdgeList.Users)
+		case s.Followees > 0:
+			return bad("Followees", s.Followees, "the edge list fixes who follows whom")
+		case s.AvgFollowees != s.EdgeList.AvgFollowees():
+			return bad("AvgFollowees", s.AvgFollowees, "the edge list %s has %v", s.EdgeList.Source, s.EdgeList.AvgFollowees())
+		}
 	default:
-		return bad("Graph", strconv.Quote(s.Graph), "want %q or %q", GraphUniform, GraphZipf)
+		return bad("Graph", strconv.Quote(s.Graph), "want %q, %q, %q or %q", GraphUniform, GraphZipf, GraphPowerLaw, GraphEdges)
 	}
-	return nil
+	if s.Graph != GraphEdges && s.EdgeList != nil {
+		return bad("EdgeList", s.EdgeList.Source, "an edge list goes with Graph %q", GraphEdges)
+	}
+	return s.Activity.validate()
 }
 
 // withDefaults fills in the zero-value defaults, so a Dataset's Spec says
@@ -167,11 +236,23 @@ func (s Spec) withDefaults() Spec {
 	if s.Graph == GraphZipf && s.ZipfS == 0 {
 		s.ZipfS = DefaultZipfS
 	}
+	if s.Graph == GraphPowerLaw {
+		if s.InExponent == 0 {
+			s.InExponent = DefaultInExponent
+		}
+		if s.OutExponent == 0 {
+			s.OutExponent = DefaultOutExponent
+		}
+	}
+	s.Activity = s.Activity.withDefaults(s.Graph)
 	return s
 }
 
 // Edges is the number of follows a valid s generates.
 func (s Spec) Edges() int64 {
+	if s.Graph == GraphEdges && s.EdgeList != nil {
+		return s.EdgeList.Edges
+	}
 	if s.Followees > 0 {
 		return int64(s.Users) * int64(s.Followees)
 	}
@@ -193,6 +274,9 @@ type Dataset struct {
 	byAuthor  csr // author -> message ids, ascending
 	followers csr // user -> follower ids, ascending
 	bodySeed  uint64
+	// posters and readers draw users by their activity; nil means
+	// uniformly.
+	posters, readers *aliasTable
 }
 
 // csr is a compressed sparse row index: the list of key k (1-based) is
@@ -219,22 +303,32 @@ func Generate(s Spec) (*Dataset, error) {
 	}
 	s = s.withDefaults()
 	d := &Dataset{Spec: s, bodySeed: streamSeed(s.Seed, streamBodies)}
-	d.Followees = generateFollows(s)
-	d.Authors = generateAuthors(s)
-
-	// ByAuthor by counting sort over the messages in id order, so each
-	// author's ids come out ascending.
-	d.byAuthor = buildCSR(s.Users, int(s.Messages), func(emit func(key, val uint32)) {
-		for i, a := range d.Authors {
-			emit(a, uint32(i+1))
-		}
-	})
-	// Followers likewise from the follow lists in follower order.
+	switch s.Graph {
+	case GraphPowerLaw:
+		d.Followees = generatePowerLaw(s)
+	case GraphEdges:
+		d.Followees = s.EdgeList.Followees
+	default:
+		d.Followees = generateFollows(s)
+	}
+	// Followers by counting sort over the follow lists in follower order,
+	// so each user's followers come out ascending.
 	d.followers = buildCSR(s.Users, int(s.Edges()), func(emit func(key, val uint32)) {
 		for i, fs := range d.Followees {
 			for _, f := range fs {
 				emit(f, uint32(i+1))
 			}
+		}
+	})
+	if s.Activity.Mode == ActivitySkewed {
+		d.posters = d.activityTable(s.Activity.PostExponent)
+		d.readers = d.activityTable(s.Activity.ReadExponent)
+	}
+	d.Authors = generateAuthors(s, d.posters)
+	// ByAuthor likewise over the messages in id order.
+	d.byAuthor = buildCSR(s.Users, int(s.Messages), func(emit func(key, val uint32)) {
+		for i, a := range d.Authors {
+			emit(a, uint32(i+1))
 		}
 	})
 	return d, nil
@@ -312,6 +406,8 @@ type Stats struct {
 	AvgFollowees, AvgFollowers float64
 	MaxFollowees, MaxFollowers int
 	MailboxRows                int64
+	// Followees and Followers are the out- and in-degree distributions.
+	Followees, Followers results.Degrees
 }
 
 // Stats computes the dataset's summary without iterating mailbox rows.
@@ -322,12 +418,13 @@ func (d *Dataset) Stats() Stats {
 		Edges:       int64(len(d.followers.ids)),
 		MailboxRows: d.MailboxRows(),
 	}
-	for _, fs := range d.Followees {
-		st.MaxFollowees = max(st.MaxFollowees, len(fs))
+	out, in := make([]int, st.Users), make([]int, st.Users)
+	for i, fs := range d.Followees {
+		out[i] = len(fs)
+		in[i] = d.followers.count(i + 1)
 	}
-	for u := 1; u <= st.Users; u++ {
-		st.MaxFollowers = max(st.MaxFollowers, d.followers.count(u))
-	}
+	st.Followees, st.Followers = results.DegreesOf(out), results.DegreesOf(in)
+	st.MaxFollowees, st.MaxFollowers = st.Followees.Max, st.Followers.Max
 	// Every follow has one follower and one followee, so the two averages
 	// are equal; both are reported because they answer different
 	// questions (read cost vs fan-out cost).
@@ -344,6 +441,16 @@ func (st Stats) String() string {
 		commas(int64(st.Users)), commas(int64(st.Messages)), commas(st.Edges),
 		st.AvgFollowees, commas(int64(st.MaxFollowees)), commas(int64(st.MaxFollowers)),
 		commas(st.MailboxRows))
+}
+
+// DegreeString is a one-line summary of the degree distributions, e.g.
+// "followers per user max 9,999, p99 385, p50 19; followees per user max
+// 3,500, p99 287, p50 27".
+func (st Stats) DegreeString() string {
+	f := func(name string, d results.Degrees) string {
+		return fmt.Sprintf("%s per user max %s, p99 %s, p50 %s", name, commas(int64(d.Max)), commas(int64(d.P99)), commas(int64(d.P50)))
+	}
+	return f("followers", st.Followers) + "; " + f("followees", st.Followees)
 }
 
 // commas formats n with thousands separators.

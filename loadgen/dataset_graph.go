@@ -45,7 +45,7 @@ func generateFollows(s Spec) [][]uint32 {
 		rows[i] = flat[off : off+int(k) : off+int(k)]
 		off += int(k)
 	}
-	var z *zipfTable
+	var z *aliasTable
 	if s.Graph == GraphZipf {
 		z = newZipfTable(s)
 	}
@@ -72,12 +72,17 @@ func generateFollows(s Spec) [][]uint32 {
 	return rows
 }
 
-// generateAuthors draws each message's author uniformly, in id order.
-func generateAuthors(s Spec) []uint32 {
+// generateAuthors draws each message's author, in id order: from posters
+// (by activity) if it is not nil, else uniformly.
+func generateAuthors(s Spec, posters *aliasTable) []uint32 {
 	authors := make([]uint32, s.Messages)
 	r := newRNG(s.Seed, streamAuthors, 0)
 	for i := range authors {
-		authors[i] = uint32(r.below(uint64(s.Users))) + 1
+		if posters != nil {
+			authors[i] = posters.draw(&r)
+		} else {
+			authors[i] = uint32(r.below(uint64(s.Users))) + 1
+		}
 	}
 	return authors
 }
@@ -123,7 +128,7 @@ type rowWorker struct {
 	n     int
 	seed  int64
 	stamp []uint32
-	zipf  *zipfTable
+	zipf  *aliasTable
 	fen   []uint64 // Fenwick tree scratch for zipfFallback
 	cand  []uint32
 }
@@ -261,14 +266,15 @@ func (w *rowWorker) zipfFallback(u uint32, out []uint32, k int, r *rng) {
 	}
 }
 
-// zipfTable samples users with Zipf popularity: the user of rank k (1 is the
-// most popular) has weight proportional to k^-s. Ranks map to users through
-// a seeded permutation so popularity is unrelated to the id. Sampling uses
-// Walker's alias method in exact integer arithmetic: O(1) per draw.
-type zipfTable struct {
+// aliasTable samples users with given integer weights by Walker's alias
+// method in exact integer arithmetic: O(1) per draw, and the same table on
+// every machine. Entry i stands for the user of rank i+1 and weight[i]; a
+// zipf table maps ranks to users through a seeded permutation, so that
+// popularity is unrelated to the id.
+type aliasTable struct {
 	total   uint64       // sum of weights: each alias bucket holds this much
 	entries []aliasEntry // by rank-1
-	weight  []uint64     // by rank-1: round(2^32 * k^-s), at least 1
+	weight  []uint64     // by rank-1
 }
 
 type aliasEntry struct {
@@ -277,44 +283,73 @@ type aliasEntry struct {
 	alias uint32
 }
 
-func (z *zipfTable) draw(r *rng) uint32 {
-	e := &z.entries[r.below(uint64(len(z.entries)))]
-	if r.below(z.total) < e.prob {
+// uniformSource draws a uniform integer in [0, n): the dataset's rng, or
+// the workload's *rand.Rand.
+type uniformSource interface{ Uint64N(n uint64) uint64 }
+
+func (z *aliasTable) draw(r uniformSource) uint32 {
+	e := &z.entries[r.Uint64N(uint64(len(z.entries)))]
+	if r.Uint64N(z.total) < e.prob {
 		return e.user
 	}
 	return e.alias
 }
 
-func newZipfTable(s Spec) *zipfTable {
-	n := s.Users
-	// s is at most MaxZipfS, so s*2^32 is exact and fits; one scaling
-	// by a power of two and a Round are the same on every CPU.
-	sFix := uint64(math.Round(s.ZipfS * (1 << 32)))
-	z := &zipfTable{entries: make([]aliasEntry, n), weight: make([]uint64, n)}
-	for k := 1; k <= n; k++ {
-		z.weight[k-1] = zipfWeight(uint64(k), sFix)
-		z.total += z.weight[k-1]
-	}
+// newZipfTable is the popularity table of GraphZipf: rank k has weight
+// k^-ZipfS.
+func newZipfTable(s Spec) *aliasTable {
+	return newRankTable(s.Users, s.ZipfS, s.Seed, streamPerm)
+}
+
+// newRankTable gives the user of popularity rank k (1 is the most popular)
+// weight proportional to k^-exponent, ranks mapped to users by a
+// permutation drawn from the seed's stream.
+func newRankTable(n int, exponent float64, seed int64, stream uint64) *aliasTable {
+	weights := rankWeights(n, exponent)
 	// Fisher-Yates with our own reduction (see rng).
 	perm := make([]uint32, n)
 	for i := range perm {
 		perm[i] = uint32(i + 1)
 	}
-	r := newRNG(s.Seed, streamPerm, 0)
+	r := newRNG(seed, stream, 0)
 	for i := n - 1; i > 0; i-- {
 		j := r.below(uint64(i + 1))
 		perm[i], perm[j] = perm[j], perm[i]
 	}
+	return newAliasTable(weights, perm)
+}
 
+// rankWeights are round-down(2^32 * k^-exponent), at least 1, for ranks
+// k = 1..n, exponent at most MaxZipfS.
+func rankWeights(n int, exponent float64) []uint64 {
+	// exponent*2^32 is exact and fits; one scaling by a power of two and
+	// a Round are the same on every CPU.
+	sFix := uint64(math.Round(exponent * (1 << 32)))
+	w := make([]uint64, n)
+	for k := 1; k <= n; k++ {
+		w[k-1] = zipfWeight(uint64(k), sFix)
+	}
+	return w
+}
+
+// newAliasTable builds the table drawing users[i] with weight weights[i].
+// Every weight must be at least 1 and at most 2^32, and there are at most
+// MaxUsers of them, so that every sum below is an exact uint64.
+func newAliasTable(weights []uint64, users []uint32) *aliasTable {
+	n := len(weights)
+	z := &aliasTable{entries: make([]aliasEntry, n), weight: weights}
+	for _, wt := range weights {
+		z.total += wt
+	}
 	// Vose's alias construction. Weights are scaled by n so that each of
 	// the n buckets holds exactly total; all sums are exact integers (at
 	// most 2^32 * MaxUsers < 2^63), so the table is exact and
 	// platform-independent.
 	scaled := make([]uint64, n)
 	var small, large []int
-	for i, wt := range z.weight {
+	for i, wt := range weights {
 		scaled[i] = wt * uint64(n)
-		z.entries[i] = aliasEntry{prob: z.total, user: perm[i], alias: perm[i]}
+		z.entries[i] = aliasEntry{prob: z.total, user: users[i], alias: users[i]}
 		if scaled[i] < z.total {
 			small = append(small, i)
 		} else {
@@ -326,7 +361,7 @@ func newZipfTable(s Spec) *zipfTable {
 		small = small[:len(small)-1]
 		lg := large[len(large)-1]
 		z.entries[sm].prob = scaled[sm]
-		z.entries[sm].alias = perm[lg]
+		z.entries[sm].alias = users[lg]
 		scaled[lg] -= z.total - scaled[sm]
 		if scaled[lg] < z.total {
 			large = large[:len(large)-1]
@@ -344,7 +379,12 @@ func newZipfTable(s Spec) *zipfTable {
 // The floor of 1 keeps every user reachable.
 func zipfWeight(k, sFix uint64) uint64 {
 	hi, lo := bits.Mul64(sFix, log2Q32(k))
-	e := hi<<32 | lo>>32 // s*log2(k) in Q32
+	return pow2NegQ32(hi<<32 | lo>>32) // s*log2(k) in Q32
+}
+
+// pow2NegQ32 is max(1, round-down(2^32 * 2^-e)) for e >= 0 in Q32 fixed
+// point.
+func pow2NegQ32(e uint64) uint64 {
 	ip, fp := e>>32, e&(1<<32-1)
 	p := uint64(1) << 62 // 2^-fp in Q62
 	for i := 1; i <= 32; i++ {

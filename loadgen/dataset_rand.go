@@ -15,6 +15,8 @@ const (
 	streamPerm
 	streamAuthors
 	streamBodies
+	streamOutPerm
+	streamColumns
 )
 
 // mix64 is the SplitMix64 finalizer: a bijection that spreads every input
@@ -56,3 +58,6 @@ func (r *rng) below(n uint64) uint64 {
 	}
 	return hi
 }
+
+// Uint64N is below, for the uniformSource that alias tables draw with.
+func (r *rng) Uint64N(n uint64) uint64 { return r.below(n) }

@@ -58,9 +58,10 @@ func datasetHash(t testing.TB, d *Dataset) uint64 {
 }
 
 // goldenSpecs cover every generator path: sparse uniform, zipf, zipf rows
-// that exhaust the rejection budget, and the dense (complement) uniform
-// case. The hashes were also checked under GOOS=js GOARCH=wasm, where int is
-// still 64-bit but math/bits has no 128-bit multiply instruction.
+// that exhaust the rejection budget, the dense (complement) uniform case,
+// and powerlaw. The first four hashes were also checked under GOOS=js
+// GOARCH=wasm, where int is still 64-bit but math/bits has no 128-bit
+// multiply instruction.
 var goldenSpecs = []struct {
 	spec Spec
 	hash uint64
@@ -69,6 +70,10 @@ var goldenSpecs = []struct {
 	{Spec{Users: 500, Messages: 20_000, AvgFollowees: 12.3, Graph: GraphZipf, Seed: 7}, 0x69094179c986431b},
 	{Spec{Users: 300, Messages: 5_000, Followees: 250, Graph: GraphZipf, ZipfS: 3, Seed: 7}, 0x12b10fd1d374f905},
 	{Spec{Users: 40, Messages: 1_000, AvgFollowees: 35.5, Seed: 7}, 0x873940b8379c67eb},
+	// powerlaw, with its default skewed activity (authors by post rate)
+	// and with uniform activity.
+	{Spec{Users: 500, Messages: 20_000, AvgFollowees: 12.3, Graph: GraphPowerLaw, Seed: 7}, 0xa0ee71ed2e2987f5},
+	{Spec{Users: 500, Messages: 20_000, AvgFollowees: 12.3, Graph: GraphPowerLaw, Activity: Activity{Mode: ActivityUniform}, Seed: 7}, 0xa44a5a36d2ba62e2},
 }
 
 func TestDeterminism(t *testing.T) {
@@ -561,11 +566,23 @@ func TestValidate(t *testing.T) {
 		{"AvgFollowees", func(s *Spec) { s.AvgFollowees = math.Inf(1) }},
 		{"Followees", func(s *Spec) { s.Followees = -1 }},
 		{"Followees", func(s *Spec) { s.Followees = 100 }},
-		{"Graph", func(s *Spec) { s.Graph = "powerlaw" }},
+		{"Graph", func(s *Spec) { s.Graph = "ring" }},
 		{"ZipfS", func(s *Spec) { s.Graph, s.ZipfS = GraphZipf, 1 }},
 		{"ZipfS", func(s *Spec) { s.Graph, s.ZipfS = GraphZipf, 0.5 }},
 		{"ZipfS", func(s *Spec) { s.Graph, s.ZipfS = GraphZipf, math.NaN() }},
 		{"ZipfS", func(s *Spec) { s.Graph, s.ZipfS = GraphZipf, 1000 }},
+		{"InExponent", func(s *Spec) { s.Graph, s.InExponent = GraphPowerLaw, 1.2 }},
+		{"InExponent", func(s *Spec) { s.Graph, s.InExponent = GraphPowerLaw, math.NaN() }},
+		{"OutExponent", func(s *Spec) { s.Graph, s.OutExponent = GraphPowerLaw, 11 }},
+		{"Followees", func(s *Spec) { s.Graph, s.Followees = GraphPowerLaw, 5 }},
+		{"EdgeList", func(s *Spec) { s.Graph = GraphEdges }},
+		{"EdgeList", func(s *Spec) { s.EdgeList = &EdgeList{Source: "x", Users: 100, Edges: 1000} }},
+		{"Users", func(s *Spec) { s.Graph, s.EdgeList = GraphEdges, &EdgeList{Source: "x", Users: 99, Edges: 1000} }},
+		{"AvgFollowees", func(s *Spec) { s.Graph, s.EdgeList = GraphEdges, &EdgeList{Source: "x", Users: 100, Edges: 999} }},
+		{"Activity.Mode", func(s *Spec) { s.Activity.Mode = "bursty" }},
+		{"Activity.PostExponent", func(s *Spec) { s.Activity.PostExponent = -1 }},
+		{"Activity.ReadExponent", func(s *Spec) { s.Activity.ReadExponent = 5 }},
+		{"Activity.ReadExponent", func(s *Spec) { s.Activity.ReadExponent = math.NaN() }},
 	} {
 		s := ok
 		c.edit(&s)

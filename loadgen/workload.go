@@ -26,28 +26,28 @@ func workerRand(seed int64, phase string, worker int) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed)^h, uint64(worker)))
 }
 
-// NewestPage reads the newest page (default limit) of a uniformly chosen
-// user's home timeline.
-func NewestPage(s timeline.Store, users int, seed int64) func(worker int) Op {
+// NewestPage reads the newest page (default limit) of the home timeline of
+// a user drawn by d's activity (Dataset.PickReader: uniformly for the
+// paper's benchmark).
+func NewestPage(s timeline.Store, d *Dataset, seed int64) func(worker int) Op {
 	return func(worker int) Op {
 		rng := workerRand(seed, "newest", worker)
 		return func(ctx context.Context, _ *Clock) error {
-			_, err := s.Timeline(ctx, timeline.UserID(1+rng.IntN(users)), timeline.Query{})
+			_, err := s.Timeline(ctx, d.PickReader(rng), timeline.Query{})
 			return err
 		}
 	}
 }
 
-// Submit posts a message by a uniformly chosen author, with a body drawn
-// like the dataset's.
+// Submit posts a message by an author drawn by d's activity
+// (Dataset.PickAuthor), with a body drawn like the dataset's.
 func Submit(s timeline.Store, d *Dataset, seed int64) func(worker int) Op {
-	users := d.Spec.Users
 	return func(worker int) Op {
 		rng := workerRand(seed, "submit", worker)
 		var buf []byte
 		return func(ctx context.Context, _ *Clock) error {
 			buf = d.AppendBody(buf[:0], rng.Uint64N(1<<40)+1)
-			_, err := s.Post(ctx, timeline.UserID(1+rng.IntN(users)), string(buf))
+			_, err := s.Post(ctx, d.PickAuthor(rng), string(buf))
 			return err
 		}
 	}
@@ -56,7 +56,7 @@ func Submit(s timeline.Store, d *Dataset, seed int64) func(worker int) Op {
 // Mixed reads the newest page with probability readRatio and posts
 // otherwise.
 func Mixed(s timeline.Store, d *Dataset, readRatio float64, seed int64) func(worker int) Op {
-	read, write := NewestPage(s, d.Spec.Users, seed), Submit(s, d, seed)
+	read, write := NewestPage(s, d, seed), Submit(s, d, seed)
 	return func(worker int) Op {
 		rng := workerRand(seed, "mixed", worker)
 		r, w := read(worker), write(worker)
@@ -79,19 +79,21 @@ type OlderPage struct {
 // ErrNoOlderPages means no sampled user had a second page.
 var ErrNoOlderPages = errors.New("no sampled timeline has a second page")
 
-// CollectOlderPages walks the timelines of `sample` uniformly chosen users
-// (every user once, when there are no more users than that) with s itself
-// (cursors belong to the store that issued them) and keeps the cursors of
-// their pages 2 to 5. Keyset cursors stay valid while new messages arrive,
-// so the pool can be built once and replayed.
-func CollectOlderPages(ctx context.Context, s timeline.Store, users, sample, workers int, seed int64) ([]OlderPage, error) {
+// CollectOlderPages walks the timelines of `sample` users drawn by d's
+// activity (Dataset.PickReader), or of every user once when there are no
+// more users than that, with s itself (cursors belong to the store that
+// issued them) and keeps the cursors of their pages 2 to 5. Keyset cursors
+// stay valid while new messages arrive, so the pool can be built once and
+// replayed.
+func CollectOlderPages(ctx context.Context, s timeline.Store, d *Dataset, sample, workers int, seed int64) ([]OlderPage, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x01de))
 	var mu sync.Mutex
 	var out []OlderPage
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(workers, 1))
+	users := len(d.Followees)
 	for i := range sample {
-		user := timeline.UserID(1 + rng.IntN(users))
+		user := d.PickReader(rng)
 		if sample >= users {
 			if i >= users {
 				break

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 )
 
@@ -33,7 +34,7 @@ func WriteComparison(w io.Writer, a, b *Result) error {
 		}
 		sb.WriteString(line + "\n")
 	}
-	if a.Dataset != b.Dataset {
+	if !reflect.DeepEqual(a.Dataset, b.Dataset) {
 		sb.WriteString("warning: datasets differ\n  a: " + datasetSummary(a.Dataset) +
 			"\n  b: " + datasetSummary(b.Dataset) + "\n")
 	} else {

@@ -22,9 +22,13 @@ import "time"
 // Version 2 added each model's roles (family, paper, base, shared_submit),
 // which version 1 left to be guessed from the name. Version 3 added each
 // phase's cost and each model's mixed traffic (per operation type, closed
-// or open loop, with the rate search); Load reads version 2 as version 3
-// without them (see upgrade).
-const FormatVersion = 3
+// or open loop, with the rate search). Version 4 added the dataset's degree
+// distributions (p99 and p50 of followers and followees per user, and
+// log-binned histograms), the graph's parameters and the users' activity: a
+// version 4 run may have drawn its readers and authors by activity rather
+// than uniformly, which a reader of its figures must know. Load reads
+// versions 2 and 3 as version 4 without what they lack (see upgrade).
+const FormatVersion = 4
 
 // Result is the record of one benchmark run.
 type Result struct {
@@ -60,12 +64,45 @@ type Dataset struct {
 	Messages     int     `json:"messages"`
 	AvgFollowees float64 `json:"avg_followees"`
 	Seed         int64   `json:"seed"`
-	Graph        string  `json:"graph"` // how followees were drawn, e.g. "uniform", "zipf"
-	Edges        int64   `json:"edges"` // follow relations
-	MaxFollowees int     `json:"max_followees"`
-	MaxFollowers int     `json:"max_followers"`
-	MailboxRows  int64   `json:"mailbox_rows"` // rows the push model fans out to
-	Scale        float64 `json:"scale"`
+	Graph        string  `json:"graph"` // how followees were drawn, e.g. "uniform", "zipf(s=1.1)", "powerlaw(in=2.3, out=2.5)"
+	// GraphParams are the graph generator's parameters by name (e.g.
+	// in_exponent, out_exponent, zipf_s); GraphFile is the edge list a
+	// real graph was read from.
+	GraphParams map[string]float64 `json:"graph_params,omitempty"`
+	GraphFile   string             `json:"graph_file,omitempty"`
+	Edges       int64              `json:"edges"` // follow relations
+	// The degree figures: most, 99th and 50th percentile (nearest rank)
+	// of followees and of followers per user. The percentiles and bins
+	// are absent from results converted from version 2.
+	MaxFollowees int `json:"max_followees"`
+	P99Followees int `json:"p99_followees"`
+	P50Followees int `json:"p50_followees"`
+	MaxFollowers int `json:"max_followers"`
+	P99Followers int `json:"p99_followers"`
+	P50Followers int `json:"p50_followers"`
+	// FolloweeBins and FollowerBins are the two degree distributions,
+	// log-binned (see DegreesOf), for plotting.
+	FolloweeBins []DegreeBin `json:"followee_bins,omitempty"`
+	FollowerBins []DegreeBin `json:"follower_bins,omitempty"`
+	// Activity is how the workload and the dataset chose authors and
+	// readers: "uniform" (the paper's) or e.g. "skewed(post=0.5,
+	// read=0.5)", rates growing with follower count; ActivityParams its
+	// exponents by name.
+	Activity       string             `json:"activity"`
+	ActivityParams map[string]float64 `json:"activity_params,omitempty"`
+	MailboxRows    int64              `json:"mailbox_rows"` // rows the push model fans out to
+	Scale          float64            `json:"scale"`
+}
+
+// HasDegrees reports whether the dataset records its degree percentiles
+// and distributions (results before version 3 do not).
+func (d *Dataset) HasDegrees() bool { return len(d.FollowerBins) > 0 || len(d.FolloweeBins) > 0 }
+
+// SetDegrees records the followee (out-degree) and follower (in-degree)
+// distributions.
+func (d *Dataset) SetDegrees(followees, followers Degrees) {
+	d.MaxFollowees, d.P99Followees, d.P50Followees, d.FolloweeBins = followees.Max, followees.P99, followees.P50, followees.Bins
+	d.MaxFollowers, d.P99Followers, d.P50Followers, d.FollowerBins = followers.Max, followers.P99, followers.P50, followers.Bins
 }
 
 // Durability values for Environment.Durability.

@@ -20,6 +20,9 @@ const (
 	// RatePNGFile plots latency against offered rate, for a run that
 	// searched for the highest rate within its latency objective.
 	RatePNGFile = "rate.png"
+	// DegreesPNGFile is the plot of the dataset's degree distributions
+	// (WriteDegreesPNG), saved when the result records them.
+	DegreesPNGFile = "degrees.png"
 )
 
 // RunDir is the directory a run started at t is saved in: base/<UTC time>,
@@ -30,7 +33,8 @@ func RunDir(base string, t time.Time) string {
 }
 
 // Save creates dir and writes r there as result.json (indented), result.csv
-// and result.png, and rate.png when the run searched for rates. Times are stored in UTC. JSON cannot hold NaN or infinity,
+// and result.png, rate.png when the run searched for rates, and degrees.png
+// when the dataset records its degree distributions. Times are stored in UTC. JSON cannot hold NaN or infinity,
 // and a benchmark's result is too costly to lose over one bad ratio, so such
 // values are saved as absent (an Extra key) or 0 (a Phase field) and each
 // replacement is recorded in Notes. r itself is not modified.
@@ -64,7 +68,12 @@ func save(dir string, r *Result) error {
 		return err
 	}
 	if c.HasRateSearch() {
-		return WriteRatePNG(filepath.Join(dir, RatePNGFile), c)
+		if err := WriteRatePNG(filepath.Join(dir, RatePNGFile), c); err != nil {
+			return err
+		}
+	}
+	if c.Dataset.HasDegrees() {
+		return WriteDegreesPNG(filepath.Join(dir, DegreesPNGFile), c)
 	}
 	return nil
 }
@@ -216,7 +225,8 @@ func zeroIfNotFinite(v float64) float64 {
 }
 
 // Load reads the result saved in dir by Save. dir may also be the path of
-// the result.json file itself.
+// the result.json file itself. A result of an older format that can be
+// read without guessing (version 2) is converted to the current one.
 func Load(dir string) (*Result, error) {
 	r, err := load(dir)
 	if err != nil {
@@ -249,15 +259,19 @@ func load(path string) (*Result, error) {
 const OldestReadable = 2
 
 // upgrade converts a result of an older format version to the current one
-// in place, or refuses a version it cannot read. Version 2 lacks only what
-// version 3 added (costs, mixed traffic), whose absence means "not
-// measured": it converts as it is.
+// in place, or refuses a version it cannot read. Versions 2 and 3 lack only
+// what later versions added (costs and mixed traffic in 3; degree figures
+// and activity in 4), whose absence means "not measured"; their users were
+// drawn uniformly.
 func upgrade(r *Result) error {
 	switch r.Version {
 	case FormatVersion:
 		return nil
-	case 2:
+	case 2, 3:
 		r.Version = FormatVersion
+		if r.Dataset.Activity == "" {
+			r.Dataset.Activity = "uniform"
+		}
 		return nil
 	}
 	return fmt.Errorf("format version %d, want %d to %d", r.Version, OldestReadable, FormatVersion)

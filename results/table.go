@@ -55,6 +55,9 @@ func writeHeader(b *strings.Builder, r *Result) {
 		g.add("command", r.Command)
 	}
 	g.add("dataset", datasetSummary(r.Dataset))
+	if r.Dataset.HasDegrees() {
+		g.add("degrees", degreeSummary(r.Dataset))
+	}
 	g.add("server", serverSummary(r.Environment))
 	g.add("client", clientSummary(r.Environment))
 	if h := r.Harness; h != nil {
@@ -117,11 +120,27 @@ func datasetSummary(d Dataset) string {
 	if d.Graph != "" {
 		more = append(more, d.Graph+" graph")
 	}
+	if d.GraphFile != "" {
+		more = append(more, "from "+d.GraphFile)
+	}
+	if d.Activity != "" {
+		more = append(more, d.Activity+" activity")
+	}
 	more = append(more, fmt.Sprintf("seed %d", d.Seed))
 	if d.Scale > 0 {
 		more = append(more, "scale "+fmtExtra(d.Scale)+"x the paper's")
 	}
 	return s + " (" + strings.Join(more, ", ") + ")"
+}
+
+// degreeSummary writes the degree figures, e.g. "followers per user: max
+// 9,999, p99 385, p50 19; followees per user: max 3,500, p99 287, p50 27".
+func degreeSummary(d Dataset) string {
+	f := func(name string, most, p99, p50 int) string {
+		return fmt.Sprintf("%s per user: max %s, p99 %s, p50 %s", name, fmtInt(int64(most)), fmtInt(int64(p99)), fmtInt(int64(p50)))
+	}
+	return f("followers", d.MaxFollowers, d.P99Followers, d.P50Followers) + "; " +
+		f("followees", d.MaxFollowees, d.P99Followees, d.P50Followees)
 }
 
 func serverSummary(e Environment) string {

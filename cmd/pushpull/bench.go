@@ -24,6 +24,9 @@ func newBenchCmd() *cobra.Command {
 	var (
 		dsn, graph, durability, out string
 		memcacheList                string
+		activity, selfFollows       string
+		inExponent, outExponent     float64
+		postExponent, readExponent  float64
 		extraDuration, cacheTTL     time.Duration
 		models                      []string
 		set                         []string
@@ -48,6 +51,8 @@ func newBenchCmd() *cobra.Command {
 		Example: `  pushpull bench                          # the paper's benchmark, about 5 minutes
   pushpull bench --scale 0.1 --duration 3s  # a quick look
   pushpull bench --graph zipf --models {push},{pull}
+  pushpull bench --graph powerlaw --scale 0.1 --models {push},{pull}
+  pushpull bench --graph edges:twitter_combined.txt --models {pull}
   pushpull bench --durability relaxed --read-ratio 0.9
   pushpull bench --json > result.json
   pushpull bench --mix default --cost       # production traffic per model, and what each operation costs
@@ -61,18 +66,29 @@ func newBenchCmd() *cobra.Command {
 			if err := checkDatabaseDSN(dsn); err != nil {
 				return err
 			}
-			spec := loadgen.PaperSpec()
+			spec, err := benchSpec(cmd.Flags(), graph, selfFollows)
+			if err != nil {
+				return err
+			}
 			spec.Seed = seed
-			spec.Graph = graph
 			spec.ZipfS = zipfS
 			spec.Followees = followees
-			if avgFollowees > 0 {
+			if avgFollowees > 0 && spec.Graph != loadgen.GraphEdges {
 				spec.AvgFollowees = avgFollowees
+			}
+			if spec.Graph == loadgen.GraphPowerLaw {
+				spec.InExponent, spec.OutExponent = inExponent, outExponent
+			}
+			spec.Activity = loadgen.Activity{Mode: activity, PostExponent: postExponent, ReadExponent: readExponent}
+			skewed := activity == loadgen.ActivitySkewed ||
+				activity == "" && (spec.Graph == loadgen.GraphPowerLaw || spec.Graph == loadgen.GraphEdges)
+			if !skewed && (cmd.Flags().Changed("post-exponent") || cmd.Flags().Changed("read-exponent")) {
+				return usagef("--post-exponent and --read-exponent go with --activity %s (the default for --graph powerlaw and edges)", loadgen.ActivitySkewed)
 			}
 			if err := spec.Validate(); err != nil {
 				return usagef("%v", err)
 			}
-			spec, err := spec.Scaled(scale)
+			spec, err = spec.Scaled(scale)
 			if err != nil {
 				return usagef("--scale: %v", err)
 			}
@@ -192,6 +208,9 @@ func newBenchCmd() *cobra.Command {
 			if r.HasRateSearch() {
 				files = append(files, results.RatePNGFile)
 			}
+			if r.Dataset.HasDegrees() {
+				files = append(files, results.DegreesPNGFile)
+			}
 			fmt.Fprintf(stderr, "saved %s/{%s}\n", dir, strings.Join(files, ","))
 			if r.Failed() {
 				return fmt.Errorf("the run failed:\n  %s", strings.Join(r.Failures, "\n  "))
@@ -215,8 +234,15 @@ func newBenchCmd() *cobra.Command {
 	f.IntVar(&concurrency, "concurrency", 8, "concurrent workers (connections) per phase")
 	f.Float64Var(&scale, "scale", 1, "dataset size relative to the paper's (users and messages; followees per user stay)")
 	f.Int64Var(&seed, "seed", 1, "seed of the dataset and of the workload's choices")
-	f.StringVar(&graph, "graph", loadgen.GraphUniform, "follow graph: uniform, or zipf (a few authors with very many followers)")
+	f.StringVar(&graph, "graph", loadgen.GraphUniform, "follow graph: uniform (the paper's), zipf (a few authors with very many followers), "+
+		"powerlaw (follower and followee counts both heavy-tailed, as on Twitter), or edges:FILE (a real graph, one \"a b\" per line: a follows b)")
 	f.Float64Var(&zipfS, "zipf-s", loadgen.DefaultZipfS, "Zipf exponent for --graph zipf (> 1; larger is more skewed)")
+	f.Float64Var(&inExponent, "in-exponent", loadgen.DefaultInExponent, "--graph powerlaw: exponent of the follower-count distribution, P(d) ~ d^-exponent (Twitter 2009: 2.276)")
+	f.Float64Var(&outExponent, "out-exponent", loadgen.DefaultOutExponent, "--graph powerlaw: exponent of the followee-count distribution")
+	f.StringVar(&selfFollows, "self-follows", "reject", "--graph edges: a line \"a a\" is an error (reject) or left out (skip)")
+	f.StringVar(&activity, "activity", "", "how often users post and read: uniform (the paper's), or skewed (rates grow with follower count); default skewed for --graph powerlaw and edges, uniform otherwise")
+	f.Float64Var(&postExponent, "post-exponent", loadgen.DefaultPostExponent, "--activity skewed: a user posts at a rate proportional to (1+followers)^this (0 to 4)")
+	f.Float64Var(&readExponent, "read-exponent", loadgen.DefaultReadExponent, "--activity skewed: a user reads their timeline at a rate proportional to (1+followers)^this (0 to 4)")
 	f.Float64Var(&avgFollowees, "avg-followees", 42.9, "average followees per user")
 	f.IntVar(&followees, "followees", 0, "if > 0, every user follows exactly this many authors (overrides --avg-followees)")
 	f.StringVar(&durability, "durability", results.Durable, "durable (innodb_flush_log_at_trx_commit=1, as MySQL ships) or relaxed (=2)")
@@ -236,6 +262,52 @@ func newBenchCmd() *cobra.Command {
 	f.DurationVar(&step, "step", loadgen.DefaultStepDuration, "--find-rate: measured length of each step")
 	f.IntVar(&searchSteps, "search-steps", openloop.DefaultSearchSteps, "--find-rate: most steps per model (each halves the interval the best rate lies in)")
 	return cmd
+}
+
+// benchSpec is the dataset --graph names, before the flags that tune it:
+// the paper's, or, for edges:FILE, the file's graph with the paper's 100
+// messages per user (read now, so that a bad file stops the run before it
+// starts a server or touches a database).
+func benchSpec(f *pflag.FlagSet, graph, selfFollows string) (loadgen.Spec, error) {
+	spec := loadgen.PaperSpec()
+	if f.Changed("in-exponent") || f.Changed("out-exponent") {
+		if graph != loadgen.GraphPowerLaw {
+			return spec, usagef("--in-exponent and --out-exponent go with --graph %s", loadgen.GraphPowerLaw)
+		}
+	}
+	file, isEdges := strings.CutPrefix(graph, loadgen.GraphEdges+":")
+	if f.Changed("self-follows") && !isEdges {
+		return spec, usagef("--self-follows goes with --graph %s:FILE", loadgen.GraphEdges)
+	}
+	if !isEdges {
+		if graph == loadgen.GraphEdges {
+			return spec, usagef("--graph %s needs a file: --graph %s:FILE", graph, graph)
+		}
+		spec.Graph = graph
+		return spec, nil
+	}
+	var self loadgen.SelfFollows
+	switch selfFollows {
+	case "reject":
+		self = loadgen.SelfFollowsReject
+	case "skip":
+		self = loadgen.SelfFollowsSkip
+	default:
+		return spec, usagef("--self-follows %q: want reject or skip", selfFollows)
+	}
+	if file == "" {
+		return spec, usagef("--graph %s: needs a file name after the colon", graph)
+	}
+	for _, name := range []string{"avg-followees", "followees", "zipf-s"} {
+		if f.Changed(name) {
+			return spec, usagef("--%s does not go with --graph %s:FILE: the file fixes who follows whom", name, loadgen.GraphEdges)
+		}
+	}
+	el, err := loadgen.ReadEdgeList(file, self)
+	if err != nil {
+		return spec, &usageError{fmt.Errorf("--graph: %w", err)}
+	}
+	return el.Spec(), nil
 }
 
 // commandLine reconstructs the command for the record, from the flags that
@@ -317,6 +389,21 @@ staleness of every page served, and plain memcached gets of a page-sized
 value for comparison. The table ends with the goals these figures are set
 against (cached reads 5x push; the best pull model 10x the paper's pull).
 
+The dataset can be other than the paper's: --graph zipf gives a few authors
+very many followers; --graph powerlaw makes follower counts a power law
+(exponent --in-exponent, 2.3 by default: Twitter's in 2009 was 2.276) and
+followee counts heavy-tailed too (--out-exponent), still 42.9 followees per
+user on average, so that at 10,000 users the top authors have thousands of
+followers; --graph edges:FILE reads a real follow graph, one "a b" per line
+meaning a follows b (SNAP's format: ids any non-negative integers, '#'
+comments), with 100 messages per user (--scale scales the messages only).
+With the last two, users also post and read at rates that grow with their
+follower count, (1+followers)^--post-exponent and ^--read-exponent
+(--activity skewed; --activity uniform draws users uniformly, as the paper
+does), and the loaded messages' authors follow the post rates. The run
+prints the follower and followee counts' max, p99 and p50 and saves their
+distributions as degrees.png.
+
 Each phase runs --warmup unmeasured, then --duration measured for the
 paper's models (those slow by design, %s, are capped at --slow-cap) and
 --extra-duration for the others, or --ops operations. Progress and one row
@@ -324,8 +411,9 @@ per second go to stderr. Submission is measured once per database for the
 models that post alike; %s also update memcached when they post and are
 measured on their own.
 
-The run is saved under --out as <UTC timestamp>/result.json, result.csv and
-result.png (bar charts of the paper's three figures). It fails (exit 1) when
+The run is saved under --out as <UTC timestamp>/result.json, result.csv,
+result.png (bar charts of the paper's three figures) and degrees.png (the
+degree distributions on log-log axes). It fails (exit 1) when
 a phase's error rate exceeds 1%%, or when the harness itself, driving a no-op
 store, is not at least 20x faster than push retrieval. Ctrl-C or SIGTERM ends
 the run early (nothing is saved) and stops the sandbox it started.
