@@ -24,8 +24,8 @@ import (
 // one of two memcached servers and then the MariaDB are frozen, thawed,
 // killed (-9) and restarted under them.
 const (
-	faultReaders  = 4  // users 1..4, each following every author
-	faultAuthors  = 6  // users 5..10
+	faultReaders  = 4 // users 1..4, each following every author
+	faultAuthors  = 6 // users 5..10
 	faultDeadline = time.Second
 	// faultMargin is how far past its deadline a call may return: a
 	// write's invalidation has at least the memcached timeout (200 ms)
