@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/pushpull/pushpull/internal/mckey"
+	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
@@ -52,10 +52,11 @@ const (
 	MaxNamespaceLen = mckey.MaxNamespaceLen
 )
 
-// invalidateTimeout bounds the follower lookup and generation bumps that a
-// write does after the wrapped store has committed; they run even if the
-// caller's context is canceled by then.
-const invalidateTimeout = 30 * time.Second
+// A write's invalidation (the follower lookup and the generation bumps)
+// runs after the wrapped store's write returned, until the caller's
+// deadline, or for Options.Timeout if that leaves less; if it cannot finish
+// by then, one more Options.Timeout replaces the fences (see the package
+// doc). So a write returns by its deadline plus at most twice the Timeout.
 
 // FollowersFunc lists the users who follow author.
 type FollowersFunc func(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
@@ -96,14 +97,14 @@ type Options struct {
 	Followers FollowersFunc
 
 	// MaxIdleConns is how many idle connections are kept per server; size
-	// it to the number of concurrent callers (gomemcache's default of 2
-	// makes a busy client open and close a connection per request). It
-	// also caps how many generation bumps one Post sends at a time.
-	// 0 means DefaultMaxIdleConns.
+	// it to the number of concurrent callers. 0 means DefaultMaxIdleConns.
 	MaxIdleConns int
 
-	// Timeout bounds each memcached dial, read and write, including the
-	// ping in New. 0 means DefaultTimeout.
+	// Timeout bounds each memcached request when the caller's context
+	// allows longer (a read gives memcached at most half of what its
+	// context has left, so that the wrapped store gets the rest), and a
+	// server that stays silent this long is left alone for a second (see
+	// package internal/memcached). 0 means DefaultTimeout.
 	Timeout time.Duration
 }
 
@@ -117,34 +118,41 @@ type Stats struct {
 	PassThrough   uint64 // reads that are not first pages, sent to the wrapped store untouched
 	Errors        uint64 // memcached errors, corrupt values and follower-lookup failures; none fails a call
 	Invalidations uint64 // generation bumps that reached memcached (PolicyInvalidate)
+	Flushes       uint64 // writes whose invalidation could not finish in time, and replaced the fences instead
+	ServersDown   int    // memcached servers failing now (calls for their keys go to the wrapped store)
 }
 
 type counters struct {
-	hits, misses, coalesced, passThrough, errors, invalidations atomic.Uint64
+	hits, misses, coalesced, passThrough, errors, invalidations, flushes atomic.Uint64
 }
 
 // Store is a timeline.Store that serves first pages from memcached and
 // everything else from the store it wraps. It is safe for concurrent use.
 type Store struct {
 	inner     timeline.Store
-	mc        *memcache.Client
+	mc        *memcached.Client
 	policy    Policy
 	ttl       time.Duration
+	timeout   time.Duration
 	expiry    int32 // memcached expiration of page items, seconds
 	prefix    string
 	followers FollowersFunc
-	fanout    int
 
 	flights singleflight.Group
 	stats   counters
 }
 
-var _ timeline.Store = (*Store)(nil)
+var (
+	_ timeline.Store    = (*Store)(nil)
+	_ registry.Degraded = (*Store)(nil)
+)
 
-// New wraps inner. It checks opts and pings every server, so a bad address
-// list fails here: an empty or malformed list with a plain error, a server
-// that cannot be resolved or does not answer with an error matching
-// timeline.ErrUnavailable. On error inner is left open.
+// New wraps inner. It checks opts and asks every server for its fence: an
+// empty or malformed list fails with a plain error, a list none of whose
+// servers answers with an error matching timeline.ErrUnavailable. Servers
+// that do not answer while others do are left out until they come back
+// (Stats.ServersDown, DownServers): an application restarting during a
+// partial memcached outage comes up. On error inner is left open.
 func New(inner timeline.Store, opts Options) (*Store, error) {
 	if inner == nil {
 		return nil, errors.New("cache: no store to wrap")
@@ -158,7 +166,6 @@ func New(inner timeline.Store, opts Options) (*Store, error) {
 		ttl:       opts.TTL,
 		prefix:    "pushpull:" + opts.Namespace + ":",
 		followers: opts.Followers,
-		fanout:    opts.MaxIdleConns,
 	}
 	switch opts.Policy {
 	case PolicyTTL:
@@ -186,34 +193,34 @@ func New(inner timeline.Store, opts Options) (*Store, error) {
 	// exact limit is enforced on reads (see fresh), the expiration only
 	// frees the memory, a second late at worst.
 	s.expiry = int32((s.ttl+time.Second-1)/time.Second) + 1
-	if s.fanout == 0 {
-		s.fanout = DefaultMaxIdleConns
+	idle := opts.MaxIdleConns
+	if idle == 0 {
+		idle = DefaultMaxIdleConns
 	}
-	if s.fanout < 0 {
+	if idle < 0 {
 		return nil, fmt.Errorf("cache: MaxIdleConns %d is negative", opts.MaxIdleConns)
 	}
-	timeout := opts.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
+	s.timeout = opts.Timeout
+	if s.timeout == 0 {
+		s.timeout = DefaultTimeout
 	}
-	if timeout < 0 {
+	if s.timeout < 0 {
 		return nil, fmt.Errorf("cache: Timeout %v is negative", opts.Timeout)
 	}
 	if err := CheckServers(opts.Servers); err != nil {
 		return nil, err
 	}
-	servers := new(memcache.ServerList)
-	if err := servers.SetServers(opts.Servers...); err != nil {
-		return nil, fmt.Errorf("cache: memcached servers %v: %w: %w", opts.Servers, timeline.ErrUnavailable, err)
+	mc, err := memcached.New(memcached.Options{
+		Servers: opts.Servers, Prefix: s.prefix, Timeout: s.timeout, MaxIdle: idle,
+		// A user's generation and page share a server: a read is one
+		// request to one server, and a server that is down takes both
+		// or neither.
+		Route: func(key string) string { return key[strings.LastIndexByte(key, ':')+1:] },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache: memcached at %v: %w: %w", opts.Servers, timeline.ErrUnavailable, err)
 	}
-	for _, addr := range opts.Servers {
-		if err := ping(addr, timeout); err != nil {
-			return nil, fmt.Errorf("cache: memcached at %s: %w: %w", addr, timeline.ErrUnavailable, err)
-		}
-	}
-	s.mc = memcache.NewFromSelector(servers)
-	s.mc.Timeout = timeout
-	s.mc.MaxIdleConns = s.fanout
+	s.mc = mc
 	return s, nil
 }
 
@@ -258,14 +265,6 @@ func CheckServers(servers []string) error {
 	return nil
 }
 
-// ping asks one server for its version.
-func ping(addr string, timeout time.Duration) error {
-	c := memcache.New(addr)
-	c.Timeout = timeout
-	defer c.Close()
-	return c.Ping()
-}
-
 // Unwrap returns the wrapped store.
 func (s *Store) Unwrap() timeline.Store { return s.inner }
 
@@ -281,7 +280,23 @@ func (s *Store) Stats() Stats {
 		PassThrough:   s.stats.passThrough.Load(),
 		Errors:        s.stats.errors.Load(),
 		Invalidations: s.stats.invalidations.Load(),
+		Flushes:       s.stats.flushes.Load(),
+		ServersDown:   len(s.mc.Down()),
 	}
+}
+
+// DownServers implements registry.Degraded: the memcached servers failing
+// now, as given in Options.Servers, and those of the wrapped store.
+func (s *Store) DownServers() []string {
+	down := s.mc.Down()
+	if d, ok := s.inner.(registry.Degraded); ok {
+		for _, addr := range d.DownServers() {
+			if !slices.Contains(down, addr) {
+				down = append(down, addr)
+			}
+		}
+	}
+	return down
 }
 
 // Counters implements registry.Counting with the first-page hits and misses
@@ -344,11 +359,13 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 		hit    *timeline.Page
 		usable bool
 	)
+	mctx, cancel := s.readContext(ctx)
 	if s.policy == PolicyInvalidate {
-		gen, hit, usable = s.lookupGen(user, start)
+		gen, hit, usable = s.lookupGen(mctx, user, start)
 	} else {
-		hit, usable = s.lookupTTL(user, start)
+		hit, usable = s.lookupTTL(mctx, user, start)
 	}
+	cancel()
 	if hit != nil {
 		s.stats.hits.Add(1)
 		return *hit, nil
@@ -358,6 +375,18 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 		return s.inner.Timeline(ctx, user, timeline.Query{})
 	}
 	return s.fill(ctx, user, gen, start)
+}
+
+// readContext bounds a read's memcached calls to half of what ctx has left,
+// so that a memcached that does not answer leaves the wrapped store time
+// to.
+func (s *Store) readContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		if half := time.Until(d) / 2; half < s.timeout {
+			return context.WithTimeout(ctx, half)
+		}
+	}
+	return ctx, func() {}
 }
 
 // fresh reports whether e may be served to a read that began at start.
@@ -379,8 +408,8 @@ func (s *Store) decode(it *memcache.Item) (entry, bool) {
 
 // lookupTTL is the ttl policy's read: one Get of the page key. usable is
 // false when memcached failed, so the page should not be filled.
-func (s *Store) lookupTTL(user timeline.UserID, start time.Time) (hit *timeline.Page, usable bool) {
-	it, err := s.mc.Get(s.pageKey(user))
+func (s *Store) lookupTTL(ctx context.Context, user timeline.UserID, start time.Time) (hit *timeline.Page, usable bool) {
+	it, err := s.mc.GetOne(ctx, s.pageKey(user))
 	switch {
 	case errors.Is(err, memcache.ErrCacheMiss):
 		return nil, true
@@ -394,22 +423,21 @@ func (s *Store) lookupTTL(user timeline.UserID, start time.Time) (hit *timeline.
 	return nil, true
 }
 
-// lookupGen is the invalidate policy's read: one GetMulti of the user's
-// generation and page, which is one round trip (in parallel when the two
-// keys live on different servers). The page is current when it was filled
+// lookupGen is the invalidate policy's read: one Get of the user's
+// generation and page, one round trip to the server both live on. The page is current when it was filled
 // under the generation that is current now. A missing generation is
 // created with a random value (one more round trip, the first time). gen is
 // the generation a fill must be stored under.
-func (s *Store) lookupGen(user timeline.UserID, start time.Time) (gen uint64, hit *timeline.Page, usable bool) {
+func (s *Store) lookupGen(ctx context.Context, user timeline.UserID, start time.Time) (gen uint64, hit *timeline.Page, usable bool) {
 	gk, pk := s.genKey(user), s.pageKey(user)
-	items, err := s.mc.GetMulti([]string{gk, pk})
+	items, err := s.mc.Get(ctx, []string{gk, pk})
 	if err != nil {
 		s.stats.errors.Add(1)
 		return 0, nil, false
 	}
-	git := items[gk]
+	git := items[0]
 	if git == nil {
-		gen, ok := s.initGen(gk)
+		gen, ok := s.initGen(ctx, gk)
 		return gen, nil, ok
 	}
 	gen, err = strconv.ParseUint(string(git.Value), 10, 64)
@@ -417,12 +445,12 @@ func (s *Store) lookupGen(user timeline.UserID, start time.Time) (gen uint64, hi
 		// Not a number: incr would fail on it too. Remove it; the next
 		// read starts a fresh generation.
 		s.stats.errors.Add(1)
-		if err := s.mc.Delete(gk); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+		if err := s.mc.Delete(ctx, gk); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
 			s.stats.errors.Add(1)
 		}
 		return 0, nil, false
 	}
-	if pit := items[pk]; pit != nil {
+	if pit := items[1]; pit != nil {
 		if e, ok := s.decode(pit); ok && e.gen == gen && s.fresh(&e, start) {
 			return gen, &e.page, true
 		}
@@ -436,9 +464,9 @@ func (s *Store) lookupGen(user timeline.UserID, start time.Time) (gen uint64, hi
 // random 62-bit number repeats an old one with negligible probability,
 // where restarting from 0 or 1 would revive pages filled under an evicted
 // generation.
-func (s *Store) initGen(gk string) (uint64, bool) {
+func (s *Store) initGen(ctx context.Context, gk string) (uint64, bool) {
 	gen := rand.Uint64()>>2 + 1
-	err := s.mc.Add(&memcache.Item{Key: gk, Value: strconv.AppendUint(nil, gen, 10)})
+	err := s.mc.Add(ctx, &memcache.Item{Key: gk, Value: strconv.AppendUint(nil, gen, 10)})
 	if err == nil {
 		return gen, true
 	}
@@ -446,7 +474,7 @@ func (s *Store) initGen(gk string) (uint64, bool) {
 		s.stats.errors.Add(1)
 		return 0, false
 	}
-	it, err := s.mc.Get(gk) // lost the race to another reader
+	it, err := s.mc.GetOne(ctx, gk) // lost the race to another reader
 	if err != nil {
 		if !errors.Is(err, memcache.ErrCacheMiss) {
 			s.stats.errors.Add(1)
@@ -539,7 +567,9 @@ func (s *Store) load(ctx context.Context, user timeline.UserID, gen uint64) (any
 	}
 	val, err := appendEntry(nil, &entry{gen: gen, fetchedAt: fetchedAt, page: p})
 	if err == nil {
-		err = s.mc.Set(&memcache.Item{Key: s.pageKey(user), Value: val, Expiration: s.expiry})
+		mctx, cancel := s.readContext(ctx)
+		err = s.mc.Set(mctx, &memcache.Item{Key: s.pageKey(user), Value: val, Expiration: s.expiry})
+		cancel()
 	}
 	if err != nil {
 		s.stats.errors.Add(1)
@@ -555,7 +585,7 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	if s.policy == PolicyInvalidate && !errors.Is(err, timeline.ErrInvalidInput) {
 		// Even when Post failed: a commit whose acknowledgement was lost
 		// (or whose context ended) may still have stored the message.
-		s.invalidateFollowers(ctx, author)
+		s.invalidate(ctx, func(ictx context.Context) ([]timeline.UserID, error) { return s.followers(ictx, author) })
 	}
 	return m, err
 }
@@ -565,7 +595,7 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
 	err := s.inner.Follow(ctx, follower, followee)
 	if s.policy == PolicyInvalidate && !errors.Is(err, timeline.ErrInvalidInput) {
-		s.bump(follower)
+		s.invalidate(ctx, func(context.Context) ([]timeline.UserID, error) { return []timeline.UserID{follower}, nil })
 	}
 	return err
 }
@@ -575,58 +605,79 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
 	err := s.inner.Unfollow(ctx, follower, followee)
 	if s.policy == PolicyInvalidate && !errors.Is(err, timeline.ErrInvalidInput) {
-		s.bump(follower)
+		s.invalidate(ctx, func(context.Context) ([]timeline.UserID, error) { return []timeline.UserID{follower}, nil })
 	}
 	return err
 }
 
-// invalidateFollowers bumps the generation of every follower of author,
-// up to s.fanout at a time. The write has been committed, so this runs to
-// the end even if ctx is canceled.
-func (s *Store) invalidateFollowers(ctx context.Context, author timeline.UserID) {
-	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), invalidateTimeout)
+// invalidate bumps the generation of every user that users lists, in one
+// pipelined round trip per server, after a write to the wrapped store. The
+// write may have committed, so this runs even if ctx is canceled: until
+// ctx's deadline, or for Options.Timeout if that is later. What it cannot
+// finish by then (the follower lookup, a bump and the page delete that
+// backs it) it makes up for by replacing the fences of every server
+// (memcached.Client.Flush), within one more Timeout: every cached page then
+// misses once, and none is stale. A server that fails even that replaces
+// its fence before this process uses it again.
+func (s *Store) invalidate(ctx context.Context, users func(context.Context) ([]timeline.UserID, error)) {
+	deadline := time.Now().Add(s.timeout)
+	if d, ok := ctx.Deadline(); ok && d.After(deadline) {
+		deadline = d
+	}
+	ictx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
-	users, err := s.followers(ictx, author)
-	if err != nil {
-		// Nobody to bump: the followers' pages may stay stale for up to
-		// the TTL. See the package doc.
+	if s.bumpAll(ictx, users) {
+		return
+	}
+	s.stats.flushes.Add(1)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer cancel()
+	if err := s.mc.Flush(fctx); err != nil {
 		s.stats.errors.Add(1)
-		return
 	}
-	if len(users) <= 1 {
-		for _, u := range users {
-			s.bump(u)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(s.fanout, len(users)) {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(users)) {
-					return
-				}
-				s.bump(users[i])
-			}
-		})
-	}
-	wg.Wait()
 }
 
-// bump moves user's generation on, so that no page filled before now is
-// current any more. A missing generation needs nothing: the next read
-// creates a fresh random one. If memcached fails, the page itself is
-// deleted as a second line of defence.
-func (s *Store) bump(user timeline.UserID) {
-	_, err := s.mc.Increment(s.genKey(user), 1)
-	if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
-		s.stats.invalidations.Add(1)
-		return
-	}
-	s.stats.errors.Add(1)
-	if err := s.mc.Delete(s.pageKey(user)); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+// bumpAll looks users up and bumps their generations, deleting the page of
+// each whose bump failed; it reports whether every one of them is done.
+// A missing generation needs nothing: the next read creates a fresh random
+// one.
+func (s *Store) bumpAll(ctx context.Context, users func(context.Context) ([]timeline.UserID, error)) bool {
+	us, err := users(ctx)
+	if err != nil {
 		s.stats.errors.Add(1)
+		return false
 	}
+	if len(us) == 0 {
+		return true
+	}
+	keys := make([]string, len(us))
+	for i, u := range us {
+		keys[i] = s.genKey(u)
+	}
+	var pages []string
+	for i, err := range s.mc.Increment(ctx, keys, 1) {
+		if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
+			s.stats.invalidations.Add(1)
+			continue
+		}
+		s.stats.errors.Add(1)
+		if errors.Is(err, memcached.ErrServerDown) {
+			// The server failed: this process replaces its fence before
+			// it reads or writes there again, and so does every process
+			// that saw it fail (see package internal/memcached).
+			continue
+		}
+		pages = append(pages, s.pageKey(us[i]))
+	}
+	if len(pages) == 0 {
+		return true
+	}
+	ok := true
+	for _, err := range s.mc.DeleteMulti(ctx, pages) {
+		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) && !errors.Is(err, memcached.ErrServerDown) {
+			s.stats.errors.Add(1)
+			ok = false
+		}
+	}
+	return ok
 }

@@ -74,9 +74,8 @@
 // generation it was filled under, and a page is current only while that is
 // still the user's generation:
 //
-//   - Read: one GetMulti of the user's generation and page (one round trip;
-//     gomemcache queries the two servers in parallel if the keys are
-//     sharded apart). Hit if the page's generation equals the one read. On
+//   - Read: one multi-get of the user's generation and page, one round
+//     trip to one server (both keys are placed by the user id). Hit if the page's generation equals the one read. On
 //     a miss, read the wrapped store and Set the page tagged with the
 //     generation read before the store read began. A miss costs one more
 //     round trip (the Set), plus an Add (and at worst a Get) the first time
@@ -117,10 +116,10 @@
 // page per user in memcached instead of leaving outdated versions to age
 // out.
 //
-// Cost: one memcached incr per follower per post, sent up to
-// Options.MaxIdleConns at a time, plus the follower lookup (for the SQL
-// stores one range scan of the follows index, their FollowerLister). That is the
-// push model's fan-out again, in memcached; a single global generation
+// Cost: one memcached incr per follower per post, pipelined (one round
+// trip per server for up to 512 followers), plus the follower lookup (for
+// the SQL stores one range scan of the follows index, their
+// FollowerLister). That is the push model's fan-out again, in memcached; a single global generation
 // would cost one incr per post but make every cached page stale on every
 // post, and per-followee generations would make a read cost one lookup per
 // followee.
@@ -128,29 +127,54 @@
 // The invalidation runs even if the caller's context is canceled (the
 // write has committed), and even when the wrapped write returned an error
 // other than invalid input (a commit may have happened without its
-// acknowledgement).
+// acknowledgement). It is bounded all the same: it has until the caller's
+// deadline, or Options.Timeout if that is later. What it cannot finish by
+// then (the database is frozen and the followers cannot be looked up, say)
+// it makes up for by replacing every server's fence (package
+// internal/memcached), within one more Timeout: all cached pages of the
+// namespace then miss once, which is the price of keeping both promises, a
+// write back by its deadline plus at most two Timeouts, and no stale page
+// (Stats.Flushes counts these). A post whose wrapped write failed and that
+// commits later still, after its invalidation ran (a frozen database
+// resumed with the INSERT in its socket), was never acknowledged; its
+// followers see it on their cached pages within the TTL at the latest.
 //
 // # When memcached misbehaves
 //
 // A read never fails because of the cache. Every memcached error (refused,
 // timed out, a SERVER_ERROR answer, a corrupt value) is counted in
 // Stats.Errors and the read goes to the wrapped store; a read whose
-// generation could not be read does not fill. Every memcached operation is
-// bounded by Options.Timeout. Writes never fail because of the cache
-// either. If a generation bump fails, the follower's page is deleted as a
-// second line of defence. If that fails too (say the writer alone is cut off
-// from a server that keeps its old data), or a fill that began before the
-// write lands after the delete, or the follower lookup fails, the page can
-// be stale, for at most the TTL (DefaultInvalidateTTL, a minute, unless set):
-// under the invalidate policy the TTL is the bound on staleness when
-// invalidation fails, not part of normal operation. A generation value that
-// is not a number is deleted by the next reader. Every process sharing a
-// namespace must list the same servers in the same order, or keys would be
-// looked for on different servers.
+// generation could not be read does not fill. memcached gets at most half
+// of what the read's context has left (and at most Options.Timeout), so
+// the wrapped store gets the rest. Writes never fail because of the cache
+// either.
 //
-// New validates the options and pings every server: an empty server list
-// or an address that is not host:port (numeric port) or a socket path is a
-// plain error; a server that cannot be resolved or reached, or that does not
-// answer within the timeout, gives an error matching timeline.ErrUnavailable
-// that names it.
+// With several servers, a key lives on the server the hash of its key
+// names, and stays there when that server fails: its reads go to the
+// wrapped store, and calls for its keys fail at once, without traffic, for
+// a second after each failure, so a dead server costs nothing and a frozen
+// one a timeout a second. New opens as long as one server answers
+// (DownServers, Stats.ServersDown report the others).
+//
+// What a failed server held may come back with it (it was frozen, or cut
+// off), without the generation bumps it missed. Every key is therefore
+// stored under its server's fence, and a process that saw a server fail
+// replaces that server's fence before it sends it anything else, which
+// makes everything stored there before unreachable for every process (see
+// package internal/memcached for what this cannot cover). A bump that
+// failed for another reason (it ran out of time on a server that was
+// merely slow, or memcached refused it) is backed by a delete of the page,
+// and when that fails too, by replacing the fences. If even that fails, a
+// page can be stale for at most the TTL (DefaultInvalidateTTL, a minute,
+// unless set): under the invalidate policy the TTL is the bound on
+// staleness when invalidation fails, not part of normal operation. A
+// generation value that is not a number is deleted by the next reader.
+// Every process sharing a namespace must list the same servers in the same
+// order, or keys would be looked for on different servers.
+//
+// New validates the options and asks every server for its fence: an empty
+// server list or an address that is not host:port (numeric port) or a
+// socket path is a plain error; a list none of whose servers can be
+// reached, or answers within the timeout, gives an error matching
+// timeline.ErrUnavailable that names them.
 package cache

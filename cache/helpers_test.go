@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bradfitz/gomemcache/memcache"
+
 	"github.com/pushpull/pushpull/cache"
+	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/sqlread"
@@ -219,3 +222,24 @@ func (g *gate) waitEntered(t testing.TB) {
 		t.Fatal("no Timeline call reached the gate")
 	}
 }
+
+// rawCache reads and writes a cache namespace's keys directly, as the
+// decorator stores them (fenced; see internal/memcached), so that tests
+// can delete or garble them.
+type rawCache struct{ c *memcached.Client }
+
+func newRawCache(t testing.TB, ns string, servers ...string) rawCache {
+	t.Helper()
+	c, err := memcached.New(memcached.Options{Servers: servers, Prefix: "pushpull:" + ns + ":", Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return rawCache{c}
+}
+
+func (r rawCache) Get(key string) (*memcache.Item, error) {
+	return r.c.GetOne(context.Background(), key)
+}
+func (r rawCache) Set(it *memcache.Item) error { return r.c.Set(context.Background(), it) }
+func (r rawCache) Delete(key string) error     { return r.c.Delete(context.Background(), key) }

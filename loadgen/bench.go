@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/cache"
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/sandbox"
+	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -58,6 +60,34 @@ type BenchConfig struct {
 	// CacheReadRatio is the share of reads in the cached models' mixed
 	// phases; 0 means 0.9.
 	CacheReadRatio float64
+
+	// Mix, if set, adds for every model, after its write phases, a phase
+	// of mixed traffic in these proportions (see Traffic), measured per
+	// operation type and as long as the model's other phases. Rate or
+	// FindRate without a Mix use DefaultMix.
+	Mix *Mix
+	// Rate, if > 0, drives the traffic in an open loop at this many
+	// operations per second (package openloop) instead of a closed loop
+	// of Concurrency workers.
+	Rate float64
+	// Arrivals spaces the open loop's operations; "" means Poisson.
+	Arrivals openloop.Arrivals
+	// MaxInFlight bounds the open loop's operations in flight; 0 means
+	// openloop.DefaultWorkers. The stores' connection pools are sized to
+	// match.
+	MaxInFlight int
+	// FindRate adds, after each model's traffic phase, a search for the
+	// highest rate whose p99 latency holds SLO (openloop.FindRate),
+	// starting from the traffic phase's achieved rate.
+	FindRate bool
+	// SLO is the search's objective; 0 means DefaultSLO.
+	SLO time.Duration
+	// StepDuration is the measured length of each search step; 0 means
+	// DefaultStepDuration.
+	StepDuration time.Duration
+	// SearchSteps bounds the steps per model; 0 means
+	// openloop.DefaultSearchSteps.
+	SearchSteps int
 
 	Command  string    // the command line, for the record
 	Progress io.Writer // progress and per-second rows; nil for none
@@ -105,12 +135,34 @@ func (c *BenchConfig) defaults() {
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
+	if c.Mix == nil && (c.Rate > 0 || c.FindRate) {
+		m := DefaultMix()
+		c.Mix = &m
+	}
+	if c.Arrivals == "" {
+		c.Arrivals = openloop.Poisson
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = openloop.DefaultWorkers
+	}
+	if c.SLO == 0 {
+		c.SLO = DefaultSLO
+	}
+	if c.StepDuration == 0 {
+		c.StepDuration = DefaultStepDuration
+	}
+	if c.SearchSteps == 0 {
+		c.SearchSteps = openloop.DefaultSearchSteps
+	}
 }
 
 // RunBench generates the dataset, loads it, measures every model, and
 // returns the result. A result whose Failures are non-empty is returned
 // with a nil error: its numbers are still worth saving.
 func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
+	if err := cfg.checkTraffic(); err != nil {
+		return nil, err
+	}
 	cfg.defaults()
 	if cfg.Durability != results.Durable && cfg.Durability != results.Relaxed {
 		return nil, fmt.Errorf("durability %q: want %q or %q", cfg.Durability, results.Durable, results.Relaxed)
@@ -211,12 +263,17 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	}
 
 	b := &bench{cfg: cfg, res: res, dsn: dsn, data: d, users: st.Users, logf: logf, models: models,
-		open: map[string]timeline.Store{}, fresh: map[string][]timeline.Store{}}
+		open: map[string]timeline.Store{}, fresh: map[string][]timeline.Store{},
+		traffic: map[string]timeline.Store{}, pools: map[string][]OlderPage{}}
 	defer b.closeAll()
 	if sb != nil && sb.MemcacheAddr != "" {
 		b.memcache = []string{sb.MemcacheAddr}
 	} else {
 		b.memcache = cfg.Memcache
+	}
+	b.meter = cost.NewMeter(admin, b.memcache)
+	if cfg.DSN != "" {
+		res.Notes = append(res.Notes, "the cost figures are deltas of the servers' global counters: on a server given by --dsn they include any other work it did meanwhile")
 	}
 	if err := b.run(ctx, admin, sb != nil); err != nil {
 		return nil, err

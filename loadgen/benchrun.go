@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pushpull/pushpull/cache"
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
@@ -29,10 +30,13 @@ type bench struct {
 	users    int
 	logf     func(format string, args ...any)
 
-	models []registry.Model            // cfg.Models, looked up
-	open   map[string]timeline.Store   // by model name
-	fresh  map[string][]timeline.Store // unused stores of cache-mixed models, by name: invalidate, then ttl
-	sizes  map[string][2]int64         // data and disk bytes by database
+	models  []registry.Model            // cfg.Models, looked up
+	open    map[string]timeline.Store   // by model name
+	fresh   map[string][]timeline.Store // unused stores of cache-mixed models, by name: invalidate, then ttl
+	traffic map[string]timeline.Store   // the traffic phase's unused store of a cache-mixed model, by name
+	pools   map[string][]OlderPage      // older-page cursors by database (or model name, without one)
+	sizes   map[string][2]int64         // data and disk bytes by database
+	meter   *cost.Meter                 // nil once a snapshot failed
 }
 
 func (b *bench) closeAll() {
@@ -44,14 +48,23 @@ func (b *bench) closeAll() {
 			s.Close()
 		}
 	}
+	for _, s := range b.traffic {
+		s.Close()
+	}
 }
 
 // openModel opens a store of m on the benchmark's databases. namespace
 // separates its memcached keys from other stores' of the same model (see
 // the cache-mixed phases); options are the variant's.
 func (b *bench) openModel(ctx context.Context, m registry.Model, namespace string, options map[string]string) (timeline.Store, error) {
+	conns := b.cfg.Concurrency * 8
+	if b.cfg.Mix != nil && (b.cfg.Rate > 0 || b.cfg.FindRate) {
+		// Waiting for a connection would count as latency, rightly,
+		// but would hide where the time went.
+		conns = max(conns, b.cfg.MaxInFlight)
+	}
 	return m.Open(ctx, registry.Config{
-		DSN: b.dsn, Database: m.Database, MaxConns: b.cfg.Concurrency * 8,
+		DSN: b.dsn, Database: m.Database, MaxConns: conns,
 		Memcache: b.memcache, Namespace: namespace, Options: options,
 	})
 }
@@ -92,6 +105,14 @@ func (b *bench) openStores(ctx context.Context) error {
 				}
 				b.fresh[m.Name] = append(b.fresh[m.Name], s)
 			}
+			if b.cfg.Mix != nil {
+				// The traffic phase's cache, filled in its own warm-up.
+				s, err := b.openModel(ctx, m, fmt.Sprintf("w%d.traffic/", i), nil)
+				if err != nil {
+					return err
+				}
+				b.traffic[m.Name] = s
+			}
 		}
 	}
 	return nil
@@ -111,25 +132,79 @@ func (b *bench) duration(m registry.Model) time.Duration {
 // phase runs one measured phase and records a failure if too many of its
 // operations failed. onMeasure, if not nil, runs when measuring begins.
 func (b *bench) phase(ctx context.Context, name string, dur time.Duration, newOp func(int) Op, onMeasure func()) (results.Phase, error) {
+	p, _, err := b.phaseKinds(ctx, name, dur, nil, newOp, onMeasure)
+	return p, err
+}
+
+// phaseKinds is phase for operations of several kinds, whose figures it
+// returns too. Every phase carries its cost per operation (see metered).
+func (b *bench) phaseKinds(ctx context.Context, name string, dur time.Duration, kinds []string, newOp func(int) Op, onMeasure func()) (results.Phase, []KindResult, error) {
 	length := dur.String()
 	if b.cfg.Ops > 0 {
 		length = fmt.Sprintf("%d ops", b.cfg.Ops)
 	}
 	b.logf("phase %s (%s, %d workers)", name, length, b.cfg.Concurrency)
+	start, finish := b.metered(ctx, onMeasure)
 	pr, err := RunPhase(ctx, PhaseConfig{
 		Name: name, Workers: b.cfg.Concurrency, Warmup: b.cfg.Warmup, Duration: dur, Ops: b.cfg.Ops,
-		Progress: b.cfg.Progress, OnMeasure: onMeasure,
+		Progress: b.cfg.Progress, OnMeasure: start, Kinds: kinds,
 	}, newOp)
 	if err != nil {
-		return results.Phase{}, err
+		return results.Phase{}, nil, err
 	}
 	p := results.PhaseFromHistogram(pr.Latency, pr.Ops, pr.Errors, pr.Seconds)
+	p.Cost = finish(pr.Ops + pr.Errors)
 	b.logf("  = %s: %.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors", name, p.OpsPerSec, p.P50Ms, p.P99Ms, p.Errors)
-	if pr.ErrorRate() > MaxErrorRate {
+	b.checkErrors(name, pr.ErrorRate(), pr.SampleErrors)
+	return p, pr.Kinds, nil
+}
+
+// checkErrors records a failure of the run when a phase's error rate is
+// above MaxErrorRate.
+func (b *bench) checkErrors(name string, rate float64, samples []string) {
+	if rate > MaxErrorRate {
 		b.res.Failures = append(b.res.Failures, fmt.Sprintf("%s: %.1f%% of operations failed (over %.0f%%), e.g. %s",
-			name, 100*pr.ErrorRate(), 100*MaxErrorRate, strings.Join(pr.SampleErrors, "; ")))
+			name, 100*rate, 100*MaxErrorRate, strings.Join(samples, "; ")))
 	}
-	return p, nil
+}
+
+// metered returns a hook for when measuring begins, which runs onMeasure
+// (if not nil) and snapshots the servers' and the process's counters, and
+// a function for when the phase has ended, which snapshots them again and
+// returns the cost of each of ops operations. A snapshot that fails is
+// reported once, in the run's notes, and the run goes on without costs.
+func (b *bench) metered(ctx context.Context, onMeasure func()) (start func(), finish func(ops int64) results.Cost) {
+	var before cost.Snapshot
+	ok := false
+	take := func() (cost.Snapshot, bool) {
+		if b.meter == nil {
+			return cost.Snapshot{}, false
+		}
+		s, err := b.meter.Take(ctx)
+		if err != nil {
+			b.meter = nil
+			b.res.Notes = append(b.res.Notes, fmt.Sprintf("costs not measured from here on: %v", err))
+			return s, false
+		}
+		return s, true
+	}
+	start = func() {
+		if onMeasure != nil {
+			onMeasure()
+		}
+		before, ok = take()
+	}
+	finish = func(ops int64) results.Cost {
+		if !ok {
+			return nil
+		}
+		after, ok := take()
+		if !ok {
+			return nil
+		}
+		return cost.PerOp(before, after, ops)
+	}
+	return start, finish
 }
 
 func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
@@ -323,6 +398,9 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 	case err != nil:
 		return rm, err
 	default:
+		if _, ok := b.pools[poolKey(m)]; !ok {
+			b.pools[poolKey(m)] = pool
+		}
 		if rm.RetrieveOlder, err = b.phase(ctx, m.Name+"/retrieve-older", dur, OlderPages(s, pool, b.cfg.Spec.Seed), nil); err != nil {
 			return rm, err
 		}
@@ -364,55 +442,22 @@ func (b *bench) warm(ctx context.Context, s timeline.Store) error {
 }
 
 // writes measures submission and the mixed phases, in ascending WriteRank
-// (see registry.Bench.WriteRank and openStores). Models of one database
-// that post alike share one submission phase, through the first of them.
-// Cache-mixed models measure on their fresh stores.
+// (see registry.Bench.WriteRank and openStores), each model's traffic
+// phase (when the run has one) right after its other writes. Models of one
+// database that post alike share one submission phase, through the first
+// of them. Cache-mixed models measure on their fresh stores.
 func (b *bench) writes(ctx context.Context) error {
-	seed := b.cfg.Spec.Seed
 	shared := map[string]*results.Phase{} // by database
 	sharedBy := map[string][]string{}
 	var databases []string
 	for _, m := range registry.WriteOrder(b.models) {
-		rm, s := b.res.Model(m.Name), b.open[m.Name]
-		if m.Bench.Has(registry.PhaseCacheMixed) {
-			if err := b.cachedWrites(ctx, m, rm); err != nil {
-				return err
-			}
-			continue
+		if err := b.modelWrites(ctx, m, shared, sharedBy, &databases); err != nil {
+			return err
 		}
-		if !m.Bench.Has(registry.PhaseSubmit) {
-			continue
-		}
-		switch {
-		case m.Bench.OwnSubmission:
-			// Its submission is a goal figure against the plain one's:
-			// the phases get the same length.
-			before := map[string]int64{}
-			p, err := b.phase(ctx, m.Name+"/submit", b.cfg.Duration, Submit(s, b.data, seed), func() { before = counts(s) })
-			if err != nil {
+		if b.cfg.Mix != nil {
+			if err := b.trafficPhases(ctx, m); err != nil {
 				return err
 			}
-			rm.Submit = p
-			maps.Copy(rm.Extra, results.PostFigures(before, counts(s), p.Ops))
-			b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s's submission is measured on its own: %s", m.Name, m.Bench.SubmissionNote))
-		case shared[m.Database] == nil:
-			p, err := b.phase(ctx, string(m.Family)+"/submit", b.cfg.Duration, Submit(s, b.data, seed), nil)
-			if err != nil {
-				return err
-			}
-			shared[m.Database], rm.Submit = &p, p
-			sharedBy[m.Database] = append(sharedBy[m.Database], m.Name)
-			databases = append(databases, m.Database)
-		default:
-			rm.Submit = *shared[m.Database]
-			sharedBy[m.Database] = append(sharedBy[m.Database], m.Name)
-		}
-		if b.cfg.ReadRatio > 0 && m.Bench.Has(registry.PhaseMixed) {
-			p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), Mixed(s, b.data, b.cfg.ReadRatio, seed), nil)
-			if err != nil {
-				return err
-			}
-			rm.Mixed = &p
 		}
 	}
 	for _, db := range databases {
@@ -420,6 +465,50 @@ func (b *bench) writes(ctx context.Context) error {
 			b.res.Notes = append(b.res.Notes, fmt.Sprintf("submission is measured once on the %s database and shown for %s: they post alike",
 				db, strings.Join(names, ", ")))
 		}
+	}
+	return nil
+}
+
+// modelWrites measures m's submission and mixed phases (see writes).
+func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[string]*results.Phase, sharedBy map[string][]string, databases *[]string) error {
+	seed := b.cfg.Spec.Seed
+	rm, s := b.res.Model(m.Name), b.open[m.Name]
+	if m.Bench.Has(registry.PhaseCacheMixed) {
+		return b.cachedWrites(ctx, m, rm)
+	}
+	if !m.Bench.Has(registry.PhaseSubmit) {
+		return nil
+	}
+	switch {
+	case m.Bench.OwnSubmission:
+		// Its submission is a goal figure against the plain one's:
+		// the phases get the same length.
+		before := map[string]int64{}
+		p, err := b.phase(ctx, m.Name+"/submit", b.cfg.Duration, Submit(s, b.data, seed), func() { before = counts(s) })
+		if err != nil {
+			return err
+		}
+		rm.Submit = p
+		maps.Copy(rm.Extra, results.PostFigures(before, counts(s), p.Ops))
+		b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s's submission is measured on its own: %s", m.Name, m.Bench.SubmissionNote))
+	case shared[m.Database] == nil:
+		p, err := b.phase(ctx, string(m.Family)+"/submit", b.cfg.Duration, Submit(s, b.data, seed), nil)
+		if err != nil {
+			return err
+		}
+		shared[m.Database], rm.Submit = &p, p
+		sharedBy[m.Database] = append(sharedBy[m.Database], m.Name)
+		*databases = append(*databases, m.Database)
+	default:
+		rm.Submit = *shared[m.Database]
+		sharedBy[m.Database] = append(sharedBy[m.Database], m.Name)
+	}
+	if b.cfg.ReadRatio > 0 && m.Bench.Has(registry.PhaseMixed) {
+		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), Mixed(s, b.data, b.cfg.ReadRatio, seed), nil)
+		if err != nil {
+			return err
+		}
+		rm.Mixed = &p
 	}
 	return nil
 }

@@ -1,21 +1,16 @@
 package loadgen
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -151,44 +146,9 @@ func (s *StaleStats) Reset() {
 // memcachedBytes is the memory memcached's items take, summed over servers
 // (the "bytes" line of the stats command).
 func memcachedBytes(servers []string) (int64, error) {
-	var total int64
-	for _, addr := range servers {
-		network := "tcp"
-		if strings.Contains(addr, "/") {
-			network = "unix"
-		}
-		conn, err := net.DialTimeout(network, addr, time.Second)
-		if err != nil {
-			return 0, fmt.Errorf("memcached stats from %s: %w", addr, err)
-		}
-		conn.SetDeadline(time.Now().Add(2 * time.Second))
-		_, err = io.WriteString(conn, "stats\r\n")
-		sc := bufio.NewScanner(conn)
-		found := false
-		for err == nil && sc.Scan() {
-			line := sc.Text()
-			if line == "END" {
-				break
-			}
-			if v, ok := strings.CutPrefix(line, "STAT bytes "); ok {
-				n, perr := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				if perr != nil {
-					err = perr
-				}
-				total += n
-				found = true
-			}
-		}
-		if err == nil {
-			err = sc.Err()
-		}
-		conn.Close()
-		if err == nil && !found {
-			err = errors.New("no bytes line in its stats")
-		}
-		if err != nil {
-			return 0, fmt.Errorf("memcached stats from %s: %w", addr, err)
-		}
+	st, err := cost.MemcachedStats(servers, "bytes")
+	if err != nil {
+		return 0, err
 	}
-	return total, nil
+	return st["bytes"], nil
 }

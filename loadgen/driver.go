@@ -16,17 +16,26 @@ import (
 // operation after another as fast as the store answers. Latencies go into a
 // histogram per worker (no shared lock on the hot path) and are merged at
 // the end; a reporter prints one row per second from interval histograms.
+// A closed loop measures how fast a store answers, not how long users wait
+// at a given load: package openloop drives operations at a planned rate
+// for that.
 
 // Op is one operation. It runs on one worker goroutine; the Clock lets it
 // exclude set-up work from the latency it reports.
 type Op func(ctx context.Context, c *Clock) error
 
 // Clock is an operation's stopwatch.
-type Clock struct{ start time.Time }
+type Clock struct {
+	start time.Time
+	kind  int
+}
 
 // Restart discards the time spent so far in this operation: what comes
 // after is what is measured.
 func (c *Clock) Restart() { c.start = time.Now() }
+
+// SetKind says which of PhaseConfig.Kinds this operation is.
+func (c *Clock) SetKind(kind int) { c.kind = kind }
 
 // PhaseConfig describes one phase of a workload.
 type PhaseConfig struct {
@@ -41,6 +50,10 @@ type PhaseConfig struct {
 	// OnMeasure, if set, is called when the warm-up ends and measuring
 	// begins, e.g. to snapshot a store's counters.
 	OnMeasure func()
+	// Kinds, if set, names the kinds of operation a phase mixes (each
+	// operation says its own with Clock.SetKind); PhaseResult.Kinds then
+	// holds each kind's figures.
+	Kinds []string
 }
 
 // PhaseResult is what a phase measured.
@@ -53,6 +66,46 @@ type PhaseResult struct {
 	Latency *hdrhistogram.Histogram
 	// SampleErrors holds the first few distinct error messages.
 	SampleErrors []string
+	// Kinds are the figures of each of PhaseConfig.Kinds, in its order.
+	Kinds []KindResult
+}
+
+// KindResult is the part of a phase that one kind of operation took.
+type KindResult struct {
+	Name        string
+	Ops, Errors int64
+	Latency     *hdrhistogram.Histogram // successful operations, µs
+}
+
+// kindRecorder collects the figures of each kind under one lock: mixed
+// phases run at a store's rates, thousands per second, where the lock does
+// not matter, and one histogram per worker and kind would cost megabytes.
+type kindRecorder struct {
+	mu    sync.Mutex
+	kinds []KindResult
+}
+
+func newKindRecorder(names []string) *kindRecorder {
+	r := &kindRecorder{}
+	for _, n := range names {
+		r.kinds = append(r.kinds, KindResult{Name: n, Latency: newHistogram()})
+	}
+	return r
+}
+
+func (r *kindRecorder) add(kind int, us int64, err error) {
+	if r == nil || kind < 0 || kind >= len(r.kinds) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := &r.kinds[kind]
+	if err != nil {
+		k.Errors++
+		return
+	}
+	k.Ops++
+	k.Latency.RecordValue(us)
 }
 
 // OpsPerSec is the measured throughput.
@@ -108,6 +161,10 @@ func RunPhase(ctx context.Context, cfg PhaseConfig, newOp func(worker int) Op) (
 		ops[i] = newOp(i)
 	}
 
+	var kinds *kindRecorder
+	if len(cfg.Kinds) > 0 {
+		kinds = newKindRecorder(cfg.Kinds)
+	}
 	var measuring atomic.Bool
 	var budget atomic.Int64 // measured ops left when cfg.Ops > 0
 	budget.Store(cfg.Ops)
@@ -135,9 +192,11 @@ func RunPhase(ctx context.Context, cfg PhaseConfig, newOp func(worker int) Op) (
 					}
 					w.errs.Add(1)
 					w.sample(err)
+					kinds.add(c.kind, 0, err)
 					continue
 				}
 				us := max(time.Since(c.start).Microseconds(), 1)
+				kinds.add(c.kind, us, nil)
 				w.total.RecordValue(us)
 				w.mu.Lock()
 				w.interval.RecordValue(us)
@@ -202,6 +261,9 @@ loop:
 		}
 	}
 	sort.Strings(res.SampleErrors)
+	if kinds != nil {
+		res.Kinds = kinds.kinds
+	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("phase %s: %w", cfg.Name, err)
 	}

@@ -80,18 +80,26 @@ type OlderPage struct {
 var ErrNoOlderPages = errors.New("no sampled timeline has a second page")
 
 // CollectOlderPages walks the timelines of `sample` users drawn by d's
-// activity (Dataset.PickReader) with s itself (cursors belong to the store
-// that issued them) and keeps the cursors of their pages 2 to 5. Keyset
-// cursors stay valid while new messages arrive, so the pool can be built
-// once and replayed.
+// activity (Dataset.PickReader), or of every user once when there are no
+// more users than that, with s itself (cursors belong to the store that
+// issued them) and keeps the cursors of their pages 2 to 5. Keyset cursors
+// stay valid while new messages arrive, so the pool can be built once and
+// replayed.
 func CollectOlderPages(ctx context.Context, s timeline.Store, d *Dataset, sample, workers int, seed int64) ([]OlderPage, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x01de))
 	var mu sync.Mutex
 	var out []OlderPage
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(workers, 1))
-	for range sample {
+	users := len(d.Followees)
+	for i := range sample {
 		user := d.PickReader(rng)
+		if sample >= users {
+			if i >= users {
+				break
+			}
+			user = timeline.UserID(1 + i)
+		}
 		g.Go(func() error {
 			q := timeline.Query{}
 			for depth := 2; depth <= 5; depth++ {

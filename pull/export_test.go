@@ -1,6 +1,13 @@
 package pull
 
 import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -23,3 +30,29 @@ var EncodeHint = recent.EncodeHint
 
 // TargetsKey returns the memcached key of author's hint targets.
 func (s *Store) TargetsKey(author timeline.UserID) string { return s.hooks.TargetsKey(author) }
+
+// RawMemcache returns a client for the store's memcached keys, fenced as
+// the store's own (see internal/memcached), with the calls tests use to
+// delete, garble or forge them.
+func (s *Store) RawMemcache(t testing.TB, servers ...string) RawMC {
+	t.Helper()
+	c, err := memcached.New(memcached.Options{Servers: servers, Prefix: s.hooks.KeyPrefix(), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return RawMC{c}
+}
+
+// RawMC is RawMemcache's client, with gomemcache's signatures.
+type RawMC struct{ c *memcached.Client }
+
+func (r RawMC) Get(key string) (*memcache.Item, error) {
+	return r.c.GetOne(context.Background(), key)
+}
+func (r RawMC) Set(it *memcache.Item) error { return r.c.Set(context.Background(), it) }
+func (r RawMC) Delete(key string) error     { return r.c.Delete(context.Background(), key) }
+func (r RawMC) Append(it *memcache.Item) error {
+	return r.c.Append(context.Background(), []*memcache.Item{it})[0]
+}
+func (r RawMC) Close() error { return nil }

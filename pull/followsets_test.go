@@ -58,8 +58,7 @@ func TestFolloweesCachedAcrossStores(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mc := memcache.New(testserver.Memcache(t))
-	defer mc.Close()
+	mc := reader.RawMemcache(t, testserver.Memcache(t))
 	steps := []struct {
 		name   string
 		change func()

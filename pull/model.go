@@ -91,6 +91,7 @@ var (
 	_ registry.DBHolder = (*Store)(nil)
 	_ registry.Counting = (*Store)(nil)
 	_ registry.Primer   = (*Store)(nil)
+	_ registry.Degraded = (*Store)(nil)
 )
 
 // Counters implements registry.Counting: the rows the reads examined, and

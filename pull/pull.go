@@ -196,6 +196,15 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Strategy returns the read strategy's name.
 func (s *Store) Strategy() Strategy { return s.strategy }
 
+// DownServers implements registry.Degraded: the memcached servers failing
+// now, whose keys are read from the database until they answer again.
+func (s *Store) DownServers() []string {
+	if s.hooks == nil {
+		return nil
+	}
+	return s.hooks.DownServers()
+}
+
 // Hooks returns the write hooks the store runs.
 func (s *Store) Hooks() WriteHooks {
 	switch {
@@ -241,7 +250,7 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 	}
 	_, err := s.db.ExecContext(ctx,
 		`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`, follower, followee)
-	s.followsChanged(follower)
+	s.followsChanged(ctx, follower)
 	if err != nil {
 		return fmt.Errorf("pull follow: %w", err)
 	}
@@ -255,7 +264,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 	}
 	_, err := s.db.ExecContext(ctx,
 		`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee)
-	s.followsChanged(follower)
+	s.followsChanged(ctx, follower)
 	if err != nil {
 		return fmt.Errorf("pull unfollow: %w", err)
 	}
@@ -264,9 +273,9 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 
 // followsChanged runs the follow hook. It runs even after a failed write,
 // which may have committed all the same.
-func (s *Store) followsChanged(user timeline.UserID) {
+func (s *Store) followsChanged(ctx context.Context, user timeline.UserID) {
 	if s.hooks != nil {
-		s.hooks.FollowsChanged(user)
+		s.hooks.FollowsChanged(ctx, user)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
@@ -23,7 +24,7 @@ import (
 // follows users 2, 3 and 4, who have posted a few messages each.
 type recentFixture struct {
 	s     *pull.Store
-	mc    *memcache.Client
+	mc    pull.RawMC
 	posts []timeline.Message // everything posted, oldest first
 }
 
@@ -33,8 +34,8 @@ func newRecentFixture(t *testing.T, memcacheAddr string) *recentFixture {
 	if memcacheAddr != "" {
 		cfg.Memcache = []string{memcacheAddr}
 	}
-	f := &recentFixture{s: openConfig(t, cfg), mc: memcache.New(testserver.Memcache(t))}
-	t.Cleanup(func() { f.mc.Close() })
+	f := &recentFixture{s: openConfig(t, cfg)}
+	f.mc = f.s.RawMemcache(t, testserver.Memcache(t))
 	for a := timeline.UserID(2); a <= 4; a++ {
 		timelinetest.Follow(t, f.s, 1, a)
 	}
@@ -177,7 +178,7 @@ func TestRecentMemcachedDown(t *testing.T) {
 		t.Fatalf("no cache errors counted while memcached was down: %+v", down)
 	}
 	p.restore(t)
-	f.check(t, "memcached back")
+	waitServersUp(t, f.s, func() { f.check(t, "memcached back") })
 	f.post(t, 2)
 	f.check(t, "memcached back, then a post")
 	if st := f.s.Stats(); st.Rebuilds < down.Rebuilds+2 {
@@ -344,10 +345,81 @@ func (p *proxy) cut() {
 	p.conns = nil
 }
 
+// waitServersUp reads (read) until s no longer reports a memcached server
+// down: a server that failed is left alone for a while, then taken back by
+// a call (with a new fence).
+func waitServersUp(t *testing.T, s *pull.Store, read func()) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		read()
+		if len(s.DownServers()) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("memcached still reported down: %v", s.DownServers())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func (p *proxy) restore(t *testing.T) {
 	ln, err := net.Listen("tcp", p.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.serve(ln)
+}
+
+// TestRecentFrozenMemcached: with memcached frozen (SIGSTOP), every call
+// of pull-recent and pull-active with a 300 ms deadline returns soon after
+// it, writes succeed, and reads fall back to the database within the
+// deadline instead of failing.
+func TestRecentFrozenMemcached(t *testing.T) {
+	for _, strategy := range []pull.Strategy{pull.StrategyRecent, pull.StrategyActive} {
+		t.Run(string(strategy), func(t *testing.T) {
+			mc := testserver.StartMemcached(t, 0)
+			cfg := config(t, strategy, testserver.Database(t))
+			cfg.Memcache = []string{mc.Addr}
+			s := openConfig(t, cfg)
+			for a := timeline.UserID(2); a <= 6; a++ {
+				timelinetest.Follow(t, s, 1, a)
+				timelinetest.Post(t, s, a, "before")
+			}
+			timelinetest.Newest(t, s, 1)
+			if err := mc.Freeze(); err != nil {
+				t.Fatal(err)
+			}
+			defer mc.Thaw()
+			const deadline = 300 * time.Millisecond
+			bound := deadline + 2*recent.DefaultTimeout + 300*time.Millisecond // slack for a busy machine
+			call := func(what string, f func(ctx context.Context) error) {
+				t.Helper()
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				defer cancel()
+				start := time.Now()
+				err := f(ctx)
+				took := time.Since(start)
+				t.Logf("%s: %v after %v", what, err, took.Round(time.Millisecond))
+				if err != nil {
+					t.Errorf("%s: %v", what, err)
+				}
+				if took > bound {
+					t.Errorf("%s returned after %v; deadline %v", what, took, deadline)
+				}
+			}
+			for i := range 3 {
+				call("post", func(ctx context.Context) error {
+					_, err := s.Post(ctx, 2, fmt.Sprintf("frozen %d", i))
+					return err
+				})
+				call("follow", func(ctx context.Context) error { return s.Follow(ctx, 1, 7) })
+				call("unfollow", func(ctx context.Context) error { return s.Unfollow(ctx, 1, 7) })
+				call("read", func(ctx context.Context) error {
+					_, err := s.Timeline(ctx, 1, timeline.Query{})
+					return err
+				})
+			}
+		})
+	}
 }

@@ -52,3 +52,12 @@ type Primer interface {
 type Settler interface {
 	Settle(ctx context.Context) error
 }
+
+// Degraded is a store that keeps working while some of its servers fail
+// (a memcached of several that is down): DownServers names those failing
+// now. The command line warns about them, and the benchmark records them.
+//
+// Fallback: the store has no server it can do without.
+type Degraded interface {
+	DownServers() []string
+}

@@ -6,15 +6,26 @@ import (
 	"strconv"
 )
 
-// CSVHeader is the first line WriteCSV writes.
-var CSVHeader = []string{
+// CSVHeader is the first line WriteCSV writes: the phase's figures, then
+// its cost per operation (results.Cost, by its keys), empty when not
+// measured. Columns are only ever added at the end.
+var CSVHeader = append([]string{
 	"model", "phase", "ops", "errors", "seconds", "ops_per_sec",
 	"p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms",
 	"data_bytes", "disk_bytes", "skipped",
+}, costKeys()...)
+
+func costKeys() []string {
+	var out []string
+	for _, c := range costColumns {
+		out = append(out, c.key)
+	}
+	return out
 }
 
 // WriteCSV writes one row per model and phase (submit, retrieve,
-// retrieve_older, and mixed where it ran), then a row for the harness's
+// retrieve_older, and mixed and traffic where they ran, with a row
+// "traffic_<operation>" for each operation type of the traffic), then a row for the harness's
 // no-op store (model "harness", phase "noop") if it was measured. Figures
 // that were not measured are empty cells rather than 0, so that a
 // spreadsheet's average does not count them; a phase that was not run has
@@ -30,6 +41,15 @@ func WriteCSV(w io.Writer, r *Result) error {
 			if p := ref.get(m); p != nil {
 				if err := cw.Write(csvRow(m.Name, ref.key, p, m.DataBytes, m.DiskBytes)); err != nil {
 					return err
+				}
+			}
+		}
+		if t := m.Traffic; t != nil {
+			for _, op := range t.OpNames() {
+				if p, ok := t.Ops[op]; ok {
+					if err := cw.Write(csvRow(m.Name, "traffic_"+op, &p, m.DataBytes, m.DiskBytes)); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -62,7 +82,15 @@ func csvRow(model, phase string, p *Phase, data, disk int64) []string {
 			row = append(row, make([]string, 5)...)
 		}
 	}
-	return append(row, csvBytes(data), csvBytes(disk), strconv.FormatBool(!p.Ran()))
+	row = append(row, csvBytes(data), csvBytes(disk), strconv.FormatBool(!p.Ran()))
+	for _, c := range costColumns {
+		if v, ok := p.Cost[c.key]; ok {
+			row = append(row, csvFloat(v))
+		} else {
+			row = append(row, "")
+		}
+	}
+	return row
 }
 
 func csvFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -135,7 +135,7 @@ func TestDegreesPNGEdgeCases(t *testing.T) {
 
 // TestLoadVersion2: results saved before format 3 load, converted: uniform
 // activity, no degree percentiles, no plot of them.
-func TestLoadVersion2(t *testing.T) {
+func TestLoadVersion2Degrees(t *testing.T) {
 	r, err := Load(filepath.Join("reference", JSONFile))
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +156,7 @@ func TestLoadVersion2(t *testing.T) {
 	if err := WriteDegreesPNG(filepath.Join(dir, DegreesPNGFile), r); err == nil {
 		t.Error("WriteDegreesPNG drew a result without degree distributions")
 	}
-	for _, v := range []int{1, 4} {
+	for _, v := range []int{1, 5} {
 		path := filepath.Join(t.TempDir(), JSONFile)
 		if err := os.WriteFile(path, []byte(`{"version": `+string(rune('0'+v))+`}`), 0o644); err != nil {
 			t.Fatal(err)
@@ -164,5 +164,21 @@ func TestLoadVersion2(t *testing.T) {
 		if _, err := Load(path); err == nil {
 			t.Errorf("version %d loaded", v)
 		}
+	}
+}
+
+// TestDegreesPNGDegenerate: a tiny dataset's distributions (everyone with
+// the same count, or nobody above 0) still draw: a log axis needs a range.
+func TestDegreesPNGDegenerate(t *testing.T) {
+	for name, bins := range map[string][2][]DegreeBin{
+		"one value": {{{Min: 3, Max: 3, Users: 20}}, {{Min: 3, Max: 3, Users: 20}}},
+		"all zero":  {{{Min: 0, Max: 0, Users: 20}}, {{Min: 1, Max: 1, Users: 20}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &Result{Version: FormatVersion, Dataset: Dataset{Users: 20, FollowerBins: bins[0], FolloweeBins: bins[1]}}
+			if err := WriteDegreesPNG(filepath.Join(t.TempDir(), DegreesPNGFile), r); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

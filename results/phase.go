@@ -2,8 +2,10 @@ package results
 
 import hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-// Phase is the outcome of one timed phase: a fixed time of closed-loop load
-// against one model. Latencies are per operation, in milliseconds.
+// Phase is the outcome of one timed phase: a fixed time (or count) of load
+// against one model. Latencies are per operation, in milliseconds: from the
+// operation's start in a closed loop, from its intended start in an open
+// one (Traffic.Loop).
 type Phase struct {
 	Ops       int64   `json:"ops"`    // successful operations
 	Errors    int64   `json:"errors"` // failed operations, not in Ops nor in the latencies
@@ -15,6 +17,9 @@ type Phase struct {
 	P999Ms    float64 `json:"p999_ms"`
 	MaxMs     float64 `json:"max_ms"`
 	Skipped   bool    `json:"skipped,omitempty"`
+	// Cost is what an operation cost the servers and the client, when
+	// measured.
+	Cost Cost `json:"cost,omitempty"`
 }
 
 // Ran reports whether the phase was run at all. A phase that ran but whose
@@ -61,4 +66,10 @@ var phaseRefs = []phaseRef{
 	{"retrieve", "retrieval, newest page", "timelines/s", func(m *Model) *Phase { return &m.Retrieve }},
 	{"retrieve_older", "retrieval, older page", "timelines/s", func(m *Model) *Phase { return &m.RetrieveOlder }},
 	{"mixed", "mixed load", "ops/s", func(m *Model) *Phase { return m.Mixed }},
+	{"traffic", "mixed traffic", "ops/s", func(m *Model) *Phase {
+		if m.Traffic == nil {
+			return nil
+		}
+		return &m.Traffic.Total
+	}},
 }

@@ -120,6 +120,11 @@ func writePNG(path string, r *Result) error {
 		p.Draw(canvases[0][i])
 	}
 
+	return savePNG(path, img)
+}
+
+// savePNG writes img to path as a PNG file.
+func savePNG(path string, img *vgimg.Canvas) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

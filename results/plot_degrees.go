@@ -127,7 +127,18 @@ func ccdfPlot(title string, bins []DegreeBin, c color.Color) (*plot.Plot, error)
 	}
 	p.Add(plotter.NewGrid())
 	if len(pts) == 0 {
+		// Nothing to draw; a log axis still needs a positive range.
+		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 1, 10, 0.1, 1
 		return p, nil
+	}
+	// One distinct value on an axis would give it an empty range, which a
+	// log scale cannot draw: widen it around the value.
+	xmin, xmax, ymin, ymax := plotter.XYRange(pts)
+	if xmin == xmax {
+		p.X.Min, p.X.Max = xmin/2, xmax*2
+	}
+	if ymin == ymax {
+		p.Y.Min, p.Y.Max = ymin/2, ymax*2
 	}
 	line, points, err := plotter.NewLinePoints(pts)
 	if err != nil {

@@ -20,13 +20,15 @@ import "time"
 // Load refuses other versions rather than misread them.
 //
 // Version 2 added each model's roles (family, paper, base, shared_submit),
-// which version 1 left to be guessed from the name. Version 3 added the
-// dataset's degree distributions (p99 and p50 of followers and followees
-// per user, and log-binned histograms), the graph's parameters and the
-// users' activity: a version 3 run may have drawn its readers and authors
-// by activity rather than uniformly, which a reader of its figures must
-// know. Load converts version 2 (see upgrade).
-const FormatVersion = 3
+// which version 1 left to be guessed from the name. Version 3 added each
+// phase's cost and each model's mixed traffic (per operation type, closed
+// or open loop, with the rate search). Version 4 added the dataset's degree
+// distributions (p99 and p50 of followers and followees per user, and
+// log-binned histograms), the graph's parameters and the users' activity: a
+// version 4 run may have drawn its readers and authors by activity rather
+// than uniformly, which a reader of its figures must know. Load reads
+// versions 2 and 3 as version 4 without what they lack (see upgrade).
+const FormatVersion = 4
 
 // Result is the record of one benchmark run.
 type Result struct {
@@ -167,12 +169,15 @@ type Model struct {
 	// measure closest to the paper's data size.
 	DataBytes int64 `json:"data_bytes"`
 	// DiskBytes is the size of the files on disk; 0 means not measured.
-	DiskBytes     int64              `json:"disk_bytes"`
-	Submit        Phase              `json:"submit"`         // posting messages
-	Retrieve      Phase              `json:"retrieve"`       // newest page of a home timeline
-	RetrieveOlder Phase              `json:"retrieve_older"` // a page further back, via cursor
-	Mixed         *Phase             `json:"mixed,omitempty"`
-	Extra         map[string]float64 `json:"extra,omitempty"` // e.g. hit_ratio, rows_per_page
+	DiskBytes     int64  `json:"disk_bytes"`
+	Submit        Phase  `json:"submit"`         // posting messages
+	Retrieve      Phase  `json:"retrieve"`       // newest page of a home timeline
+	RetrieveOlder Phase  `json:"retrieve_older"` // a page further back, via cursor
+	Mixed         *Phase `json:"mixed,omitempty"`
+	// Traffic is the mixed traffic of production feeds, when the run
+	// measured it (bench --mix, --rate, --find-rate).
+	Traffic *Traffic           `json:"traffic,omitempty"`
+	Extra   map[string]float64 `json:"extra,omitempty"` // e.g. hit_ratio, rows_per_page
 }
 
 // Goal is one target figure: Value against Target, both ratios of rates.

@@ -389,11 +389,11 @@ func TestPhaseFromHistogram(t *testing.T) {
 	p := PhaseFromHistogram(h, 1000, 3, 4)
 	want := Phase{Ops: 1000, Errors: 3, Seconds: 4, OpsPerSec: 250,
 		P50Ms: 0.5, P90Ms: 0.9, P99Ms: 0.99, P999Ms: 0.999, MaxMs: 1}
-	if p != want {
+	if !reflect.DeepEqual(p, want) {
 		t.Errorf("PhaseFromHistogram = %+v\nwant %+v", p, want)
 	}
 
-	if p := PhaseFromHistogram(nil, 0, 5, 0); p != (Phase{Errors: 5}) || !p.Ran() || p.HasLatency() {
+	if p := PhaseFromHistogram(nil, 0, 5, 0); !reflect.DeepEqual(p, Phase{Errors: 5}) || !p.Ran() || p.HasLatency() {
 		t.Errorf("empty phase = %+v, ran %v", p, p.Ran())
 	}
 }
@@ -495,5 +495,28 @@ func TestWriteComparison(t *testing.T) {
 	}
 	if l := line(t, sections["harness"], "  no-op store"); !strings.HasSuffix(l, "1.00x") {
 		t.Errorf("harness comparison = %q", l)
+	}
+}
+
+// TestJudgeCachedSubmission: the cached push model's post rate is judged
+// against push's, met at 0.8 of it; a cached pull model's is not judged.
+func TestJudgeCachedSubmission(t *testing.T) {
+	phase := func(rate float64) Phase { return Phase{Ops: int64(rate), Seconds: 1, OpsPerSec: rate} }
+	r := &Result{Models: []Model{
+		{Name: "a", Family: FamilyPush, PaperModel: true, Submit: phase(2000)},
+		{Name: "a+c", Family: FamilyPush, Base: "a", Submit: phase(1700)},
+		{Name: "b", Family: FamilyPull, PaperModel: true, Submit: phase(1000)},
+		{Name: "b+c", Family: FamilyPull, Base: "b", Submit: phase(500)},
+	}}
+	r.Judge()
+	got := map[string]Goal{}
+	for _, g := range r.Goals {
+		got[g.Name] = g
+	}
+	if g, ok := got["a+c submission / a submission"]; !ok || !g.Met || g.Value != 0.85 {
+		t.Errorf("a+c: %+v (found %v)", g, ok)
+	}
+	if g, ok := got["b+c submission / b submission"]; ok {
+		t.Errorf("b+c judged: %+v", g)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -16,6 +17,9 @@ const (
 	JSONFile = "result.json"
 	CSVFile  = "result.csv"
 	PNGFile  = "result.png"
+	// RatePNGFile plots latency against offered rate, for a run that
+	// searched for the highest rate within its latency objective.
+	RatePNGFile = "rate.png"
 	// DegreesPNGFile is the plot of the dataset's degree distributions
 	// (WriteDegreesPNG), saved when the result records them.
 	DegreesPNGFile = "degrees.png"
@@ -28,9 +32,9 @@ func RunDir(base string, t time.Time) string {
 	return filepath.Join(base, t.UTC().Format("20060102T150405Z"))
 }
 
-// Save creates dir and writes r there as result.json (indented), result.csv,
-// result.png and, when the dataset records its degree distributions,
-// degrees.png. Times are stored in UTC. JSON cannot hold NaN or infinity,
+// Save creates dir and writes r there as result.json (indented), result.csv
+// and result.png, rate.png when the run searched for rates, and degrees.png
+// when the dataset records its degree distributions. Times are stored in UTC. JSON cannot hold NaN or infinity,
 // and a benchmark's result is too costly to lose over one bad ratio, so such
 // values are saved as absent (an Extra key) or 0 (a Phase field) and each
 // replacement is recorded in Notes. r itself is not modified.
@@ -63,6 +67,11 @@ func save(dir string, r *Result) error {
 	if err := WritePNG(filepath.Join(dir, PNGFile), c); err != nil {
 		return err
 	}
+	if c.HasRateSearch() {
+		if err := WriteRatePNG(filepath.Join(dir, RatePNGFile), c); err != nil {
+			return err
+		}
+	}
 	if c.Dataset.HasDegrees() {
 		return WriteDegreesPNG(filepath.Join(dir, DegreesPNGFile), c)
 	}
@@ -82,19 +91,60 @@ func sanitized(r *Result) *Result {
 	note := func(format string, a ...any) {
 		c.Notes = append(c.Notes, "saved without a non-finite value: "+fmt.Sprintf(format, a...))
 	}
-	fixPhase := func(where string, p *Phase) {
-		for _, f := range []struct {
-			name string
-			v    *float64
-		}{
-			{"seconds", &p.Seconds}, {"ops_per_sec", &p.OpsPerSec}, {"p50_ms", &p.P50Ms},
-			{"p90_ms", &p.P90Ms}, {"p99_ms", &p.P99Ms}, {"p999_ms", &p.P999Ms}, {"max_ms", &p.MaxMs},
-		} {
-			if !finite(*f.v) {
-				note("%s %s was %v", where, f.name, *f.v)
-				*f.v = 0
+	fixFloats := func(where string, fields map[string]*float64) {
+		for _, name := range sortedKeys(fields) {
+			if v := fields[name]; !finite(*v) {
+				note("%s %s was %v", where, name, *v)
+				*v = 0
 			}
 		}
+	}
+	fixPhase := func(where string, p *Phase) {
+		fixFloats(where, map[string]*float64{
+			"seconds": &p.Seconds, "ops_per_sec": &p.OpsPerSec, "p50_ms": &p.P50Ms,
+			"p90_ms": &p.P90Ms, "p99_ms": &p.P99Ms, "p999_ms": &p.P999Ms, "max_ms": &p.MaxMs,
+		})
+		if p.Cost != nil {
+			cost := make(Cost, len(p.Cost))
+			for _, k := range sortedKeys(p.Cost) {
+				if v := p.Cost[k]; finite(v) {
+					cost[k] = v
+				} else {
+					note("%s cost %s was %v", where, k, v)
+				}
+			}
+			p.Cost = cost
+		}
+	}
+	fixTraffic := func(where string, t *Traffic) *Traffic {
+		c := *t
+		fixPhase(where, &c.Total)
+		c.Ops = make(map[string]Phase, len(t.Ops))
+		for _, k := range sortedKeys(t.Ops) {
+			p := t.Ops[k]
+			fixPhase(where+" "+k, &p)
+			c.Ops[k] = p
+		}
+		if t.Open != nil {
+			o := *t.Open
+			fixPhase(where+" service", &o.Service)
+			fixFloats(where, map[string]*float64{"rate_per_sec": &o.RatePerSec, "offered_per_sec": &o.OfferedPerSec,
+				"achieved_per_sec": &o.AchievedPerSec, "late_p50_ms": &o.LateP50Ms, "late_p99_ms": &o.LateP99Ms, "late_max_ms": &o.LateMaxMs})
+			c.Open = &o
+		}
+		if t.Search != nil {
+			s := *t.Search
+			fixFloats(where+" rate search", map[string]*float64{"slo_p99_ms": &s.SLOMs, "best_rate_per_sec": &s.BestPerSec,
+				"start_rate_per_sec": &s.StartPerSec, "step_seconds": &s.StepSeconds})
+			s.Steps = slices.Clone(t.Search.Steps)
+			for i := range s.Steps {
+				st := &s.Steps[i]
+				fixFloats(where+" rate step", map[string]*float64{"rate_per_sec": &st.RatePerSec, "offered_per_sec": &st.OfferedPerSec,
+					"achieved_per_sec": &st.AchievedPerSec, "p50_ms": &st.P50Ms, "p99_ms": &st.P99Ms, "p999_ms": &st.P999Ms})
+			}
+			c.Search = &s
+		}
+		return &c
 	}
 	if r.Harness != nil {
 		h := *r.Harness
@@ -123,6 +173,9 @@ func sanitized(r *Result) *Result {
 			mixed := *m.Mixed
 			fixPhase(m.Name+" mixed", &mixed)
 			m.Mixed = &mixed
+		}
+		if m.Traffic != nil {
+			m.Traffic = fixTraffic(m.Name+" traffic", m.Traffic)
 		}
 		if m.Extra != nil {
 			extra := make(map[string]float64, len(m.Extra))
@@ -196,21 +249,30 @@ func load(path string) (*Result, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if r.Version == 2 {
-		upgrade(&r)
-	}
-	if r.Version != FormatVersion {
-		return nil, fmt.Errorf("%s: format version %d, want %d (or 2)", path, r.Version, FormatVersion)
+	if err := upgrade(&r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &r, nil
 }
 
-// upgrade converts a version 2 result to version 3: every run then drew its
-// readers and authors uniformly. Its degree percentiles and distributions
-// stay unknown (Dataset.HasDegrees is false).
-func upgrade(r *Result) {
-	r.Version = 3
-	if r.Dataset.Activity == "" {
-		r.Dataset.Activity = "uniform"
+// OldestReadable is the oldest format version Load converts.
+const OldestReadable = 2
+
+// upgrade converts a result of an older format version to the current one
+// in place, or refuses a version it cannot read. Versions 2 and 3 lack only
+// what later versions added (costs and mixed traffic in 3; degree figures
+// and activity in 4), whose absence means "not measured"; their users were
+// drawn uniformly.
+func upgrade(r *Result) error {
+	switch r.Version {
+	case FormatVersion:
+		return nil
+	case 2, 3:
+		r.Version = FormatVersion
+		if r.Dataset.Activity == "" {
+			r.Dataset.Activity = "uniform"
+		}
+		return nil
 	}
+	return fmt.Errorf("format version %d, want %d to %d", r.Version, OldestReadable, FormatVersion)
 }

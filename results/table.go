@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -253,9 +254,15 @@ func modelGrid(r *Result) *grid {
 		}
 	}
 	for _, ref := range usedPhases(ms) {
+		if ref.key == "traffic" {
+			trafficHeading(g, ms)
+		}
 		row(ref.label, func(m *Model) string { return phaseRate(ref.get(m), ref.unit) })
 		row("  latency p50 / p99", func(m *Model) string { return phaseLatency(ref.get(m)) })
 		row("  errors", func(m *Model) string { return phaseErrors(ref.get(m)) })
+		if ref.key == "traffic" {
+			trafficRows(ms, row)
+		}
 	}
 	extra := map[string]bool{}
 	for i := range ms {
@@ -399,4 +406,115 @@ func goalGrid(r *Result) *grid {
 		g.add(gl.Name, fmtRatio(gl.Value), "≥ "+fmtRatio(gl.Target), verdict, gl.Detail)
 	}
 	return g
+}
+
+// trafficHeading names the mix of the mixed traffic (the same for every
+// model of a run) and how it was driven.
+func trafficHeading(g *grid, ms []Model) {
+	for i := range ms {
+		if t := ms[i].Traffic; t != nil {
+			s := "production traffic, mix " + t.Mix + ": "
+			if t.Loop == LoopOpen {
+				s += fmt.Sprintf("open loop (latency from each intended start), at most %d in flight", t.Workers)
+			} else {
+				s += fmt.Sprintf("closed loop of %d workers", t.Workers)
+			}
+			g.add(s)
+			return
+		}
+	}
+}
+
+// trafficRows are the rows of the mixed traffic beyond its totals: each
+// operation type, how an open loop kept up with its plan, and the rate
+// search.
+func trafficRows(ms []Model, row func(label string, cell func(m *Model) string)) {
+	var ops []string
+	open, search := false, false
+	for i := range ms {
+		t := ms[i].Traffic
+		if t == nil {
+			continue
+		}
+		for _, op := range t.OpNames() {
+			if !slices.Contains(ops, op) {
+				ops = append(ops, op)
+			}
+		}
+		open = open || t.Open != nil
+		search = search || t.Search != nil
+	}
+	traffic := func(cell func(t *Traffic) string) func(m *Model) string {
+		return func(m *Model) string {
+			if m.Traffic == nil {
+				return Dash
+			}
+			return cell(m.Traffic)
+		}
+	}
+	for _, op := range ops {
+		get := func(t *Traffic) *Phase {
+			if p, ok := t.Ops[op]; ok {
+				return &p
+			}
+			return nil
+		}
+		row("  "+op, traffic(func(t *Traffic) string { return phaseRate(get(t), "ops/s") }))
+		row("    p50 / p99 / p99.9 / max", traffic(func(t *Traffic) string {
+			p := get(t)
+			if p == nil || !p.HasLatency() {
+				return Dash
+			}
+			return fmtNum(p.P50Ms) + " / " + fmtNum(p.P99Ms) + " / " + fmtNum(p.P999Ms) + " / " + fmtMs(p.MaxMs)
+		}))
+		row("    errors", traffic(func(t *Traffic) string { return phaseErrors(get(t)) }))
+	}
+	if open {
+		openRow := func(label string, cell func(o *OpenLoop) string) {
+			row(label, traffic(func(t *Traffic) string {
+				if t.Open == nil {
+					return Dash
+				}
+				return cell(t.Open)
+			}))
+		}
+		openRow("  offered / achieved", func(o *OpenLoop) string {
+			return fmtNum(o.OfferedPerSec) + " / " + fmtRate(o.AchievedPerSec, "ops/s")
+		})
+		openRow("  service time p50 / p99", func(o *OpenLoop) string { return phaseLatency(&o.Service) })
+		openRow("  late starts (p99 lateness)", func(o *OpenLoop) string {
+			return fmtInt(o.Late) + " of " + fmtInt(o.Started) + " (" + fmtMs(o.LateP99Ms) + ")"
+		})
+		openRow("  missed (never started)", func(o *OpenLoop) string { return fmtInt(o.Missed) })
+		openRow("  saturated", func(o *OpenLoop) string {
+			if o.Saturated {
+				return "SATURATED"
+			}
+			return "no"
+		})
+	}
+	if search {
+		var slo float64
+		for i := range ms {
+			if t := ms[i].Traffic; t != nil && t.Search != nil {
+				slo = t.Search.SLOMs
+				break
+			}
+		}
+		row("highest rate at p99 ≤ "+fmtMs(slo), traffic(func(t *Traffic) string {
+			switch {
+			case t.Search == nil:
+				return Dash
+			case t.Search.BestPerSec <= 0:
+				return "none held"
+			}
+			return fmtRate(t.Search.BestPerSec, "ops/s")
+		}))
+		row("  search steps", traffic(func(t *Traffic) string {
+			if t.Search == nil {
+				return Dash
+			}
+			return fmt.Sprintf("%d of %s", len(t.Search.Steps), fmtSeconds(t.Search.StepSeconds))
+		}))
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
@@ -36,6 +38,11 @@ func newBenchCmd() *cobra.Command {
 		avgFollowees                float64
 		seed                        int64
 		force, asJSON               bool
+		mixSpec, arrivals           string
+		rate                        float64
+		maxInFlight, searchSteps    int
+		findRate, showCost          bool
+		slo, step                   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [flags]",
@@ -47,7 +54,10 @@ func newBenchCmd() *cobra.Command {
   pushpull bench --graph powerlaw --scale 0.1 --models {push},{pull}
   pushpull bench --graph edges:twitter_combined.txt --models {pull}
   pushpull bench --durability relaxed --read-ratio 0.9
-  pushpull bench --json > result.json`,
+  pushpull bench --json > result.json
+  pushpull bench --mix default --cost       # production traffic per model, and what each operation costs
+  pushpull bench --mix newest=80,older=10,post=8,follow=1,unfollow=1 --rate 2000
+  pushpull bench --find-rate --slo 50ms --models {push},{pull}`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("naive-cap") && !cmd.Flags().Changed("slow-cap") {
@@ -112,6 +122,27 @@ func newBenchCmd() *cobra.Command {
 			if extraDuration < 0 || cacheTTL <= 0 || cacheTTL > 30*24*time.Hour {
 				return usagef("--extra-duration must not be negative, and --cache-ttl must be between 1ms and 720h")
 			}
+			var mix *loadgen.Mix
+			if mixSpec != "" {
+				m, err := loadgen.ParseMix(mixSpec)
+				if err != nil {
+					return &usageError{fmt.Errorf("--mix: %w", err)}
+				}
+				mix = &m
+			}
+			if rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+				return &usageError{fmt.Errorf("--rate: %w", &loadgen.ConfigError{Field: "rate", Value: fmt.Sprint(rate), Reason: "want operations per second above 0, or 0 for a closed loop"})}
+			}
+			arr, err := openloop.ParseArrivals(arrivals)
+			if err != nil {
+				return &usageError{fmt.Errorf("--arrivals: %w", err)}
+			}
+			if maxInFlight < 1 || maxInFlight > openloop.MaxWorkers {
+				return usagef("--max-in-flight %d: want 1..%d", maxInFlight, openloop.MaxWorkers)
+			}
+			if slo <= 0 || step <= 0 || searchSteps < 1 || searchSteps > 100 {
+				return usagef("--slo and --step must be positive, and --search-steps 1..100")
+			}
 			servers, err := parseServers(memcacheList)
 			if err != nil {
 				return usagef("--memcache: %v", err)
@@ -144,6 +175,8 @@ func newBenchCmd() *cobra.Command {
 				Duration: duration, ExtraDuration: extraDuration, Ops: ops, Warmup: warmup, SlowCap: slowCap, Concurrency: concurrency,
 				Memcache: servers, CacheTTL: cacheTTL,
 				ReadRatio: readRatio, Durability: durability, Settings: settings,
+				Mix: mix, Rate: rate, Arrivals: arr, MaxInFlight: maxInFlight,
+				FindRate: findRate, SLO: slo, StepDuration: step, SearchSteps: searchSteps,
 				Command: commandLine(cmd), Progress: stderr,
 			})
 			if err != nil {
@@ -164,8 +197,21 @@ func newBenchCmd() *cobra.Command {
 				if err := results.WriteTable(cmd.OutOrStdout(), r); err != nil {
 					return err
 				}
+				if showCost || mix != nil {
+					fmt.Fprintln(cmd.OutOrStdout())
+					if err := results.WriteCostTable(cmd.OutOrStdout(), r); err != nil {
+						return err
+					}
+				}
 			}
-			fmt.Fprintf(stderr, "saved %s/{%s,%s,%s,%s}\n", dir, results.JSONFile, results.CSVFile, results.PNGFile, results.DegreesPNGFile)
+			files := []string{results.JSONFile, results.CSVFile, results.PNGFile}
+			if r.HasRateSearch() {
+				files = append(files, results.RatePNGFile)
+			}
+			if r.Dataset.HasDegrees() {
+				files = append(files, results.DegreesPNGFile)
+			}
+			fmt.Fprintf(stderr, "saved %s/{%s}\n", dir, strings.Join(files, ","))
 			if r.Failed() {
 				return fmt.Errorf("the run failed:\n  %s", strings.Join(r.Failures, "\n  "))
 			}
@@ -204,6 +250,17 @@ func newBenchCmd() *cobra.Command {
 	f.StringArrayVar(&set, "set", nil, "mariadbd option for the sandbox, key=value (repeatable), e.g. --set innodb_buffer_pool_size=8G")
 	f.StringVar(&out, "out", "results/runs", "directory under which the run's result directory is made")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON on stdout instead of the table (progress stays on stderr)")
+	f.BoolVar(&showCost, "cost", false, "also print the cost per operation of every phase (always saved in result.json)")
+	f.StringVar(&mixSpec, "mix", "", "add a phase of production traffic per model in these proportions, e.g. "+loadgen.DefaultMixSpec+
+		" (\"default\"); one more phase per model, as long as its others: about +1 min for the default models")
+	f.Float64Var(&rate, "rate", 0, "drive the traffic phase in an open loop at this many operations/s (implies --mix default), latency from each intended start; the same length as --mix's phase")
+	f.StringVar(&arrivals, "arrivals", string(openloop.Poisson), "open-loop arrivals: poisson (exponential gaps) or constant (evenly spaced)")
+	f.IntVar(&maxInFlight, "max-in-flight", openloop.DefaultWorkers, "open loop: most operations in flight at once (workers); later ones wait and that wait counts as latency")
+	f.BoolVar(&findRate, "find-rate", false, fmt.Sprintf("search each model for its highest rate at p99 ≤ --slo, in open-loop steps (implies --mix default); up to --search-steps steps of --step plus warm-up: about %v per model, %v more for the default models",
+		time.Duration(openloop.DefaultSearchSteps)*(loadgen.DefaultStepDuration+500*time.Millisecond), time.Duration(len(loadgen.DefaultBenchModels())*openloop.DefaultSearchSteps)*(loadgen.DefaultStepDuration+500*time.Millisecond)))
+	f.DurationVar(&slo, "slo", loadgen.DefaultSLO, "--find-rate's objective: p99 latency of the mixed traffic, from intended starts")
+	f.DurationVar(&step, "step", loadgen.DefaultStepDuration, "--find-rate: measured length of each step")
+	f.IntVar(&searchSteps, "search-steps", openloop.DefaultSearchSteps, "--find-rate: most steps per model (each halves the interval the best rate lies in)")
 	return cmd
 }
 
@@ -361,13 +418,40 @@ a phase's error rate exceeds 1%%, or when the harness itself, driving a no-op
 store, is not at least 20x faster than push retrieval. Ctrl-C or SIGTERM ends
 the run early (nothing is saved) and stops the sandbox it started.
 
+Studies beyond the paper's table, each under its own flags (the default run
+stays the paper's, about 5 minutes):
+
+  --mix SPEC     production traffic: after each model's write phases, one
+                 phase of newest pages, older pages, posts, follows and
+                 unfollows in the proportions SPEC gives, with rate,
+                 p50/p99/p99.9/max latency and errors per operation type.
+                 "default" is %s:
+                 read-heavy, as Twitter's and Instagram's feeds are. Follows and unfollows undo each other, and the
+                 graph is restored after the phase. About 1 minute more.
+  --rate R       that phase in an open loop: operations start on a plan of
+                 R per second (Poisson arrivals, or --arrivals constant),
+                 at most --max-in-flight at once, and latency runs from each
+                 operation's planned start, so a slow store cannot hide its
+                 queue (coordinated omission). Late and never-started
+                 operations are counted; one row per second shows offered
+                 and achieved rate, in flight and backlog.
+  --find-rate    then, per model, the highest rate whose p99 stays within
+                 --slo (50ms), searched in open-loop steps of --step from
+                 the traffic phase's rate; rate.png plots p50 and p99
+                 against the offered rate. About 20 s per model.
+  --cost         prints the cost per operation of every phase: rows read
+                 and written, bytes written, memcached gets, sets and bytes
+                 (the servers' own counters) and the client's CPU, with the
+                 H (one fan-out row) and L (one followee probe) they imply.
+                 Always saved in result.json; printed with --mix too.
+
 --dsn runs against an existing server instead, in the models' databases
 (%s), which it drops and re-creates; it refuses databases it did not create
 unless --force. With --dsn, the models that use memcached need --memcache.
 
 Models (see pushpull --help for what each does): %s.`,
 		list(paper), list(extra), list(variants), list(offered), list(registry.Names(slowModels())), list(own),
-		strings.Join(benchDatabases(), ", "), strings.Join(registry.Names(registry.Listed()), ", "))
+		loadgen.DefaultMixSpec, strings.Join(benchDatabases(), ", "), strings.Join(registry.Names(registry.Listed()), ", "))
 }
 
 // slowModels are the registered models whose phases --slow-cap caps.

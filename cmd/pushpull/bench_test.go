@@ -102,8 +102,8 @@ func TestBenchSmall(t *testing.T) {
 			t.Fatalf("goal %+v", g)
 		}
 	}
-	if len(goals) != 5 {
-		t.Fatalf("goals %+v, want the cache's two and the fast pull's three", res.Goals)
+	if len(goals) != 6 {
+		t.Fatalf("goals %+v, want the cache's three and the fast pull's three", res.Goals)
 	}
 	if res.Environment.Durability != results.Durable || res.Environment.InnoDB["innodb_flush_log_at_trx_commit"] != "1" {
 		t.Fatalf("environment %+v", res.Environment)

@@ -9,7 +9,8 @@ import (
 )
 
 func newReportCmd() *cobra.Command {
-	return &cobra.Command{
+	var showCost bool
+	cmd := &cobra.Command{
 		Use:   "report RUN [RUN2]",
 		Short: "Show a saved benchmark run, or compare two",
 		Long: `report re-renders the table of a run saved by 'pushpull bench' (a directory
@@ -29,7 +30,14 @@ side, per model and figure, with the ratio of the second to the first.`,
 				return err
 			}
 			if len(args) == 1 {
-				return results.WriteTable(cmd.OutOrStdout(), a)
+				if err := results.WriteTable(cmd.OutOrStdout(), a); err != nil {
+					return err
+				}
+				if !showCost {
+					return nil
+				}
+				fmt.Fprintln(cmd.OutOrStdout())
+				return results.WriteCostTable(cmd.OutOrStdout(), a)
 			}
 			b, err := results.Load(args[1])
 			if err != nil {
@@ -39,4 +47,6 @@ side, per model and figure, with the ratio of the second to the first.`,
 			return results.WriteComparison(cmd.OutOrStdout(), a, b)
 		},
 	}
+	cmd.Flags().BoolVar(&showCost, "cost", false, "also print the run's cost per operation of every phase")
+	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -197,9 +198,11 @@ type serverFlags struct {
 	dsn      string
 	database string
 	memcache string
+	cmd      *cobra.Command // for its error stream
 }
 
 func (f *serverFlags) register(cmd *cobra.Command) {
+	f.cmd = cmd
 	cmd.Flags().StringVar(&f.dsn, "dsn", "", "go-sql-driver DSN of the server, e.g. 'user:pass@tcp(127.0.0.1:3306)/' (default $"+dsnEnv+")")
 	cmd.Flags().StringVar(&f.database, "database", "", "database to use instead of the model's default (see pushpull --help)")
 	cmd.Flags().StringVar(&f.memcache, "memcache", "", "memcached servers as host:port, comma-separated; "+strings.Join(needingMemcached(), ", ")+" need them (default $"+memcacheEnv+")")
@@ -350,7 +353,17 @@ func (f *serverFlags) openStore(ctx context.Context, model registry.Model) (time
 	if err != nil {
 		return nil, withHint(err)
 	}
+	warnDegraded(f.cmd.ErrOrStderr(), s)
 	return s, nil
+}
+
+// warnDegraded tells the user which servers a store opened without.
+func warnDegraded(w io.Writer, s timeline.Store) {
+	if d, ok := s.(registry.Degraded); ok {
+		if down := d.DownServers(); len(down) > 0 {
+			fmt.Fprintf(w, "warning: memcached %s not answering; working without it (reads of its keys go to the database)\n", strings.Join(down, ", "))
+		}
+	}
 }
 
 // withHint adds advice to errors whose cause people can act on.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -370,4 +371,29 @@ func TestSchemaForeignDatabase(t *testing.T) {
 		t.Errorf("pull schema on a push database: %v", r)
 	}
 	mustRun(t, env, "post", "--model", "push", "--database", db, "--author", "1", "hi")
+}
+
+// TestDegradedWarning: a model on two memcached servers, one of them dead,
+// still posts and reads, and says on stderr which server it works without.
+func TestDegradedWarning(t *testing.T) {
+	live, dead := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	dead.Kill()
+	m, err := registry.Lookup("pull-recent")
+	if err != nil {
+		t.Skip("no such model")
+	}
+	env := map[string]string{"PUSHPULL_DSN": testserver.DSN(t), "PUSHPULL_MEMCACHE": live.Addr + "," + dead.Addr}
+	db := testserver.Database(t)
+	mustRun(t, env, "follow", "--model", m.Name, "--database", db, "1", "2")
+	mustRun(t, env, "post", "--model", m.Name, "--database", db, "--author", "2", "still", "here")
+	r := run(t, env, "timeline", "--model", m.Name, "--database", db, "--user", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, "still here") {
+		t.Fatalf("timeline with a memcached down: %v", r)
+	}
+	if !strings.Contains(r.stderr, "warning: memcached "+dead.Addr+" not answering") {
+		t.Errorf("no warning naming the dead server on stderr: %q", r.stderr)
+	}
+	if strings.Contains(r.stderr, live.Addr) {
+		t.Errorf("the live server named as down: %q", r.stderr)
+	}
 }

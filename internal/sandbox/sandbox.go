@@ -6,10 +6,15 @@
 // off), so sandboxes never collide with each other or with a system server.
 // memcached listens on a free loopback port. Stop ends exactly the processes
 // the sandbox started, by pid, and removes the directory.
+//
+// Fault tests address each server by a Proc (Sandbox.MariaDB,
+// Sandbox.Memcached) to kill it with SIGKILL, freeze and thaw it with
+// SIGSTOP and SIGCONT, and restart it where it was: on the same socket or
+// port, with the same data directory and settings.
 package sandbox
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +42,11 @@ type Options struct {
 	// over DefaultSettings. Keys may use '-' or '_'.
 	Settings map[string]string
 
-	// MemcachedMB is memcached's memory limit; 0 means 256.
+	// MemcachedCount is how many memcached servers to start when
+	// Memcached is set, each on its own free loopback port; 0 means 1.
+	MemcachedCount int
+
+	// MemcachedMB is each memcached's memory limit; 0 means 256.
 	MemcachedMB int
 
 	// BaseDir is where the temporary directory is made; "" means
@@ -75,6 +84,13 @@ func DefaultSettings() map[string]string {
 
 // TestSettings are small, fast, non-durable options for unit tests, which
 // create and drop many small databases.
+//
+// They are not durable against a kill -9 (Proc.Kill) either: with
+// innodb_flush_log_at_trx_commit=0 a commit does not write the redo log;
+// a background thread writes it about once a second. A transaction
+// acknowledged as committed in the last second or so before the kill is
+// lost when the server restarts. Fault tests that check which commits
+// survive use DurableTestSettings.
 func TestSettings() map[string]string {
 	s := DefaultSettings()
 	s["innodb_buffer_pool_size"] = "256M"
@@ -87,16 +103,40 @@ func TestSettings() map[string]string {
 	return s
 }
 
-// Sandbox is a set of running servers. Its fields are read-only.
-type Sandbox struct {
-	Dir          string            // the private directory holding data, sockets and logs
-	DSN          string            // go-sql-driver DSN for root over the unix socket, no database
-	Socket       string            // MariaDB's unix socket
-	MemcacheAddr string            // host:port of memcached
-	Settings     map[string]string // the mariadbd options in effect
+// DurableTestSettings are TestSettings made durable, for fault tests that
+// kill mariadbd and check that every acknowledged commit survives the
+// restart: each commit writes and syncs the redo log
+// (innodb_flush_log_at_trx_commit=1), and the doublewrite buffer is back
+// on, since a process killed in the middle of writing a page can leave it
+// torn (sync_binlog=1 too, should a caller turn the binary log on). On
+// tmpfs the syncs cost nearly nothing.
+//
+// Pass them as Options.Settings, or apply the same keys over any other
+// settings.
+func DurableTestSettings() map[string]string {
+	s := TestSettings()
+	s["innodb_flush_log_at_trx_commit"] = "1"
+	s["innodb_doublewrite"] = "1"
+	s["sync_binlog"] = "1"
+	return s
+}
 
-	mu    sync.Mutex
-	procs []*server
+// Sandbox is a set of running servers. Its fields are read-only; they stay
+// valid across restarts (see Proc.Restart).
+type Sandbox struct {
+	Dir           string            // the private directory holding data, sockets and logs
+	DSN           string            // go-sql-driver DSN for root over the unix socket, no database
+	Socket        string            // MariaDB's unix socket
+	MemcacheAddr  string            // host:port of the first memcached (MemcacheAddrs[0])
+	MemcacheAddrs []string          // host:port of every memcached, in the order of Memcached(i)
+	Settings      map[string]string // the mariadbd options in effect
+
+	mariadb   *Proc
+	memcached []*Proc
+
+	mu      sync.Mutex
+	procs   []*server // every process ever spawned, restarts included
+	stopped bool
 }
 
 type server struct {
@@ -114,6 +154,9 @@ var ErrMissingBinary = errors.New("server binary not found (run `make deps` to i
 // failure it stops whatever it started and its error carries the tail of
 // the failing server's log.
 func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
+	if opts.MemcachedCount < 0 {
+		return nil, fmt.Errorf("sandbox: MemcachedCount %d is negative", opts.MemcachedCount)
+	}
 	base := opts.BaseDir
 	if base == "" {
 		base = os.Getenv("PUSHPULL_SANDBOX_DIR")
@@ -140,9 +183,13 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		}
 	}
 	if opts.Memcached {
-		if err := sb.startMemcached(ctx, opts.MemcachedMB); err != nil {
-			return nil, err
+		n := max(opts.MemcachedCount, 1)
+		for i := range n {
+			if err := sb.startMemcached(ctx, opts.MemcachedMB, i, n); err != nil {
+				return nil, err
+			}
 		}
+		sb.MemcacheAddr = sb.MemcacheAddrs[0]
 	}
 	return sb, nil
 }
@@ -219,12 +266,14 @@ func (sb *Sandbox) startMariaDB(ctx context.Context, overrides map[string]string
 	for _, k := range keys {
 		args = append(args, "--"+strings.ReplaceAll(k, "_", "-")+"="+settings[k])
 	}
-	srv, err := sb.spawn("mariadbd", logPath, mariadbd, args...)
-	if err != nil {
+	sb.DSN = "root@unix(" + sb.Socket + ")/"
+	p := &Proc{sb: sb, name: "mariadbd", bin: mariadbd, args: args, log: logPath, addr: sb.Socket}
+	p.ready = func(ctx context.Context, _ *server) error { return pingMariaDB(ctx, sb.Socket) }
+	if err := p.start(ctx, "start"); err != nil {
 		return err
 	}
-	sb.DSN = "root@unix(" + sb.Socket + ")/"
-	return sb.waitReady(ctx, srv, func() error { return pingMariaDB(ctx, sb.Socket) })
+	sb.mariadb = p
+	return nil
 }
 
 // normalize turns "innodb-buffer-pool-size" into "innodb_buffer_pool_size".
@@ -232,7 +281,8 @@ func normalize(k string) string {
 	return strings.ReplaceAll(strings.TrimPrefix(k, "--"), "-", "_")
 }
 
-func (sb *Sandbox) startMemcached(ctx context.Context, mb int) error {
+// startMemcached starts the i-th of n memcached servers.
+func (sb *Sandbox) startMemcached(ctx context.Context, mb, i, n int) error {
 	bin, err := lookPath("memcached")
 	if err != nil {
 		return fmt.Errorf("start memcached: %w", err)
@@ -240,39 +290,62 @@ func (sb *Sandbox) startMemcached(ctx context.Context, mb int) error {
 	if mb == 0 {
 		mb = 256
 	}
-	logPath := filepath.Join(sb.Dir, "memcached.log")
+	name, logPath := "memcached", filepath.Join(sb.Dir, "memcached.log")
+	if n > 1 {
+		name = fmt.Sprintf("memcached %d", i)
+		if i > 0 {
+			logPath = filepath.Join(sb.Dir, fmt.Sprintf("memcached-%d.log", i))
+		}
+	}
 	// A free port can be taken by someone else between our probe and
-	// memcached's bind, so try a few.
+	// memcached's bind, so try a few. The readiness check asks for
+	// memcached's pid, so another server on the port is not mistaken
+	// for ours.
 	var lastErr error
 	for range 5 {
 		port, err := freePort()
 		if err != nil {
-			return fmt.Errorf("start memcached: %w", err)
+			return fmt.Errorf("start %s: %w", name, err)
 		}
 		args := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0", "-m", strconv.Itoa(mb), "-c", "4096", "-t", "2"}
 		if isRoot() {
 			args = append(args, "-u", "root")
 		}
-		srv, err := sb.spawn("memcached", logPath, bin, args...)
-		if err != nil {
-			return err
-		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		lastErr = sb.waitReady(ctx, srv, func() error { return pingMemcached(addr) })
-		if lastErr == nil {
-			sb.MemcacheAddr = addr
+		p := &Proc{sb: sb, name: name, bin: bin, args: args, log: logPath, addr: addr, port: port}
+		p.ready = func(_ context.Context, srv *server) error {
+			pid, err := MemcachedPid(addr)
+			if err != nil {
+				return err
+			}
+			if pid != srv.cmd.Process.Pid {
+				return fmt.Errorf("%s is answered by another memcached (pid %d)", addr, pid)
+			}
 			return nil
 		}
-		sb.stopServer(srv)
+		if lastErr = p.start(ctx, "start"); lastErr == nil {
+			sb.memcached = append(sb.memcached, p)
+			sb.MemcacheAddrs = append(sb.MemcacheAddrs, addr)
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	return lastErr
 }
 
 // spawn starts a server process whose output goes to logPath.
 func (sb *Sandbox) spawn(name, logPath, bin string, args ...string) (*server, error) {
+	sb.mu.Lock()
+	stopped := sb.stopped
+	sb.mu.Unlock()
+	if stopped {
+		return nil, fmt.Errorf("%s: %w", name, ErrStopped)
+	}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	defer logf.Close()
 	cmd := exec.Command(bin, args...)
@@ -288,7 +361,7 @@ func (sb *Sandbox) spawn(name, logPath, bin string, args ...string) (*server, er
 	err = cmd.Start()
 	runtime.UnlockOSThread()
 	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	srv := &server{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
@@ -296,13 +369,21 @@ func (sb *Sandbox) spawn(name, logPath, bin string, args ...string) (*server, er
 		close(srv.done)
 	}()
 	sb.mu.Lock()
-	sb.procs = append(sb.procs, srv)
+	stopped = sb.stopped
+	if !stopped {
+		sb.procs = append(sb.procs, srv)
+	}
 	sb.mu.Unlock()
+	if stopped { // Stop ran while we forked; it did not see this one
+		sb.stopServer(srv)
+		return nil, fmt.Errorf("%s: %w", name, ErrStopped)
+	}
 	return srv, nil
 }
 
 // waitReady polls ready until it succeeds, the server exits, or ctx ends.
-func (sb *Sandbox) waitReady(ctx context.Context, srv *server, ready func() error) error {
+// verb ("start", "restart") begins its errors.
+func (sb *Sandbox) waitReady(ctx context.Context, verb string, srv *server, ready func() error) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	var last error
@@ -312,9 +393,9 @@ func (sb *Sandbox) waitReady(ctx context.Context, srv *server, ready func() erro
 		}
 		select {
 		case <-srv.done:
-			return fmt.Errorf("start %s: exited early (%v); log %s ends:\n%s", srv.name, srv.err, srv.log, tailFile(srv.log, 30))
+			return fmt.Errorf("%s %s: exited early (%v); log %s ends:\n%s", verb, srv.name, srv.err, srv.log, tailFile(srv.log, 30))
 		case <-ctx.Done():
-			return fmt.Errorf("start %s: not ready in time (%v; last check: %v); log %s ends:\n%s", srv.name, ctx.Err(), last, srv.log, tailFile(srv.log, 30))
+			return fmt.Errorf("%s %s: not ready in time (%v; last check: %v); log %s ends:\n%s", verb, srv.name, ctx.Err(), last, srv.log, tailFile(srv.log, 30))
 		case <-tick.C:
 		}
 	}
@@ -329,34 +410,55 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func pingMemcached(addr string) error {
+// MemcachedPid asks the memcached at addr for its process id ("stats"),
+// waiting at most a second to connect and a second for the answer. Fault
+// tests use it to tell which process answers on a port.
+func MemcachedPid(addr string) (int, error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := io.WriteString(c, "version\r\n"); err != nil {
-		return err
+	if _, err := io.WriteString(c, "stats\r\n"); err != nil {
+		return 0, err
 	}
-	buf := make([]byte, 64)
-	n, err := c.Read(buf)
-	if err != nil {
-		return err
+	pid := 0
+	r := bufio.NewReader(c)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return 0, err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if line == "END" {
+			break
+		}
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "STAT" {
+			return 0, fmt.Errorf("unexpected answer to stats: %q", line)
+		}
+		if f[1] == "pid" {
+			if pid, err = strconv.Atoi(f[2]); err != nil {
+				return 0, fmt.Errorf("stats pid %q: %w", f[2], err)
+			}
+		}
 	}
-	if !bytes.HasPrefix(buf[:n], []byte("VERSION")) {
-		return fmt.Errorf("unexpected answer %q", buf[:n])
+	if pid == 0 {
+		return 0, errors.New("no pid in memcached stats")
 	}
-	return nil
+	return pid, nil
 }
 
-// Stop ends the servers this sandbox started (SIGTERM, then SIGKILL after a
-// grace period), waits for them, and removes the directory. It is safe to
-// call more than once.
+// Stop kills the servers this sandbox started with SIGKILL, by pid,
+// including restarted and frozen ones (SIGKILL ends a stopped process
+// too), waits for them to exit, and removes the directory. Later Restarts
+// fail with ErrStopped. It is safe to call more than once.
 func (sb *Sandbox) Stop() error {
 	sb.mu.Lock()
 	procs := sb.procs
 	sb.procs = nil
+	sb.stopped = true
 	sb.mu.Unlock()
 	var errs []error
 	for i := len(procs) - 1; i >= 0; i-- {
@@ -372,24 +474,27 @@ func (sb *Sandbox) Stop() error {
 	return errors.Join(errs...)
 }
 
+// stopServer sends SIGKILL to srv and waits for it to exit. Stop uses it
+// rather than a clean shutdown because the directory, data and all, is
+// removed next, so a clean shutdown would only cost time: mariadbd would
+// first write every dirty page of its buffer pool (gigabytes after a bulk
+// load) to files about to be deleted.
 func (sb *Sandbox) stopServer(srv *server) error {
 	select {
 	case <-srv.done:
 		return nil
 	default:
 	}
-	// The directory, data and all, is removed next, so a clean shutdown
-	// would only cost time: mariadbd would first write every dirty page
-	// of its buffer pool (gigabytes after a bulk load) to files about to
-	// be deleted.
+	// os.Process signals through a pidfd, so a pid reused after the
+	// process was reaped is never hit.
 	if err := srv.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("stop %s (pid %d): %w", srv.name, srv.cmd.Process.Pid, err)
+		return fmt.Errorf("kill %s (pid %d): %w", srv.name, srv.cmd.Process.Pid, err)
 	}
 	select {
 	case <-srv.done:
 		return nil
 	case <-time.After(30 * time.Second):
-		return fmt.Errorf("stop %s (pid %d): still running 30s after SIGKILL", srv.name, srv.cmd.Process.Pid)
+		return fmt.Errorf("kill %s (pid %d): still running 30s after SIGKILL", srv.name, srv.cmd.Process.Pid)
 	}
 }
 

@@ -41,8 +41,14 @@ func TestStartStop(t *testing.T) {
 	if pool != "268435456" {
 		t.Fatalf("innodb_buffer_pool_size = %s, want the 256M TestSettings asked for", pool)
 	}
-	if err := pingMemcached(sb.MemcacheAddr); err != nil {
-		t.Fatalf("memcached at %s: %v", sb.MemcacheAddr, err)
+	if pid, err := MemcachedPid(sb.MemcacheAddr); err != nil || pid != sb.Memcached(0).Pid() {
+		t.Fatalf("memcached at %s: pid %d, %v; want pid %d", sb.MemcacheAddr, pid, err, sb.Memcached(0).Pid())
+	}
+	if len(sb.MemcacheAddrs) != 1 || sb.MemcacheAddrs[0] != sb.MemcacheAddr {
+		t.Fatalf("MemcacheAddrs %v, MemcacheAddr %s", sb.MemcacheAddrs, sb.MemcacheAddr)
+	}
+	if sb.MariaDB().Addr() != sb.Socket || !sb.MariaDB().Running() {
+		t.Fatalf("MariaDB() at %s (running %v), socket %s", sb.MariaDB().Addr(), sb.MariaDB().Running(), sb.Socket)
 	}
 
 	pids := []int{}

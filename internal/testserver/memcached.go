@@ -1,7 +1,7 @@
 package testserver
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -9,17 +9,27 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pushpull/pushpull/internal/sandbox"
 )
 
-// MemcachedProc is a private memcached that a test may kill.
+// MemcachedProc is a private memcached that a test may kill, freeze, thaw
+// and restart on the same port. Its methods signal its own pid only and
+// are safe for concurrent use.
 type MemcachedProc struct {
 	Addr string // host:port
 	Port int
-	cmd  *exec.Cmd
-	done chan struct{}
+
+	args []string // memcached and its arguments, the same at every restart
+
+	mu     sync.Mutex // serializes Kill, Freeze, Thaw and Restart; guards the fields below
+	cmd    *exec.Cmd
+	done   chan struct{}    // closed when cmd has exited
+	stderr *strings.Builder // cmd's output, to read after done
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that nothing listened on a
@@ -53,32 +63,19 @@ func StartMemcached(t testing.TB, port int, extra ...string) *MemcachedProc {
 		if p == 0 {
 			p = FreePort(t)
 		}
-		args := append([]string{"-l", "127.0.0.1", "-p", strconv.Itoa(p), "-U", "0", "-m", "16"}, extra...)
+		args := append([]string{bin, "-l", "127.0.0.1", "-p", strconv.Itoa(p), "-U", "0", "-m", "16"}, extra...)
 		if os.Geteuid() == 0 {
 			args = append(args, "-u", "root")
 		}
-		cmd := exec.Command(bin, args...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		// Kill memcached if the test binary dies; see internal/sandbox.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-		runtime.LockOSThread()
-		err := cmd.Start()
-		runtime.UnlockOSThread()
-		if err != nil {
-			t.Fatalf("start memcached: %v", err)
+		mp := &MemcachedProc{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), Port: p, args: args}
+		err := mp.start()
+		if mp.cmd != nil {
+			t.Cleanup(mp.Kill)
 		}
-		mp := &MemcachedProc{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), Port: p, cmd: cmd, done: make(chan struct{})}
-		go func() {
-			cmd.Wait()
-			close(mp.done)
-		}()
-		t.Cleanup(mp.Kill)
-		if mp.waitReady() {
+		if err == nil {
 			return mp
 		}
-		mp.Kill()
-		t.Logf("memcached on port %d did not start: %s", p, stderr.String())
+		t.Logf("memcached on port %d did not start: %v", p, err)
 	}
 	if port != 0 {
 		return nil
@@ -87,30 +84,66 @@ func StartMemcached(t testing.TB, port int, extra ...string) *MemcachedProc {
 	return nil
 }
 
-func (mp *MemcachedProc) waitReady() bool {
+// start runs memcached and waits until it answers as itself; if it does
+// not, it kills it. The caller holds mp.mu or has the only reference.
+func (mp *MemcachedProc) start() error {
+	cmd := exec.Command(mp.args[0], mp.args[1:]...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	// Kill memcached if the test binary dies; see internal/sandbox.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	runtime.LockOSThread()
+	err := cmd.Start()
+	runtime.UnlockOSThread()
+	if err != nil {
+		return fmt.Errorf("start memcached: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	mp.cmd, mp.done, mp.stderr = cmd, done, &stderr
+	if err := mp.waitReady(); err != nil {
+		mp.kill()
+		return fmt.Errorf("%w; memcached said: %q", err, stderr.String())
+	}
+	return nil
+}
+
+// waitReady waits until memcached answers on its port with its own pid (not
+// another server's that took the port), for at most 10 seconds.
+func (mp *MemcachedProc) waitReady() error {
 	deadline := time.Now().Add(10 * time.Second)
+	var last error
 	for time.Now().Before(deadline) {
 		select {
 		case <-mp.done:
-			return false
+			return errors.New("memcached exited")
 		default:
 		}
-		if c, err := net.DialTimeout("tcp", mp.Addr, time.Second); err == nil {
-			c.SetDeadline(time.Now().Add(time.Second))
-			fmt.Fprintf(c, "version\r\n")
-			line, err := bufio.NewReader(c).ReadString('\n')
-			c.Close()
-			if err == nil && strings.HasPrefix(line, "VERSION") {
-				return true
-			}
+		pid, err := sandbox.MemcachedPid(mp.Addr)
+		if err == nil && pid == mp.cmd.Process.Pid {
+			return nil
 		}
+		if err == nil {
+			err = fmt.Errorf("%s is answered by another memcached (pid %d)", mp.Addr, pid)
+		}
+		last = err
 		time.Sleep(20 * time.Millisecond)
 	}
-	return false
+	return fmt.Errorf("memcached not ready in 10s: %v", last)
 }
 
-// Kill ends this memcached (by its pid) and waits for it to exit.
+// Kill ends this memcached (by its pid), frozen or not, and waits for it to
+// exit. Killing it again does nothing.
 func (mp *MemcachedProc) Kill() {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	mp.kill()
+}
+
+func (mp *MemcachedProc) kill() {
 	select {
 	case <-mp.done:
 		return
@@ -118,4 +151,77 @@ func (mp *MemcachedProc) Kill() {
 	}
 	mp.cmd.Process.Kill()
 	<-mp.done
+}
+
+// Pid is the process id of the memcached started last, even if it has
+// exited since.
+func (mp *MemcachedProc) Pid() int {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	return mp.cmd.Process.Pid
+}
+
+// Freeze stops memcached with SIGSTOP and returns once all its threads have
+// stopped (see sandbox.FreezeProcess): it keeps its port, and clients
+// connect and then wait for answers until Thaw or their deadlines.
+func (mp *MemcachedProc) Freeze() error {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	select {
+	case <-mp.done:
+		return fmt.Errorf("freeze memcached on %s: %w", mp.Addr, sandbox.ErrNotRunning)
+	default:
+	}
+	return sandbox.FreezeProcess(mp.cmd.Process)
+}
+
+// Thaw lets a frozen memcached go on (SIGCONT). It does nothing to a
+// memcached that is not frozen or not running.
+func (mp *MemcachedProc) Thaw() error {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	err := mp.cmd.Process.Signal(syscall.SIGCONT)
+	if errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
+}
+
+// Restart starts memcached again, empty, on the same port with the same
+// arguments, killing it first if it runs (frozen or not), and waits until
+// it answers. If another process took the port after the kill, the error
+// wraps sandbox.ErrPortInUse. The test's cleanup kills the new process.
+func (mp *MemcachedProc) Restart() error {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	mp.kill()
+	l, err := net.Listen("tcp", mp.Addr)
+	if err != nil {
+		return fmt.Errorf("restart memcached on %s: %w (%v)", mp.Addr, sandbox.ErrPortInUse, err)
+	}
+	l.Close()
+	if err := mp.start(); err != nil {
+		if strings.Contains(err.Error(), "Address already in use") {
+			return fmt.Errorf("restart memcached on %s: %w (taken while it started)", mp.Addr, sandbox.ErrPortInUse)
+		}
+		return fmt.Errorf("restart memcached on %s: %w", mp.Addr, err)
+	}
+	return nil
+}
+
+// RestartMemcached restarts mp (see MemcachedProc.Restart) on its port and
+// returns it, or returns nil if another process took the port meanwhile, as
+// StartMemcached does with a fixed port. It fails the test on any other
+// error.
+func RestartMemcached(t testing.TB, mp *MemcachedProc) *MemcachedProc {
+	t.Helper()
+	err := mp.Restart()
+	if errors.Is(err, sandbox.ErrPortInUse) {
+		t.Logf("%v", err)
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mp
 }

@@ -115,12 +115,12 @@ func (a *activeIndexes) distrust() {
 // a failed append leaves the value unknown.
 func (st *State) published(ctx context.Context, author timeline.UserID, id timeline.MessageID) {
 	listKey := st.key(author)
-	appErr, tgt, err := st.get.AppendGet(&memcache.Item{Key: listKey, Value: encodeRecord(listKey, uint64(id))}, st.targetsKey(author))
+	appErr, tgt, err := st.mc.AppendGet(ctx, &memcache.Item{Key: listKey, Value: encodeRecord(listKey, uint64(id))}, st.targetsKey(author))
 	if err != nil {
 		// memcached failed: the list may lack the post, and whom to hint
 		// is unknown.
 		st.stats.cacheErrors.Add(1)
-		st.invalidate(author)
+		st.invalidate(ctx, author)
 		st.forgetHinted(ctx, author)
 		return
 	}
@@ -133,7 +133,7 @@ func (st *State) published(ctx context.Context, author timeline.UserID, id timel
 	}
 	targets, err := st.hintTargets(ctx, author, tgt)
 	if err != nil {
-		st.drop(author, drop)
+		st.drop(ctx, author, drop)
 		st.stats.hintErrors.Add(1)
 		st.active.distrust()
 		return
@@ -147,24 +147,24 @@ func (st *State) published(ctx context.Context, author timeline.UserID, id timel
 			ptrs[i] = &items[i]
 		}
 		st.stats.hints.Add(int64(len(targets)))
-		for i, err := range st.get.Append(ptrs) {
+		for i, err := range st.mc.Append(ctx, ptrs) {
 			if err != nil {
 				drop = append(drop, items[i].Key)
 			}
 		}
 	}
-	st.drop(author, drop)
+	st.drop(ctx, author, drop)
 }
 
 // drop deletes keys (author's list and indexes that may lack a post), and
 // distrusts what it cannot delete.
-func (st *State) drop(author timeline.UserID, keys []string) {
+func (st *State) drop(ctx context.Context, author timeline.UserID, keys []string) {
 	if len(keys) == 0 {
 		return
 	}
 	listKey := st.key(author)
 	hintLost := false
-	for i, err := range st.get.Delete(keys) {
+	for i, err := range st.mc.DeleteMulti(ctx, keys) {
 		if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
 			continue
 		}
@@ -195,7 +195,7 @@ func (st *State) forgetHinted(ctx context.Context, author timeline.UserID) {
 	for _, t := range targets[author] {
 		keys = append(keys, st.indexKey(t.user))
 	}
-	st.drop(author, keys)
+	st.drop(ctx, author, keys)
 }
 
 // register makes user a hint target of each of followees until a minute
@@ -211,7 +211,10 @@ func (st *State) register(ctx context.Context, user timeline.UserID, followees [
 		`INSERT INTO index_readers (user_id, until) VALUES (?, ?) ON DUPLICATE KEY UPDATE until = GREATEST(until, VALUES(until))`, user, until); err != nil {
 		return err
 	}
-	return st.addTarget(user, until.UnixMilli(), followees)
+	if err := st.addTarget(ctx, user, until.UnixMilli(), followees); err != nil {
+		return fmt.Errorf("%w: %w", errCacheDown, err)
+	}
+	return nil
 }
 
 // buildIndex reads user's followees' newest ids from the database and
@@ -229,7 +232,7 @@ func (st *State) buildIndex(ctx context.Context, user timeline.UserID, followees
 		// As for lists: a token taken before the database read, so that
 		// a hint that lands after it makes the CAS fail.
 		tokens := map[timeline.UserID]*memcache.Item{}
-		st.takeTokens([]timeline.UserID{user}, st.indexKey, tokens)
+		st.takeTokens(ctx, []timeline.UserID{user}, st.indexKey, tokens)
 		cur = tokens[user]
 	}
 	builtAt := time.Now().UnixMilli()
@@ -250,7 +253,7 @@ func (st *State) buildIndex(ctx context.Context, user timeline.UserID, followees
 	}
 	st.stats.indexBuilds.Add(1)
 	if cur != nil {
-		st.storeBuilt(cur, v, listTTL)
+		st.storeBuilt(ctx, cur, v, listTTL)
 	}
 	return idx, int64(nFollowees), nil
 }
@@ -259,13 +262,13 @@ func (st *State) buildIndex(ctx context.Context, user timeline.UserID, followees
 // keeping its age and token. The entries past ActiveLen are dropped and
 // raise the floor to the newest of them. Best effort, like list
 // compaction.
-func (st *State) compactIndex(it *memcache.Item, idx activeIndex) {
+func (st *State) compactIndex(ctx context.Context, it *memcache.Item, idx activeIndex) {
 	entries, floor := idx.entries, idx.floor
 	if len(entries) > st.active.keep {
 		floor = max(floor, entries[st.active.keep].Newest)
 		entries = entries[:st.active.keep]
 	}
-	st.storeBuilt(it, encodeIndex(it.Key, idx.token, idx.builtAt, floor, entries), listTTL)
+	st.storeBuilt(ctx, it, encodeIndex(it.Key, idx.token, idx.builtAt, floor, entries), listTTL)
 }
 
 // errNotProven means the indexed authors could not prove the page: the
@@ -304,7 +307,7 @@ func (st *State) readActive(ctx context.Context, r timeline.Request) ([]timeline
 func (st *State) readIndexed(ctx context.Context, r timeline.Request, fs *followSet, now time.Time) (_ []timeline.Message, rows int64, err error) {
 	a := st.active
 	key := st.indexKey(r.User)
-	items, err := st.get.Get([]string{key, fs.keys[len(fs.keys)-1]}) // the index, the follow token
+	items, err := st.mc.Get(ctx, []string{key, fs.keys[len(fs.keys)-1]}) // the index, the follow token
 	if err != nil {
 		st.stats.cacheErrors.Add(1)
 		return nil, 0, errCacheDown
@@ -346,7 +349,7 @@ func (st *State) readIndexed(ctx context.Context, r timeline.Request, fs *follow
 		rows += n
 		cands = valid()
 	} else if idx.nRecords >= indexCompactAt {
-		st.compactIndex(items[0], idx)
+		st.compactIndex(ctx, items[0], idx)
 	}
 
 	// A newest page comes from the Fetch() authors with the newest
@@ -369,7 +372,7 @@ func (st *State) readIndexed(ctx context.Context, r timeline.Request, fs *follow
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	lists, err := st.get.Get(st.listKeys(authors, 0))
+	lists, err := st.mc.Get(ctx, st.listKeys(authors, 0))
 	if err != nil {
 		st.stats.cacheErrors.Add(1)
 		return nil, 0, errCacheDown

@@ -1,6 +1,7 @@
 package recent
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"strconv"
@@ -107,27 +108,27 @@ func newToken() []byte {
 // followsChanged tells every store that user's followees changed: it
 // replaces the user's follow token. Called after the database write, and
 // also after a failed one, which may have committed all the same.
-func (st *State) followsChanged(user timeline.UserID) {
+func (st *State) followsChanged(ctx context.Context, user timeline.UserID) {
 	st.follows.forget(user)
 	key := st.followKey(user)
-	err := st.mc.Set(&memcache.Item{Key: key, Value: newToken()})
+	err := st.mc.Set(ctx, &memcache.Item{Key: key, Value: newToken()})
 	if err == nil {
 		return
 	}
 	st.stats.cacheErrors.Add(1)
 	// A deleted token works as well as a new one (readers add a fresh
 	// one), if memcached takes that.
-	if err := st.mc.Delete(key); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+	if err := st.mc.Delete(ctx, key); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
 		st.stats.cacheErrors.Add(1)
 	}
 }
 
 // followToken returns user's current follow token, adding one if memcached
 // has none.
-func (st *State) followToken(user timeline.UserID) (string, error) {
+func (st *State) followToken(ctx context.Context, user timeline.UserID) (string, error) {
 	key := st.followKey(user)
 	for range 3 {
-		it, err := st.mc.Get(key)
+		it, err := st.mc.GetOne(ctx, key)
 		if err == nil {
 			return string(it.Value), nil
 		}
@@ -135,7 +136,7 @@ func (st *State) followToken(user timeline.UserID) (string, error) {
 			return "", err
 		}
 		tok := newToken()
-		switch err := st.mc.Add(&memcache.Item{Key: key, Value: tok}); {
+		switch err := st.mc.Add(ctx, &memcache.Item{Key: key, Value: tok}); {
 		case err == nil:
 			return string(tok), nil
 		case !errors.Is(err, memcache.ErrNotStored):

@@ -115,7 +115,7 @@ func decodeTargets(key string, v []byte) (ts []hintTarget, records int, ok bool)
 // authors, pipelined; a copy that did not take the record is deleted (the
 // next post rebuilds it from index_readers). It fails only if one could
 // neither take the record nor be deleted.
-func (st *State) addTarget(user timeline.UserID, until int64, authors []timeline.UserID) error {
+func (st *State) addTarget(ctx context.Context, user timeline.UserID, until int64, authors []timeline.UserID) error {
 	if len(authors) == 0 {
 		return nil
 	}
@@ -127,7 +127,7 @@ func (st *State) addTarget(user timeline.UserID, until int64, authors []timeline
 		ptrs[i] = &items[i]
 	}
 	var drop []string
-	for i, err := range st.get.Append(ptrs) {
+	for i, err := range st.mc.Append(ctx, ptrs) {
 		if err != nil {
 			drop = append(drop, items[i].Key)
 		}
@@ -135,7 +135,7 @@ func (st *State) addTarget(user timeline.UserID, until int64, authors []timeline
 	if len(drop) == 0 {
 		return nil
 	}
-	for _, err := range st.get.Delete(drop) {
+	for _, err := range st.mc.DeleteMulti(ctx, drop) {
 		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
 			st.stats.cacheErrors.Add(1)
 			return err
@@ -158,7 +158,7 @@ func (st *State) hintTargets(ctx context.Context, author timeline.UserID, it *me
 				}
 			}
 			if records >= targetsCompactAt || len(live) < len(ts) {
-				st.storeBuilt(it, encodeTargets(key, live), 0)
+				st.storeBuilt(ctx, it, encodeTargets(key, live), 0)
 			}
 			users := make([]timeline.UserID, len(live))
 			for i, t := range live {
@@ -184,7 +184,7 @@ func (st *State) buildTargets(ctx context.Context, authors []timeline.UserID, to
 	if tokens == nil {
 		tokens = make(map[timeline.UserID]*memcache.Item)
 	}
-	st.takeTokens(authors, st.targetsKey, tokens)
+	st.takeTokens(ctx, authors, st.targetsKey, tokens)
 	targets, err := st.readTargets(ctx, authors)
 	if err != nil {
 		return nil, err
@@ -197,7 +197,7 @@ func (st *State) buildTargets(ctx context.Context, authors []timeline.UserID, to
 			out[a] = append(out[a], t.user)
 		}
 	}
-	st.storeAll(tokens, values, 0, nil)
+	st.storeAll(ctx, tokens, values, 0, nil)
 	return out, nil
 }
 
@@ -239,7 +239,7 @@ func (st *State) primeTargets(ctx context.Context, authors []timeline.UserID) {
 	for i, a := range authors {
 		keys[i] = st.targetsKey(a)
 	}
-	got, err := st.get.Get(keys)
+	got, err := st.mc.Get(ctx, keys)
 	if err != nil {
 		st.stats.cacheErrors.Add(1)
 		return

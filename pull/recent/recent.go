@@ -45,7 +45,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pushpull/pushpull/internal/mckey"
-	"github.com/pushpull/pushpull/internal/multiget"
+	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
@@ -138,16 +138,30 @@ type reader struct {
 }
 
 // Read implements sqlread.Reader. When memcached fails, or a list
-// contradicts the database, the page comes from sqlread.Merge instead.
+// contradicts the database, the page comes from sqlread.Merge instead. The
+// read through memcached gets half of what ctx has left when that is under
+// the Timeout (readContext); if it runs out, Merge gets the rest. Any
+// other failure of the read through memcached is answered by Merge too: a
+// read must never fail because of memcached while the database is up, and
+// if the database is what failed, Merge reports it.
 func (rd *reader) Read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+	if err := ctx.Err(); err != nil {
+		// Even a page this process could serve from memory.
+		return nil, err
+	}
+	mctx, cancel := rd.st.readContext(ctx)
+	defer cancel()
 	var msgs []timeline.Message
 	var err error
 	if rd.indexed {
-		msgs, err = rd.st.readActive(ctx, r)
+		msgs, err = rd.st.readActive(mctx, r)
 	} else {
-		msgs, err = rd.st.readLists(ctx, r, nil, time.Now())
+		msgs, err = rd.st.readLists(mctx, r, nil, time.Now())
 	}
-	if errors.Is(err, errSuspect) || errors.Is(err, errCacheDown) {
+	if err != nil && ctx.Err() == nil {
+		if !errors.Is(err, errSuspect) && !errors.Is(err, errCacheDown) && mctx.Err() == nil {
+			rd.st.stats.cacheErrors.Add(1) // counted nowhere else
+		}
 		return rd.st.fallback.Read(ctx, r)
 	}
 	return msgs, err
@@ -183,10 +197,10 @@ type State struct {
 	fallback sqlread.Reader // sqlread.Merge
 	stats    counters
 
-	mc     *memcache.Client
-	get    *multiget.Client // the read path's multi-gets, on mc's servers
-	prefix string
-	maxIDs int // Recent.RecentLen
+	mc      *memcached.Client
+	timeout time.Duration // memcached's share of a call (see readContext, writeContext)
+	prefix  string
+	maxIDs  int // Recent.RecentLen
 
 	follows  *followSets    // nil unless a reader keeps followees
 	messages *messageCache  // nil unless a reader keeps messages
@@ -208,14 +222,23 @@ type Options struct {
 	// MaxConns is how many idle connections are kept per server, sized
 	// like the database pool; 0 means 64.
 	MaxConns int
+	// Timeout bounds each memcached request when the caller's context
+	// allows longer; 0 means DefaultTimeout. See readContext and
+	// writeContext for how a call's deadline is shared.
+	Timeout time.Duration
 	// Hints makes Posted send hints to the indexes Active reads.
 	Hints bool
 }
 
-// Open connects to memcached for the database env reads. It pings the
-// servers: later a memcached that stops answering only costs speed, but at
-// Open it is most likely a wrong address, better refused now (with an
-// error matching timeline.ErrUnavailable).
+// DefaultTimeout is Options.Timeout's default.
+const DefaultTimeout = 200 * time.Millisecond
+
+// Open connects to memcached for the database env reads. It asks every
+// server for its fence (package internal/memcached): servers that do not
+// answer are left out until they come back (DownServers), as after a later
+// failure, so an application restarting during a partial memcached outage
+// comes up; when none answers, it is most likely a wrong address, refused
+// with an error matching timeline.ErrUnavailable.
 func Open(ctx context.Context, env sqlread.Env, opts Options) (*State, error) {
 	if err := mckey.CheckNamespace(opts.Namespace); err != nil {
 		return nil, err
@@ -224,35 +247,59 @@ func Open(ctx context.Context, env sqlread.Env, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	servers := new(memcache.ServerList)
-	if err := servers.SetServers(opts.Servers...); err != nil {
-		return nil, fmt.Errorf("memcached at %v: %w", opts.Servers, err)
-	}
 	st := &State{
 		db:       env.DB,
 		pages:    env.Pages,
 		fallback: sqlread.Merge{}.NewReader(env),
-		mc:       memcache.NewFromSelector(servers),
 		prefix:   opts.Namespace + "pr:" + id + ":",
+		timeout:  opts.Timeout,
 		maxIDs:   DefaultRecentLen,
 		dirty:    make(map[timeline.UserID]time.Time),
+	}
+	if st.timeout <= 0 {
+		st.timeout = DefaultTimeout
 	}
 	if opts.Hints {
 		st.active = &activeIndexes{keep: DefaultActiveLen}
 	}
 	// One idle connection per database connection: a read holds one of
 	// each at a time, so the two pools see the same concurrency.
-	st.mc.MaxIdleConns = opts.MaxConns
-	if st.mc.MaxIdleConns <= 0 {
-		st.mc.MaxIdleConns = 64
+	idle := opts.MaxConns
+	if idle <= 0 {
+		idle = 64
 	}
-	st.mc.Timeout = 500 * time.Millisecond
-	st.get = multiget.New(servers, st.mc.Timeout, st.mc.MaxIdleConns)
-	if err := st.mc.Ping(); err != nil {
-		st.Close()
+	st.mc, err = memcached.New(memcached.Options{Servers: opts.Servers, Prefix: st.prefix, Timeout: st.timeout, MaxIdle: idle})
+	if err != nil {
 		return nil, fmt.Errorf("memcached at %v: %w: %w", opts.Servers, timeline.ErrUnavailable, err)
 	}
 	return st, nil
+}
+
+// DownServers returns the memcached servers failing now: their keys are
+// read from the database until they answer again.
+func (st *State) DownServers() []string { return st.mc.Down() }
+
+// readContext bounds a read's memcached calls: to half of what ctx has
+// left when that is under the Timeout, so that a memcached that does not
+// answer leaves the fallback to the database the other half.
+func (st *State) readContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		if half := time.Until(d) / 2; half < st.timeout {
+			return context.WithTimeout(ctx, half)
+		}
+	}
+	return ctx, func() {}
+}
+
+// writeContext bounds the hooks of a write that may have committed: they
+// run even if ctx is canceled, until its deadline or for the Timeout,
+// whichever is later.
+func (st *State) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(st.timeout)
+	if d, ok := ctx.Deadline(); ok && d.After(deadline) {
+		deadline = d
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
 }
 
 // SendsHints reports whether Posted hints indexes (Options.Hints).
@@ -265,10 +312,12 @@ func (st *State) SendsHints() bool { return st.active != nil }
 // has (see added).
 func (st *State) Posted(ctx context.Context, msg timeline.Message) {
 	st.messages.put(msg)
+	ctx, cancel := st.writeContext(ctx)
+	defer cancel()
 	if st.active != nil {
 		st.published(ctx, msg.Author, msg.ID)
 	} else {
-		st.added(msg.Author, msg.ID)
+		st.added(ctx, msg.Author, msg.ID)
 	}
 }
 
@@ -276,7 +325,9 @@ func (st *State) Posted(ctx context.Context, msg timeline.Message) {
 // all the same (a connection lost after the commit), so the author's list
 // must not go on without it, nor an index.
 func (st *State) PostFailed(ctx context.Context, author timeline.UserID) {
-	st.invalidate(author)
+	ctx, cancel := st.writeContext(ctx)
+	defer cancel()
+	st.invalidate(ctx, author)
 	if st.active != nil {
 		st.forgetHinted(ctx, author)
 	}
@@ -285,15 +336,24 @@ func (st *State) PostFailed(ctx context.Context, author timeline.UserID) {
 // FollowsChanged tells every store that user's followees changed: it
 // replaces the user's follow token. It runs after the database write, and
 // also after a failed one, which may have committed all the same.
-func (st *State) FollowsChanged(user timeline.UserID) { st.followsChanged(user) }
+func (st *State) FollowsChanged(ctx context.Context, user timeline.UserID) {
+	ctx, cancel := st.writeContext(ctx)
+	defer cancel()
+	st.followsChanged(ctx, user)
+}
 
 // Close closes the connections to memcached.
 func (st *State) Close() {
 	if st.closed.CompareAndSwap(false, true) {
 		st.mc.Close()
-		st.get.Close()
 	}
 }
+
+// KeyPrefix returns what every key of this state starts with, which also
+// names its fences (internal/memcached's Options.Prefix): a client with
+// the same servers and prefix reads and writes the state's keys as the
+// state does, for tests that damage them.
+func (st *State) KeyPrefix() string { return st.prefix }
 
 // ListKey returns the memcached key of author's list.
 func (st *State) ListKey(author timeline.UserID) string { return st.key(author) }
@@ -356,27 +416,33 @@ func (st *State) markDirty(author timeline.UserID) {
 // are deleted, as is a list whose append failed otherwise; if even that
 // fails, this store stops trusting it (isDirty), and every store stops
 // trusting it once it is older than recentMaxAge.
-func (st *State) added(author timeline.UserID, id timeline.MessageID) {
+func (st *State) added(ctx context.Context, author timeline.UserID, id timeline.MessageID) {
 	key := st.key(author)
-	err := st.mc.Append(&memcache.Item{Key: key, Value: encodeRecord(key, uint64(id))})
+	err := st.mc.Append(ctx, []*memcache.Item{{Key: key, Value: encodeRecord(key, uint64(id))}})[0]
 	if err == nil {
 		return
 	}
 	if !errors.Is(err, memcache.ErrNotStored) {
 		st.stats.cacheErrors.Add(1)
 	}
-	st.invalidate(author)
+	st.invalidate(ctx, author)
 }
 
 // invalidate deletes author's list, which may lack a post that the
-// database has; if memcached cannot be told, this store stops trusting
-// the list instead.
-func (st *State) invalidate(author timeline.UserID) {
-	if err := st.mc.Delete(st.key(author)); err == nil || errors.Is(err, memcache.ErrCacheMiss) {
+// database has. If memcached cannot be told, this store stops trusting the
+// list, and so does every other once the list's server has a new fence:
+// a server that failed gets one before this process uses it again, and one
+// that merely ran out of the write's time is distrusted (see package
+// internal/memcached).
+func (st *State) invalidate(ctx context.Context, author timeline.UserID) {
+	key := st.key(author)
+	err := st.mc.Delete(ctx, key)
+	if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
 		return
 	}
 	st.stats.cacheErrors.Add(1)
 	st.markDirty(author)
+	st.mc.Distrust(key)
 }
 
 // rebuild reads the lists of authors from the database and stores them,
@@ -395,7 +461,7 @@ func (st *State) invalidate(author timeline.UserID) {
 // after their token. A failed CAS is not retried: this read already has
 // correct lists from the database, and the next reader rebuilds.
 func (st *State) rebuild(ctx context.Context, authors []timeline.UserID, tokens map[timeline.UserID]*memcache.Item) (map[timeline.UserID]authorList, int64, error) {
-	st.takeTokens(authors, st.key, tokens)
+	st.takeTokens(ctx, authors, st.key, tokens)
 
 	// One statement for all of them: RecentLen+1 ids each, the one extra
 	// telling whether the list is complete.
@@ -431,7 +497,7 @@ func (st *State) rebuild(ctx context.Context, authors []timeline.UserID, tokens 
 		lists[a], values[a] = l, v
 	}
 
-	st.storeAll(tokens, values, listTTL, func(a timeline.UserID) {
+	st.storeAll(ctx, tokens, values, listTTL, func(a timeline.UserID) {
 		st.stats.rebuilds.Add(1)
 		// Built from a database read after the token: whatever post
 		// this store failed to append is in it.
@@ -452,7 +518,7 @@ const listTTL = int32((recentMaxAge + time.Minute) / time.Second)
 // where there was none. It must come before the database read whose result
 // will be stored with it (see rebuild). An author memcached gives none
 // keeps none: its value is built, used, and not stored.
-func (st *State) takeTokens(authors []timeline.UserID, key func(timeline.UserID) string, tokens map[timeline.UserID]*memcache.Item) {
+func (st *State) takeTokens(ctx context.Context, authors []timeline.UserID, key func(timeline.UserID) string, tokens map[timeline.UserID]*memcache.Item) {
 	var need []timeline.UserID
 	var keys []string
 	for _, a := range authors {
@@ -468,7 +534,7 @@ func (st *State) takeTokens(authors []timeline.UserID, key func(timeline.UserID)
 	var failed atomic.Bool
 	for _, k := range keys {
 		g.Go(func() error {
-			err := st.mc.Add(&memcache.Item{Key: k, Value: placeholder, Expiration: placeholderTTL})
+			err := st.mc.Add(ctx, &memcache.Item{Key: k, Value: placeholder, Expiration: placeholderTTL})
 			if err != nil && !errors.Is(err, memcache.ErrNotStored) {
 				st.stats.cacheErrors.Add(1)
 				failed.Store(true)
@@ -480,7 +546,7 @@ func (st *State) takeTokens(authors []timeline.UserID, key func(timeline.UserID)
 	if failed.Load() {
 		return
 	}
-	got, err := st.get.Get(keys)
+	got, err := st.mc.Get(ctx, keys)
 	if err != nil {
 		st.stats.cacheErrors.Add(1)
 		return
@@ -495,9 +561,9 @@ func (st *State) takeTokens(authors []timeline.UserID, key func(timeline.UserID)
 // storeBuilt stores v under it, a token or a value read earlier, unless
 // the key changed since (a post or another rebuild got there first: not
 // an error, the next reader tries again). It reports whether v was stored.
-func (st *State) storeBuilt(it *memcache.Item, v []byte, exp int32) bool {
+func (st *State) storeBuilt(ctx context.Context, it *memcache.Item, v []byte, exp int32) bool {
 	it.Value, it.Expiration = v, exp
-	err := st.mc.CompareAndSwap(it)
+	err := st.mc.CompareAndSwap(ctx, it)
 	if err != nil && !isCASMiss(err) {
 		st.stats.cacheErrors.Add(1)
 	}
@@ -507,7 +573,7 @@ func (st *State) storeBuilt(it *memcache.Item, v []byte, exp int32) bool {
 // storeAll runs storeBuilt for every author with a token and a value,
 // eight at a time (independent keys, and a cold page can have dozens),
 // calling stored (if not nil) for each one stored.
-func (st *State) storeAll(tokens map[timeline.UserID]*memcache.Item, values map[timeline.UserID][]byte, exp int32, stored func(timeline.UserID)) {
+func (st *State) storeAll(ctx context.Context, tokens map[timeline.UserID]*memcache.Item, values map[timeline.UserID][]byte, exp int32, stored func(timeline.UserID)) {
 	g := new(errgroup.Group)
 	g.SetLimit(8)
 	for a, tok := range tokens {
@@ -516,7 +582,7 @@ func (st *State) storeAll(tokens map[timeline.UserID]*memcache.Item, values map[
 			continue
 		}
 		g.Go(func() error {
-			if st.storeBuilt(tok, v, exp) && stored != nil {
+			if st.storeBuilt(ctx, tok, v, exp) && stored != nil {
 				stored(a)
 			}
 			return nil
@@ -535,7 +601,7 @@ func isCASMiss(err error) bool {
 // keeping its age: compacting must not make a list live longer than its
 // last database read allows. Best effort: a post in between makes the CAS
 // fail, and the next reader tries again.
-func (st *State) compact(it *memcache.Item, l authorList) {
+func (st *State) compact(ctx context.Context, it *memcache.Item, l authorList) {
 	ids, ok := l.all()
 	if !ok {
 		return
@@ -544,7 +610,7 @@ func (st *State) compact(it *memcache.Item, l authorList) {
 	if len(ids) > st.maxIDs {
 		ids, complete = ids[:st.maxIDs], false
 	}
-	st.storeBuilt(it, EncodeList(it.Key, ids, complete, l.builtAt), listTTL)
+	st.storeBuilt(ctx, it, EncodeList(it.Key, ids, complete, l.builtAt), listTTL)
 }
 
 // readScratch holds one read's working slices, reused through a pool: a
@@ -614,7 +680,7 @@ func (st *State) fetchLists(ctx context.Context, user timeline.UserID, fs *follo
 		}
 		if fs != nil {
 			n := len(fs.followees)
-			items, err := st.get.Get(fs.keys) // the lists, then the token
+			items, err := st.mc.Get(ctx, fs.keys) // the lists, then the token
 			if err != nil {
 				st.stats.cacheErrors.Add(1)
 				return nil, nil, 0, errCacheDown
@@ -642,7 +708,6 @@ func (st *State) fetchLists(ctx context.Context, user timeline.UserID, fs *follo
 	if len(followees) == 0 {
 		return nil, nil, rows, nil
 	}
-	// memcached calls take no context: check it between round trips.
 	if err := ctx.Err(); err != nil {
 		return nil, nil, 0, err
 	}
@@ -658,7 +723,7 @@ func (st *State) fetchLists(ctx context.Context, user timeline.UserID, fs *follo
 			}
 		}
 	}
-	got, err := st.get.Get(need)
+	got, err := st.mc.Get(ctx, need)
 	if err != nil {
 		st.stats.cacheErrors.Add(1)
 		return nil, nil, 0, errCacheDown
@@ -681,7 +746,7 @@ func (st *State) fetchLists(ctx context.Context, user timeline.UserID, fs *follo
 // follow token read first (see followSets), and caches them.
 func (st *State) loadFollowSet(ctx context.Context, user timeline.UserID, now time.Time) (*followSet, error) {
 	st.stats.followMisses.Add(1)
-	token, err := st.followToken(user)
+	token, err := st.followToken(ctx, user)
 	if err != nil {
 		st.stats.cacheErrors.Add(1)
 		return nil, errCacheDown
@@ -714,10 +779,10 @@ var errCacheDown = errors.New("memcached failed")
 
 // suspect deletes the lists of authors, which contradicted the database,
 // and returns errSuspect: the read starts over from the database alone.
-func (st *State) suspect(authors []timeline.UserID) error {
+func (st *State) suspect(ctx context.Context, authors []timeline.UserID) error {
 	for _, a := range authors {
 		st.stats.cacheErrors.Add(1)
-		st.invalidate(a)
+		st.invalidate(ctx, a)
 	}
 	return errSuspect
 }
@@ -772,7 +837,7 @@ func (st *State) mergeLists(ctx context.Context, r timeline.Request, followees [
 		}
 		lists[i] = l
 		if l.nRecords >= compactAt {
-			st.compact(it, l)
+			st.compact(ctx, it, l)
 		}
 	}
 	st.stats.cacheHits.Add(int64(len(followees) - len(stale)))
@@ -844,7 +909,7 @@ func (st *State) mergeLists(ctx context.Context, r timeline.Request, followees [
 	}
 	for i := range iters {
 		if iters[i].bad {
-			return nil, 0, st.suspect([]timeline.UserID{followees[i]})
+			return nil, 0, st.suspect(ctx, []timeline.UserID{followees[i]})
 		}
 	}
 	var floor uint64 // no id below it can be on the page
@@ -912,7 +977,7 @@ func (st *State) mergeLists(ctx context.Context, r timeline.Request, followees [
 		}
 	}
 	if len(bad) > 0 {
-		return nil, 0, st.suspect(bad)
+		return nil, 0, st.suspect(ctx, bad)
 	}
 	return msgs, rows, nil
 }

@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"BadInputWritesNothing", testBadInputWritesNothing},
 		{"ConcurrentPosts", testConcurrentPosts},
 		{"CanceledContext", testCanceledContext},
+		{"CanceledContextWarm", testCanceledContextWarm},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -490,6 +491,33 @@ func testCanceledContext(t *testing.T, s timeline.Store) {
 	}
 	if got := Walk(t, s, 1, 0); len(got) != 1 {
 		t.Fatalf("canceled Post was stored: %d messages", len(got))
+	}
+}
+
+// testCanceledContextWarm: a canceled context fails a read even when the
+// store could serve the page without touching a server (from memcached or
+// caches in process, warmed by the same reads just before).
+func testCanceledContextWarm(t *testing.T, s timeline.Store) {
+	for a := timeline.UserID(2); a <= 4; a++ {
+		Follow(t, s, 1, a)
+		PostN(t, s, a, 5)
+	}
+	first := Page(t, s, 1, timeline.Query{})
+	queries := []timeline.Query{{}, {Limit: 3}, {Limit: 4, Before: first.Next}}
+	if first.Next == "" {
+		queries = queries[:2]
+	}
+	for range 2 { // warm
+		for _, q := range queries {
+			Page(t, s, 1, q)
+		}
+	}
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, q := range queries {
+		if p, err := s.Timeline(c, 1, q); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Timeline %+v with a canceled context on a warm store: got %d messages and %v, want context.Canceled", q, len(p.Messages), err)
+		}
 	}
 }
 

@@ -1,0 +1,215 @@
+// Package cost measures what a stretch of work cost the servers and the
+// benchmark's own process, from their own counters: the database server's
+// row counts and InnoDB's byte counts (SHOW GLOBAL STATUS), memcached's
+// command and byte counts (its stats command, summed over every server),
+// and the process's CPU time (getrusage).
+//
+// Rows come from the server layer's counters, not InnoDB's: MariaDB 10.11
+// no longer keeps Innodb_rows_read and its siblings. Rows_read counts
+// requests to read a row of a table (temporary tables excluded),
+// Handler_read_key the index lookups (one per probe of a followee's
+// newest message), and Handler_write, Handler_update and Handler_delete
+// the rows written through any engine, which includes the pull stored
+// procedures' MEMORY scratch tables: work the server does for a read. A Snapshot before and one after, divided by the operations
+// in between, give results.Cost.
+//
+// The counters are global. That is exact in the benchmark's sandbox, whose
+// servers serve nothing else, and an overestimate on a shared server:
+// callers say so where they report the figures.
+package cost
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pushpull/pushpull/results"
+)
+
+// serverCounters are the SHOW GLOBAL STATUS counters a Snapshot takes.
+var serverCounters = []string{
+	"Rows_read", "Handler_read_key", "Handler_write", "Handler_update", "Handler_delete",
+	"Innodb_data_written", "Innodb_os_log_written",
+}
+
+// memcachedCounters are the stats a Snapshot sums over the servers.
+var memcachedCounters = []string{"cmd_get", "cmd_set", "incr_hits", "incr_misses", "decr_hits", "decr_misses", "bytes_read", "bytes_written"}
+
+// Meter takes snapshots of one database server (through db, which may be
+// any connection pool to it) and of the given memcached servers (none for
+// a run without memcached).
+type Meter struct {
+	db       *sql.DB
+	memcache []string
+}
+
+// NewMeter returns a Meter. db may be nil: the snapshots then carry no
+// database counters.
+func NewMeter(db *sql.DB, memcache []string) *Meter { return &Meter{db: db, memcache: memcache} }
+
+// Snapshot is the counters at one moment.
+type Snapshot struct {
+	Server    map[string]int64 // nil when not taken
+	Memcached map[string]int64 // summed over the servers; nil when none
+	CPU       time.Duration    // user + system time of this process
+}
+
+// Take reads every counter now.
+func (m *Meter) Take(ctx context.Context) (Snapshot, error) {
+	var s Snapshot
+	var err error
+	if m.db != nil {
+		if s.Server, err = serverStatus(ctx, m.db); err != nil {
+			return s, err
+		}
+	}
+	if len(m.memcache) > 0 {
+		if s.Memcached, err = MemcachedStats(m.memcache, memcachedCounters...); err != nil {
+			return s, err
+		}
+	}
+	s.CPU = ProcessCPU()
+	return s, nil
+}
+
+// PerOp is what each of ops operations cost between before and after, by
+// the keys of results.Cost. Figures whose counters either snapshot lacks
+// are left out. ops <= 0 gives nil.
+func PerOp(before, after Snapshot, ops int64) results.Cost {
+	if ops <= 0 {
+		return nil
+	}
+	n := float64(ops)
+	c := results.Cost{results.CostOps: n}
+	if before.Server != nil && after.Server != nil {
+		d := func(k string) float64 { return float64(after.Server[k] - before.Server[k]) }
+		ins, upd, del := d("Handler_write"), d("Handler_update"), d("Handler_delete")
+		c[results.CostRowsRead] = d("Rows_read") / n
+		c[results.CostIndexLookups] = d("Handler_read_key") / n
+		c[results.CostRowsInserted] = ins / n
+		c[results.CostRowsUpdated] = upd / n
+		c[results.CostRowsDeleted] = del / n
+		c[results.CostRowsWritten] = (ins + upd + del) / n
+		c[results.CostBytesWritten] = d("Innodb_data_written") / n
+		c[results.CostLogBytesWritten] = d("Innodb_os_log_written") / n
+	}
+	if before.Memcached != nil && after.Memcached != nil {
+		d := func(keys ...string) float64 {
+			var sum int64
+			for _, k := range keys {
+				sum += after.Memcached[k] - before.Memcached[k]
+			}
+			return float64(sum)
+		}
+		c[results.CostMCGets] = d("cmd_get") / n
+		c[results.CostMCSets] = d("cmd_set") / n
+		c[results.CostMCIncrs] = d("incr_hits", "incr_misses", "decr_hits", "decr_misses") / n
+		c[results.CostMCBytes] = d("bytes_read", "bytes_written") / n
+	}
+	c[results.CostCPU] = float64((after.CPU - before.CPU).Microseconds()) / n
+	return c
+}
+
+func serverStatus(ctx context.Context, db *sql.DB) (map[string]int64, error) {
+	q := "SHOW GLOBAL STATUS WHERE Variable_name IN ('" + strings.Join(serverCounters, "','") + "')"
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("server counters: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			return nil, fmt.Errorf("server counters: %w", err)
+		}
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("server counter %s = %q: %w", name, value, err)
+		}
+		out[name] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("server counters: %w", err)
+	}
+	for _, k := range serverCounters {
+		if _, ok := out[k]; !ok {
+			return nil, fmt.Errorf("server counters: the server reports no %s", k)
+		}
+	}
+	return out, nil
+}
+
+// MemcachedStats sums the named counters of the stats command over
+// servers ("host:port", or a unix socket path). A server that lacks one of
+// them is an error.
+func MemcachedStats(servers []string, names ...string) (map[string]int64, error) {
+	total := map[string]int64{}
+	for _, addr := range servers {
+		one, err := memcachedStats(addr)
+		if err != nil {
+			return nil, fmt.Errorf("memcached stats from %s: %w", addr, err)
+		}
+		for _, k := range names {
+			v, ok := one[k]
+			if !ok {
+				return nil, fmt.Errorf("memcached stats from %s: no %s", addr, k)
+			}
+			total[k] += v
+		}
+	}
+	return total, nil
+}
+
+func memcachedStats(addr string) (map[string]int64, error) {
+	network := "tcp"
+	if strings.Contains(addr, "/") {
+		network = "unix"
+	}
+	conn, err := net.DialTimeout(network, addr, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(conn, "stats\r\n"); err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	sc := bufio.NewScanner(conn)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "END" {
+			return out, nil
+		}
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "STAT" {
+			continue
+		}
+		if n, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+			out[f[1]] = n
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("the stats reply ended early")
+}
+
+// ProcessCPU is the user plus system CPU time this process has used, or 0
+// where getrusage fails.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

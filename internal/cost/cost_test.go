@@ -1,0 +1,147 @@
+package cost_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/results"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
+
+// measure runs op n times between two snapshots and returns the cost of
+// one.
+func measure(t *testing.T, meter *cost.Meter, n int, op func(i int) error) results.Cost {
+	t.Helper()
+	ctx := context.Background()
+	before, err := meter.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := op(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := meter.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cost.PerOp(before, after, int64(n))
+}
+
+// TestPushPostWritesARowPerFollower: a post on push writes its message and
+// one mailbox row per follower of its author, and InnoDB's counters say so.
+func TestPushPostWritesARowPerFollower(t *testing.T) {
+	ctx := context.Background()
+	s, err := push.Open(ctx, push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	meter := cost.NewMeter(s.DB(), nil)
+	for _, followers := range []int{3, 25} {
+		author := timeline.UserID(1000 + followers)
+		for f := range followers {
+			if err := s.Follow(ctx, timeline.UserID(2+f), author); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := measure(t, meter, 40, func(i int) error {
+			_, err := s.Post(ctx, author, fmt.Sprintf("post %d", i))
+			return err
+		})
+		t.Logf("%d followers: %v", followers, c)
+		want := float64(followers + 1)
+		if w := c[results.CostRowsWritten]; w < want-0.5 || w > want+0.5 {
+			t.Errorf("%d followers: %.2f rows written per post, want %.0f (the message and a mailbox row each)", followers, w, want)
+		}
+		if c[results.CostRowsInserted] != c[results.CostRowsWritten] || c[results.CostRowsDeleted] != 0 {
+			t.Errorf("%d followers: %v: a post only inserts", followers, c)
+		}
+		if !(c[results.CostLogBytesWritten] > 0) || !(c[results.CostCPU] > 0) {
+			t.Errorf("%d followers: no redo bytes or CPU: %v", followers, c)
+		}
+		if _, ok := c[results.CostMCGets]; ok {
+			t.Errorf("memcached figures without memcached: %v", c)
+		}
+	}
+}
+
+// TestPullReadProbesEveryFollowee: a pull read examines more rows the more
+// authors its reader follows: at least one probe per followee.
+func TestPullReadProbesEveryFollowee(t *testing.T) {
+	ctx := context.Background()
+	s, err := pull.Open(ctx, pull.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const authors = 60
+	for a := range authors {
+		for i := range 5 {
+			if _, err := s.Post(ctx, timeline.UserID(100+a), fmt.Sprintf("by %d, %d", a, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	meter := cost.NewMeter(s.DB(), nil)
+	rows := map[int]float64{}
+	for _, followees := range []int{5, 50} {
+		reader := timeline.UserID(followees)
+		for a := range followees {
+			if err := s.Follow(ctx, reader, timeline.UserID(100+a)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := measure(t, meter, 30, func(int) error {
+			_, err := s.Timeline(ctx, reader, timeline.Query{})
+			return err
+		})
+		rows[followees] = c[results.CostRowsRead]
+		t.Logf("%d followees: %v", followees, c)
+		if rows[followees] < float64(followees) {
+			t.Errorf("%d followees: %.1f rows read per page, fewer than one probe each", followees, rows[followees])
+		}
+	}
+	if rows[50] < 2*rows[5] {
+		t.Errorf("rows read per page: %.1f for 5 followees, %.1f for 50: no growth with followees", rows[5], rows[50])
+	}
+}
+
+// TestMemcachedCounters: gets and sets through a memcached client show in
+// the figures, one each per operation.
+func TestMemcachedCounters(t *testing.T) {
+	addr := testserver.Memcache(t)
+	mc := memcache.New(addr)
+	meter := cost.NewMeter(nil, []string{addr})
+	c := measure(t, meter, 50, func(i int) error {
+		key := fmt.Sprintf("cost-test-%d", i)
+		if err := mc.Set(&memcache.Item{Key: key, Value: make([]byte, 100)}); err != nil {
+			return err
+		}
+		_, err := mc.Get(key)
+		return err
+	})
+	t.Logf("%v", c)
+	if g, s := c[results.CostMCGets], c[results.CostMCSets]; g < 1 || g > 1.1 || s < 1 || s > 1.1 {
+		t.Errorf("%.2f gets and %.2f sets per operation, want 1 each", g, s)
+	}
+	if b := c[results.CostMCBytes]; b < 200 {
+		t.Errorf("%.0f bytes per set and get of 100 bytes", b)
+	}
+	if _, ok := c[results.CostRowsRead]; ok {
+		t.Errorf("database figures without a database: %v", c)
+	}
+	if _, err := cost.MemcachedStats([]string{"127.0.0.1:1"}, "cmd_get"); err == nil {
+		t.Error("stats from a closed port")
+	}
+}

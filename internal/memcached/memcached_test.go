@@ -1,0 +1,317 @@
+package memcached_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/internal/memcached"
+	"github.com/pushpull/pushpull/internal/testserver"
+)
+
+func newClient(t *testing.T, prefix string, timeout time.Duration, addrs ...string) *memcached.Client {
+	t.Helper()
+	c, err := memcached.New(memcached.Options{Servers: addrs, Prefix: prefix, Timeout: timeout, RetryAfter: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func item(k, v string) *memcache.Item { return &memcache.Item{Key: k, Value: []byte(v)} }
+
+// TestCalls: every call against a real memcached, with the outcomes a
+// caller tells apart.
+func TestCalls(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t, "t:", time.Second, testserver.StartMemcached(t, 0).Addr)
+	big := bytes.Repeat([]byte("0123456789"), 10_000)
+	for k, v := range map[string][]byte{"a": []byte("alpha"), "b": []byte("beta\r\nwith a break"), "big": big, "empty": nil} {
+		if err := c.Set(ctx, &memcache.Item{Key: k, Value: v, Flags: 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := []string{"a", "x", "b", "big", "y", "empty"}
+	items, err := c.Get(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"a": "alpha", "b": "beta\r\nwith a break", "big": string(big), "empty": ""}
+	for i, k := range keys {
+		w, ok := want[k]
+		switch {
+		case !ok && items[i] != nil:
+			t.Errorf("%s: got %q, want a miss", k, items[i].Value)
+		case ok && items[i] == nil:
+			t.Errorf("%s: a miss", k)
+		case ok && (items[i].Key != k || string(items[i].Value) != w || items[i].Flags != 7 || items[i].CasID == 0):
+			t.Errorf("%s: got key %q, %d bytes, flags %d, cas %d", k, items[i].Key, len(items[i].Value), items[i].Flags, items[i].CasID)
+		}
+	}
+	_ = append(items[0].Value, "XXXX"...) // must not reach the next value
+	if string(items[2].Value) != want["b"] {
+		t.Fatal("an append to one value overwrote the next")
+	}
+
+	if err := c.Add(ctx, item("a", "again")); !errors.Is(err, memcache.ErrNotStored) {
+		t.Errorf("Add of a present key: %v, want ErrNotStored", err)
+	}
+	if err := c.Add(ctx, item("n", "5")); err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.GetOne(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, item("a", "changed")); err != nil {
+		t.Fatal(err)
+	}
+	a.Value = []byte("cas")
+	if err := c.CompareAndSwap(ctx, a); !errors.Is(err, memcache.ErrCASConflict) {
+		t.Errorf("CAS after a change: %v, want ErrCASConflict", err)
+	}
+	a, _ = c.GetOne(ctx, "a")
+	a.Value = []byte("cas")
+	if err := c.CompareAndSwap(ctx, a); err != nil {
+		t.Errorf("CAS: %v", err)
+	}
+	errs := c.Increment(ctx, []string{"n", "nothing", "a"}, 3)
+	if errs[0] != nil || !errors.Is(errs[1], memcache.ErrCacheMiss) || errs[2] == nil {
+		t.Errorf("Increment: %v", errs)
+	}
+	if n, _ := c.GetOne(ctx, "n"); n == nil || string(n.Value) != "8" {
+		t.Errorf("after incr: %v", n)
+	}
+	errs = c.Append(ctx, []*memcache.Item{item("a", "+1"), item("nothing", "+1")})
+	if errs[0] != nil || !errors.Is(errs[1], memcache.ErrNotStored) {
+		t.Errorf("Append: %v", errs)
+	}
+	appErr, got, err := c.AppendGet(ctx, item("a", "+2"), "n")
+	if err != nil || appErr != nil || got == nil || string(got.Value) != "8" {
+		t.Errorf("AppendGet: %v %v %v", appErr, got, err)
+	}
+	if a, _ := c.GetOne(ctx, "a"); a == nil || string(a.Value) != "cas+1+2" {
+		t.Errorf("after appends: %v", a)
+	}
+	errs = c.DeleteMulti(ctx, []string{"a", "nothing"})
+	if errs[0] != nil || !errors.Is(errs[1], memcache.ErrCacheMiss) {
+		t.Errorf("DeleteMulti: %v", errs)
+	}
+	if _, err := c.GetOne(ctx, "a"); !errors.Is(err, memcache.ErrCacheMiss) {
+		t.Errorf("deleted key: %v", err)
+	}
+	if _, err := c.Get(ctx, []string{"has space"}); !errors.Is(err, memcache.ErrMalformedKey) {
+		t.Errorf("bad key: %v", err)
+	}
+	long := string(bytes.Repeat([]byte("k"), memcached.MaxKeyLen+1))
+	if err := c.Set(ctx, item(long, "v")); !errors.Is(err, memcache.ErrMalformedKey) {
+		t.Errorf("key longer than MaxKeyLen: %v", err)
+	}
+}
+
+// keyOn returns a key that the client places on server addr among addrs.
+func keyOn(t *testing.T, addrs []string, addr string, n int) string {
+	t.Helper()
+	var ss memcache.ServerList
+	ss.SetServers(addrs...)
+	for i := n; ; i++ {
+		k := "k" + strconv.Itoa(i)
+		a, _ := ss.PickServer(k)
+		if a.String() == addr {
+			return k
+		}
+	}
+}
+
+// TestOneOfTwoDown: with one of two servers dead, New still opens, reports
+// it, and calls for its keys fail at once while the other's work; when it
+// comes back it is used again.
+func TestOneOfTwoDown(t *testing.T) {
+	ctx := context.Background()
+	m1, m2 := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	addrs := []string{m1.Addr, m2.Addr}
+	k1, k2 := keyOn(t, addrs, m1.Addr, 0), keyOn(t, addrs, m2.Addr, 0)
+	m2.Kill()
+	c := newClient(t, "t:", time.Second, addrs...)
+	if d := c.Down(); len(d) != 1 || d[0] != m2.Addr {
+		t.Fatalf("Down = %v, want [%s]", d, m2.Addr)
+	}
+	if err := c.Set(ctx, item(k1, "one")); err != nil {
+		t.Fatalf("key on the live server: %v", err)
+	}
+	start := time.Now()
+	for range 100 {
+		if err := c.Set(ctx, item(k2, "two")); !errors.Is(err, memcached.ErrServerDown) {
+			t.Fatalf("key on the dead server: %v, want ErrServerDown", err)
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("100 calls to a dead server took %v; they should fail at once", d)
+	}
+	if _, err := c.Get(ctx, []string{k1, k2}); !errors.Is(err, memcached.ErrServerDown) {
+		t.Errorf("a Get spanning both: %v", err)
+	}
+	if testserver.RestartMemcached(t, m2) == nil {
+		t.Skip("port taken meanwhile")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Set(ctx, item(k2, "two")) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the restarted server is not used again")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(c.Down()) != 0 {
+		t.Errorf("Down = %v after the server came back", c.Down())
+	}
+}
+
+// TestNoServer: New fails, naming every server, when none answers.
+func TestNoServer(t *testing.T) {
+	port := testserver.FreePort(t)
+	_, err := memcached.New(memcached.Options{Servers: []string{fmt.Sprintf("127.0.0.1:%d", port)}, Prefix: "t:", Timeout: 100 * time.Millisecond})
+	if !errors.Is(err, memcached.ErrNoServers) {
+		t.Fatalf("New with no live server: %v", err)
+	}
+}
+
+// TestDeadlines: with the server frozen, a call returns by the caller's
+// deadline (and does not mark the server down), or by Timeout (and does);
+// a canceled context fails at once.
+func TestDeadlines(t *testing.T) {
+	m := testserver.StartMemcached(t, 0)
+	c := newClient(t, "t:", 300*time.Millisecond, m.Addr)
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Get(cctx, []string{"a"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled context: %v", err)
+	}
+	if err := m.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := m.Thaw(); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Get(ctx, []string{"a"})
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("frozen server, 50ms deadline: %v", err)
+	}
+	if took > 250*time.Millisecond {
+		t.Errorf("frozen server, 50ms deadline: back after %v", took)
+	}
+	if len(c.Down()) != 0 {
+		t.Errorf("a call cut short by its caller marked the server down")
+	}
+
+	// A cancellation (no deadline) ends a waiting call too.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel2)
+	start = time.Now()
+	if err := c.Set(ctx2, item("a", "v")); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled while waiting: %v", err)
+	}
+	if took := time.Since(start); took > 250*time.Millisecond {
+		t.Errorf("canceled while waiting: back after %v", took)
+	}
+
+	start = time.Now()
+	_, err = c.Get(context.Background(), []string{"a"})
+	if took := time.Since(start); !errors.Is(err, memcached.ErrServerDown) || took > time.Second {
+		t.Errorf("frozen server, no deadline: %v after %v; want ErrServerDown after about 300ms", err, took)
+	}
+	start = time.Now()
+	if _, err := c.Get(context.Background(), []string{"a"}); !errors.Is(err, memcached.ErrServerDown) || time.Since(start) > 50*time.Millisecond {
+		t.Errorf("second call to a server marked down: %v after %v; want ErrServerDown at once", err, time.Since(start))
+	}
+}
+
+// TestFences: a server that failed is fenced before it is used again, so
+// the values a frozen server kept are unreachable for every client; Flush
+// does the same for every server, and only for clients of its prefix.
+func TestFences(t *testing.T) {
+	ctx := context.Background()
+	m := testserver.StartMemcached(t, 0)
+	a := newClient(t, "t:", 200*time.Millisecond, m.Addr)
+	b := newClient(t, "t:", 200*time.Millisecond, m.Addr)
+	other := newClient(t, "u:", 200*time.Millisecond, m.Addr)
+	if err := a.Set(ctx, item("page", "old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Set(ctx, item("page", "other")); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := b.GetOne(ctx, "page"); err != nil || string(it.Value) != "old" {
+		t.Fatalf("b reads a's value: %v %v", it, err)
+	}
+
+	// a's delete is lost while the server is frozen.
+	if err := m.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Delete(ctx, "page"); err == nil {
+		t.Fatal("a delete on a frozen server succeeded") // the cleanup kills it, frozen or not
+	}
+	if err := m.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(250 * time.Millisecond) // RetryAfter
+	if _, err := a.GetOne(ctx, "page"); !errors.Is(err, memcache.ErrCacheMiss) {
+		t.Errorf("a, after the server it failed on came back: %v, want a miss", err)
+	}
+	// b never saw the failure but adopts the new fence in its next request.
+	if _, err := b.GetOne(ctx, "page"); !errors.Is(err, memcache.ErrCacheMiss) {
+		t.Errorf("b, after a fenced the server: %v, want a miss", err)
+	}
+	if it, err := other.GetOne(ctx, "page"); err != nil || string(it.Value) != "other" {
+		t.Errorf("another prefix's value: %v %v, want it untouched", it, err)
+	}
+
+	if err := b.Set(ctx, item("page", "new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.GetOne(ctx, "page"); !errors.Is(err, memcache.ErrCacheMiss) {
+		t.Errorf("after Flush: %v, want a miss", err)
+	}
+
+	// Distrust fences the key's server before the next call.
+	if err := b.Set(ctx, item("page", "newer")); err != nil {
+		t.Fatal(err)
+	}
+	a.Distrust("page")
+	if _, err := a.GetOne(ctx, "page"); !errors.Is(err, memcache.ErrCacheMiss) {
+		t.Errorf("after Distrust: %v, want a miss", err)
+	}
+
+	// A restarted (empty) server: a fresh fence, values written again work.
+	m.Kill()
+	if testserver.RestartMemcached(t, m) == nil {
+		t.Skip("port taken meanwhile")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Set(ctx, item("page", "after restart")) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the restarted server is not used again")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if it, err := a.GetOne(ctx, "page"); err != nil || string(it.Value) != "after restart" {
+		t.Errorf("a after the restart: %v %v", it, err)
+	}
+}

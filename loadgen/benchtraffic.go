@@ -1,0 +1,156 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// poolKey is where the older-page cursors of m's reads are kept: cursors
+// are valid for every store of the database that issued them.
+func poolKey(m registry.Model) string {
+	if m.Persistent() {
+		return m.Database
+	}
+	return m.Name
+}
+
+// trafficStore is the store m's traffic runs on: for a cache-mixed model a
+// store on a memcached namespace nobody has used (see openStores), whose
+// cache fills in the phase's warm-up; for the others the model's store.
+func (b *bench) trafficStore(m registry.Model) timeline.Store {
+	if s, ok := b.traffic[m.Name]; ok {
+		return s
+	}
+	return b.open[m.Name]
+}
+
+// olderPool returns the older-page cursors for m's traffic: those its
+// database's reads collected, or, for a model whose reads did not (a cached
+// one), cursors walked now through s.
+func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Store) ([]OlderPage, error) {
+	if pool, ok := b.pools[poolKey(m)]; ok {
+		return pool, nil
+	}
+	sample := m.Bench.OlderSample
+	if sample <= 0 {
+		sample = registry.DefaultOlderSample
+	}
+	pool, err := CollectOlderPages(ctx, s, b.data, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
+	if errors.Is(err, ErrNoOlderPages) {
+		return nil, nil
+	}
+	if err == nil {
+		b.pools[poolKey(m)] = pool
+	}
+	return pool, err
+}
+
+// trafficPhases measures m's mixed traffic: in a closed loop, or in an open
+// loop at the run's rate, then, if asked, searches for the highest rate
+// that holds the objective. Follows and unfollows go through one Churn,
+// which puts the dataset's graph back afterwards.
+func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
+	s, rm := b.trafficStore(m), b.res.Model(m.Name)
+	pool, err := b.olderPool(ctx, m, s)
+	if err != nil {
+		return err
+	}
+	mix := *b.cfg.Mix
+	if len(pool) == 0 && mix.Share(OpOlder) > 0 {
+		mix = mix.Without(OpOlder)
+		b.res.Notes = append(b.res.Notes, m.Name+": no timeline has a second page; its traffic reads no older pages")
+		if mix.total() <= 0 {
+			return nil
+		}
+	}
+	churn := NewChurn(b.data)
+	newOp := Traffic(s, b.data, mix, pool, churn, b.cfg.Spec.Seed)
+	name, dur := m.Name+"/traffic", b.duration(m)
+	if b.cfg.Rate > 0 {
+		r, c, err := b.openPhase(ctx, name, b.cfg.Rate, dur, b.cfg.Ops, newOp)
+		if err != nil {
+			return err
+		}
+		b.checkErrors(name, r.ErrorRate(), r.SampleErrors)
+		rm.Traffic = trafficFromOpen(mix, r)
+		rm.Traffic.Total.Cost = c
+		if o := rm.Traffic.Open; o.Saturated {
+			b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s: the open loop at %.0f/s saturated it: %.0f/s achieved, %d of %d operations started late (p99 %.1f ms behind), %d never started",
+				m.Name, o.RatePerSec, o.AchievedPerSec, o.Late, o.Started, o.LateP99Ms, o.Missed))
+		}
+	} else {
+		p, kinds, err := b.phaseKinds(ctx, name, dur, MixOps, ClosedOp(newOp), nil)
+		if err != nil {
+			return err
+		}
+		rm.Traffic = trafficFromClosed(mix, b.cfg.Concurrency, p, kinds)
+	}
+	rm.Traffic.Mix = mix.String()
+	if b.cfg.FindRate {
+		if err := b.searchRate(ctx, m, rm.Traffic, newOp); err != nil {
+			return err
+		}
+	}
+	if err := churn.Restore(ctx, s); err != nil {
+		return fmt.Errorf("%s: %w", m.Name, err)
+	}
+	return nil
+}
+
+// openPhase runs one open-loop phase with the run's arrivals and bound on
+// operations in flight, and returns it with its cost per operation. Its
+// errors are the caller's to judge.
+func (b *bench) openPhase(ctx context.Context, name string, rate float64, dur time.Duration, ops int64, newOp func(int) openloop.Op) (openloop.Result, results.Cost, error) {
+	length := dur.String()
+	if ops > 0 {
+		length = fmt.Sprintf("%d ops", ops)
+	}
+	b.logf("phase %s (open loop, %s arrivals at %.0f/s, %s, at most %d in flight)", name, b.cfg.Arrivals, rate, length, b.cfg.MaxInFlight)
+	start, finish := b.metered(ctx, nil)
+	r, err := openloop.Run(ctx, openloop.Config{
+		Name: name, Rate: rate, Arrivals: b.cfg.Arrivals, Workers: b.cfg.MaxInFlight,
+		Warmup: b.cfg.Warmup, Duration: dur, Ops: ops, Kinds: MixOps,
+		Seed: uint64(b.cfg.Spec.Seed) ^ uint64(rate*1000), Progress: b.cfg.Progress, OnMeasure: start,
+	}, newOp)
+	if err != nil {
+		return r, nil, err
+	}
+	c := finish(r.Total.Ops + r.Total.Errors)
+	p99 := float64(r.Total.Latency.ValueAtQuantile(99)) / 1000
+	b.logf("  = %s: offered %.0f/s, achieved %.0f/s, p99 %.2f ms from intended starts (service %.2f ms), %d late, %d missed, %d errors",
+		name, r.OfferedPerSec(), r.AchievedPerSec(), p99, float64(r.Total.Service.ValueAtQuantile(99))/1000, r.Late, r.Missed, r.Total.Errors)
+	return r, c, nil
+}
+
+// searchRate finds m's highest rate whose p99 holds the run's SLO, from
+// the traffic phase's achieved rate, in open-loop steps.
+func (b *bench) searchRate(ctx context.Context, m registry.Model, t *results.Traffic, newOp func(int) openloop.Op) error {
+	start := t.Total.OpsPerSec
+	if t.Open != nil {
+		start = t.Open.AchievedPerSec
+	}
+	if !(start > 0) {
+		start = 1
+	}
+	b.logf("search %s: the highest rate at p99 ≤ %v, from %.0f/s, %d steps of %v at most", m.Name, b.cfg.SLO, start, b.cfg.SearchSteps, b.cfg.StepDuration)
+	sr, err := openloop.FindRate(ctx, openloop.SearchConfig{
+		SLO: b.cfg.SLO, Start: start, MaxSteps: b.cfg.SearchSteps, MaxErrorRate: MaxErrorRate,
+	}, func(ctx context.Context, rate float64) (openloop.Result, error) {
+		r, _, err := b.openPhase(ctx, fmt.Sprintf("%s/slo@%.0f", m.Name, rate), rate, b.cfg.StepDuration, 0, newOp)
+		return r, err
+	})
+	if err != nil {
+		return err
+	}
+	// A step's errors decide whether it held; they do not fail the run.
+	t.Search = searchResult(b.cfg.SLO, b.cfg.StepDuration, start, sr)
+	b.logf("  = %s: %.0f/s held p99 ≤ %v", m.Name, sr.Best, b.cfg.SLO)
+	return nil
+}

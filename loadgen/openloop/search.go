@@ -1,0 +1,128 @@
+package openloop
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+)
+
+// SearchConfig describes a search for the highest rate that holds a latency
+// objective.
+type SearchConfig struct {
+	// SLO is the objective: the p99 latency (from the intended start) of
+	// all operations of a step must not exceed it.
+	SLO time.Duration
+	// Start is the first rate tried, in operations per second: an
+	// estimate, such as a closed loop's throughput.
+	Start float64
+	// MaxSteps bounds the runs; 0 means DefaultSearchSteps.
+	MaxSteps int
+	// Precision ends the search once the rate that failed is within this
+	// share above the rate that held; 0 means DefaultPrecision.
+	Precision float64
+	// MaxErrorRate is the share of failed operations above which a step
+	// does not hold; 0 means none may fail.
+	MaxErrorRate float64
+	// MinRate: the search gives up below it; 0 means 1 operation/s.
+	MinRate float64
+}
+
+// Defaults of SearchConfig.
+const (
+	DefaultSearchSteps = 8
+	DefaultPrecision   = 0.1
+)
+
+// Step is one run of a search.
+type Step struct {
+	Rate     float64 // planned
+	Offered  float64 // planned in the measured stretch, per second
+	Achieved float64
+	// Latencies of all operations from their intended starts, in ms.
+	P50Ms, P99Ms, P999Ms float64
+	Errors, Late, Missed int64
+	Held                 bool
+	Result               Result
+}
+
+// SearchResult is the outcome of a search.
+type SearchResult struct {
+	// Best is the highest rate that held the objective; 0 if none did.
+	Best  float64
+	Steps []Step // in the order run
+}
+
+// Held reports whether a run held the objective: every planned operation
+// started before the drain ended, few enough failed, and the p99 latency
+// from the intended start is within the SLO.
+func (c SearchConfig) Held(r Result) bool {
+	if r.Missed > 0 || r.Total.Ops == 0 || r.ErrorRate() > c.MaxErrorRate {
+		return false
+	}
+	return time.Duration(r.Total.Latency.ValueAtQuantile(99))*time.Microsecond <= c.SLO
+}
+
+// FindRate searches for the highest rate that holds c.SLO, running step at
+// each rate it tries. From c.Start it doubles the rate until a step fails
+// (or halves it until one holds), then bisects between the best rate that
+// held and the lowest that failed until they are within c.Precision, or
+// c.MaxSteps steps have run. Each step is a whole open-loop run, drained,
+// so that no backlog carries over into the next.
+func FindRate(ctx context.Context, c SearchConfig, step func(ctx context.Context, rate float64) (Result, error)) (SearchResult, error) {
+	if c.SLO <= 0 {
+		return SearchResult{}, &ConfigError{Field: "slo", Value: c.SLO.String(), Reason: "want a latency above 0"}
+	}
+	if !(c.Start > 0) || math.IsInf(c.Start, 0) {
+		return SearchResult{}, &ConfigError{Field: "start", Value: fmt.Sprint(c.Start), Reason: "want a rate above 0"}
+	}
+	if c.MaxSteps == 0 {
+		c.MaxSteps = DefaultSearchSteps
+	}
+	if c.MaxSteps < 1 {
+		return SearchResult{}, &ConfigError{Field: "steps", Value: fmt.Sprint(c.MaxSteps), Reason: "want at least 1"}
+	}
+	if c.Precision <= 0 {
+		c.Precision = DefaultPrecision
+	}
+	if c.MinRate <= 0 {
+		c.MinRate = 1
+	}
+	var out SearchResult
+	lo, hi := 0.0, math.Inf(1) // best held, lowest failed
+	rate := c.Start
+	for range c.MaxSteps {
+		r, err := step(ctx, rate)
+		if err != nil {
+			return out, err
+		}
+		s := Step{Rate: rate, Offered: r.OfferedPerSec(), Achieved: r.AchievedPerSec(),
+			Errors: r.Total.Errors, Late: r.Late, Missed: r.Missed, Held: c.Held(r), Result: r}
+		if h := r.Total.Latency; h != nil && h.TotalCount() > 0 {
+			v := h.ValueAtPercentiles([]float64{50, 99, 99.9})
+			s.P50Ms, s.P99Ms, s.P999Ms = float64(v[50])/1000, float64(v[99])/1000, float64(v[99.9])/1000
+		}
+		out.Steps = append(out.Steps, s)
+		if s.Held {
+			lo = max(lo, rate)
+		} else {
+			hi = min(hi, rate)
+		}
+		switch {
+		case math.IsInf(hi, 1):
+			rate *= 2
+		case lo == 0:
+			rate /= 2
+			if rate < c.MinRate {
+				return out, nil
+			}
+		case hi <= lo*(1+c.Precision):
+			out.Best = lo
+			return out, nil
+		default:
+			rate = (lo + hi) / 2
+		}
+	}
+	out.Best = lo
+	return out, nil
+}

@@ -1,0 +1,96 @@
+package openloop
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeResult is a run whose every operation took lat from its intended
+// start.
+func fakeResult(rate float64, lat time.Duration) Result {
+	r := Result{Rate: rate, Window: 1, Scheduled: int64(rate), Started: int64(rate), Seconds: 1,
+		Total: Stats{Ops: int64(rate), Latency: NewHistogram(), Service: NewHistogram()}}
+	for range int(rate) {
+		record(r.Total.Latency, lat)
+	}
+	return r
+}
+
+// TestFindRateBisects: a store that holds 10 ms up to 1,234 ops/s and
+// takes 200 ms beyond is found within the search's precision, from above
+// and from below.
+func TestFindRateBisects(t *testing.T) {
+	const capacity = 1234.0
+	step := func(_ context.Context, rate float64) (Result, error) {
+		if rate <= capacity {
+			return fakeResult(rate, 10*time.Millisecond), nil
+		}
+		return fakeResult(rate, 200*time.Millisecond), nil
+	}
+	for _, start := range []float64{100, 5000} {
+		res, err := FindRate(context.Background(), SearchConfig{SLO: 50 * time.Millisecond, Start: start, MaxSteps: 20}, step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Best > capacity || res.Best < capacity/(1+DefaultPrecision) {
+			t.Fatalf("from %v: best %v, want within %.0f%% below %v (steps %d)", start, res.Best, 100*DefaultPrecision, capacity, len(res.Steps))
+		}
+		for _, s := range res.Steps {
+			if s.Held != (s.Rate <= capacity) {
+				t.Fatalf("step %+v", s)
+			}
+		}
+	}
+	// Nothing holds: the search gives up at the minimum rate with Best 0.
+	res, err := FindRate(context.Background(), SearchConfig{SLO: time.Millisecond, Start: 64, MinRate: 2}, step)
+	if err != nil || res.Best != 0 || len(res.Steps) != 6 {
+		t.Fatalf("best %v after %d steps, err %v", res.Best, len(res.Steps), err)
+	}
+	// A missed operation fails a step whatever its latency.
+	missed := fakeResult(10, time.Millisecond)
+	missed.Missed = 1
+	if (SearchConfig{SLO: time.Second}).Held(missed) {
+		t.Fatal("a step with a missed operation held")
+	}
+}
+
+// TestFindRateOnAFakeStore: a store of known capacity (4 workers, 5 ms per
+// operation: 800 ops/s) is searched for real, in short open-loop steps;
+// the rate found is near its capacity. The bounds are wide: timers on a
+// busy machine oversleep, and queueing near capacity raises the p99 well
+// before the rate reaches it.
+func TestFindRateOnAFakeStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs about 5 s of timed steps")
+	}
+	const workers, service = 4, 5 * time.Millisecond
+	capacity := workers / service.Seconds()
+	var calls atomic.Int64
+	step := func(ctx context.Context, rate float64) (Result, error) {
+		return Run(ctx, Config{Name: "fake", Rate: rate, Workers: workers, Duration: 400 * time.Millisecond,
+			Drain: 300 * time.Millisecond, Seed: uint64(rate)}, sleeper(service, &calls))
+	}
+	res, err := FindRate(context.Background(), SearchConfig{SLO: 50 * time.Millisecond, Start: capacity / 2, MaxSteps: 7}, step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Steps {
+		t.Logf("rate %.0f: achieved %.0f, p99 %.1f ms, missed %d, held %v", s.Rate, s.Achieved, s.P99Ms, s.Missed, s.Held)
+	}
+	if res.Best < 0.4*capacity || res.Best > 1.1*capacity {
+		t.Fatalf("best %.0f/s for a store of capacity %.0f/s", res.Best, capacity)
+	}
+}
+
+func TestFindRateBadConfig(t *testing.T) {
+	step := func(context.Context, float64) (Result, error) { t.Fatal("ran"); return Result{}, nil }
+	for _, c := range []SearchConfig{{Start: 10}, {SLO: time.Second}, {SLO: time.Second, Start: -1}, {SLO: time.Second, Start: 1, MaxSteps: -2}} {
+		var ce *ConfigError
+		if _, err := FindRate(context.Background(), c, step); !errors.As(err, &ce) {
+			t.Errorf("%+v: got %v", c, err)
+		}
+	}
+}

@@ -1,0 +1,242 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pushpull/pushpull/cache"
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// TestTrafficEveryModel runs the mixed traffic, with per-operation
+// figures and costs, for every registered model at a tiny scale in a
+// closed loop; then for two models in an open loop, with a short rate
+// search.
+func TestTrafficEveryModel(t *testing.T) {
+	spec, err := PaperSpec().Scaled(0.002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushModel := registry.Models()[0].Name // the reference sorts first
+	for _, m := range registry.Models() {
+		if m.Family == registry.FamilyPush {
+			pushModel = m.Name
+			break
+		}
+	}
+	cached := registry.Offered(cache.Variant)[0].Name
+	for _, open := range []bool{false, true} {
+		mix := DefaultMix()
+		cfg := BenchConfig{
+			DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Force: true,
+			Spec: spec, Scale: 0.002, Models: registry.Names(registry.Listed()), Ops: 40, Mix: &mix,
+		}
+		if open {
+			cfg.Models = []string{pushModel, cached}
+			cfg.Rate, cfg.FindRate, cfg.SearchSteps, cfg.StepDuration = 300, true, 3, 200*time.Millisecond
+		}
+		if testing.Verbose() {
+			cfg.Progress = os.Stderr
+		}
+		start := time.Now()
+		res, err := RunBench(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("open loop %v: %v", open, time.Since(start))
+		for _, f := range res.Failures {
+			// Forty no-op operations are too few to time the harness.
+			if !strings.Contains(f, "harness") {
+				t.Fatalf("failure: %s", f)
+			}
+		}
+		for _, name := range cfg.Models {
+			m := res.Model(name)
+			if m == nil || m.Traffic == nil {
+				t.Fatalf("%s: no traffic (%v)", name, m)
+			}
+			tr := m.Traffic
+			if tr.Mix != DefaultMixSpec || (tr.Loop == results.LoopOpen) != open || tr.Total.Ops+tr.Total.Errors != 40 {
+				t.Fatalf("%s: traffic %+v", name, tr)
+			}
+			var sum int64
+			for _, op := range MixOps {
+				sum += tr.Ops[op].Ops + tr.Ops[op].Errors
+			}
+			if sum != 40 || tr.Ops[OpNewest].Ops == 0 || !tr.Ops[OpNewest].HasLatency() {
+				t.Fatalf("%s: per-operation figures %+v", name, tr.Ops)
+			}
+			if c := tr.Total.Cost; c == nil || c[results.CostOps] != 40 || !(c[results.CostCPU] > 0) {
+				t.Fatalf("%s: traffic cost %v", name, c)
+			}
+			if c := m.Retrieve.Cost; c == nil || c[results.CostOps] != 40 {
+				t.Fatalf("%s: retrieval cost %v", name, c)
+			}
+			if open {
+				if tr.Open == nil || tr.Open.Scheduled != 40 || tr.Open.Service.Ops != tr.Total.Ops {
+					t.Fatalf("%s: open loop %+v", name, tr.Open)
+				}
+				if s := tr.Search; s == nil || len(s.Steps) == 0 || len(s.Steps) > 3 || s.SLOMs != 50 || s.StartPerSec <= 0 {
+					t.Fatalf("%s: rate search %+v", name, s)
+				}
+			}
+			if mm, _ := registry.Lookup(name); m.Base != "" || !mm.Persistent() || mm.Needs&registry.Memcached != 0 {
+				continue // reads from memory or memcached
+			}
+			if !(m.Retrieve.Cost[results.CostRowsRead] > 0) || !(m.Submit.Cost[results.CostRowsWritten] >= 1) {
+				t.Fatalf("%s: rows read per page %v, written per post %v", name, m.Retrieve.Cost, m.Submit.Cost)
+			}
+		}
+	}
+}
+
+// edgeStore is a Store that keeps only the follow graph.
+type edgeStore struct {
+	timeline.Store
+	mu    sync.Mutex
+	edges map[edge]bool
+	fail  bool
+}
+
+func (s *edgeStore) Follow(_ context.Context, a, b timeline.UserID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return errors.New("refused")
+	}
+	s.edges[edge{uint32(a), uint32(b)}] = true
+	return nil
+}
+
+func (s *edgeStore) Unfollow(_ context.Context, a, b timeline.UserID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return errors.New("refused")
+	}
+	delete(s.edges, edge{uint32(a), uint32(b)})
+	return nil
+}
+
+// TestChurnKeepsTheGraph: concurrent follows and unfollows in equal
+// numbers leave the graph within a few edges of the dataset's, never touch
+// one edge twice at once, and Restore makes it the dataset's again, even
+// after failed operations.
+func TestChurnKeepsTheGraph(t *testing.T) {
+	d, err := Generate(Spec{Users: 200, Messages: 10, AvgFollowees: 10, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &edgeStore{edges: map[edge]bool{}}
+	d.EachFollow(func(a, b uint32) error { s.edges[edge{a, b}] = true; return nil })
+	want := len(s.edges)
+	c := NewChurn(d)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(9, uint64(w)))
+			for i := range 500 {
+				op := c.Follow
+				if (i+w)%2 == 0 {
+					op = c.Unfollow
+				}
+				if err := op(ctx, s, rng); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if drift := c.Drift(); drift > 16 {
+		t.Errorf("the graph drifted by %d edges after 4,000 balanced operations", drift)
+	}
+	if n := len(s.edges); n < want-16 || n > want+16 {
+		t.Errorf("%d edges, the dataset has %d", n, want)
+	}
+	// A run of follows only adds edges; failures are not recorded.
+	rng := rand.New(rand.NewPCG(1, 1))
+	for range 50 {
+		c.Follow(ctx, s, rng)
+	}
+	s.fail = true
+	for range 10 {
+		if err := c.Unfollow(ctx, s, rng); err == nil {
+			t.Fatal("a refused unfollow succeeded")
+		}
+	}
+	s.fail = false
+	if err := c.Restore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.edges) != want || c.Drift() != 0 {
+		t.Fatalf("after Restore: %d edges, drift %d; the dataset has %d", len(s.edges), c.Drift(), want)
+	}
+	for e := range s.edges {
+		if !c.inDataset(e) {
+			t.Fatalf("edge %v is not the dataset's", e)
+		}
+	}
+}
+
+func TestParseMix(t *testing.T) {
+	m, err := ParseMix(" newest=80, older=10,post=8,follow=1,unfollow=1 ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.String() != "newest=80,older=10,post=8,follow=1,unfollow=1" || m.Share(OpPost) != 0.08 {
+		t.Fatalf("%s, post share %v", m, m.Share(OpPost))
+	}
+	if d, _ := ParseMix("default"); d.String() != DefaultMixSpec || d.Share(OpNewest)+d.Share(OpOlder) < 0.9 {
+		t.Fatalf("default mix %s", d)
+	}
+	// pick follows the weights.
+	counts := map[string]int{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		counts[MixOps[m.pick(rng.Float64())]]++
+	}
+	if counts[OpNewest] < 79000 || counts[OpNewest] > 81000 || counts[OpFollow] < 800 || counts[OpFollow] > 1200 {
+		t.Fatalf("picked %v", counts)
+	}
+	if only, _ := ParseMix("post=1"); only.pick(0.999) != 2 || only.pick(0) != 2 {
+		t.Fatal("a one-operation mix picked another")
+	}
+	for _, bad := range []string{"", "newest", "newest=", "newest=-1", "newest=NaN", "newest=Inf", "newest=1,newest=2",
+		"read=1", "newest=0,post=0", "newest=1;post=1"} {
+		_, err := ParseMix(bad)
+		var me *MixError
+		if !errors.As(err, &me) || !strings.Contains(err.Error(), "mix") {
+			t.Errorf("%q: got %v, want a *MixError", bad, err)
+		}
+	}
+}
+
+// TestBenchRefusesBadTraffic: a bad traffic setting is refused before the
+// run starts anything.
+func TestBenchRefusesBadTraffic(t *testing.T) {
+	spec, _ := PaperSpec().Scaled(0.002)
+	for _, cfg := range []BenchConfig{
+		{Rate: -1}, {MaxInFlight: -3}, {SLO: -time.Second}, {SearchSteps: -1}, {StepDuration: -time.Second},
+		{Rate: 10, Arrivals: "bursty"}, {Mix: &Mix{}},
+	} {
+		cfg.DSN, cfg.Spec = "root@tcp(127.0.0.1:1)/", spec
+		_, err := RunBench(context.Background(), cfg)
+		var ce *ConfigError
+		var oe *openloop.ConfigError
+		var me *MixError
+		if !errors.As(err, &ce) && !errors.As(err, &oe) && !errors.As(err, &me) {
+			t.Errorf("%+v: got %v, want a typed error", cfg, err)
+		}
+	}
+}

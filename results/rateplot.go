@@ -1,0 +1,110 @@
+package results
+
+import (
+	"cmp"
+	"fmt"
+	"image/color"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// HasRateSearch reports whether any model of r searched for its highest
+// rate within the latency objective.
+func (r *Result) HasRateSearch() bool {
+	for i := range r.Models {
+		if t := r.Models[i].Traffic; t != nil && t.Search != nil && len(t.Search.Steps) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteRatePNG plots, for every model that searched for its highest rate,
+// the p99 (solid) and p50 (dashed) latency of the mixed traffic, from
+// intended starts, against the offered rate of each step, with the
+// objective as a grey line. The latency axis is logarithmic: past its
+// capacity a store's latency grows by orders of magnitude within one
+// step.
+func WriteRatePNG(path string, r *Result) error {
+	if err := writeRatePNG(path, r); err != nil {
+		return fmt.Errorf("write rate png: %w", err)
+	}
+	return nil
+}
+
+func writeRatePNG(path string, r *Result) error {
+	p := plot.New()
+	p.Title.Text = chartTitle(r) + ": latency against offered rate (open loop)"
+	p.X.Label.Text = "offered rate (operations/s)"
+	p.Y.Label.Text = "latency from intended start (ms)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker = plainTicks{}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	slo, top, right := 0.0, 0.0, 0.0
+	n := 0
+	for i := range r.Models {
+		m := &r.Models[i]
+		if m.Traffic == nil || m.Traffic.Search == nil || len(m.Traffic.Search.Steps) == 0 {
+			continue
+		}
+		s := m.Traffic.Search
+		slo = max(slo, s.SLOMs)
+		steps := slices.Clone(s.Steps)
+		slices.SortFunc(steps, func(a, b RateStep) int { return cmp.Compare(a.OfferedPerSec, b.OfferedPerSec) })
+		var p50, p99 plotter.XYs
+		for _, st := range steps {
+			if st.P99Ms <= 0 {
+				continue
+			}
+			p50 = append(p50, plotter.XY{X: st.OfferedPerSec, Y: max(st.P50Ms, 0.001)})
+			p99 = append(p99, plotter.XY{X: st.OfferedPerSec, Y: st.P99Ms})
+			top, right = max(top, st.P99Ms), max(right, st.OfferedPerSec)
+		}
+		if len(p99) == 0 {
+			continue
+		}
+		c := plotutil.Color(n)
+		n++
+		for j, pts := range []plotter.XYs{p99, p50} {
+			l, s, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return err
+			}
+			l.Color, s.Color = c, c
+			l.Width = vg.Points(1.5)
+			s.Shape = draw.CircleGlyph{}
+			if j == 1 {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+				s.Shape = draw.RingGlyph{}
+			} else {
+				p.Legend.Add(fmt.Sprintf("%s (best %s/s)", m.Name, fmtNum(m.Traffic.Search.BestPerSec)), l, s)
+			}
+			p.Add(l, s)
+		}
+	}
+	if slo > 0 && right > 0 {
+		line, err := plotter.NewLine(plotter.XYs{{X: 0, Y: slo}, {X: right * 1.05, Y: slo}})
+		if err != nil {
+			return err
+		}
+		line.Color = color.Gray{Y: 0x88}
+		line.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+		p.Add(line)
+		p.Legend.Add(fmt.Sprintf("objective: p99 ≤ %s", fmtMs(slo)), line)
+	}
+	p.X.Min = 0
+	p.Y.Max = max(top, slo) * 2
+	px := func(n int) vg.Length { return vg.Length(n) * vg.Inch / vgimg.DefaultDPI }
+	img := vgimg.NewWith(vgimg.UseWH(px(PNGWidth), px(2*PNGHeight)), vgimg.UseDPI(vgimg.DefaultDPI),
+		vgimg.UseBackgroundColor(color.White))
+	p.Draw(draw.New(img))
+	return savePNG(path, img)
+}

@@ -1,0 +1,118 @@
+package results
+
+import (
+	"slices"
+	"strings"
+)
+
+// Loop kinds of Traffic.Loop.
+const (
+	// LoopClosed: a fixed number of workers, each starting an operation
+	// when its previous one returns. Latency runs from the actual start.
+	LoopClosed = "closed"
+	// LoopOpen: operations start on a planned schedule whatever the store
+	// does (package loadgen/openloop). Latency runs from the intended
+	// start, so waiting for a busy store is part of it.
+	LoopOpen = "open"
+)
+
+// Traffic is a model's phase of mixed traffic, the workload a production
+// feed faces: newest pages, older pages, posts, follows and unfollows in
+// the proportions Mix gives, measured per operation type.
+type Traffic struct {
+	// Mix is the proportions, as the --mix flag takes them, e.g.
+	// "newest=76,older=20,post=2,follow=1,unfollow=1". Its order is the
+	// order operations are reported in.
+	Mix string `json:"mix"`
+	// Loop is LoopClosed or LoopOpen.
+	Loop string `json:"loop"`
+	// Workers are the closed loop's workers, or the open loop's bound on
+	// operations in flight.
+	Workers int `json:"workers"`
+	// Total is every operation of the phase, Ops each type's, by the
+	// names of Mix. In an open loop their latencies run from the intended
+	// start.
+	Total Phase            `json:"total"`
+	Ops   map[string]Phase `json:"ops"`
+	// Open is set for an open loop.
+	Open *OpenLoop `json:"open_loop,omitempty"`
+	// Search is set when the run searched for the highest rate that holds
+	// the latency objective.
+	Search *RateSearch `json:"rate_search,omitempty"`
+}
+
+// OpNames are the operation types of Mix, in its order.
+func (t *Traffic) OpNames() []string {
+	var out []string
+	for part := range strings.SplitSeq(t.Mix, ",") {
+		name, _, _ := strings.Cut(part, "=")
+		if name = strings.TrimSpace(name); name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	for _, k := range sortedKeys(t.Ops) {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// OpenLoop is what an open-loop phase adds to its latencies: how the store
+// kept up with the plan. Saturation is reported, never hidden: operations
+// that started late are counted with how late, and those that never
+// started (Missed) are counted too.
+type OpenLoop struct {
+	Arrivals string `json:"arrivals"` // "poisson" or "constant"
+	// RatePerSec is the planned rate; OfferedPerSec what the plan asked
+	// for in the measured stretch (RatePerSec give or take the Poisson
+	// noise); AchievedPerSec the rate operations completed at.
+	RatePerSec     float64 `json:"rate_per_sec"`
+	OfferedPerSec  float64 `json:"offered_per_sec"`
+	AchievedPerSec float64 `json:"achieved_per_sec"`
+	// Scheduled = Started + Missed; Late of the started began more than
+	// a millisecond behind their intended start.
+	Scheduled int64 `json:"scheduled"`
+	Started   int64 `json:"started"`
+	Late      int64 `json:"late"`
+	Missed    int64 `json:"missed"`
+	// How late operations started, over all started ones, in ms.
+	LateP50Ms float64 `json:"late_p50_ms"`
+	LateP99Ms float64 `json:"late_p99_ms"`
+	LateMaxMs float64 `json:"late_max_ms"`
+	// Service is the service time (from the actual start) of all
+	// operations: what the store took once asked.
+	Service      Phase `json:"service"`
+	PeakInFlight int64 `json:"peak_in_flight"`
+	PeakBacklog  int64 `json:"peak_backlog"`
+	// Saturated: operations were missed, or completed at under 90% of
+	// the offered rate. The latencies then describe a store past its
+	// capacity.
+	Saturated bool `json:"saturated"`
+}
+
+// RateSearch is the highest rate at which the mixed traffic's p99 latency,
+// from intended starts, stayed within an objective: BG's SoAR rating,
+// found by short open-loop steps.
+type RateSearch struct {
+	SLOMs float64 `json:"slo_p99_ms"`
+	// BestPerSec is the highest planned rate that held; 0 when none did.
+	BestPerSec  float64    `json:"best_rate_per_sec"`
+	StartPerSec float64    `json:"start_rate_per_sec"`
+	StepSeconds float64    `json:"step_seconds"`
+	Steps       []RateStep `json:"steps"`
+}
+
+// RateStep is one step of a RateSearch.
+type RateStep struct {
+	RatePerSec     float64 `json:"rate_per_sec"`
+	OfferedPerSec  float64 `json:"offered_per_sec"`
+	AchievedPerSec float64 `json:"achieved_per_sec"`
+	P50Ms          float64 `json:"p50_ms"`
+	P99Ms          float64 `json:"p99_ms"`
+	P999Ms         float64 `json:"p999_ms"`
+	Errors         int64   `json:"errors"`
+	Late           int64   `json:"late"`
+	Missed         int64   `json:"missed"`
+	Held           bool    `json:"held"`
+}
