@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
-	"math"
 	"os"
 
 	"gonum.org/v1/plot"
@@ -118,13 +117,6 @@ func ccdfPlot(title string, bins []DegreeBin, c color.Color) (*plot.Plot, error)
 	p.Y.Label.Text = "share of users with at least d"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	// Whole decades, set rather than taken from the points, so that no
-	// points or a single one still make a valid log axis.
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 1, 10, 0.1, 1
-	for _, pt := range pts {
-		p.X.Max = max(p.X.Max, math.Pow(10, math.Ceil(math.Log10(pt.X*1.0001))))
-		p.Y.Min = min(p.Y.Min, math.Pow(10, math.Floor(math.Log10(pt.Y))))
-	}
 	p.Add(plotter.NewGrid())
 	if len(pts) == 0 {
 		// Nothing to draw; a log axis still needs a positive range.
