@@ -133,7 +133,7 @@ func TestDegreesPNGEdgeCases(t *testing.T) {
 	}
 }
 
-// TestLoadVersion2: results saved before format 3 load, converted: uniform
+// TestLoadVersion2Degrees: results saved before format 4 load, converted: uniform
 // activity, no degree percentiles, no plot of them.
 func TestLoadVersion2Degrees(t *testing.T) {
 	r, err := Load(filepath.Join("reference", JSONFile))
