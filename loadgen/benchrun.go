@@ -267,7 +267,11 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 	}
 	b.logf("loading ...")
 	var err error
-	if b.res.Load, err = Load(ctx, b.data, targets, b.cfg.Progress); err != nil {
+	opts := LoadOptions{Progress: b.cfg.Progress}
+	if local {
+		opts.Server = admin // a sandbox: the load may tune it (and puts it back)
+	}
+	if b.res.Load, err = Load(ctx, b.data, targets, opts); err != nil {
 		return err
 	}
 	for _, m := range b.models {

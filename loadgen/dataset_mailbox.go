@@ -21,10 +21,15 @@ func (d *Dataset) MailboxRows() int64 {
 // of all messages by the users they follow, ascending. It stops at and
 // returns fn's first error.
 func (d *Dataset) EachMailbox(fn func(user uint32, messageID uint64) error) error {
+	return d.eachMailbox(1, uint32(d.Spec.Users), fn)
+}
+
+// eachMailbox is EachMailbox for users from..to (at most MaxUsers).
+func (d *Dataset) eachMailbox(from, to uint32, fn func(user uint32, messageID uint64) error) error {
 	var mb mailboxer
-	for u := 1; u <= d.Spec.Users; u++ {
-		for _, id := range mb.mailbox(d, uint32(u)) {
-			if err := fn(uint32(u), uint64(id)); err != nil {
+	for u := from; u <= to; u++ {
+		for _, id := range mb.mailbox(d, u) {
+			if err := fn(u, uint64(id)); err != nil {
 				return err
 			}
 		}

@@ -21,10 +21,14 @@ import (
 
 // Bulk loading streams generated rows to the server with LOAD DATA LOCAL
 // INFILE through the driver's reader handler: no temporary files, no
-// row-at-a-time INSERTs, one statement per table. Rows arrive in primary-key
-// order, and the session turns off unique and foreign-key checks, which
-// lets MariaDB (10.6+) use its bulk path for an empty table: it builds the
-// index from sorted rows without undo logging.
+// row-at-a-time INSERTs. Rows arrive in primary-key order. A table loaded
+// in one statement into an empty table, with unique and foreign-key checks
+// off, takes MariaDB's (10.6+) bulk path: it builds the indexes from sorted
+// rows without undo logging. The mailbox, 43 million rows at paper scale
+// and most of the load, is cut into chunks of consecutive users that load
+// side by side on several connections (the bulk path locks the whole
+// table, so those take the ordinary one). See LoadOptions for the server
+// settings a load on a throw-away server changes.
 
 // Target is one model's database, empty but with its schema applied.
 type Target struct {
@@ -33,49 +37,107 @@ type Target struct {
 	Schema schema.Model // which tables to fill: schema.DataTables
 }
 
+// LoadOptions tune Load.
+type LoadOptions struct {
+	// Progress gets a live line when it is a terminal, else one line per
+	// table; nil for none.
+	Progress io.Writer
+	// Workers is how many statements load at once; 0 means
+	// DefaultLoadWorkers.
+	Workers int
+	// ChunkRows is about how many mailbox rows one statement loads; 0
+	// means DefaultChunkRows. A mailbox no larger loads in one statement,
+	// on the bulk path.
+	ChunkRows int64
+	// Server, if not nil, is an administrative connection to a
+	// throw-away server (a sandbox) whose global settings the load may
+	// change while it runs and restores afterwards (see tuneServer). Nil
+	// leaves the server's settings alone, as a server given by DSN must
+	// be.
+	Server *sql.DB
+}
+
+// Defaults of LoadOptions. Two statements keep two cores busy; a third
+// only adds contention on the index (measured at paper scale: one
+// statement used 114 CPU seconds of the server, two side by side 153). Two
+// million rows a chunk keep a chunk's transaction (and its undo log) small
+// and give the workers about twenty chunks of the paper's mailbox, so that
+// neither waits long for the other at the end.
+const (
+	DefaultLoadWorkers       = 2
+	DefaultChunkRows   int64 = 2_000_000
+)
+
 // Load writes d into the targets, runs ANALYZE TABLE, and reports rows and
-// speed per table. The mailbox, by far the largest table, loads on a lane
-// of its own while the other tables load one after another on a second
-// lane (pull first, then push), so the two cores are both busy; InnoDB
-// gains nothing from two writers on one index, so the mailbox itself is one
-// statement. progress gets a live line when it is a terminal, else one line
-// per table.
-func Load(ctx context.Context, d *Dataset, targets []Target, progress io.Writer) (*results.DataLoad, error) {
+// speed per table. Every table and every chunk of the mailbox is one job;
+// opts.Workers jobs run at once, the mailbox's chunks first, since they are
+// most of the work.
+func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (*results.DataLoad, error) {
 	start := time.Now()
-	type job struct {
-		t  Target
-		tb table
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultLoadWorkers
 	}
-	var small, big []job
+	if opts.ChunkRows <= 0 {
+		opts.ChunkRows = DefaultChunkRows
+	}
+	var big, small []loadJob
+	var tables []*tableRun
 	for _, t := range targets {
-		tables := schema.DataTables(t.Schema)
-		if tables == nil {
+		sts := schema.DataTables(t.Schema)
+		if sts == nil {
 			return nil, fmt.Errorf("load %s: no dataset tables in schema %q", t.Name, t.Schema)
 		}
-		for _, st := range tables {
+		for _, st := range sts {
 			tb, err := tableOf(d, st)
 			if err != nil {
 				return nil, fmt.Errorf("load %s: %w", t.Name, err)
 			}
-			if st.Name == schema.Mailbox.Name {
-				big = append(big, job{t, tb})
-			} else {
-				small = append(small, job{t, tb})
+			run := &tableRun{target: t, table: tb}
+			tables = append(tables, run)
+			if st.Name != schema.Mailbox.Name {
+				small = append(small, loadJob{run: run, write: tb.write})
+				continue
+			}
+			chunks := mailboxChunks(d, opts.ChunkRows)
+			for _, c := range chunks {
+				run.chunks++
+				big = append(big, loadJob{run: run, write: c, chunked: len(chunks) > 1})
 			}
 		}
 	}
-	bar := newProgress(progress)
+	var restore func(context.Context) error
+	if opts.Server != nil {
+		var err error
+		if restore, err = tuneServer(ctx, opts.Server, d); err != nil {
+			return nil, err
+		}
+		defer func() { // after an error below (restore is nil once done)
+			if restore != nil {
+				restore(context.WithoutCancel(ctx))
+			}
+		}()
+	}
+	bar := newProgress(opts.Progress)
 	defer bar.close()
-	loaded := make([][]results.TableLoad, 2)
+	jobs := make(chan loadJob)
 	g, gctx := errgroup.WithContext(ctx)
-	for lane, jobs := range [][]job{small, big} {
+	g.Go(func() error {
+		defer close(jobs)
+		for _, j := range append(big, small...) {
+			select {
+			case jobs <- j:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	for range opts.Workers {
 		g.Go(func() error {
-			for _, j := range jobs {
-				tl, err := loadTable(gctx, j.t, j.tb, bar)
-				if err != nil {
+			for j := range jobs {
+				if err := loadJobRun(gctx, j, bar); err != nil {
 					return err
 				}
-				loaded[lane] = append(loaded[lane], tl)
 			}
 			return nil
 		})
@@ -83,7 +145,16 @@ func Load(ctx context.Context, d *Dataset, targets []Target, progress io.Writer)
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	out := &results.DataLoad{Tables: append(loaded[0], loaded[1]...)}
+	out := &results.DataLoad{}
+	for _, run := range tables {
+		what := run.target.Name + "." + run.table.name
+		if got := run.got.Load(); got != run.table.rows {
+			return nil, fmt.Errorf("load %s: the table holds %d rows, %d were generated", what, got, run.table.rows)
+		}
+		secs := run.end.Sub(run.start).Seconds()
+		out.Tables = append(out.Tables, results.TableLoad{Database: run.target.Name, Table: run.table.name,
+			Rows: run.table.rows, Seconds: secs, RowsPerSec: float64(run.table.rows) / secs})
+	}
 	for _, t := range targets {
 		for _, st := range schema.DataTables(t.Schema) {
 			name := st.Name
@@ -92,8 +163,63 @@ func Load(ctx context.Context, d *Dataset, targets []Target, progress io.Writer)
 			}
 		}
 	}
+	if restore != nil {
+		// Restoring flushes what the load wrote: that belongs to the
+		// load, not to the phases measured after it.
+		err := restore(ctx)
+		restore = nil
+		if err != nil {
+			return nil, err
+		}
+	}
 	out.Seconds = time.Since(start).Seconds()
 	return out, nil
+}
+
+// tableRun is the load of one table of one target, in one job or many.
+type tableRun struct {
+	target Target
+	table  table
+	chunks int          // mailbox chunks; 0 for a table loaded whole
+	n      atomic.Int64 // rows generated so far, for progress
+	got    atomic.Int64 // rows the server says it inserted
+
+	mu         sync.Mutex
+	started    int // jobs started
+	finished   int // jobs finished
+	start, end time.Time
+	track      *tracked
+}
+
+// loadJob is one LOAD DATA statement: a whole table, or a chunk of the
+// mailbox.
+type loadJob struct {
+	run     *tableRun
+	write   func(w *bufio.Writer, n *atomic.Int64) error
+	chunked bool
+}
+
+// mailboxChunks cuts the mailbox into runs of consecutive users of about
+// chunkRows rows each, and returns the writers of their rows in order.
+func mailboxChunks(d *Dataset, chunkRows int64) []func(w *bufio.Writer, n *atomic.Int64) error {
+	var out []func(w *bufio.Writer, n *atomic.Int64) error
+	if d.MailboxRows() <= chunkRows {
+		return append(out, func(w *bufio.Writer, n *atomic.Int64) error {
+			return writeMailbox(d, 1, uint32(d.Spec.Users), w, n)
+		})
+	}
+	lo, rows := uint32(1), int64(0)
+	for u := 1; u <= d.Spec.Users; u++ {
+		for _, f := range d.Followees[u-1] {
+			rows += int64(d.byAuthor.count(int(f)))
+		}
+		if rows >= chunkRows || u == d.Spec.Users {
+			from, to := lo, uint32(u)
+			out = append(out, func(w *bufio.Writer, n *atomic.Int64) error { return writeMailbox(d, from, to, w, n) })
+			lo, rows = uint32(u+1), 0
+		}
+	}
+	return out
 }
 
 // tableOf is how to stream st's rows from d.
@@ -122,6 +248,9 @@ type table struct {
 	name    string
 	columns string
 	rows    int64
+	// numeric: every field is a number, so the server need not decode
+	// the rows as text (CHARACTER SET binary).
+	numeric bool
 	// write appends every row, tab-separated and newline-terminated, to
 	// w, adding 1 to *n per row.
 	write func(w *bufio.Writer, n *atomic.Int64) error
@@ -133,7 +262,7 @@ func followsTable(d *Dataset) table {
 		edges += int64(len(f))
 	}
 	return table{
-		fields: 2, rows: edges,
+		fields: 2, rows: edges, numeric: true,
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
 			var buf []byte
 			return d.EachFollow(func(follower, followee uint32) error {
@@ -174,28 +303,33 @@ func messagesTable(d *Dataset) table {
 
 func mailboxTable(d *Dataset) table {
 	return table{
-		fields: 2, rows: d.MailboxRows(),
+		fields: 2, rows: d.MailboxRows(), numeric: true,
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
-			var buf []byte
-			var pending int64
-			err := d.EachMailbox(func(user uint32, id uint64) error {
-				buf = strconv.AppendUint(buf[:0], uint64(user), 10)
-				buf = append(buf, '\t')
-				buf = strconv.AppendUint(buf, id, 10)
-				buf = append(buf, '\n')
-				// 43 million rows: count in batches, not one atomic
-				// add per row.
-				if pending++; pending == 4096 {
-					n.Add(pending)
-					pending = 0
-				}
-				_, err := w.Write(buf)
-				return err
-			})
-			n.Add(pending)
-			return err
+			return writeMailbox(d, 1, uint32(d.Spec.Users), w, n)
 		},
 	}
+}
+
+// writeMailbox writes the mailbox rows of users from..to.
+func writeMailbox(d *Dataset, from, to uint32, w *bufio.Writer, n *atomic.Int64) error {
+	var buf []byte
+	var pending int64
+	err := d.eachMailbox(from, to, func(user uint32, id uint64) error {
+		buf = strconv.AppendUint(buf[:0], uint64(user), 10)
+		buf = append(buf, '\t')
+		buf = strconv.AppendUint(buf, id, 10)
+		buf = append(buf, '\n')
+		// 43 million rows: count in batches, not one atomic add per
+		// row.
+		if pending++; pending == 4096 {
+			n.Add(pending)
+			pending = 0
+		}
+		_, err := w.Write(buf)
+		return err
+	})
+	n.Add(pending)
+	return err
 }
 
 // appendEscaped escapes what LOAD DATA's default format treats specially:
@@ -220,17 +354,26 @@ func appendEscaped(dst, s []byte) []byte {
 
 var readerSeq atomic.Int64
 
-func loadTable(ctx context.Context, t Target, tb table, bar *progress) (results.TableLoad, error) {
-	what := t.Name + "." + tb.name
-	conn, err := t.DB.Conn(ctx)
+// loadJobRun runs one job: a LOAD DATA of the rows job.write generates, in
+// a transaction of its own on a connection of its own.
+func loadJobRun(ctx context.Context, job loadJob, bar *progress) error {
+	run := job.run
+	what := run.target.Name + "." + run.table.name
+	conn, err := run.target.DB.Conn(ctx)
 	if err != nil {
-		return results.TableLoad{}, fmt.Errorf("load %s: %w", what, err)
+		return fmt.Errorf("load %s: %w", what, err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "SET unique_checks = 0, foreign_key_checks = 0"); err != nil {
-		return results.TableLoad{}, fmt.Errorf("load %s: %w", what, err)
+	// A whole table into an empty one takes the bulk path, which needs
+	// unique checks off. Chunks cannot take it (it locks the table), and
+	// checking their primary key is what inserting does anyway.
+	session := "SET unique_checks = 0, foreign_key_checks = 0"
+	if job.chunked {
+		session = "SET unique_checks = 1, foreign_key_checks = 0"
 	}
-	var n atomic.Int64
+	if _, err := conn.ExecContext(ctx, session); err != nil {
+		return fmt.Errorf("load %s: %w", what, err)
+	}
 	pr, pw := io.Pipe()
 	name := fmt.Sprintf("pushpull-%s-%d", what, readerSeq.Add(1))
 	mysql.RegisterReaderHandler(name, func() io.Reader { return pr })
@@ -239,7 +382,7 @@ func loadTable(ctx context.Context, t Target, tb table, bar *progress) (results.
 	writeErr := make(chan error, 1)
 	go func() {
 		w := bufio.NewWriterSize(pw, 1<<20)
-		err := tb.write(w, &n)
+		err := job.write(w, &run.n)
 		if err == nil {
 			err = w.Flush()
 		}
@@ -247,16 +390,19 @@ func loadTable(ctx context.Context, t Target, tb table, bar *progress) (results.
 		writeErr <- err
 	}()
 
-	track := bar.add(what, tb.rows, &n)
-	start := time.Now()
+	charset := "utf8mb4"
+	if run.table.numeric {
+		charset = "binary"
+	}
+	run.begin(bar)
 	// Inside an explicit transaction: MariaDB takes its bulk path for an
 	// empty table only there.
 	var got int64
 	tx, err := conn.BeginTx(ctx, nil)
 	if err == nil {
 		var res sql.Result
-		res, err = tx.ExecContext(ctx, "LOAD DATA LOCAL INFILE 'Reader::"+name+"' INTO TABLE `"+tb.name+
-			"` CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' "+tb.columns)
+		res, err = tx.ExecContext(ctx, "LOAD DATA LOCAL INFILE 'Reader::"+name+"' INTO TABLE `"+run.table.name+
+			"` CHARACTER SET "+charset+" FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' "+run.table.columns)
 		if err == nil {
 			// The server's own count of rows inserted: a COUNT(*)
 			// would scan 43 million mailbox rows again.
@@ -271,18 +417,39 @@ func loadTable(ctx context.Context, t Target, tb table, bar *progress) (results.
 	}
 	pr.CloseWithError(io.ErrClosedPipe) // unblock the writer if the server stopped reading
 	werr := <-writeErr
-	secs := time.Since(start).Seconds()
-	bar.done(track, secs)
 	if err != nil {
-		return results.TableLoad{}, fmt.Errorf("load %s: %w", what, err)
+		return fmt.Errorf("load %s: %w", what, err)
 	}
 	if werr != nil {
-		return results.TableLoad{}, fmt.Errorf("load %s: generate rows: %w", what, werr)
+		return fmt.Errorf("load %s: generate rows: %w", what, werr)
 	}
-	if got != tb.rows {
-		return results.TableLoad{}, fmt.Errorf("load %s: the table holds %d rows, %d were generated", what, got, tb.rows)
+	run.got.Add(got)
+	run.finish(bar)
+	return nil
+}
+
+// begin notes that a job of the table started; the first shows the table
+// in the progress line.
+func (r *tableRun) begin(bar *progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started == 0 {
+		r.track = bar.add(r.target.Name+"."+r.table.name, r.table.rows, &r.n)
+		r.start = r.track.start
 	}
-	return results.TableLoad{Database: t.Name, Table: tb.name, Rows: got, Seconds: secs, RowsPerSec: float64(got) / secs}, nil
+	r.started++
+}
+
+// finish notes that a job of the table ended; the table's last reports it
+// done.
+func (r *tableRun) finish(bar *progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.finished++
+	if r.finished == max(r.chunks, 1) {
+		r.end = time.Now()
+		bar.done(r.track, r.end.Sub(r.start).Seconds())
+	}
 }
 
 // progress shows the tables being loaded: on a terminal one line redrawn

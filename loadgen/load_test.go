@@ -3,7 +3,9 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pushpull/pushpull/internal/testserver"
@@ -45,7 +47,7 @@ func TestLoadMatchesMemory(t *testing.T) {
 	}
 	defer pl.Close()
 
-	load, err := Load(ctx, d, []Target{{Name: "pull", DB: pl.DB(), Schema: schema.Pull}, {Name: "push", DB: ps.DB(), Schema: schema.Push}}, nil)
+	load, err := Load(ctx, d, []Target{{Name: "pull", DB: pl.DB(), Schema: schema.Pull}, {Name: "push", DB: ps.DB(), Schema: schema.Push}}, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,4 +130,88 @@ func describe(ms []timeline.Message) []string {
 		out[i] = fmt.Sprintf("%d/%d/%q", m.ID, m.Author, m.Body)
 	}
 	return out
+}
+
+// TestChunkedLoad loads the mailbox in many chunks on several connections,
+// on a server the load may tune, and checks every table's rows (the
+// mailbox's exactly, by checksum), that the indexes are those of a freshly
+// created schema, and that the server's settings are put back.
+func TestChunkedLoad(t *testing.T) {
+	ctx := context.Background()
+	d, err := Generate(Spec{Users: 200, Messages: 5_000, AvgFollowees: 12, Graph: GraphPowerLaw, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadedDB, freshDB := testserver.Database(t), testserver.Database(t)
+	ps, err := push.Open(ctx, push.Config{DSN: testserver.DSN(t), Database: loadedDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	fresh, err := push.Open(ctx, push.Config{DSN: testserver.DSN(t), Database: freshDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh.Close()
+	admin := testserver.Admin(t)
+	defer admin.Close()
+	setting := func() (v int64) {
+		if err := admin.QueryRow("SELECT @@GLOBAL.innodb_log_file_size").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := setting()
+
+	opts := LoadOptions{Workers: 3, ChunkRows: 2000, Server: admin}
+	if n := len(mailboxChunks(d, opts.ChunkRows)); n < 20 {
+		t.Fatalf("%d chunks: the test loads too little", n)
+	}
+	load, err := Load(ctx, d, []Target{{Name: "push", DB: ps.DB(), Schema: schema.Push}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := setting(); after != before {
+		t.Errorf("innodb_log_file_size %d after the load, %d before", after, before)
+	}
+	st := d.Stats()
+	want := map[string]int64{"follows": st.Edges, "messages": int64(st.Messages), "mailbox": st.MailboxRows}
+	for _, tl := range load.Tables {
+		if tl.Rows != want[tl.Table] || !(tl.Seconds > 0) {
+			t.Errorf("%s: recorded %d rows in %v s, want %d", tl.Table, tl.Rows, tl.Seconds, want[tl.Table])
+		}
+	}
+	if got := testserver.CountRows(t, loadedDB, "follows", "messages", "mailbox"); !maps.Equal(got, want) {
+		t.Errorf("tables hold %v, want %v", got, want)
+	}
+	var sum, wantSum uint64
+	d.EachMailbox(func(u uint32, id uint64) error {
+		wantSum += uint64(u)*1_000_003 + id
+		return nil
+	})
+	if err := admin.QueryRow("SELECT SUM(user_id * 1000003 + message_id) FROM `" + loadedDB + "`.mailbox").Scan(&sum); err != nil || sum != wantSum {
+		t.Errorf("mailbox checksum %d, want %d (%v)", sum, wantSum, err)
+	}
+	indexes := func(db string) string {
+		rows, err := admin.Query(`SELECT table_name, index_name, non_unique, GROUP_CONCAT(column_name ORDER BY seq_in_index)
+			FROM information_schema.statistics WHERE table_schema = ? GROUP BY table_name, index_name, non_unique
+			ORDER BY table_name, index_name`, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var table, index, cols string
+			var nonUnique int
+			if err := rows.Scan(&table, &index, &nonUnique, &cols); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s.%s(%s) non_unique=%d", table, index, cols, nonUnique))
+		}
+		return strings.Join(out, "\n")
+	}
+	if got, want := indexes(loadedDB), indexes(freshDB); got != want || !strings.Contains(got, "messages.author_id_id") {
+		t.Errorf("indexes after the load:\n%s\nwant those of a fresh schema:\n%s", got, want)
+	}
 }

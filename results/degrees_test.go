@@ -116,7 +116,24 @@ func TestDegreeRecord(t *testing.T) {
 	}
 }
 
-// TestLoadVersion2: results saved before format 3 load, converted: uniform
+// TestDegreesPNGEdgeCases: distributions with nobody above 0, one degree,
+// or everyone at 1 still plot.
+func TestDegreesPNGEdgeCases(t *testing.T) {
+	for _, c := range [][2][]int{
+		{{0, 0, 0}, {0, 0, 0}},
+		{{1, 1, 1}, {5, 5, 5}},
+		{{0}, {1}},
+		{{0, 1, 2, 3, 1000}, {7, 7, 7, 7, 7}},
+	} {
+		r := sample()
+		r.Dataset.SetDegrees(DegreesOf(c[0]), DegreesOf(c[1]))
+		if err := WriteDegreesPNG(filepath.Join(t.TempDir(), DegreesPNGFile), r); err != nil {
+			t.Errorf("%v: %v", c, err)
+		}
+	}
+}
+
+// TestLoadVersion2Degrees: results saved before format 4 load, converted: uniform
 // activity, no degree percentiles, no plot of them.
 func TestLoadVersion2Degrees(t *testing.T) {
 	r, err := Load(filepath.Join("reference", JSONFile))

@@ -22,7 +22,7 @@ const (
 )
 
 // errNoDegrees: the result records no degree distributions (it predates
-// format 3).
+// format 4).
 var errNoDegrees = errors.New("the result holds no degree distributions")
 
 // WriteDegreesPNG draws the dataset's two degree distributions side by side

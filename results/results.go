@@ -95,7 +95,7 @@ type Dataset struct {
 }
 
 // HasDegrees reports whether the dataset records its degree percentiles
-// and distributions (results before version 3 do not).
+// and distributions (results before version 4 do not).
 func (d *Dataset) HasDegrees() bool { return len(d.FollowerBins) > 0 || len(d.FolloweeBins) > 0 }
 
 // SetDegrees records the followee (out-degree) and follower (in-degree)
