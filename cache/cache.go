@@ -359,7 +359,7 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 		hit    *timeline.Page
 		usable bool
 	)
-	mctx, cancel := s.readContext(ctx)
+	mctx, cancel := memcached.ReadContext(ctx, s.timeout)
 	if s.policy == PolicyInvalidate {
 		gen, hit, usable = s.lookupGen(mctx, user, start)
 	} else {
@@ -375,18 +375,6 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 		return s.inner.Timeline(ctx, user, timeline.Query{})
 	}
 	return s.fill(ctx, user, gen, start)
-}
-
-// readContext bounds a read's memcached calls to half of what ctx has left,
-// so that a memcached that does not answer leaves the wrapped store time
-// to.
-func (s *Store) readContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d, ok := ctx.Deadline(); ok {
-		if half := time.Until(d) / 2; half < s.timeout {
-			return context.WithTimeout(ctx, half)
-		}
-	}
-	return ctx, func() {}
 }
 
 // fresh reports whether e may be served to a read that began at start.
@@ -567,7 +555,7 @@ func (s *Store) load(ctx context.Context, user timeline.UserID, gen uint64) (any
 	}
 	val, err := appendEntry(nil, &entry{gen: gen, fetchedAt: fetchedAt, page: p})
 	if err == nil {
-		mctx, cancel := s.readContext(ctx)
+		mctx, cancel := memcached.ReadContext(ctx, s.timeout)
 		err = s.mc.Set(mctx, &memcache.Item{Key: s.pageKey(user), Value: val, Expiration: s.expiry})
 		cancel()
 	}
@@ -620,11 +608,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 // misses once, and none is stale. A server that fails even that replaces
 // its fence before this process uses it again.
 func (s *Store) invalidate(ctx context.Context, users func(context.Context) ([]timeline.UserID, error)) {
-	deadline := time.Now().Add(s.timeout)
-	if d, ok := ctx.Deadline(); ok && d.After(deadline) {
-		deadline = d
-	}
-	ictx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	ictx, cancel := memcached.WriteContext(ctx, s.timeout)
 	defer cancel()
 	if s.bumpAll(ictx, users) {
 		return

@@ -878,3 +878,28 @@ func writeKey(w *bufio.Writer, key, fence string) {
 	w.WriteByte('~')
 	w.WriteString(fence)
 }
+
+// ReadContext bounds the memcached part of a read that can fall back to a
+// database: to half of what ctx has left when that is under timeout, so
+// that a memcached that does not answer leaves the fallback the other
+// half. Otherwise ctx is returned as it is (the client's own timeout
+// bounds each request).
+func ReadContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		if half := time.Until(d) / 2; half < timeout {
+			return context.WithTimeout(ctx, half)
+		}
+	}
+	return ctx, func() {}
+}
+
+// WriteContext bounds the memcached work that follows a database write
+// that may have committed (an invalidation): it runs even if ctx is
+// canceled, until ctx's deadline or for timeout, whichever is later.
+func WriteContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.After(deadline) {
+		deadline = d
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+}

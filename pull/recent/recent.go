@@ -140,7 +140,7 @@ type reader struct {
 // Read implements sqlread.Reader. When memcached fails, or a list
 // contradicts the database, the page comes from sqlread.Merge instead. The
 // read through memcached gets half of what ctx has left when that is under
-// the Timeout (readContext); if it runs out, Merge gets the rest. Any
+// the Timeout (memcached.ReadContext); if it runs out, Merge gets the rest. Any
 // other failure of the read through memcached is answered by Merge too: a
 // read must never fail because of memcached while the database is up, and
 // if the database is what failed, Merge reports it.
@@ -149,7 +149,7 @@ func (rd *reader) Read(ctx context.Context, r timeline.Request) ([]timeline.Mess
 		// Even a page this process could serve from memory.
 		return nil, err
 	}
-	mctx, cancel := rd.st.readContext(ctx)
+	mctx, cancel := memcached.ReadContext(ctx, rd.st.timeout)
 	defer cancel()
 	var msgs []timeline.Message
 	var err error
@@ -198,7 +198,7 @@ type State struct {
 	stats    counters
 
 	mc      *memcached.Client
-	timeout time.Duration // memcached's share of a call (see readContext, writeContext)
+	timeout time.Duration // memcached's share of a call (memcached.ReadContext, WriteContext)
 	prefix  string
 	maxIDs  int // Recent.RecentLen
 
@@ -223,8 +223,8 @@ type Options struct {
 	// like the database pool; 0 means 64.
 	MaxConns int
 	// Timeout bounds each memcached request when the caller's context
-	// allows longer; 0 means DefaultTimeout. See readContext and
-	// writeContext for how a call's deadline is shared.
+	// allows longer; 0 means DefaultTimeout. See memcached.ReadContext
+	// and WriteContext for how a call's deadline is shared.
 	Timeout time.Duration
 	// Hints makes Posted send hints to the indexes Active reads.
 	Hints bool
@@ -279,29 +279,6 @@ func Open(ctx context.Context, env sqlread.Env, opts Options) (*State, error) {
 // read from the database until they answer again.
 func (st *State) DownServers() []string { return st.mc.Down() }
 
-// readContext bounds a read's memcached calls: to half of what ctx has
-// left when that is under the Timeout, so that a memcached that does not
-// answer leaves the fallback to the database the other half.
-func (st *State) readContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if d, ok := ctx.Deadline(); ok {
-		if half := time.Until(d) / 2; half < st.timeout {
-			return context.WithTimeout(ctx, half)
-		}
-	}
-	return ctx, func() {}
-}
-
-// writeContext bounds the hooks of a write that may have committed: they
-// run even if ctx is canceled, until its deadline or for the Timeout,
-// whichever is later.
-func (st *State) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	deadline := time.Now().Add(st.timeout)
-	if d, ok := ctx.Deadline(); ok && d.After(deadline) {
-		deadline = d
-	}
-	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
-}
-
 // SendsHints reports whether Posted hints indexes (Options.Hints).
 func (st *State) SendsHints() bool { return st.active != nil }
 
@@ -312,7 +289,7 @@ func (st *State) SendsHints() bool { return st.active != nil }
 // has (see added).
 func (st *State) Posted(ctx context.Context, msg timeline.Message) {
 	st.messages.put(msg)
-	ctx, cancel := st.writeContext(ctx)
+	ctx, cancel := memcached.WriteContext(ctx, st.timeout)
 	defer cancel()
 	if st.active != nil {
 		st.published(ctx, msg.Author, msg.ID)
@@ -325,7 +302,7 @@ func (st *State) Posted(ctx context.Context, msg timeline.Message) {
 // all the same (a connection lost after the commit), so the author's list
 // must not go on without it, nor an index.
 func (st *State) PostFailed(ctx context.Context, author timeline.UserID) {
-	ctx, cancel := st.writeContext(ctx)
+	ctx, cancel := memcached.WriteContext(ctx, st.timeout)
 	defer cancel()
 	st.invalidate(ctx, author)
 	if st.active != nil {
@@ -337,7 +314,7 @@ func (st *State) PostFailed(ctx context.Context, author timeline.UserID) {
 // replaces the user's follow token. It runs after the database write, and
 // also after a failed one, which may have committed all the same.
 func (st *State) FollowsChanged(ctx context.Context, user timeline.UserID) {
-	ctx, cancel := st.writeContext(ctx)
+	ctx, cancel := memcached.WriteContext(ctx, st.timeout)
 	defer cancel()
 	st.followsChanged(ctx, user)
 }
