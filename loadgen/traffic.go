@@ -71,19 +71,13 @@ const DefaultSLO = 50 * time.Millisecond
 // stores sustain, short enough for eight steps per model.
 const DefaultStepDuration = 2 * time.Second
 
-// ConfigError reports an invalid setting of a benchmark run.
-type ConfigError struct {
-	Field  string
-	Value  string
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("%s %s: %s", e.Field, e.Value, e.Reason)
-}
+// ConfigError reports an invalid traffic setting of a benchmark run: the
+// open loop's error, as every one of these settings is the open loop's or
+// its rate search's.
+type ConfigError = openloop.ConfigError
 
 // checkTraffic reports the first invalid traffic setting of c as a
-// *ConfigError (or the open loop's *openloop.ConfigError).
+// *ConfigError.
 func (c *BenchConfig) checkTraffic() error {
 	bad := func(field string, v any, reason string) error {
 		return &ConfigError{Field: field, Value: fmt.Sprint(v), Reason: reason}
