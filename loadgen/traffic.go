@@ -13,12 +13,13 @@ import (
 
 // Traffic returns the operations of mixed traffic on s: each call draws an
 // operation type from mix and runs it, newest pages and posts as
-// NewestPage and Submit do, older pages from pool (as OlderPages), follows
-// and unfollows through churn. The kind it returns is the operation's
+// NewestPage and Submit do (readers and authors drawn by d's activity, so
+// under skewed activity the most followed users read and post the most),
+// older pages from pool (as OlderPages, whose users are drawn the same
+// way), follows and unfollows through churn. The kind it returns is the operation's
 // index in MixOps. The result suits openloop.Run directly and RunPhase
 // through ClosedOp.
 func Traffic(s timeline.Store, d *Dataset, mix Mix, pool []OlderPage, churn *Churn, seed int64) func(worker int) openloop.Op {
-	users := d.Spec.Users
 	return func(worker int) openloop.Op {
 		rng := workerRand(seed, "traffic", worker)
 		var buf []byte
@@ -27,7 +28,7 @@ func Traffic(s timeline.Store, d *Dataset, mix Mix, pool []OlderPage, churn *Chu
 			var err error
 			switch MixOps[kind] {
 			case OpNewest:
-				_, err = s.Timeline(ctx, timeline.UserID(1+rng.IntN(users)), timeline.Query{})
+				_, err = s.Timeline(ctx, d.PickReader(rng), timeline.Query{})
 			case OpOlder:
 				if len(pool) == 0 {
 					return kind, ErrNoOlderPages
@@ -36,7 +37,7 @@ func Traffic(s timeline.Store, d *Dataset, mix Mix, pool []OlderPage, churn *Chu
 				_, err = s.Timeline(ctx, p.User, timeline.Query{Before: p.Cursor})
 			case OpPost:
 				buf = d.AppendBody(buf[:0], rng.Uint64N(1<<40)+1)
-				_, err = s.Post(ctx, timeline.UserID(1+rng.IntN(users)), string(buf))
+				_, err = s.Post(ctx, d.PickAuthor(rng), string(buf))
 			case OpFollow:
 				err = churn.Follow(ctx, s, rng)
 			case OpUnfollow:

@@ -240,3 +240,74 @@ func TestBenchRefusesBadTraffic(t *testing.T) {
 		}
 	}
 }
+
+// whoStore records whose timelines are read and who posts.
+type whoStore struct {
+	timeline.Store
+	mu             sync.Mutex
+	readers, posts map[timeline.UserID]int
+}
+
+func (w *whoStore) Timeline(ctx context.Context, u timeline.UserID, q timeline.Query) (timeline.Page, error) {
+	if q.Before == "" {
+		w.mu.Lock()
+		w.readers[u]++
+		w.mu.Unlock()
+	}
+	return w.Store.Timeline(ctx, u, q)
+}
+
+func (w *whoStore) Post(ctx context.Context, u timeline.UserID, body string) (timeline.Message, error) {
+	w.mu.Lock()
+	w.posts[u]++
+	w.mu.Unlock()
+	return w.Store.Post(ctx, u, body)
+}
+
+// TestTrafficFollowsActivity: the mixed traffic draws the readers of its
+// newest pages and the authors of its posts by the dataset's activity, so
+// under skewed activity the most followed users read and post far more
+// often than a uniform draw would make them.
+func TestTrafficFollowsActivity(t *testing.T) {
+	spec := Spec{Users: 2000, Messages: 20_000, AvgFollowees: 20, Graph: GraphPowerLaw, Seed: 3,
+		Activity: Activity{Mode: ActivitySkewed, PostExponent: 1, ReadExponent: 1}}
+	d := mustGenerate(t, spec)
+	in, _ := degreesOf(d)
+	var meanIn float64
+	for _, f := range in {
+		meanIn += float64(f)
+	}
+	meanIn /= float64(len(in))
+
+	w := &whoStore{Store: timeline.NewMemory(), readers: map[timeline.UserID]int{}, posts: map[timeline.UserID]int{}}
+	mix, err := ParseMix("newest=50,post=50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := Traffic(w, d, mix, nil, NewChurn(d), 1)(0)
+	for range 20_000 {
+		if _, err := op(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Under exponent 1 a user is drawn in proportion to 1+followers, so
+	// the drawn users average E[f(1+f)]/E[1+f] followers: far above the
+	// mean on a power-law graph.
+	var sq float64
+	for _, f := range in {
+		sq += float64(f) * float64(1+f)
+	}
+	want := sq / float64(len(in)) / (1 + meanIn)
+	for name, drawn := range map[string]map[timeline.UserID]int{"readers": w.readers, "authors": w.posts} {
+		var sum, n float64
+		for u, c := range drawn {
+			sum += float64(c) * float64(in[u-1])
+			n += float64(c)
+		}
+		got := sum / n
+		t.Logf("%s: %.0f draws average %.1f followers (mean %.1f, expected %.1f)", name, n, got, meanIn, want)
+		if got < 0.7*want || got > 1.3*want {
+			t.Errorf("%s average %.1f followers, want about %.1f (a uniform draw gives %.1f)", name, got, want, meanIn)
+		}
+	}
+}
