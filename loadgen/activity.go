@@ -19,6 +19,12 @@ const (
 	// their follower count, as a power of it (Activity.PostExponent and
 	// ReadExponent).
 	ActivitySkewed = "skewed"
+	// ActivityCelebrity: every post of the workload is by one author, the
+	// celebrity (user 1 when Spec.Celebrity is set, else the most
+	// followed user), and users read uniformly. The dataset's own
+	// messages stay uniform. It isolates what one post costs as a
+	// function of its author's followers.
+	ActivityCelebrity = "celebrity"
 )
 
 // Defaults and limit of the Activity exponents.
@@ -47,20 +53,23 @@ const (
 // about 3.4 times the uniform 42.9 million on the paper's powerlaw graph at
 // the default 0.5, and 19 times at 1.
 //
+// ActivityCelebrity is the third mode, for sweeps over one author's
+// audience: every post is the celebrity's (see the constant).
+//
 // The zero Activity is the graph's default: skewed with the default
 // exponents for GraphPowerLaw and GraphEdges, uniform for the others (the
 // paper's table). Exponents of 0 mean the defaults.
 type Activity struct {
-	Mode                       string // ActivityUniform or ActivitySkewed; "" for the graph's default
+	Mode                       string // ActivityUniform, ActivitySkewed or ActivityCelebrity; "" for the graph's default
 	PostExponent, ReadExponent float64
 }
 
 func (a Activity) validate() error {
 	switch a.Mode {
-	case "", ActivityUniform, ActivitySkewed:
+	case "", ActivityUniform, ActivitySkewed, ActivityCelebrity:
 	default:
 		return &SpecError{Field: "Activity.Mode", Value: strconv.Quote(a.Mode),
-			Reason: fmt.Sprintf("want %q or %q", ActivityUniform, ActivitySkewed)}
+			Reason: fmt.Sprintf("want %q, %q or %q", ActivityUniform, ActivitySkewed, ActivityCelebrity)}
 	}
 	for _, e := range []struct {
 		field string
@@ -83,8 +92,8 @@ func (a Activity) withDefaults(graph string) Activity {
 			a.Mode = ActivitySkewed
 		}
 	}
-	if a.Mode == ActivityUniform {
-		return Activity{Mode: ActivityUniform}
+	if a.Mode != ActivitySkewed {
+		return Activity{Mode: a.Mode}
 	}
 	if a.PostExponent == 0 {
 		a.PostExponent = DefaultPostExponent
@@ -123,9 +132,29 @@ func (d *Dataset) activityTable(exponent float64) *aliasTable {
 	return newAliasTable(weights, users)
 }
 
-// PickAuthor draws the author of a workload's post: uniformly, or by post
-// rate under ActivitySkewed.
-func (d *Dataset) PickAuthor(r *rand.Rand) timeline.UserID { return d.pick(d.posters, r) }
+// PickAuthor draws the author of a workload's post: uniformly, by post
+// rate under ActivitySkewed, the celebrity under ActivityCelebrity.
+func (d *Dataset) PickAuthor(r *rand.Rand) timeline.UserID {
+	if d.celebrity != 0 {
+		return timeline.UserID(d.celebrity)
+	}
+	return d.pick(d.posters, r)
+}
+
+// mostFollowed is ActivityCelebrity's author: user 1 when Spec.Celebrity
+// is set, else the user with the most followers (the lowest id of ties).
+func (d *Dataset) mostFollowed() uint32 {
+	if d.Spec.Celebrity > 0 {
+		return 1
+	}
+	top := 1
+	for u := 2; u <= d.Spec.Users; u++ {
+		if d.followers.count(u) > d.followers.count(top) {
+			top = u
+		}
+	}
+	return uint32(top)
+}
 
 // PickReader draws whose home timeline a workload reads next: uniformly,
 // or by read rate under ActivitySkewed.

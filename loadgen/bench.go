@@ -297,21 +297,31 @@ func graphName(s Spec) string {
 	if s.Followees > 0 {
 		g += fmt.Sprintf(", %d followees each", s.Followees)
 	}
+	if s.Celebrity > 0 {
+		g += fmt.Sprintf(", user 1 followed by %d", s.Celebrity)
+	}
 	return g
 }
 
 // graphParams are the generator's parameters of s by name.
 func graphParams(s Spec) map[string]float64 {
+	p := map[string]float64{}
 	switch s.Graph {
 	case GraphZipf:
-		return map[string]float64{"zipf_s": s.ZipfS}
+		p["zipf_s"] = s.ZipfS
 	case GraphPowerLaw:
-		return map[string]float64{"in_exponent": s.InExponent, "out_exponent": s.OutExponent}
+		p["in_exponent"], p["out_exponent"] = s.InExponent, s.OutExponent
 	}
 	if s.Followees > 0 {
-		return map[string]float64{"followees": float64(s.Followees)}
+		p["followees"] = float64(s.Followees)
 	}
-	return nil
+	if s.Celebrity > 0 {
+		p["celebrity_followers"] = float64(s.Celebrity)
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return p
 }
 
 func mb(n int64) string {

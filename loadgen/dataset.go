@@ -98,6 +98,14 @@ type Spec struct {
 	// EdgeList is GraphEdges's graph; Users and AvgFollowees must be its
 	// (EdgeList.Spec sets them).
 	EdgeList *EdgeList
+	// Celebrity, if > 0, gives user 1 exactly this many followers, drawn
+	// at random, on a GraphUniform or GraphZipf graph: each chosen user
+	// follows user 1 in place of one of their own followees, and each user
+	// not chosen who followed user 1 follows another author instead, so
+	// every followee count, and the mean, stays as drawn. It is how a
+	// sweep measures what one author's post costs as their audience grows
+	// (with ActivityCelebrity, every post of the workload is user 1's).
+	Celebrity int
 	// Activity is how often each user posts and reads.
 	Activity Activity
 	Seed     int64
@@ -188,6 +196,10 @@ func (s Spec) Validate() error {
 		return bad("AvgFollowees", s.AvgFollowees, "must be in 0..Users-1 (%d)", s.Users-1)
 	case s.Followees < 0 || s.Followees > s.Users-1:
 		return bad("Followees", s.Followees, "must be in 0..Users-1 (%d); 0 means use AvgFollowees", s.Users-1)
+	case s.Celebrity < 0 || s.Celebrity > s.Users-1:
+		return bad("Celebrity", s.Celebrity, "must be in 0..Users-1 (%d); 0 means no celebrity", s.Users-1)
+	case s.Celebrity > 0 && s.Graph != "" && s.Graph != GraphUniform && s.Graph != GraphZipf:
+		return bad("Celebrity", s.Celebrity, "goes with the %s and %s graphs, which do not draw follower counts themselves", GraphUniform, GraphZipf)
 	}
 	switch s.Graph {
 	case "", GraphUniform:
@@ -277,6 +289,9 @@ type Dataset struct {
 	// posters and readers draw users by their activity; nil means
 	// uniformly.
 	posters, readers *aliasTable
+	// celebrity, if not 0, is the author of every post of the workload
+	// (ActivityCelebrity).
+	celebrity uint32
 }
 
 // csr is a compressed sparse row index: the list of key k (1-based) is
@@ -310,6 +325,11 @@ func Generate(s Spec) (*Dataset, error) {
 		d.Followees = s.EdgeList.Followees
 	default:
 		d.Followees = generateFollows(s)
+		if s.Celebrity > 0 {
+			if err := setCelebrity(s, d.Followees); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// Followers by counting sort over the follow lists in follower order,
 	// so each user's followers come out ascending.
@@ -320,9 +340,12 @@ func Generate(s Spec) (*Dataset, error) {
 			}
 		}
 	})
-	if s.Activity.Mode == ActivitySkewed {
+	switch s.Activity.Mode {
+	case ActivitySkewed:
 		d.posters = d.activityTable(s.Activity.PostExponent)
 		d.readers = d.activityTable(s.Activity.ReadExponent)
+	case ActivityCelebrity:
+		d.celebrity = d.mostFollowed()
 	}
 	d.Authors = generateAuthors(s, d.posters)
 	// ByAuthor likewise over the messages in id order.

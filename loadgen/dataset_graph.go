@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/bits"
@@ -433,3 +434,58 @@ var negPow2 = func() (t [33]uint64) {
 	}
 	return t
 }()
+
+// setCelebrity makes user 1 followed by exactly s.Celebrity users, chosen at
+// random among those who follow anyone, keeping every row's length: a
+// chosen user who did not follow user 1 gives up a random followee for it,
+// and a user not chosen who did follows a random other author instead.
+// Users who follow everyone must stay; a count the graph cannot give is a
+// *SpecError.
+func setCelebrity(s Spec, rows [][]uint32) error {
+	n := len(rows)
+	var must, free []uint32 // users 2..n: following everyone, following anyone else
+	for u := 2; u <= n; u++ {
+		switch len(rows[u-1]) {
+		case 0:
+		case n - 1:
+			must = append(must, uint32(u))
+		default:
+			free = append(free, uint32(u))
+		}
+	}
+	if s.Celebrity < len(must) || s.Celebrity > len(must)+len(free) {
+		return &SpecError{Field: "Celebrity", Value: fmt.Sprint(s.Celebrity),
+			Reason: fmt.Sprintf("this graph can give user 1 between %d and %d followers", len(must), len(must)+len(free))}
+	}
+	r := newRNG(s.Seed, streamCelebrity, 0)
+	chosen := make([]bool, n+1)
+	for _, u := range must {
+		chosen[u] = true
+	}
+	// A partial Fisher-Yates shuffle picks the rest.
+	for i := range s.Celebrity - len(must) {
+		j := i + int(r.below(uint64(len(free)-i)))
+		free[i], free[j] = free[j], free[i]
+		chosen[free[i]] = true
+	}
+	for u := 2; u <= n; u++ {
+		row := rows[u-1]
+		i, has := slices.BinarySearch(row, 1)
+		switch {
+		case chosen[u] && !has:
+			row[r.below(uint64(len(row)))] = 1
+		case !chosen[u] && has:
+			for {
+				v := uint32(2 + r.below(uint64(n-1))) // 2..n
+				if _, taken := slices.BinarySearch(row, v); v != uint32(u) && !taken {
+					row[i] = v
+					break
+				}
+			}
+		default:
+			continue
+		}
+		slices.Sort(row)
+	}
+	return nil
+}

@@ -17,6 +17,7 @@ const (
 	streamBodies
 	streamOutPerm
 	streamColumns
+	streamCelebrity
 )
 
 // mix64 is the SplitMix64 finalizer: a bijection that spreads every input

@@ -240,7 +240,7 @@ func newBenchCmd() *cobra.Command {
 	f.Float64Var(&inExponent, "in-exponent", loadgen.DefaultInExponent, "--graph powerlaw: exponent of the follower-count distribution, P(d) ~ d^-exponent (Twitter 2009: 2.276)")
 	f.Float64Var(&outExponent, "out-exponent", loadgen.DefaultOutExponent, "--graph powerlaw: exponent of the followee-count distribution")
 	f.StringVar(&selfFollows, "self-follows", "reject", "--graph edges: a line \"a a\" is an error (reject) or left out (skip)")
-	f.StringVar(&activity, "activity", "", "how often users post and read: uniform (the paper's), or skewed (rates grow with follower count); default skewed for --graph powerlaw and edges, uniform otherwise")
+	f.StringVar(&activity, "activity", "", "how often users post and read: uniform (the paper's), skewed (rates grow with follower count), or celebrity (every post by the most followed user); default skewed for --graph powerlaw and edges, uniform otherwise")
 	f.Float64Var(&postExponent, "post-exponent", loadgen.DefaultPostExponent, "--activity skewed: a user posts at a rate proportional to (1+followers)^this (0 to 4)")
 	f.Float64Var(&readExponent, "read-exponent", loadgen.DefaultReadExponent, "--activity skewed: a user reads their timeline at a rate proportional to (1+followers)^this (0 to 4)")
 	f.Float64Var(&avgFollowees, "avg-followees", 42.9, "average followees per user")
