@@ -3,46 +3,25 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/pushpull/pushpull/loadgen"
-	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
 
 func newBenchCmd() *cobra.Command {
 	var (
-		dsn, graph, durability, out string
-		memcacheList                string
-		activity, selfFollows       string
-		inExponent, outExponent     float64
-		postExponent, readExponent  float64
-		extraDuration, cacheTTL     time.Duration
-		models                      []string
-		set                         []string
-		duration, warmup, slowCap   time.Duration
-		naiveCap                    time.Duration
-		concurrency, followees      int
-		ops                         int64
-		scale, zipfS, readRatio     float64
-		avgFollowees                float64
-		seed                        int64
-		force, asJSON               bool
-		mixSpec, arrivals           string
-		rate                        float64
-		maxInFlight, searchSteps    int
-		findRate, showCost          bool
-		slo, step                   time.Duration
+		bf               benchFlags
+		out              string
+		asJSON, showCost bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [flags]",
@@ -60,125 +39,17 @@ func newBenchCmd() *cobra.Command {
   pushpull bench --find-rate --slo 50ms --models {push},{pull}`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("naive-cap") && !cmd.Flags().Changed("slow-cap") {
-				slowCap = naiveCap
-			}
-			if err := checkDatabaseDSN(dsn); err != nil {
+			if err := bf.check(cmd); err != nil {
 				return err
-			}
-			spec, err := benchSpec(cmd.Flags(), graph, selfFollows)
-			if err != nil {
-				return err
-			}
-			spec.Seed = seed
-			spec.ZipfS = zipfS
-			spec.Followees = followees
-			if avgFollowees > 0 && spec.Graph != loadgen.GraphEdges {
-				spec.AvgFollowees = avgFollowees
-			}
-			if spec.Graph == loadgen.GraphPowerLaw {
-				spec.InExponent, spec.OutExponent = inExponent, outExponent
-			}
-			spec.Activity = loadgen.Activity{Mode: activity, PostExponent: postExponent, ReadExponent: readExponent}
-			skewed := activity == loadgen.ActivitySkewed ||
-				activity == "" && (spec.Graph == loadgen.GraphPowerLaw || spec.Graph == loadgen.GraphEdges)
-			if !skewed && (cmd.Flags().Changed("post-exponent") || cmd.Flags().Changed("read-exponent")) {
-				return usagef("--post-exponent and --read-exponent go with --activity %s (the default for --graph powerlaw and edges)", loadgen.ActivitySkewed)
-			}
-			if err := spec.Validate(); err != nil {
-				return usagef("%v", err)
-			}
-			spec, err = spec.Scaled(scale)
-			if err != nil {
-				return usagef("--scale: %v", err)
-			}
-			for _, m := range models {
-				if _, err := registry.Lookup(m); err != nil {
-					return usagef("--models: %v", err)
-				}
-			}
-			if duration <= 0 || warmup < 0 || slowCap <= 0 {
-				return usagef("--duration and --slow-cap must be positive and --warmup not negative")
-			}
-			if ops < 0 {
-				return usagef("--ops %d: want a positive count, or 0 to run each phase for --duration", ops)
-			}
-			if concurrency < 1 || concurrency > 1024 {
-				return usagef("--concurrency %d: want 1..1024", concurrency)
-			}
-			if readRatio < 0 || readRatio >= 1 {
-				return usagef("--read-ratio %g: want 0 (no mixed phase) or a share of reads below 1, e.g. 0.9", readRatio)
-			}
-			if durability != results.Durable && durability != results.Relaxed {
-				return usagef("--durability %q: want %s or %s", durability, results.Durable, results.Relaxed)
-			}
-			settings, err := parseSettings(set)
-			if err != nil {
-				return err
-			}
-			if dsn != "" && len(settings) > 0 {
-				return usagef("--set configures the sandbox; it cannot be used with --dsn")
-			}
-			if extraDuration < 0 || cacheTTL <= 0 || cacheTTL > 30*24*time.Hour {
-				return usagef("--extra-duration must not be negative, and --cache-ttl must be between 1ms and 720h")
-			}
-			var mix *loadgen.Mix
-			if mixSpec != "" {
-				m, err := loadgen.ParseMix(mixSpec)
-				if err != nil {
-					return &usageError{fmt.Errorf("--mix: %w", err)}
-				}
-				mix = &m
-			}
-			if rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
-				return &usageError{fmt.Errorf("--rate: %w", &loadgen.ConfigError{Field: "rate", Value: fmt.Sprint(rate), Reason: "want operations per second above 0, or 0 for a closed loop"})}
-			}
-			arr, err := openloop.ParseArrivals(arrivals)
-			if err != nil {
-				return &usageError{fmt.Errorf("--arrivals: %w", err)}
-			}
-			if maxInFlight < 1 || maxInFlight > openloop.MaxWorkers {
-				return usagef("--max-in-flight %d: want 1..%d", maxInFlight, openloop.MaxWorkers)
-			}
-			if slo <= 0 || step <= 0 || searchSteps < 1 || searchSteps > 100 {
-				return usagef("--slo and --step must be positive, and --search-steps 1..100")
-			}
-			servers, err := parseServers(memcacheList)
-			if err != nil {
-				return usagef("--memcache: %v", err)
-			}
-			if dsn == "" && len(servers) > 0 {
-				return usagef("--memcache goes with --dsn; without it the sandbox starts its own memcached")
-			}
-			var modelList []string
-			if len(models) > 0 {
-				modelList = models
-			}
-			if dsn != "" && len(servers) == 0 {
-				need := modelList
-				if need == nil {
-					need = loadgen.DefaultBenchModels()
-				}
-				for _, name := range need {
-					if m, err := registry.Lookup(name); err == nil && m.Needs&registry.Memcached != 0 {
-						return usagef("--model %s keeps data in memcached: with --dsn, pass --memcache host:port (or choose --models without it)", name)
-					}
-				}
 			}
 			stderr := cmd.ErrOrStderr()
 			// Ctrl-C or a TERM ends the run through its context, so that
 			// the sandbox it started is stopped and removed.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			r, err := loadgen.RunBench(ctx, loadgen.BenchConfig{
-				DSN: dsn, Force: force, Models: modelList, Spec: spec, Scale: scale,
-				Duration: duration, ExtraDuration: extraDuration, Ops: ops, Warmup: warmup, SlowCap: slowCap, Concurrency: concurrency,
-				Memcache: servers, CacheTTL: cacheTTL,
-				ReadRatio: readRatio, Durability: durability, Settings: settings,
-				Mix: mix, Rate: rate, Arrivals: arr, MaxInFlight: maxInFlight,
-				FindRate: findRate, SLO: slo, StepDuration: step, SearchSteps: searchSteps,
-				Command: commandLine(cmd), Progress: stderr,
-			})
+			cfg := bf.cfg
+			cfg.Command, cfg.Progress = commandLine(cmd), stderr
+			r, err := loadgen.RunBench(ctx, cfg)
 			if err != nil {
 				return withHint(err)
 			}
@@ -197,7 +68,7 @@ func newBenchCmd() *cobra.Command {
 				if err := results.WriteTable(cmd.OutOrStdout(), r); err != nil {
 					return err
 				}
-				if showCost || mix != nil {
+				if showCost || cfg.Mix != nil {
 					fmt.Fprintln(cmd.OutOrStdout())
 					if err := results.WriteCostTable(cmd.OutOrStdout(), r); err != nil {
 						return err
@@ -219,48 +90,10 @@ func newBenchCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dsn, "dsn", "", "existing server to use instead of a sandbox (the models' databases, "+strings.Join(benchDatabases(), " and ")+", are dropped and re-created)")
-	f.BoolVar(&force, "force", false, "with --dsn, drop those databases even if pushpull did not create them")
-	f.StringVar(&memcacheList, "memcache", "", "with --dsn, memcached servers (host:port, comma-separated) for "+strings.Join(needingMemcached(), ", "))
-	f.StringSliceVar(&models, "models", nil, "models to measure, comma-separated (default "+strings.Join(loadgen.DefaultBenchModels(), ",")+")")
-	f.DurationVar(&duration, "duration", 10*time.Second, "measured time per phase of the paper's models")
-	f.DurationVar(&extraDuration, "extra-duration", 3*time.Second, "measured time per phase of the other models (never longer than --duration)")
-	f.DurationVar(&cacheTTL, "cache-ttl", time.Second, "page lifetime in the cached models' ttl-policy phase")
-	f.Int64Var(&ops, "ops", 0, "if > 0, measure this many operations per phase instead of --duration")
-	f.DurationVar(&warmup, "warmup", 500*time.Millisecond, "unmeasured time before each phase")
-	f.DurationVar(&slowCap, "slow-cap", 3*time.Second, "cap on the phases of the models that are slow by design ("+strings.Join(registry.Names(slowModels()), ", ")+")")
-	f.DurationVar(&naiveCap, "naive-cap", 3*time.Second, "old name of --slow-cap")
-	f.MarkDeprecated("naive-cap", "use --slow-cap")
-	f.IntVar(&concurrency, "concurrency", 8, "concurrent workers (connections) per phase")
-	f.Float64Var(&scale, "scale", 1, "dataset size relative to the paper's (users and messages; followees per user stay)")
-	f.Int64Var(&seed, "seed", 1, "seed of the dataset and of the workload's choices")
-	f.StringVar(&graph, "graph", loadgen.GraphUniform, "follow graph: uniform (the paper's), zipf (a few authors with very many followers), "+
-		"powerlaw (follower and followee counts both heavy-tailed, as on Twitter), or edges:FILE (a real graph, one \"a b\" per line: a follows b)")
-	f.Float64Var(&zipfS, "zipf-s", loadgen.DefaultZipfS, "Zipf exponent for --graph zipf (> 1; larger is more skewed)")
-	f.Float64Var(&inExponent, "in-exponent", loadgen.DefaultInExponent, "--graph powerlaw: exponent of the follower-count distribution, P(d) ~ d^-exponent (Twitter 2009: 2.276)")
-	f.Float64Var(&outExponent, "out-exponent", loadgen.DefaultOutExponent, "--graph powerlaw: exponent of the followee-count distribution")
-	f.StringVar(&selfFollows, "self-follows", "reject", "--graph edges: a line \"a a\" is an error (reject) or left out (skip)")
-	f.StringVar(&activity, "activity", "", "how often users post and read: uniform (the paper's), skewed (rates grow with follower count), or celebrity (every post by the most followed user); default skewed for --graph powerlaw and edges, uniform otherwise")
-	f.Float64Var(&postExponent, "post-exponent", loadgen.DefaultPostExponent, "--activity skewed: a user posts at a rate proportional to (1+followers)^this (0 to 4)")
-	f.Float64Var(&readExponent, "read-exponent", loadgen.DefaultReadExponent, "--activity skewed: a user reads their timeline at a rate proportional to (1+followers)^this (0 to 4)")
-	f.Float64Var(&avgFollowees, "avg-followees", 42.9, "average followees per user")
-	f.IntVar(&followees, "followees", 0, "if > 0, every user follows exactly this many authors (overrides --avg-followees)")
-	f.StringVar(&durability, "durability", results.Durable, "durable (innodb_flush_log_at_trx_commit=1, as MySQL ships) or relaxed (=2)")
-	f.Float64Var(&readRatio, "read-ratio", 0, "if > 0, add a mixed phase with this share of newest-page reads (e.g. 0.9)")
-	f.StringArrayVar(&set, "set", nil, "mariadbd option for the sandbox, key=value (repeatable), e.g. --set innodb_buffer_pool_size=8G")
+	bf.register(f)
 	f.StringVar(&out, "out", "results/runs", "directory under which the run's result directory is made")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON on stdout instead of the table (progress stays on stderr)")
 	f.BoolVar(&showCost, "cost", false, "also print the cost per operation of every phase (always saved in result.json)")
-	f.StringVar(&mixSpec, "mix", "", "add a phase of production traffic per model in these proportions, e.g. "+loadgen.DefaultMixSpec+
-		" (\"default\"); one more phase per model, as long as its others: about +1 min for the default models")
-	f.Float64Var(&rate, "rate", 0, "drive the traffic phase in an open loop at this many operations/s (implies --mix default), latency from each intended start; the same length as --mix's phase")
-	f.StringVar(&arrivals, "arrivals", string(openloop.Poisson), "open-loop arrivals: poisson (exponential gaps) or constant (evenly spaced)")
-	f.IntVar(&maxInFlight, "max-in-flight", openloop.DefaultWorkers, "open loop: most operations in flight at once (workers); later ones wait and that wait counts as latency")
-	f.BoolVar(&findRate, "find-rate", false, fmt.Sprintf("search each model for its highest rate at p99 ≤ --slo, in open-loop steps (implies --mix default); up to --search-steps steps of --step plus warm-up: about %v per model, %v more for the default models",
-		time.Duration(openloop.DefaultSearchSteps)*(loadgen.DefaultStepDuration+500*time.Millisecond), time.Duration(len(loadgen.DefaultBenchModels())*openloop.DefaultSearchSteps)*(loadgen.DefaultStepDuration+500*time.Millisecond)))
-	f.DurationVar(&slo, "slo", loadgen.DefaultSLO, "--find-rate's objective: p99 latency of the mixed traffic, from intended starts")
-	f.DurationVar(&step, "step", loadgen.DefaultStepDuration, "--find-rate: measured length of each step")
-	f.IntVar(&searchSteps, "search-steps", openloop.DefaultSearchSteps, "--find-rate: most steps per model (each halves the interval the best rate lies in)")
 	return cmd
 }
 

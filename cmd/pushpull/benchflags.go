@@ -1,0 +1,219 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+)
+
+// benchFlags are the flags that describe a benchmark run: the dataset, the
+// server, the models, the phases and the traffic. bench and sweep share
+// them; check turns them into a loadgen.BenchConfig.
+type benchFlags struct {
+	dsn, graph, durability     string
+	memcacheList               string
+	activity, selfFollows      string
+	inExponent, outExponent    float64
+	postExponent, readExponent float64
+	extraDuration, cacheTTL    time.Duration
+	models                     []string
+	set                        []string
+	duration, warmup, slowCap  time.Duration
+	naiveCap                   time.Duration
+	concurrency, followees     int
+	ops                        int64
+	scale, zipfS, readRatio    float64
+	avgFollowees               float64
+	seed                       int64
+	force                      bool
+	mixSpec, arrivals          string
+	rate                       float64
+	maxInFlight, searchSteps   int
+	findRate                   bool
+	slo, step                  time.Duration
+
+	// Set by check.
+	cfg  loadgen.BenchConfig
+	base loadgen.Spec // cfg.Spec before --scale
+}
+
+// register defines the flags on f.
+func (b *benchFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&b.dsn, "dsn", "", "existing server to use instead of a sandbox (the models' databases, "+strings.Join(benchDatabases(), " and ")+", are dropped and re-created)")
+	f.BoolVar(&b.force, "force", false, "with --dsn, drop those databases even if pushpull did not create them")
+	f.StringVar(&b.memcacheList, "memcache", "", "with --dsn, memcached servers (host:port, comma-separated) for "+strings.Join(needingMemcached(), ", "))
+	f.StringSliceVar(&b.models, "models", nil, "models to measure, comma-separated (default "+strings.Join(loadgen.DefaultBenchModels(), ",")+")")
+	f.DurationVar(&b.duration, "duration", 10*time.Second, "measured time per phase of the paper's models")
+	f.DurationVar(&b.extraDuration, "extra-duration", 3*time.Second, "measured time per phase of the other models (never longer than --duration)")
+	f.DurationVar(&b.cacheTTL, "cache-ttl", time.Second, "page lifetime in the cached models' ttl-policy phase")
+	f.Int64Var(&b.ops, "ops", 0, "if > 0, measure this many operations per phase instead of --duration")
+	f.DurationVar(&b.warmup, "warmup", 500*time.Millisecond, "unmeasured time before each phase")
+	f.DurationVar(&b.slowCap, "slow-cap", 3*time.Second, "cap on the phases of the models that are slow by design ("+strings.Join(registry.Names(slowModels()), ", ")+")")
+	f.DurationVar(&b.naiveCap, "naive-cap", 3*time.Second, "old name of --slow-cap")
+	f.MarkDeprecated("naive-cap", "use --slow-cap")
+	f.IntVar(&b.concurrency, "concurrency", 8, "concurrent workers (connections) per phase")
+	f.Float64Var(&b.scale, "scale", 1, "dataset size relative to the paper's (users and messages; followees per user stay)")
+	f.Int64Var(&b.seed, "seed", 1, "seed of the dataset and of the workload's choices")
+	f.StringVar(&b.graph, "graph", loadgen.GraphUniform, "follow graph: uniform (the paper's), zipf (a few authors with very many followers), "+
+		"powerlaw (follower and followee counts both heavy-tailed, as on Twitter), or edges:FILE (a real graph, one \"a b\" per line: a follows b)")
+	f.Float64Var(&b.zipfS, "zipf-s", loadgen.DefaultZipfS, "Zipf exponent for --graph zipf (> 1; larger is more skewed)")
+	f.Float64Var(&b.inExponent, "in-exponent", loadgen.DefaultInExponent, "--graph powerlaw: exponent of the follower-count distribution, P(d) ~ d^-exponent (Twitter 2009: 2.276)")
+	f.Float64Var(&b.outExponent, "out-exponent", loadgen.DefaultOutExponent, "--graph powerlaw: exponent of the followee-count distribution")
+	f.StringVar(&b.selfFollows, "self-follows", "reject", "--graph edges: a line \"a a\" is an error (reject) or left out (skip)")
+	f.StringVar(&b.activity, "activity", "", "how often users post and read: uniform (the paper's), skewed (rates grow with follower count), or celebrity (every post by the most followed user); default skewed for --graph powerlaw and edges, uniform otherwise")
+	f.Float64Var(&b.postExponent, "post-exponent", loadgen.DefaultPostExponent, "--activity skewed: a user posts at a rate proportional to (1+followers)^this (0 to 4)")
+	f.Float64Var(&b.readExponent, "read-exponent", loadgen.DefaultReadExponent, "--activity skewed: a user reads their timeline at a rate proportional to (1+followers)^this (0 to 4)")
+	f.Float64Var(&b.avgFollowees, "avg-followees", 42.9, "average followees per user")
+	f.IntVar(&b.followees, "followees", 0, "if > 0, every user follows exactly this many authors (overrides --avg-followees)")
+	f.StringVar(&b.durability, "durability", results.Durable, "durable (innodb_flush_log_at_trx_commit=1, as MySQL ships) or relaxed (=2)")
+	f.Float64Var(&b.readRatio, "read-ratio", 0, "if > 0, add a mixed phase with this share of newest-page reads (e.g. 0.9)")
+	f.StringArrayVar(&b.set, "set", nil, "mariadbd option for the sandbox, key=value (repeatable), e.g. --set innodb_buffer_pool_size=8G")
+	f.StringVar(&b.mixSpec, "mix", "", "add a phase of production traffic per model in these proportions, e.g. "+loadgen.DefaultMixSpec+
+		" (\"default\"); one more phase per model, as long as its others: about +1 min for the default models")
+	f.Float64Var(&b.rate, "rate", 0, "drive the traffic phase in an open loop at this many operations/s (implies --mix default), latency from each intended start; the same length as --mix's phase")
+	f.StringVar(&b.arrivals, "arrivals", string(openloop.Poisson), "open-loop arrivals: poisson (exponential gaps) or constant (evenly spaced)")
+	f.IntVar(&b.maxInFlight, "max-in-flight", openloop.DefaultWorkers, "open loop: most operations in flight at once (workers); later ones wait and that wait counts as latency")
+	f.BoolVar(&b.findRate, "find-rate", false, fmt.Sprintf("search each model for its highest rate at p99 ≤ --slo, in open-loop steps (implies --mix default); up to --search-steps steps of --step plus warm-up: about %v per model, %v more for the default models",
+		time.Duration(openloop.DefaultSearchSteps)*(loadgen.DefaultStepDuration+500*time.Millisecond), time.Duration(len(loadgen.DefaultBenchModels())*openloop.DefaultSearchSteps)*(loadgen.DefaultStepDuration+500*time.Millisecond)))
+	f.DurationVar(&b.slo, "slo", loadgen.DefaultSLO, "--find-rate's objective: p99 latency of the mixed traffic, from intended starts")
+	f.DurationVar(&b.step, "step", loadgen.DefaultStepDuration, "--find-rate: measured length of each step")
+	f.IntVar(&b.searchSteps, "search-steps", openloop.DefaultSearchSteps, "--find-rate: most steps per model (each halves the interval the best rate lies in)")
+}
+
+// setDefault changes a registered flag's default, as --help shows it.
+func setDefault(f *pflag.FlagSet, name, value string) {
+	fl := f.Lookup(name)
+	if err := fl.Value.Set(value); err != nil {
+		panic(fmt.Sprintf("flag --%s: default %q: %v", name, value, err))
+	}
+	fl.DefValue = value
+}
+
+// check validates the flags of cmd and sets b.cfg (without Command and
+// Progress) and b.base. A bad flag is a usage error.
+func (b *benchFlags) check(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("naive-cap") && !cmd.Flags().Changed("slow-cap") {
+		b.slowCap = b.naiveCap
+	}
+	if err := checkDatabaseDSN(b.dsn); err != nil {
+		return err
+	}
+	spec, err := benchSpec(cmd.Flags(), b.graph, b.selfFollows)
+	if err != nil {
+		return err
+	}
+	spec.Seed = b.seed
+	spec.ZipfS = b.zipfS
+	spec.Followees = b.followees
+	if b.avgFollowees > 0 && spec.Graph != loadgen.GraphEdges {
+		spec.AvgFollowees = b.avgFollowees
+	}
+	if spec.Graph == loadgen.GraphPowerLaw {
+		spec.InExponent, spec.OutExponent = b.inExponent, b.outExponent
+	}
+	spec.Activity = loadgen.Activity{Mode: b.activity, PostExponent: b.postExponent, ReadExponent: b.readExponent}
+	skewed := b.activity == loadgen.ActivitySkewed ||
+		b.activity == "" && (spec.Graph == loadgen.GraphPowerLaw || spec.Graph == loadgen.GraphEdges)
+	if !skewed && (cmd.Flags().Changed("post-exponent") || cmd.Flags().Changed("read-exponent")) {
+		return usagef("--post-exponent and --read-exponent go with --activity %s (the default for --graph powerlaw and edges)", loadgen.ActivitySkewed)
+	}
+	if err := spec.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	b.base = spec
+	spec, err = spec.Scaled(b.scale)
+	if err != nil {
+		return usagef("--scale: %v", err)
+	}
+	for _, m := range b.models {
+		if _, err := registry.Lookup(m); err != nil {
+			return usagef("--models: %v", err)
+		}
+	}
+	if b.duration <= 0 || b.warmup < 0 || b.slowCap <= 0 {
+		return usagef("--duration and --slow-cap must be positive and --warmup not negative")
+	}
+	if b.ops < 0 {
+		return usagef("--ops %d: want a positive count, or 0 to run each phase for --duration", b.ops)
+	}
+	if b.concurrency < 1 || b.concurrency > 1024 {
+		return usagef("--concurrency %d: want 1..1024", b.concurrency)
+	}
+	if b.readRatio < 0 || b.readRatio >= 1 {
+		return usagef("--read-ratio %g: want 0 (no mixed phase) or a share of reads below 1, e.g. 0.9", b.readRatio)
+	}
+	if b.durability != results.Durable && b.durability != results.Relaxed {
+		return usagef("--durability %q: want %s or %s", b.durability, results.Durable, results.Relaxed)
+	}
+	settings, err := parseSettings(b.set)
+	if err != nil {
+		return err
+	}
+	if b.dsn != "" && len(settings) > 0 {
+		return usagef("--set configures the sandbox; it cannot be used with --dsn")
+	}
+	if b.extraDuration < 0 || b.cacheTTL <= 0 || b.cacheTTL > 30*24*time.Hour {
+		return usagef("--extra-duration must not be negative, and --cache-ttl must be between 1ms and 720h")
+	}
+	var mix *loadgen.Mix
+	if b.mixSpec != "" {
+		m, err := loadgen.ParseMix(b.mixSpec)
+		if err != nil {
+			return &usageError{fmt.Errorf("--mix: %w", err)}
+		}
+		mix = &m
+	}
+	if b.rate < 0 || math.IsNaN(b.rate) || math.IsInf(b.rate, 0) {
+		return &usageError{fmt.Errorf("--rate: %w", &loadgen.ConfigError{Field: "rate", Value: fmt.Sprint(b.rate), Reason: "want operations per second above 0, or 0 for a closed loop"})}
+	}
+	arr, err := openloop.ParseArrivals(b.arrivals)
+	if err != nil {
+		return &usageError{fmt.Errorf("--arrivals: %w", err)}
+	}
+	if b.maxInFlight < 1 || b.maxInFlight > openloop.MaxWorkers {
+		return usagef("--max-in-flight %d: want 1..%d", b.maxInFlight, openloop.MaxWorkers)
+	}
+	if b.slo <= 0 || b.step <= 0 || b.searchSteps < 1 || b.searchSteps > 100 {
+		return usagef("--slo and --step must be positive, and --search-steps 1..100")
+	}
+	servers, err := parseServers(b.memcacheList)
+	if err != nil {
+		return usagef("--memcache: %v", err)
+	}
+	if b.dsn == "" && len(servers) > 0 {
+		return usagef("--memcache goes with --dsn; without it the sandbox starts its own memcached")
+	}
+	var modelList []string
+	if len(b.models) > 0 {
+		modelList = b.models
+	}
+	if b.dsn != "" && len(servers) == 0 {
+		need := modelList
+		if need == nil {
+			need = loadgen.DefaultBenchModels()
+		}
+		for _, name := range need {
+			if m, err := registry.Lookup(name); err == nil && m.Needs&registry.Memcached != 0 {
+				return usagef("--model %s keeps data in memcached: with --dsn, pass --memcache host:port (or choose --models without it)", name)
+			}
+		}
+	}
+	b.cfg = loadgen.BenchConfig{
+		DSN: b.dsn, Force: b.force, Models: modelList, Spec: spec, Scale: b.scale,
+		Duration: b.duration, ExtraDuration: b.extraDuration, Ops: b.ops, Warmup: b.warmup, SlowCap: b.slowCap, Concurrency: b.concurrency,
+		Memcache: servers, CacheTTL: b.cacheTTL,
+		ReadRatio: b.readRatio, Durability: b.durability, Settings: settings,
+		Mix: mix, Rate: b.rate, Arrivals: arr, MaxInFlight: b.maxInFlight,
+		FindRate: b.findRate, SLO: b.slo, StepDuration: b.step, SearchSteps: b.searchSteps,
+	}
+	return nil
+}
