@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/csv"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -35,11 +36,21 @@ func WriteCSV(w io.Writer, r *Result) error {
 	if err := cw.Write(CSVHeader); err != nil {
 		return err
 	}
+	if err := writeRows(cw, r, nil); err != nil {
+		return err
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// writeRows writes WriteCSV's rows of r, each after the cells of prefix.
+func writeRows(cw *csv.Writer, r *Result, prefix []string) error {
+	write := func(row []string) error { return cw.Write(append(slices.Clone(prefix), row...)) }
 	for i := range r.Models {
 		m := &r.Models[i]
 		for _, ref := range phaseRefs {
 			if p := ref.get(m); p != nil {
-				if err := cw.Write(csvRow(m.Name, ref.key, p, m.DataBytes, m.DiskBytes)); err != nil {
+				if err := write(csvRow(m.Name, ref.key, p, m.DataBytes, m.DiskBytes)); err != nil {
 					return err
 				}
 			}
@@ -47,7 +58,7 @@ func WriteCSV(w io.Writer, r *Result) error {
 		if t := m.Traffic; t != nil {
 			for _, op := range t.OpNames() {
 				if p, ok := t.Ops[op]; ok {
-					if err := cw.Write(csvRow(m.Name, "traffic_"+op, &p, m.DataBytes, m.DiskBytes)); err != nil {
+					if err := write(csvRow(m.Name, "traffic_"+op, &p, m.DataBytes, m.DiskBytes)); err != nil {
 						return err
 					}
 				}
@@ -55,17 +66,16 @@ func WriteCSV(w io.Writer, r *Result) error {
 		}
 	}
 	if r.Harness != nil {
-		if err := cw.Write(csvRow("harness", "noop", r.Harness, 0, 0)); err != nil {
+		if err := write(csvRow("harness", "noop", r.Harness, 0, 0)); err != nil {
 			return err
 		}
 	}
 	if r.MemcacheGet != nil {
-		if err := cw.Write(csvRow("memcached", "get", r.MemcacheGet, 0, 0)); err != nil {
+		if err := write(csvRow("memcached", "get", r.MemcacheGet, 0, 0)); err != nil {
 			return err
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return nil
 }
 
 func csvRow(model, phase string, p *Phase, data, disk int64) []string {

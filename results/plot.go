@@ -239,10 +239,44 @@ func (plainTicks) Ticks(min, max float64) []plot.Tick {
 		if t.Label == "" {
 			continue
 		}
-		if t.Value == math.Trunc(t.Value) {
-			ticks[i].Label = fmtInt(int64(t.Value))
-		} else {
-			ticks[i].Label = strconv.FormatFloat(t.Value, 'g', 4, 64)
+		ticks[i].Label = tickLabel(t.Value)
+	}
+	return ticks
+}
+
+// tickLabel writes an axis value as the table does: "7,500", "0.25".
+func tickLabel(v float64) string {
+	if v == math.Trunc(v) {
+		return fmtInt(int64(v))
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// logTicks marks a logarithmic axis at 1, 2 and 5 times each power of ten,
+// labelled as the table writes numbers, with the other digits as minor
+// ticks; across more than three decades only the powers of ten are
+// labelled. plot.LogTicks labels powers of ten only, which leaves an axis
+// spanning less than a decade with no label at all.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi > lo) {
+		return plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	}
+	wide := math.Log10(hi/lo) > 3
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		p := math.Pow(10, e)
+		for d := 1.0; d < 10; d++ {
+			v := d * p
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if d == 1 || (!wide && (d == 2 || d == 5)) {
+				t.Label = tickLabel(v)
+			}
+			ticks = append(ticks, t)
 		}
 	}
 	return ticks

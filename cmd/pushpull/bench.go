@@ -278,6 +278,10 @@ stays the paper's, about 5 minutes):
                  H (one fan-out row) and L (one followee probe) they imply.
                  Always saved in result.json; printed with --mix too.
 
+Growth curves, the benchmark at several values of one parameter (users and
+messages, followees per user, one author's followers, the share of reads),
+have their own command: pushpull sweep --help.
+
 --dsn runs against an existing server instead, in the models' databases
 (%s), which it drops and re-creates; it refuses databases it did not create
 unless --force. With --dsn, the models that use memcached need --memcache.

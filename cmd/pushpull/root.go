@@ -70,6 +70,7 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 		newTimelineCmd(getenv),
 		newDemoCmd(),
 		newBenchCmd(),
+		newSweepCmd(),
 		newReportCmd(),
 		newVersionCmd(),
 	)

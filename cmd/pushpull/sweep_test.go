@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/results"
+)
+
+// TestSweepBadInput: a sweep that cannot run is a usage error (exit 2)
+// before anything runs, and saves nothing.
+func TestSweepBadInput(t *testing.T) {
+	out := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--values", "1,2"}, "--vary"},
+		{[]string{"--vary", "followees"}, "--values"},
+		{[]string{"--vary", "height", "--values", "1"}, "unknown parameter"},
+		{[]string{"--vary", "followees", "--values", "10,5000"}, "at most 1999"},
+		{[]string{"--vary", "scale", "--values", "0.1", "--scale", "0.5"}, "leave out --scale"},
+		{[]string{"--vary", "read-share", "--values", "0.5,1.5"}, "between 0 and 1"},
+		{[]string{"--vary", "followers", "--values", "10", "--models", "nope"}, "nope"},
+	} {
+		args := append([]string{"sweep", "--out", out, "--dsn", "nobody@tcp(127.0.0.1:1)/"}, c.args...)
+		r := run(t, nil, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	if entries, _ := os.ReadDir(out); len(entries) > 0 {
+		t.Errorf("a refused sweep saved %d entries", len(entries))
+	}
+}
+
+// TestSweepSmall sweeps the followees per user on the test server and
+// checks the table and the saved files.
+func TestSweepSmall(t *testing.T) {
+	out := t.TempDir()
+	r := run(t, nil, "sweep", "--dsn", testserver.DSN(t), "--force", "--models", "push,pull-sp",
+		"--vary", "followees", "--values", "5,50", "--scale", "0.01", "--ops", "30", "--warmup", "0s", "--out", out)
+	if r.code != 0 {
+		t.Fatalf("sweep: %v", r)
+	}
+	for _, want := range []string{"newest page (timelines/s; rows read+written per page) against followees per user", "push", "pull-sp"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "*"))
+	if len(dirs) != 1 {
+		t.Fatalf("saved %v", dirs)
+	}
+	s, err := results.LoadSweep(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Points) != 2 || s.Points[1].Result.Dataset.AvgFollowees != 50 {
+		t.Fatalf("points %+v", s.Points)
+	}
+	// pull-sp reads a row per followee it probes: ten times the
+	// followees, several times the rows.
+	lo := s.Points[0].Result.Model("pull-sp").Retrieve.Cost[results.CostRowsRead]
+	hi := s.Points[1].Result.Model("pull-sp").Retrieve.Cost[results.CostRowsRead]
+	if !(hi > 3*lo) {
+		t.Errorf("pull-sp rows read per page: %v at 5 followees, %v at 50", lo, hi)
+	}
+}

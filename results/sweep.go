@@ -1,0 +1,186 @@
+package results
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// SweepFormatVersion is the format of a saved Sweep. It changes when a
+// reader of an older one would misread it.
+const SweepFormatVersion = 1
+
+// Sweep is a series of benchmark runs that differ in one parameter (a
+// growth curve): the dataset's size, the followees per user, one author's
+// followers, the traffic's share of reads. Each point is a whole Result,
+// so everything a run records is kept; the CSV and the plots pick the
+// figures that show how each design's cost grows.
+type Sweep struct {
+	Version    int       `json:"version"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	Command    string    `json:"command"`
+	// Param names the parameter (e.g. "followees"), Label says what its
+	// values are, for axes (e.g. "followees per user").
+	Param string `json:"param"`
+	Label string `json:"label"`
+	// LogX: the values span enough (10x or more) for a logarithmic axis.
+	LogX   bool         `json:"log_x,omitempty"`
+	Points []SweepPoint `json:"points"`
+	Notes  []string     `json:"notes,omitempty"`
+}
+
+// SweepPoint is one value of the parameter and the run at it.
+type SweepPoint struct {
+	Value float64 `json:"value"`
+	// Skipped are models left out at this value, with the reason (e.g.
+	// push's mailbox would not fit the disk).
+	Skipped map[string]string `json:"skipped,omitempty"`
+	Result  *Result           `json:"result"`
+}
+
+// Failed reports whether any point's run failed.
+func (s *Sweep) Failed() bool {
+	for _, p := range s.Points {
+		if p.Result != nil && p.Result.Failed() {
+			return true
+		}
+	}
+	return false
+}
+
+// ModelNames lists the models measured at any point, in the order they
+// first appear.
+func (s *Sweep) ModelNames() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range s.Points {
+		if p.Result == nil {
+			continue
+		}
+		for _, m := range p.Result.Models {
+			if !seen[m.Name] {
+				seen[m.Name] = true
+				out = append(out, m.Name)
+			}
+		}
+	}
+	return out
+}
+
+// File names inside a sweep directory.
+const (
+	SweepJSONFile = "sweep.json"
+	SweepCSVFile  = "sweep.csv"
+	// SweepRatePNGFile, SweepP99PNGFile and SweepCostPNGFile have one
+	// panel per phase and one line per model; SweepSizePNGFile one panel
+	// of data sizes.
+	SweepRatePNGFile = "sweep-rate.png"
+	SweepP99PNGFile  = "sweep-p99.png"
+	SweepCostPNGFile = "sweep-cost.png"
+	SweepSizePNGFile = "sweep-size.png"
+)
+
+// SweepFiles are the files SaveSweep writes.
+var SweepFiles = []string{SweepJSONFile, SweepCSVFile, SweepRatePNGFile, SweepP99PNGFile, SweepCostPNGFile, SweepSizePNGFile}
+
+// SweepCSVHeader is the first line of sweep.csv: the parameter and its
+// value, then the columns of a run's CSV (CSVHeader).
+var SweepCSVHeader = append([]string{"param", "value"}, CSVHeader...)
+
+// WriteSweepCSV writes, for every point, the rows WriteCSV writes for its
+// run, each after the parameter's name and value.
+func WriteSweepCSV(w io.Writer, s *Sweep) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(SweepCSVHeader); err != nil {
+		return err
+	}
+	for _, p := range s.Points {
+		if p.Result == nil {
+			continue
+		}
+		if err := writeRows(cw, p.Result, []string{s.Param, csvFloat(p.Value)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// SaveSweep creates dir and writes s there: sweep.json (every point's
+// whole result, as Save would, non-finite values replaced and noted),
+// sweep.csv and the four plots.
+func SaveSweep(dir string, s *Sweep) error {
+	if err := saveSweep(dir, s); err != nil {
+		return fmt.Errorf("save sweep: %w", err)
+	}
+	return nil
+}
+
+func saveSweep(dir string, s *Sweep) error {
+	c := *s
+	c.Points = make([]SweepPoint, len(s.Points))
+	for i, p := range s.Points {
+		c.Points[i] = p
+		if p.Result != nil {
+			c.Points[i].Result = sanitized(p.Result)
+		}
+	}
+	data, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, SweepJSONFile), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := WriteSweepCSV(&buf, &c); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, SweepCSVFile), buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return writeSweepPNGs(dir, &c)
+}
+
+// LoadSweep reads the sweep saved in dir by SaveSweep (or the path of its
+// sweep.json).
+func LoadSweep(dir string) (*Sweep, error) {
+	path := dir
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, SweepJSONFile)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("load sweep: %w", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load sweep: %w", err)
+	}
+	var s Sweep
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("load sweep: %s: %w", path, err)
+	}
+	if s.Version != SweepFormatVersion {
+		return nil, fmt.Errorf("load sweep: %s: format version %d, want %d", path, s.Version, SweepFormatVersion)
+	}
+	for i, p := range s.Points {
+		if p.Result == nil {
+			continue
+		}
+		if err := upgrade(p.Result); err != nil {
+			return nil, fmt.Errorf("load sweep: %s: point %s: %w", path, strconv.FormatFloat(p.Value, 'g', -1, 64), err)
+		}
+		s.Points[i] = p
+	}
+	return &s, nil
+}
