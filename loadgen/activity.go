@@ -166,3 +166,31 @@ func (d *Dataset) pick(t *aliasTable, r *rand.Rand) timeline.UserID {
 	}
 	return timeline.UserID(t.draw(r))
 }
+
+// WorkloadMeans returns how many followers the author of a workload post
+// has on average, and how many authors the reader of a workload page
+// follows, under the dataset's activity (PickAuthor, PickReader): what a
+// post fans out to and what a pull read merges. Both are the average
+// followee count when users are drawn uniformly.
+func (d *Dataset) WorkloadMeans() (postAudience, readFollowees float64) {
+	n := d.Spec.Users
+	uniform := float64(len(d.followers.ids)) / float64(n)
+	postAudience, readFollowees = uniform, uniform
+	switch {
+	case d.celebrity != 0:
+		postAudience = float64(d.followers.count(int(d.celebrity)))
+	case d.Spec.Activity.Mode == ActivitySkewed:
+		mean := func(exponent float64, of func(u int) int) float64 {
+			var sum, weights float64
+			for u := 1; u <= n; u++ {
+				w := math.Pow(1+float64(d.followers.count(u)), exponent)
+				sum += w * float64(of(u))
+				weights += w
+			}
+			return sum / weights
+		}
+		postAudience = mean(d.Spec.Activity.PostExponent, d.followers.count)
+		readFollowees = mean(d.Spec.Activity.ReadExponent, func(u int) int { return len(d.Followees[u-1]) })
+	}
+	return postAudience, readFollowees
+}

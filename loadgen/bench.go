@@ -225,6 +225,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		}
 	}
 	res.Dataset.SetDegrees(st.Followees, st.Followers)
+	res.Dataset.PostAudience, res.Dataset.ReadFollowees = d.WorkloadMeans()
 
 	// The server.
 	dsn := cfg.DSN

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -77,6 +78,33 @@ func TestCelebrity(t *testing.T) {
 		var se *SpecError
 		if !errors.As(err, &se) || se.Field != "Celebrity" {
 			t.Errorf("Generate(%+v): %v, want a SpecError on Celebrity", bad, err)
+		}
+	}
+}
+
+// TestWorkloadMeans checks the dataset's account of what a workload post
+// reaches and a workload read merges against the pickers' own draws.
+func TestWorkloadMeans(t *testing.T) {
+	for _, s := range []Spec{
+		{Users: 2000, Messages: 1000, AvgFollowees: 20, Seed: 1},
+		{Users: 2000, Messages: 1000, AvgFollowees: 20, Graph: GraphPowerLaw, Seed: 1},
+		{Users: 2000, Messages: 1000, AvgFollowees: 20, Graph: GraphPowerLaw, Seed: 1, Activity: Activity{Mode: ActivitySkewed, PostExponent: 1, ReadExponent: 0.2}},
+		{Users: 2000, Messages: 1000, AvgFollowees: 20, Celebrity: 700, Seed: 1, Activity: Activity{Mode: ActivityCelebrity}},
+	} {
+		d := mustGenerate(t, s)
+		audience, followees := d.WorkloadMeans()
+		in, out := degreesOf(d)
+		r := rand.New(rand.NewPCG(5, 6))
+		const draws = 200_000
+		var a, f float64
+		for range draws {
+			a += float64(in[d.PickAuthor(r)-1])
+			f += float64(out[d.PickReader(r)-1])
+		}
+		a, f = a/draws, f/draws
+		t.Logf("%s %s: audience %.1f (drawn %.1f), followees %.1f (drawn %.1f)", s.Graph, d.Spec.Activity, audience, a, followees, f)
+		if math.Abs(a-audience) > 0.05*audience || math.Abs(f-followees) > 0.05*followees {
+			t.Errorf("%s %s: WorkloadMeans %.1f, %.1f; the pickers drew %.1f, %.1f", s.Graph, d.Spec.Activity, audience, followees, a, f)
 		}
 	}
 }

@@ -157,12 +157,22 @@ func WriteCostTable(w io.Writer, r *Result) error {
 	return err
 }
 
-// costModelInputs derives H and L. A post by a uniformly chosen author
-// reaches Edges/Users followers on average, and a uniformly chosen reader
-// follows as many: the dataset's AvgFollowees.
+// costModelInputs derives H and L: a post's rows beyond a plain post's
+// over the followers it reached, a page's rows over the followees it
+// probed. The workload's posts reach Dataset.PostAudience followers on
+// average and its readers follow Dataset.ReadFollowees authors; both are
+// AvgFollowees when users are drawn uniformly (and in results that
+// predate them).
 func costModelInputs(r *Result) []string {
-	fan := r.Dataset.AvgFollowees
-	if !(fan > 0) {
+	fan, fanWhat := r.Dataset.AvgFollowees, "followers on average"
+	if a := r.Dataset.PostAudience; a > 0 && math.Abs(a-fan) > 1e-6*fan {
+		fan, fanWhat = a, "followers of the posting authors on average"
+	}
+	probed := r.Dataset.AvgFollowees
+	if f := r.Dataset.ReadFollowees; f > 0 {
+		probed = f
+	}
+	if !(fan > 0) || !(probed > 0) {
 		return nil
 	}
 	var out []string
@@ -175,8 +185,8 @@ func costModelInputs(r *Result) []string {
 	}
 	if push != nil && push.Submit.Cost != nil {
 		pc := push.Submit.Cost
-		line := fmt.Sprintf("H, one fan-out row: %s rows written per post by %s over %s followers on average",
-			fmtNum(pc[CostRowsWritten]), push.Name, fmtNum(fan))
+		line := fmt.Sprintf("H, one fan-out row: %s rows written per post by %s over %s %s",
+			fmtNum(pc[CostRowsWritten]), push.Name, fmtNum(fan), fanWhat)
 		if plain != nil {
 			qc := plain.Submit.Cost
 			line += fmt.Sprintf("; less %s's plain post (%s rows, %s bytes, %s redo bytes): %s rows, %s bytes, %s redo bytes per follower",
@@ -194,10 +204,10 @@ func costModelInputs(r *Result) []string {
 			continue
 		}
 		rows := m.Retrieve.Cost[CostRowsRead]
-		probes = append(probes, fmt.Sprintf("%s %s (%s rows per newest page)", m.Name, fmtNum(rows/fan), fmtNum(rows)))
+		probes = append(probes, fmt.Sprintf("%s %s (%s rows per newest page)", m.Name, fmtNum(rows/probed), fmtNum(rows)))
 	}
 	if len(probes) > 0 {
-		out = append(out, fmt.Sprintf("L, one followee probed on a read, in rows read over %s followees: %s", fmtNum(fan), strings.Join(probes, ", ")))
+		out = append(out, fmt.Sprintf("L, one followee probed on a read, in rows read over %s followees: %s", fmtNum(probed), strings.Join(probes, ", ")))
 	}
 	return out
 }

@@ -91,6 +91,13 @@ type Dataset struct {
 	Activity       string             `json:"activity"`
 	ActivityParams map[string]float64 `json:"activity_params,omitempty"`
 	MailboxRows    int64              `json:"mailbox_rows"` // rows the push model fans out to
+	// PostAudience is how many followers the author of a workload post
+	// has on average, and ReadFollowees how many authors the reader of a
+	// workload page follows: the dataset's AvgFollowees when users are
+	// drawn uniformly, more when activity follows follower counts. 0 in
+	// results that predate them.
+	PostAudience  float64 `json:"post_audience,omitempty"`
+	ReadFollowees float64 `json:"read_followees,omitempty"`
 	Scale          float64            `json:"scale"`
 }
 

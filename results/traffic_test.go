@@ -102,6 +102,24 @@ func TestCostTable(t *testing.T) {
 	if !withTraffic().HasCosts() || sample().HasCosts() {
 		t.Error("HasCosts")
 	}
+
+	// Under skewed activity a post reaches the posting authors' followers,
+	// not the average user's, and a read probes the reading users'
+	// followees: H and L divide by those.
+	r := withTraffic()
+	r.Dataset.PostAudience, r.Dataset.ReadFollowees = 85.8, 118
+	r.Model("push").Submit.Cost[CostRowsWritten] = 86.8
+	b.Reset()
+	if err := WriteCostTable(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out = b.String()
+	if h := line(t, out, "  H, one fan-out row"); !strings.Contains(h, "over 85.8 followers of the posting authors") || !strings.Contains(h, ": 1.00 rows,") {
+		t.Errorf("H under skewed activity: %q", h)
+	}
+	if l := line(t, out, "  L, one followee"); !strings.Contains(l, "over 118 followees") || !strings.Contains(l, "pull-sp 4.00 (472 rows") {
+		t.Errorf("L under skewed activity: %q", l)
+	}
 }
 
 func TestTrafficSaveLoad(t *testing.T) {
