@@ -10,7 +10,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -118,7 +117,7 @@ func writeSweepPNG(path string, s *Sweep, metric sweepMetric) error {
 			if err != nil {
 				return err
 			}
-			c := plotutil.Color(i)
+			c := lineColor(i)
 			l.Color, sc.Color = c, c
 			l.Width = vg.Points(1.5)
 			sc.Shape = draw.CircleGlyph{}

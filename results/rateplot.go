@@ -8,7 +8,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -71,7 +70,7 @@ func writeRatePNG(path string, r *Result) error {
 		if len(p99) == 0 {
 			continue
 		}
-		c := plotutil.Color(n)
+		c := lineColor(n)
 		n++
 		for j, pts := range []plotter.XYs{p99, p50} {
 			l, s, err := plotter.NewLinePoints(pts)
@@ -85,13 +84,21 @@ func writeRatePNG(path string, r *Result) error {
 				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 				s.Shape = draw.RingGlyph{}
 			} else {
-				p.Legend.Add(fmt.Sprintf("%s (best %s/s)", m.Name, fmtNum(m.Traffic.Search.BestPerSec)), l, s)
+				label := fmt.Sprintf("%s (best %s/s)", m.Name, fmtNum(m.Traffic.Search.BestPerSec))
+				if !(m.Traffic.Search.BestPerSec > 0) {
+					label = m.Name + " (no step held)"
+				}
+				p.Legend.Add(label, l, s)
 			}
 			p.Add(l, s)
 		}
 	}
 	if slo > 0 && right > 0 {
-		line, err := plotter.NewLine(plotter.XYs{{X: 0, Y: slo}, {X: right * 1.05, Y: slo}})
+		start := 0.0
+		if left := lowestOffered(r); left > 0 && right >= 10*left {
+			start = left / 1.2
+		}
+		line, err := plotter.NewLine(plotter.XYs{{X: start, Y: slo}, {X: right * 1.05, Y: slo}})
 		if err != nil {
 			return err
 		}
@@ -100,11 +107,37 @@ func writeRatePNG(path string, r *Result) error {
 		p.Add(line)
 		p.Legend.Add(fmt.Sprintf("objective: p99 ≤ %s", fmtMs(slo)), line)
 	}
-	p.X.Min = 0
+	// Rates of the models span decades: a log axis keeps the slow ones
+	// off the y axis.
+	if left := lowestOffered(r); left > 0 && right >= 10*left {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = logTicks{}
+		p.X.Min = left / 1.2
+	} else {
+		p.X.Min = 0
+	}
 	p.Y.Max = max(top, slo) * 2
 	px := func(n int) vg.Length { return vg.Length(n) * vg.Inch / vgimg.DefaultDPI }
 	img := vgimg.NewWith(vgimg.UseWH(px(PNGWidth), px(2*PNGHeight)), vgimg.UseDPI(vgimg.DefaultDPI),
 		vgimg.UseBackgroundColor(color.White))
 	p.Draw(draw.New(img))
 	return savePNG(path, img)
+}
+
+// lowestOffered is the lowest offered rate of any search step with a
+// latency, 0 if none.
+func lowestOffered(r *Result) float64 {
+	lo := 0.0
+	for i := range r.Models {
+		t := r.Models[i].Traffic
+		if t == nil || t.Search == nil {
+			continue
+		}
+		for _, st := range t.Search.Steps {
+			if st.P99Ms > 0 && st.OfferedPerSec > 0 && (lo == 0 || st.OfferedPerSec < lo) {
+				lo = st.OfferedPerSec
+			}
+		}
+	}
+	return lo
 }
