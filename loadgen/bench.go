@@ -41,7 +41,7 @@ type BenchConfig struct {
 	Duration time.Duration // measured time per phase of the paper's models
 	// ExtraDuration is the measured time per phase of the models beyond
 	// the paper's four (registry.Bench.Paper), so that the default run
-	// fits in five minutes; 0 means 3s. Never longer than Duration.
+	// fits in five minutes; 0 means 2s. Never longer than Duration.
 	ExtraDuration time.Duration
 	Ops           int64         // if > 0, measure this many operations per phase instead
 	Warmup        time.Duration // unmeasured time before each phase
@@ -114,7 +114,7 @@ func (c *BenchConfig) defaults() {
 		c.Duration = 10 * time.Second
 	}
 	if c.ExtraDuration <= 0 {
-		c.ExtraDuration = 3 * time.Second
+		c.ExtraDuration = 2 * time.Second
 	}
 	c.ExtraDuration = min(c.ExtraDuration, c.Duration)
 	if c.CacheTTL <= 0 {

@@ -53,7 +53,7 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.memcacheList, "memcache", "", "with --dsn, memcached servers (host:port, comma-separated) for "+strings.Join(needingMemcached(), ", "))
 	f.StringSliceVar(&b.models, "models", nil, "models to measure, comma-separated (default "+strings.Join(loadgen.DefaultBenchModels(), ",")+")")
 	f.DurationVar(&b.duration, "duration", 10*time.Second, "measured time per phase of the paper's models")
-	f.DurationVar(&b.extraDuration, "extra-duration", 3*time.Second, "measured time per phase of the other models (never longer than --duration)")
+	f.DurationVar(&b.extraDuration, "extra-duration", 2*time.Second, "measured time per phase of the other models (never longer than --duration)")
 	f.DurationVar(&b.cacheTTL, "cache-ttl", time.Second, "page lifetime in the cached models' ttl-policy phase")
 	f.Int64Var(&b.ops, "ops", 0, "if > 0, measure this many operations per phase instead of --duration")
 	f.DurationVar(&b.warmup, "warmup", 500*time.Millisecond, "unmeasured time before each phase")
