@@ -43,7 +43,10 @@ func TestSweepSmall(t *testing.T) {
 	out := t.TempDir()
 	r := run(t, nil, "sweep", "--dsn", testserver.DSN(t), "--force", "--models", "push,pull-sp",
 		"--vary", "followees", "--values", "5,50", "--scale", "0.01", "--ops", "30", "--warmup", "0s", "--out", out)
-	if r.code != 0 {
+	// Thirty operations are too few to time the harness's no-op store
+	// against push on a busy machine: a run may fail on that alone (exit
+	// 1, files saved), and on nothing else.
+	if r.code != 0 && (r.code != 1 || !strings.Contains(r.stderr, "a run of the sweep failed")) {
 		t.Fatalf("sweep: %v", r)
 	}
 	for _, want := range []string{"newest page (timelines/s; rows read+written per page) against followees per user", "push", "pull-sp"} {
@@ -61,6 +64,13 @@ func TestSweepSmall(t *testing.T) {
 	}
 	if len(s.Points) != 2 || s.Points[1].Result.Dataset.AvgFollowees != 50 {
 		t.Fatalf("points %+v", s.Points)
+	}
+	for _, p := range s.Points {
+		for _, f := range p.Result.Failures {
+			if !strings.Contains(f, "harness") {
+				t.Errorf("followees %v: %s", p.Value, f)
+			}
+		}
 	}
 	// pull-sp reads a row per followee it probes: ten times the
 	// followees, several times the rows.
