@@ -15,8 +15,8 @@
 // Lookup builds any base+variant pair whose needs the variant can serve.
 //
 // What a store can do beyond timeline.Store is a named ability in this
-// package (DBHolder, Counting, Primer, Settler); each one's fallback is
-// written on it.
+// package (DBHolder, Counting, Primer, Settler, Lagging); each one's
+// fallback is written on it.
 package registry
 
 import (
