@@ -58,9 +58,10 @@ type Settler interface {
 // Lagging is a Settler that measures how late it applies what it
 // acknowledged: TakeLag returns the lags recorded since the previous call,
 // in microseconds (for asynchronous fan-out: from a post to its last
-// follower's mailbox row), and starts a new histogram. The benchmark takes
-// it after settling a write phase and saves its percentiles among the
-// model's figures (results.LagFigures).
+// follower's mailbox row), and starts a new histogram. The benchmark
+// settles the store after each write phase, takes the histogram and saves
+// its percentiles among the model's figures (results.LagFigures); its
+// PhaseHalfRate measures them below saturation.
 //
 // Fallback: no lag figures.
 type Lagging interface {

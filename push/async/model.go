@@ -2,6 +2,7 @@ package async
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"github.com/pushpull/pushpull/push"
@@ -59,7 +60,8 @@ func init() {
 			return Open(ctx, push.Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force}, opts)
 		},
 		Bench: registry.Bench{
-			Phases: registry.AllPhases, WriteRank: 2, OwnSubmission: true,
+			Phases:    append(slices.Clone(registry.AllPhases), registry.PhaseHalfRate),
+			WriteRank: 2, OwnSubmission: true,
 			SubmissionNote: "a post writes its message and a fan-out job; the store's workers write the mailbox rows " +
 				"meanwhile, and the run settles them after each write phase and reports the fan-out lag",
 		},
