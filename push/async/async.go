@@ -289,3 +289,11 @@ func (st *Stats) TakeLag() *hdrhistogram.Histogram {
 	st.lag = newLagHistogram()
 	return h
 }
+
+// Pending returns the number of fan-out jobs in db's queue not yet
+// finished.
+func Pending(ctx context.Context, db *sql.DB) (int64, error) {
+	var n int64
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM fanout_jobs`).Scan(&n)
+	return n, err
+}
