@@ -15,7 +15,6 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -149,29 +148,14 @@ func Open(ctx context.Context, cfg push.Config, opts Options) (*Store, error) {
 // Post implements timeline.Store: the message and its fan-out job commit
 // together; the mailboxes are written later by a worker.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
-	if err := timeline.CheckPost(author, body); err != nil {
-		return timeline.Message{}, err
-	}
-	msg := timeline.Message{Author: author, Body: body, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
-	err := mysqlx.InTx(ctx, s.DB(), func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO messages (author_id, body, created_at) VALUES (?, ?, ?)`,
-			author, body, msg.CreatedAt)
-		if err != nil {
-			return err
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		msg.ID = timeline.MessageID(id)
-		_, err = tx.ExecContext(ctx,
+	msg, err := s.PostWith(ctx, ModelName, author, body, func(tx *sql.Tx, msg timeline.Message) error {
+		_, err := tx.ExecContext(ctx,
 			`INSERT INTO fanout_jobs (message_id, author_id, posted_at) VALUES (?, ?, ?)`,
-			id, author, msg.CreatedAt)
+			msg.ID, author, msg.CreatedAt)
 		return err
 	})
 	if err != nil {
-		return timeline.Message{}, fmt.Errorf("push-async post: %w", err)
+		return timeline.Message{}, err
 	}
 	select {
 	case s.wake <- struct{}{}:
