@@ -235,13 +235,16 @@ func newLagHistogram() *hdrhistogram.Histogram {
 	return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
 }
 
-func (st *Stats) chunk(rows int64, finished bool, lag time.Duration) {
+// chunk counts a committed chunk that wrote rows and finished the jobs
+// posted at finished.
+func (st *Stats) chunk(rows int64, finished []time.Time) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.chunks++
 	st.rows += rows
-	if finished {
+	for _, posted := range finished {
 		st.jobs++
+		lag := time.Since(posted)
 		st.lag.RecordValue(min(max(lag.Microseconds(), 1), st.lag.HighestTrackableValue()))
 	}
 }

@@ -118,6 +118,33 @@ func TestCelebrityPostIsChunked(t *testing.T) {
 	}
 }
 
+// TestSmallJobsShareATransaction: the posts of ordinary authors share a
+// chunk's transaction while its budget of followers lasts.
+func TestSmallJobsShareATransaction(t *testing.T) {
+	for _, tc := range []struct{ chunk, want int }{{100, 1}, {5, 6}, {3, 10}} {
+		t.Run(strconv.Itoa(tc.chunk), func(t *testing.T) {
+			s, _ := open(t, Options{Workers: -1})
+			// Authors 1..10, each followed by three of users 11..13.
+			if _, err := s.DB().Exec(`INSERT INTO follows (follower_id, followee_id) SELECT f.seq, a.seq FROM seq_1_to_10 a, seq_11_to_13 f`); err != nil {
+				t.Fatal(err)
+			}
+			for a := timeline.UserID(1); a <= 10; a++ {
+				timelinetest.Post(t, s, a, "hello")
+			}
+			st := NewStats()
+			if got := drain(t, &Worker{DB: s.DB(), Chunk: tc.chunk, Stats: st}); got != tc.want {
+				t.Errorf("%d transactions, want %d", got, tc.want)
+			}
+			if c := st.Counters(); c["fanout_rows"] != 30 || c["fanout_jobs"] != 10 {
+				t.Errorf("counters %v, want 30 rows and 10 jobs", c)
+			}
+			if h := st.TakeLag(); h.TotalCount() != 10 {
+				t.Errorf("%d lags recorded, want 10", h.TotalCount())
+			}
+		})
+	}
+}
+
 // TestWorkerStoppedMidChunk stops a worker inside its fourth chunk's
 // transaction, after its writes and before its commit: the three chunks
 // committed stay, the fourth is rolled back, and a second worker finishes

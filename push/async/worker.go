@@ -3,7 +3,6 @@ package async
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
@@ -20,11 +19,11 @@ const DefaultPoll = 100 * time.Millisecond
 // SELECT ... FOR UPDATE SKIP LOCKED, so each chunk is applied by one worker
 // at a time, and the oldest job not being worked on goes first.
 //
-// One chunk is one transaction: claim the oldest free job, insert the
-// message into the mailboxes of the next Chunk followers of its author
+// One chunk is one transaction: claim the oldest free jobs, insert each
+// one's message into the mailboxes of the next followers of its author
 // above the job's cursor (done_through), in follower id order, with INSERT
 // IGNORE, then move the cursor past them or, when none are left, delete
-// the job. A worker killed before the commit leaves the job as it was; one
+// the job; at most Chunk followers in all. A worker killed before the commit leaves the job as it was; one
 // killed after leaves it a chunk further. Either way nothing is lost, and
 // a chunk written again writes no row twice.
 type Worker struct {
@@ -78,78 +77,54 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 }
 
-// Step applies one chunk of the oldest job nobody else is applying, in
-// one transaction. It reports whether there was such a job.
+// maxJobsPerTransaction bounds the jobs one transaction claims: the
+// oldest free ones, applied in order while the chunk's budget of
+// followers lasts, so that the posts of ordinary authors (tens of
+// followers each) share a commit.
+const maxJobsPerTransaction = 64
+
+// job is a claimed row of fanout_jobs.
+type job struct {
+	message, author, done uint64
+	posted                time.Time
+}
+
+// Step applies, in one transaction, one chunk of the oldest jobs nobody
+// else is applying: at most Chunk followers' rows, over as many jobs (up
+// to 64) as that covers. It reports whether there was such a job.
 func (w *Worker) Step(ctx context.Context) (bool, error) {
 	chunk := w.Chunk
 	if chunk <= 0 {
 		chunk = DefaultChunk
 	}
 	var (
-		claimed, finished bool
-		rows              int64
-		posted            time.Time
+		claimed  bool
+		rows     int64
+		finished []time.Time // when the jobs finished were posted
 	)
 	err := mysqlx.InTx(ctx, w.DB, func(tx *sql.Tx) error {
-		claimed, finished, rows = false, false, 0
-		var message, author, done uint64
-		err := tx.QueryRowContext(ctx,
-			`SELECT message_id, author_id, done_through, posted_at FROM fanout_jobs
-			 ORDER BY message_id LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&message, &author, &done, &posted)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
+		claimed, rows, finished = false, 0, finished[:0]
+		jobs, err := claim(ctx, tx, min(chunk, maxJobsPerTransaction))
+		if err != nil || len(jobs) == 0 {
 			return err
 		}
 		claimed = true
-		// The follower ending this chunk, and whether one follows it.
-		var bounds []uint64
-		r, err := tx.QueryContext(ctx,
-			`SELECT follower_id FROM follows WHERE followee_id = ? AND follower_id > ?
-			 ORDER BY follower_id LIMIT ?, 2`, author, done, chunk-1)
-		if err != nil {
-			return err
-		}
-		for r.Next() {
-			var id uint64
-			if err := r.Scan(&id); err != nil {
-				r.Close()
+		budget := int64(chunk)
+		for _, j := range jobs {
+			if budget <= 0 {
+				break // the rest stay queued, released by the commit
+			}
+			n, done, err := apply(ctx, tx, j, budget)
+			if err != nil {
 				return err
 			}
-			bounds = append(bounds, id)
-		}
-		r.Close()
-		if err := r.Err(); err != nil {
-			return err
-		}
-		// The INSERT ... SELECT reads the followers with shared locks, so
-		// an unfollow of one of them waits for this commit and then
-		// deletes what the chunk wrote.
-		more := len(bounds) == 2
-		last := ^uint64(0)
-		if more {
-			last = bounds[0]
-		}
-		res, err := tx.ExecContext(ctx,
-			`INSERT IGNORE INTO mailbox (user_id, message_id)
-			 SELECT follower_id, ? FROM follows
-			 WHERE followee_id = ? AND follower_id > ? AND follower_id <= ?`,
-			message, author, done, last)
-		if err != nil {
-			return err
-		}
-		if rows, err = res.RowsAffected(); err != nil {
-			return err
-		}
-		if more {
-			_, err = tx.ExecContext(ctx, `UPDATE fanout_jobs SET done_through = ? WHERE message_id = ?`, last, message)
-		} else {
-			_, err = tx.ExecContext(ctx, `DELETE FROM fanout_jobs WHERE message_id = ?`, message)
-			finished = true
-		}
-		if err != nil {
-			return err
+			rows += n
+			if done {
+				finished = append(finished, j.posted)
+				budget -= max(n, 1)
+			} else {
+				budget = 0
+			}
 		}
 		if w.beforeCommit != nil {
 			w.beforeCommit()
@@ -160,7 +135,78 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	if claimed && w.Stats != nil {
-		w.Stats.chunk(rows, finished, time.Since(posted))
+		w.Stats.chunk(rows, finished)
 	}
 	return claimed, nil
+}
+
+// claim locks up to n of the oldest jobs no other transaction holds.
+func claim(ctx context.Context, tx *sql.Tx, n int) ([]job, error) {
+	r, err := tx.QueryContext(ctx,
+		`SELECT message_id, author_id, done_through, posted_at FROM fanout_jobs
+		 ORDER BY message_id LIMIT ? FOR UPDATE SKIP LOCKED`, n)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var jobs []job
+	for r.Next() {
+		var j job
+		if err := r.Scan(&j.message, &j.author, &j.done, &j.posted); err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, r.Err()
+}
+
+// apply writes j's message to at most budget of its author's followers
+// above its cursor, then moves the cursor past them or, when none are
+// left, deletes the job (done). It returns the mailbox rows written.
+func apply(ctx context.Context, tx *sql.Tx, j job, budget int64) (rows int64, done bool, err error) {
+	// The follower ending this chunk, and whether one follows it.
+	r, err := tx.QueryContext(ctx,
+		`SELECT follower_id FROM follows WHERE followee_id = ? AND follower_id > ?
+		 ORDER BY follower_id LIMIT ?, 2`, j.author, j.done, budget-1)
+	if err != nil {
+		return 0, false, err
+	}
+	var bounds []uint64
+	for r.Next() {
+		var id uint64
+		if err := r.Scan(&id); err != nil {
+			r.Close()
+			return 0, false, err
+		}
+		bounds = append(bounds, id)
+	}
+	r.Close()
+	if err := r.Err(); err != nil {
+		return 0, false, err
+	}
+	// The INSERT ... SELECT reads the followers with shared locks, so an
+	// unfollow of one of them waits for this commit and then deletes what
+	// the chunk wrote.
+	done = len(bounds) < 2
+	last := ^uint64(0)
+	if !done {
+		last = bounds[0]
+	}
+	res, err := tx.ExecContext(ctx,
+		`INSERT IGNORE INTO mailbox (user_id, message_id)
+		 SELECT follower_id, ? FROM follows
+		 WHERE followee_id = ? AND follower_id > ? AND follower_id <= ?`,
+		j.message, j.author, j.done, last)
+	if err != nil {
+		return 0, false, err
+	}
+	if rows, err = res.RowsAffected(); err != nil {
+		return 0, false, err
+	}
+	if done {
+		_, err = tx.ExecContext(ctx, `DELETE FROM fanout_jobs WHERE message_id = ?`, j.message)
+	} else {
+		_, err = tx.ExecContext(ctx, `UPDATE fanout_jobs SET done_through = ? WHERE message_id = ?`, last, j.message)
+	}
+	return rows, done, err
 }
