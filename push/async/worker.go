@@ -3,6 +3,7 @@ package async
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
@@ -102,7 +103,9 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 		rows     int64
 		finished []time.Time // when the jobs finished were posted
 	)
-	err := mysqlx.InTx(ctx, w.DB, func(tx *sql.Tx) error {
+	// READ COMMITTED: the claim locks the jobs it returns and no gap, so
+	// posts queue their jobs while a chunk runs.
+	err := mysqlx.InTxOptions(ctx, w.DB, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
 		claimed, rows, finished = false, 0, finished[:0]
 		jobs, err := claim(ctx, tx, min(chunk, maxJobsPerTransaction))
 		if err != nil || len(jobs) == 0 {
@@ -163,50 +166,58 @@ func claim(ctx context.Context, tx *sql.Tx, n int) ([]job, error) {
 // apply writes j's message to at most budget of its author's followers
 // above its cursor, then moves the cursor past them or, when none are
 // left, deletes the job (done). It returns the mailbox rows written.
+//
+// The followers are read with shared locks, so an unfollow of one of them
+// waits for the commit and then deletes what the chunk wrote; a follow
+// committed meanwhile is not waited for, as its backfill writes the
+// message (committed before its job could be claimed).
 func apply(ctx context.Context, tx *sql.Tx, j job, budget int64) (rows int64, done bool, err error) {
-	// The follower ending this chunk, and whether one follows it.
 	r, err := tx.QueryContext(ctx,
 		`SELECT follower_id FROM follows WHERE followee_id = ? AND follower_id > ?
-		 ORDER BY follower_id LIMIT ?, 2`, j.author, j.done, budget-1)
+		 ORDER BY follower_id LIMIT ? LOCK IN SHARE MODE`, j.author, j.done, budget+1)
 	if err != nil {
 		return 0, false, err
 	}
-	var bounds []uint64
+	var followers []uint64
 	for r.Next() {
 		var id uint64
 		if err := r.Scan(&id); err != nil {
 			r.Close()
 			return 0, false, err
 		}
-		bounds = append(bounds, id)
+		followers = append(followers, id)
 	}
 	r.Close()
 	if err := r.Err(); err != nil {
 		return 0, false, err
 	}
-	// The INSERT ... SELECT reads the followers with shared locks, so an
-	// unfollow of one of them waits for this commit and then deletes what
-	// the chunk wrote.
-	done = len(bounds) < 2
-	last := ^uint64(0)
+	done = int64(len(followers)) <= budget
 	if !done {
-		last = bounds[0]
+		followers = followers[:budget]
 	}
-	res, err := tx.ExecContext(ctx,
-		`INSERT IGNORE INTO mailbox (user_id, message_id)
-		 SELECT follower_id, ? FROM follows
-		 WHERE followee_id = ? AND follower_id > ? AND follower_id <= ?`,
-		j.message, j.author, j.done, last)
-	if err != nil {
-		return 0, false, err
-	}
-	if rows, err = res.RowsAffected(); err != nil {
-		return 0, false, err
+	if len(followers) > 0 {
+		var q strings.Builder
+		q.WriteString(`INSERT IGNORE INTO mailbox (user_id, message_id) VALUES `)
+		args := make([]any, 0, 2*len(followers))
+		for i, f := range followers {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString("(?,?)")
+			args = append(args, f, j.message)
+		}
+		res, err := tx.ExecContext(ctx, q.String(), args...)
+		if err != nil {
+			return 0, false, err
+		}
+		if rows, err = res.RowsAffected(); err != nil {
+			return 0, false, err
+		}
 	}
 	if done {
 		_, err = tx.ExecContext(ctx, `DELETE FROM fanout_jobs WHERE message_id = ?`, j.message)
 	} else {
-		_, err = tx.ExecContext(ctx, `UPDATE fanout_jobs SET done_through = ? WHERE message_id = ?`, last, j.message)
+		_, err = tx.ExecContext(ctx, `UPDATE fanout_jobs SET done_through = ? WHERE message_id = ?`, followers[len(followers)-1], j.message)
 	}
 	return rows, done, err
 }
