@@ -24,8 +24,8 @@ func newFanoutCmd(getenv func(string) string) *cobra.Command {
 	var poll, every time.Duration
 	cmd := &cobra.Command{
 		Use:   "fanout [--dsn DSN] [--database NAME] [--workers N] [--chunk N] [--poll D] [--progress D]",
-		Short: "Run push-async fan-out workers until interrupted",
-		Long: `fanout applies the push-async model's queued fan-out jobs, as a process of
+		Short: "Run " + async.ModelName + " fan-out workers until interrupted",
+		Long: `fanout applies the ` + async.ModelName + ` model's queued fan-out jobs, as a process of
 its own beside the application's: each job writes a posted message into the
 mailbox of every follower of its author, --chunk followers per transaction.
 Any number of fanout processes and stores may serve one database; a job is
@@ -33,7 +33,7 @@ claimed with SELECT ... FOR UPDATE SKIP LOCKED, and a process killed at any
 moment loses nothing: the chunk it had not committed is applied by the next
 worker, and a chunk applied twice writes nothing twice.
 
-A store opened as push-async runs its own workers too (option workers; -1
+A store opened as ` + async.ModelName + ` runs its own workers too (option workers; -1
 for none). It runs until interrupted (Ctrl-C or SIGTERM), printing a line of
 progress to stderr every --progress: jobs finished, chunks and mailbox rows
 written, errors retried, jobs still queued, and the fan-out lag of the jobs
@@ -73,7 +73,7 @@ finished since the previous line.`,
 		},
 	}
 	cmd.Flags().StringVar(&sf.dsn, "dsn", "", "go-sql-driver DSN of the server, e.g. 'user:pass@tcp(127.0.0.1:3306)/' (default $"+dsnEnv+")")
-	cmd.Flags().StringVar(&sf.database, "database", "", "database of the push-async store (default "+push.DefaultDatabase+")")
+	cmd.Flags().StringVar(&sf.database, "database", "", "database of the "+async.ModelName+" store (default "+push.DefaultDatabase+")")
 	cmd.Flags().IntVar(&workers, "workers", async.DefaultWorkers, "workers in this process")
 	cmd.Flags().IntVar(&chunk, "chunk", async.DefaultChunk, "followers written per transaction")
 	cmd.Flags().DurationVar(&poll, "poll", async.DefaultPoll, "how often an idle worker looks at the queue")
