@@ -458,6 +458,9 @@ func (b *bench) writes(ctx context.Context) error {
 			if err := b.trafficPhases(ctx, m); err != nil {
 				return err
 			}
+			if err := b.settle(ctx, m, b.trafficStore(m), "traffic_", b.res.Model(m.Name)); err != nil {
+				return err
+			}
 		}
 	}
 	for _, db := range databases {
@@ -484,13 +487,24 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 		// Its submission is a goal figure against the plain one's:
 		// the phases get the same length.
 		before := map[string]int64{}
-		p, err := b.phase(ctx, m.Name+"/submit", b.cfg.Duration, Submit(s, b.data, seed), func() { before = counts(s) })
+		p, err := b.phase(ctx, m.Name+"/submit", b.cfg.Duration, Submit(s, b.data, seed), func() {
+			before = counts(s)
+			forgetLag(s)
+		})
 		if err != nil {
 			return err
 		}
 		rm.Submit = p
 		maps.Copy(rm.Extra, results.PostFigures(before, counts(s), p.Ops))
 		b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s's submission is measured on its own: %s", m.Name, m.Bench.SubmissionNote))
+		if err := b.settle(ctx, m, s, "", rm); err != nil {
+			return err
+		}
+		if m.Bench.Has(registry.PhaseHalfRate) {
+			if err := b.halfRate(ctx, m, s, rm); err != nil {
+				return err
+			}
+		}
 	case shared[m.Database] == nil:
 		p, err := b.phase(ctx, string(m.Family)+"/submit", b.cfg.Duration, Submit(s, b.data, seed), nil)
 		if err != nil {
@@ -504,11 +518,12 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 		sharedBy[m.Database] = append(sharedBy[m.Database], m.Name)
 	}
 	if b.cfg.ReadRatio > 0 && m.Bench.Has(registry.PhaseMixed) {
-		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), Mixed(s, b.data, b.cfg.ReadRatio, seed), nil)
+		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), Mixed(s, b.data, b.cfg.ReadRatio, seed), func() { forgetLag(s) })
 		if err != nil {
 			return err
 		}
 		rm.Mixed = &p
+		return b.settle(ctx, m, s, "mixed_", rm)
 	}
 	return nil
 }

@@ -73,6 +73,20 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Post implements timeline.Store: the message and its fan-out to every
 // follower's mailbox commit together.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
+	return s.PostWith(ctx, ModelName, author, body, func(tx *sql.Tx, msg timeline.Message) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO mailbox (user_id, message_id)
+			 SELECT follower_id, ? FROM follows WHERE followee_id = ?`,
+			msg.ID, author)
+		return err
+	})
+}
+
+// PostWith checks and inserts a message like Post, but in place of the
+// fan-out runs then in the message's transaction, with the stored message:
+// package async queues a fan-out job there. Errors other than invalid
+// input are prefixed with model ("push-async post: ...").
+func (s *Store) PostWith(ctx context.Context, model string, author timeline.UserID, body string, then func(*sql.Tx, timeline.Message) error) (timeline.Message, error) {
 	if err := timeline.CheckPost(author, body); err != nil {
 		return timeline.Message{}, err
 	}
@@ -89,14 +103,10 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 			return err
 		}
 		msg.ID = timeline.MessageID(id)
-		_, err = tx.ExecContext(ctx,
-			`INSERT INTO mailbox (user_id, message_id)
-			 SELECT follower_id, ? FROM follows WHERE followee_id = ?`,
-			id, author)
-		return err
+		return then(tx, msg)
 	})
 	if err != nil {
-		return timeline.Message{}, fmt.Errorf("push post: %w", err)
+		return timeline.Message{}, fmt.Errorf("%s post: %w", model, err)
 	}
 	return msg, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -51,6 +53,19 @@ type Primer interface {
 // nothing to wait for.
 type Settler interface {
 	Settle(ctx context.Context) error
+}
+
+// Lagging is a Settler that measures how late it applies what it
+// acknowledged: TakeLag returns the lags recorded since the previous call,
+// in microseconds (for asynchronous fan-out: from a post to its last
+// follower's mailbox row), and starts a new histogram. The benchmark
+// settles the store after each write phase, takes the histogram and saves
+// its percentiles among the model's figures (results.LagFigures); its
+// PhaseHalfRate measures them below saturation.
+//
+// Fallback: no lag figures.
+type Lagging interface {
+	TakeLag() *hdrhistogram.Histogram
 }
 
 // Degraded is a store that keeps working while some of its servers fail

@@ -15,8 +15,8 @@
 // Lookup builds any base+variant pair whose needs the variant can serve.
 //
 // What a store can do beyond timeline.Store is a named ability in this
-// package (DBHolder, Counting, Primer, Settler); each one's fallback is
-// written on it.
+// package (DBHolder, Counting, Primer, Settler, Lagging); each one's
+// fallback is written on it.
 package registry
 
 import (
@@ -220,6 +220,10 @@ const (
 	// policy, and a second time under its TTL policy, recording how
 	// stale each page served was.
 	PhaseCacheMixed Phase = "cache-mixed"
+	// PhaseHalfRate posts in an open loop at half the rate the model's
+	// submission phase reached, then settles the store: the fan-out lag
+	// (registry.Lagging) of a model that is not saturated.
+	PhaseHalfRate Phase = "submit-half-rate"
 )
 
 // Has reports whether the model's benchmark includes phase p.

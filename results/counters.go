@@ -1,5 +1,7 @@
 package results
 
+import hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 // Counter keys: the names under which stores report their cumulative
 // counts (registry.Counting). The benchmark snapshots them before and after
 // a phase, and CounterFigures turns the difference into the figures of a
@@ -85,4 +87,33 @@ func PostFigures(before, after map[string]int64, posts int64) map[string]float64
 		return nil
 	}
 	return map[string]float64{"hints_per_post": float64(after[CounterHints]-before[CounterHints]) / float64(posts)}
+}
+
+// Fan-out counters of a store that fans out asynchronously (push-async).
+const (
+	// CounterFanoutJobs: fan-out jobs finished (every follower written).
+	CounterFanoutJobs = "fanout_jobs"
+	// CounterFanoutChunks: chunk transactions committed.
+	CounterFanoutChunks = "fanout_chunks"
+	// CounterFanoutRows: mailbox rows those chunks wrote.
+	CounterFanoutRows = "fanout_rows"
+	// CounterFanoutErrors: chunks that failed (the database down, say)
+	// and were retried.
+	CounterFanoutErrors = "fanout_errors"
+)
+
+// LagFigures turns a histogram of lags in microseconds (registry.Lagging)
+// into figures named with prefix: how many (lag_count) and their p50, p99
+// and max in milliseconds. An empty or nil histogram gives none.
+func LagFigures(prefix string, h *hdrhistogram.Histogram) map[string]float64 {
+	if h == nil || h.TotalCount() == 0 {
+		return nil
+	}
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return map[string]float64{
+		prefix + "lag_count":  float64(h.TotalCount()),
+		prefix + "lag_p50_ms": ms(h.ValueAtQuantile(50)),
+		prefix + "lag_p99_ms": ms(h.ValueAtQuantile(99)),
+		prefix + "lag_max_ms": ms(h.Max()),
+	}
 }

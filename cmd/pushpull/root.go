@@ -68,6 +68,7 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 		newFollowCmd(getenv, true),
 		newFollowCmd(getenv, false),
 		newTimelineCmd(getenv),
+		newFanoutCmd(getenv),
 		newDemoCmd(),
 		newBenchCmd(),
 		newSweepCmd(),

@@ -145,10 +145,16 @@ func retryable(err error) bool {
 // InTx runs fn in a transaction, committing if it returns nil, and runs it
 // again (up to 10 times, with a short growing pause) after a deadlock.
 func InTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+	return InTxOptions(ctx, db, nil, fn)
+}
+
+// InTxOptions is InTx with transaction options (an isolation level); nil
+// means the session's REPEATABLE READ.
+func InTxOptions(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
 	const attempts = 10
 	var err error
 	for i := range attempts {
-		if err = inTx(ctx, db, fn); err == nil || !retryable(err) {
+		if err = inTx(ctx, db, opts, fn); err == nil || !retryable(err) {
 			return err
 		}
 		select {
@@ -160,8 +166,8 @@ func InTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 	return fmt.Errorf("gave up after %d deadlocks: %w", attempts, err)
 }
 
-func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
-	tx, err := db.BeginTx(ctx, nil)
+func inTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -67,10 +67,10 @@ func openAll(t *testing.T) []timeline.Store {
 }
 
 // TestEquivalence applies one random stream of posts, follows and unfollows
-// (with some invalid ones) to every store, then walks every user's whole
-// timeline page by page in each and requires identical results: the same
-// messages (by the order they were posted), authors, bodies, and page
-// boundaries, and the same errors.
+// (with some invalid ones) to every store, settles each, then walks every
+// user's whole timeline page by page in each and requires identical
+// results: the same messages (by the order they were posted), authors,
+// bodies, and page boundaries, and the same errors.
 func TestEquivalence(t *testing.T) {
 	seed := *seedFlag
 	if seed == 0 {
@@ -140,6 +140,11 @@ func TestEquivalence(t *testing.T) {
 		}
 	}
 
+	// An asynchronous store is compared once it has applied what it
+	// acknowledged.
+	for _, s := range ss {
+		timelinetest.Settle(t, s)
+	}
 	var walked, messages int
 	for u := timeline.UserID(1); u <= users; u++ {
 		limit := 1 + rng.IntN(12)
@@ -249,6 +254,7 @@ func TestBadInputChangesNoRows(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			timelinetest.Settle(t, s) // no fan-out still to come
 			tables := []string{"pushpull_meta"}
 			for _, tb := range schema.DataTables(m.Schema) {
 				tables = append(tables, tb.Name)

@@ -1,0 +1,81 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// SettleTimeout bounds the wait for a store that applies posts later
+// (registry.Settler) to apply a write phase's posts.
+const SettleTimeout = 10 * time.Minute
+
+// settle waits, for a store that applies posts later, until what the
+// phase just ended acknowledged is applied, so that its backlog does not
+// burden the next phase; it saves how long that took and, for a
+// registry.Lagging store, the phase's lags, as figures named with prefix.
+func (b *bench) settle(ctx context.Context, m registry.Model, s timeline.Store, prefix string, rm *results.Model) error {
+	st, ok := s.(registry.Settler)
+	if !ok {
+		return nil
+	}
+	start := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, SettleTimeout)
+	defer cancel()
+	if err := st.Settle(sctx); err != nil {
+		return fmt.Errorf("%s: %w", m.Name, err)
+	}
+	rm.Extra[prefix+"settle_s"] = time.Since(start).Seconds()
+	if l, ok := s.(registry.Lagging); ok {
+		lag := results.LagFigures(prefix, l.TakeLag())
+		maps.Copy(rm.Extra, lag)
+		b.logf("  settled in %.1fs; fan-out lag p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+			time.Since(start).Seconds(), lag[prefix+"lag_p50_ms"], lag[prefix+"lag_p99_ms"], lag[prefix+"lag_max_ms"])
+	}
+	return nil
+}
+
+// forgetLag drops the lags a Lagging store recorded so far: called as a
+// phase starts measuring.
+func forgetLag(s timeline.Store) {
+	if l, ok := s.(registry.Lagging); ok {
+		l.TakeLag()
+	}
+}
+
+// halfRate is the PhaseHalfRate of m: posts in an open loop at half the
+// rate its submission reached, as long as that phase, then a settle; the
+// figures are prefixed "half_rate_".
+func (b *bench) halfRate(ctx context.Context, m registry.Model, s timeline.Store, rm *results.Model) error {
+	rate := rm.Submit.OpsPerSec / 2
+	if !(rate > 0) {
+		b.res.Notes = append(b.res.Notes, m.Name+": no submission rate to halve; half-rate lag not measured")
+		return nil
+	}
+	name := m.Name + "/" + string(registry.PhaseHalfRate)
+	post := Submit(s, b.data, b.cfg.Spec.Seed)
+	newOp := func(worker int) openloop.Op {
+		op := post(worker)
+		return func(ctx context.Context) (int, error) { return 0, op(ctx, nil) }
+	}
+	b.logf("phase %s (open loop at %.0f/s, %s)", name, rate, b.cfg.Duration)
+	r, err := openloop.Run(ctx, openloop.Config{
+		Name: name, Rate: rate, Arrivals: b.cfg.Arrivals, Workers: b.cfg.MaxInFlight,
+		Warmup: b.cfg.Warmup, Duration: b.cfg.Duration, Ops: b.cfg.Ops,
+		Seed: uint64(b.cfg.Spec.Seed) ^ 0x4a1f, Progress: b.cfg.Progress, OnMeasure: func() { forgetLag(s) },
+	}, newOp)
+	if err != nil {
+		return err
+	}
+	b.checkErrors(name, r.ErrorRate(), r.SampleErrors)
+	rm.Extra["half_rate_posts_per_sec"] = r.AchievedPerSec()
+	rm.Extra["half_rate_post_p99_ms"] = float64(r.Total.Latency.ValueAtQuantile(99)) / 1000
+	b.logf("  = %s: offered %.0f/s, achieved %.0f/s", name, r.OfferedPerSec(), r.AchievedPerSec())
+	return b.settle(ctx, m, s, "half_rate_", rm)
+}

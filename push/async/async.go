@@ -1,0 +1,286 @@
+// Package async is the push model with asynchronous fan-out (model
+// push-async), as Mastodon, Instagram and Twitter run it: a post commits its
+// message and a durable fan-out job in one transaction and returns; workers
+// write the followers' mailbox rows afterwards, a chunk of followers per
+// transaction. Reads, follows and unfollows are the push model's.
+package async
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// Defaults of Options.
+const (
+	// DefaultWorkers is the number of fan-out workers a store runs: two
+	// keep up with a closed loop of posts on a small server without
+	// taking its cores from the posts themselves.
+	DefaultWorkers = 2
+	// DefaultChunk is the followers written per transaction: a
+	// celebrity's post is many transactions of this size (Instagram
+	// batches its fan-out likewise), so no lock or undo log grows with
+	// the audience.
+	DefaultChunk = 1000
+	// MaxChunk bounds Options.Chunk.
+	MaxChunk = 100000
+	// MaxWorkers bounds Options.Workers.
+	MaxWorkers = 256
+)
+
+// Options configure a Store.
+type Options struct {
+	// Workers is the number of fan-out workers the store runs itself;
+	// 0 means DefaultWorkers, and a negative number none (the jobs wait
+	// for workers elsewhere, such as `pushpull fanout`).
+	Workers int
+	// Chunk is the number of followers one transaction writes; 0 means
+	// DefaultChunk.
+	Chunk int
+}
+
+// OptionError is an invalid Options field.
+type OptionError struct {
+	Option string
+	Value  string
+	Reason string
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("push-async option %s=%q: %s", e.Option, e.Value, e.Reason)
+}
+
+// check reports the first invalid field.
+func (o Options) check() error {
+	switch {
+	case o.Workers > MaxWorkers:
+		return &OptionError{OptionWorkers, strconv.Itoa(o.Workers), fmt.Sprintf("want at most %d (or -1 for none)", MaxWorkers)}
+	case o.Chunk < 0 || o.Chunk > MaxChunk:
+		return &OptionError{OptionChunk, strconv.Itoa(o.Chunk), fmt.Sprintf("want 1 to %d (0 for %d)", MaxChunk, DefaultChunk)}
+	}
+	return nil
+}
+
+// resolved returns o with its defaults filled in and no negative count.
+func (o Options) resolved() Options {
+	switch {
+	case o.Workers == 0:
+		o.Workers = DefaultWorkers
+	case o.Workers < 0:
+		o.Workers = 0
+	}
+	if o.Chunk == 0 {
+		o.Chunk = DefaultChunk
+	}
+	return o
+}
+
+// Store is the push-async model. It implements timeline.Store.
+//
+// Semantics. A post is acknowledged once its message and its fan-out job
+// have committed; its followers' mailboxes receive it later, so a read
+// right after a post may lack it. A job writes the message to the
+// followers its author has when each chunk is applied, not when it was
+// posted. Follow and Unfollow are the push model's and stay exact with
+// jobs in flight: a follow backfills every message of the followee already
+// committed (including those whose jobs are pending; the job's later
+// INSERT IGNORE is then a no-op), and an unfollow removes the follow row
+// and the followee's mailbox rows in one transaction, which a chunk that
+// read that follow row holds off until it commits (the chunk reads
+// followers with a locking read). So once the store settles (Settle), every
+// mailbox holds exactly the messages of the authors its owner follows, as
+// the push model's would.
+//
+// Durability. The job is a row in the same database as the message, so a
+// worker killed mid-chunk loses only its uncommitted chunk, which the next
+// worker to claim the job writes again; INSERT IGNORE into the mailbox's
+// primary key (user_id, message_id) and the job's cursor make that
+// harmless.
+type Store struct {
+	*push.Store
+	opts Options
+
+	wake   chan struct{} // a post's nudge to an idle worker
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+	stats  *Stats
+}
+
+var (
+	_ timeline.Store    = (*Store)(nil)
+	_ registry.Settler  = (*Store)(nil)
+	_ registry.Counting = (*Store)(nil)
+	_ registry.Lagging  = (*Store)(nil)
+	_ registry.DBHolder = (*Store)(nil)
+)
+
+// Open opens the push model's database (see push.Open, whose schema holds
+// the queue) and starts opts.Workers fan-out workers, which run until
+// Close.
+func Open(ctx context.Context, cfg push.Config, opts Options) (*Store, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	opts = opts.resolved()
+	inner, err := push.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	s := &Store{Store: inner, opts: opts, wake: make(chan struct{}, max(opts.Workers, 1)), cancel: cancel, stats: NewStats()}
+	for range opts.Workers {
+		w := &Worker{DB: inner.DB(), Chunk: opts.Chunk, Stats: s.stats, Wake: s.wake}
+		s.done.Go(func() { w.Run(wctx) })
+	}
+	return s, nil
+}
+
+// Post implements timeline.Store: the message and its fan-out job commit
+// together; the mailboxes are written later by a worker.
+func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
+	msg, err := s.PostWith(ctx, ModelName, author, body, func(tx *sql.Tx, msg timeline.Message) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO fanout_jobs (message_id, author_id, posted_at) VALUES (?, ?, ?)`,
+			msg.ID, author, msg.CreatedAt)
+		return err
+	})
+	if err != nil {
+		return timeline.Message{}, err
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default: // every worker is already nudged
+	}
+	return msg, nil
+}
+
+// Settle implements registry.Settler: it waits until every fan-out job
+// committed before the call is applied, by whichever worker (of this
+// store, another store, or `pushpull fanout`), or ctx ends. With no worker
+// running anywhere it waits for ctx.
+func (s *Store) Settle(ctx context.Context) error {
+	if err := Settle(ctx, s.DB()); err != nil {
+		return fmt.Errorf("push-async settle: %w", err)
+	}
+	return nil
+}
+
+// Settle waits until no fan-out job committed in db before the call is
+// left, or ctx ends: it notes the newest job now, then polls (backing off
+// from 1 ms to 50 ms) until every job up to it is gone.
+func Settle(ctx context.Context, db *sql.DB) error {
+	var newest int64
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(message_id), 0) FROM fanout_jobs`).Scan(&newest); err != nil {
+		return err
+	}
+	pause := time.Millisecond
+	for {
+		var pending int
+		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM fanout_jobs WHERE message_id <= ? LIMIT 1) t`, newest).Scan(&pending)
+		if err != nil {
+			return err
+		}
+		if pending == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("jobs up to message %d still pending: %w", newest, ctx.Err())
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// Counters implements registry.Counting with the workers' counts
+// (results.CounterFanout*).
+func (s *Store) Counters() map[string]int64 { return s.stats.Counters() }
+
+// TakeLag implements registry.Lagging: the fan-out lags this store's
+// workers recorded since the previous call.
+func (s *Store) TakeLag() *hdrhistogram.Histogram { return s.stats.TakeLag() }
+
+// Close stops the workers (a chunk in flight rolls back and is applied
+// again by the next worker) and closes the store.
+func (s *Store) Close() error {
+	s.cancel()
+	s.done.Wait()
+	return s.Store.Close()
+}
+
+// Stats are what workers did: counts since they started and the lag
+// histogram since it was last taken. Workers of one store share one.
+type Stats struct {
+	mu                         sync.Mutex
+	jobs, chunks, rows, errors int64
+	lag                        *hdrhistogram.Histogram
+}
+
+// NewStats returns empty Stats.
+func NewStats() *Stats { return &Stats{lag: newLagHistogram()} }
+
+// newLagHistogram holds lags of 1 µs to an hour, in microseconds, to 3
+// significant digits.
+func newLagHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+}
+
+// chunk counts a committed chunk that wrote rows and finished the jobs
+// posted at finished.
+func (st *Stats) chunk(rows int64, finished []time.Time) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.chunks++
+	st.rows += rows
+	for _, posted := range finished {
+		st.jobs++
+		lag := time.Since(posted)
+		st.lag.RecordValue(min(max(lag.Microseconds(), 1), st.lag.HighestTrackableValue()))
+	}
+}
+
+func (st *Stats) failed() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.errors++
+}
+
+// Counters returns the counts by results.CounterFanout* keys.
+func (st *Stats) Counters() map[string]int64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return map[string]int64{
+		results.CounterFanoutJobs:   st.jobs,
+		results.CounterFanoutChunks: st.chunks,
+		results.CounterFanoutRows:   st.rows,
+		results.CounterFanoutErrors: st.errors,
+	}
+}
+
+// TakeLag returns the lags recorded since the previous call and starts a
+// new histogram.
+func (st *Stats) TakeLag() *hdrhistogram.Histogram {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	h := st.lag
+	st.lag = newLagHistogram()
+	return h
+}
+
+// Pending returns the number of fan-out jobs in db's queue not yet
+// finished.
+func Pending(ctx context.Context, db *sql.DB) (int64, error) {
+	var n int64
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM fanout_jobs`).Scan(&n)
+	return n, err
+}
