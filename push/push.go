@@ -34,6 +34,11 @@ type Config struct {
 	MaxConns int
 	// Force applies the schema even to a database holding other tables.
 	Force bool
+	// Schema is the schema applied to the database; "" means schema.Push.
+	// Models built on push's tables name their own (schema.PushCapped,
+	// schema.PushCompressed, schema.Hybrid), so that each database says
+	// which model it holds.
+	Schema schema.Model
 }
 
 // Store is the push model. It implements timeline.Store.
@@ -55,7 +60,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open push store: %w", err)
 	}
-	if err := schema.Apply(ctx, db, schema.Push, schema.Options{Force: cfg.Force}); err != nil {
+	if cfg.Schema == "" {
+		cfg.Schema = schema.Push
+	}
+	if err := schema.Apply(ctx, db, cfg.Schema, schema.Options{Force: cfg.Force}); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open push store: %w", err)
 	}
@@ -76,23 +84,13 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	if err := timeline.CheckPost(author, body); err != nil {
 		return timeline.Message{}, err
 	}
-	msg := timeline.Message{Author: author, Body: body, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
+	var msg timeline.Message
 	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO messages (author_id, body, created_at) VALUES (?, ?, ?)`,
-			author, body, msg.CreatedAt)
-		if err != nil {
+		var err error
+		if msg, err = InsertMessage(ctx, tx, author, body, s.Now()); err != nil {
 			return err
 		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		msg.ID = timeline.MessageID(id)
-		_, err = tx.ExecContext(ctx,
-			`INSERT INTO mailbox (user_id, message_id)
-			 SELECT follower_id, ? FROM follows WHERE followee_id = ?`,
-			id, author)
+		_, err = FanOut(ctx, tx, msg.ID, author)
 		return err
 	})
 	if err != nil {
@@ -108,18 +106,11 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 		return err
 	}
 	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`, follower, followee)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
+		added, err := AddFollow(ctx, tx, follower, followee)
+		if err != nil || !added {
 			return err // already following: the mailbox is already filled
 		}
-		_, err = tx.ExecContext(ctx,
-			`INSERT IGNORE INTO mailbox (user_id, message_id)
-			 SELECT ?, id FROM messages WHERE author_id = ?`,
-			follower, followee)
+		_, err = Backfill(ctx, tx, follower, followee, 0)
 		return err
 	})
 	if err != nil {
@@ -135,18 +126,11 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 		return err
 	}
 	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
+		removed, err := RemoveFollow(ctx, tx, follower, followee)
+		if err != nil || !removed {
 			return err // not following: nothing to remove
 		}
-		_, err = tx.ExecContext(ctx,
-			`DELETE b FROM mailbox b JOIN messages m ON m.id = b.message_id
-			 WHERE b.user_id = ? AND m.author_id = ?`,
-			follower, followee)
+		_, err = RemoveAuthor(ctx, tx, follower, followee)
 		return err
 	})
 	if err != nil {
@@ -162,29 +146,19 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 	if err != nil {
 		return timeline.Page{}, err
 	}
-	var rows *sql.Rows
-	if r.Before == 0 {
-		rows, err = s.db.QueryContext(ctx,
-			`SELECT m.id, m.author_id, m.body, m.created_at
-			 FROM mailbox b JOIN messages m ON m.id = b.message_id
-			 WHERE b.user_id = ?
-			 ORDER BY b.message_id DESC LIMIT ?`, user, r.Fetch())
-	} else {
-		rows, err = s.db.QueryContext(ctx,
-			`SELECT m.id, m.author_id, m.body, m.created_at
-			 FROM mailbox b JOIN messages m ON m.id = b.message_id
-			 WHERE b.user_id = ? AND b.message_id < ?
-			 ORDER BY b.message_id DESC LIMIT ?`, user, r.Before, r.Fetch())
-	}
-	if err != nil {
-		return timeline.Page{}, fmt.Errorf("push timeline: %w", err)
-	}
-	msgs, err := mysqlx.ScanMessages(rows, r.Fetch())
+	msgs, err := ReadMailbox(ctx, s.db, r)
 	if err != nil {
 		return timeline.Page{}, fmt.Errorf("push timeline: %w", err)
 	}
 	return s.codec.MakePage(r, msgs), nil
 }
+
+// Codec returns the codec of the store's cursors, for a model that reads
+// the same database its own way.
+func (s *Store) Codec() *timeline.CursorCodec { return s.codec }
+
+// Now is the store's clock, which stamps messages.
+func (s *Store) Now() time.Time { return s.now() }
 
 // Close implements timeline.Store.
 func (s *Store) Close() error { return s.db.Close() }
