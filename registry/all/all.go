@@ -8,4 +8,5 @@ import (
 	_ "github.com/pushpull/pushpull/pull"           // pull-sp, pull-client, ... pull-active
 	_ "github.com/pushpull/pushpull/push"           // push
 	_ "github.com/pushpull/pushpull/pushcapped"     // push-capped
+	_ "github.com/pushpull/pushpull/pushcompressed" // push-compressed
 )
