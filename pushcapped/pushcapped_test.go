@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/pushpull/pushpull/internal/testserver"
@@ -72,21 +71,16 @@ func mailboxRows(t *testing.T, s *pushcapped.Store) map[timeline.UserID]int {
 	return out
 }
 
-// checkSame walks every user's timeline in s and in want at a few page
-// lengths and requires the same messages and page boundaries.
+// checkSame requires the timelines of users 1..users in s to equal
+// want's at page lengths that put the floor inside pages and on their
+// edges.
 func checkSame(t *testing.T, s, want timeline.Store, users int, ids map[timeline.MessageID]timeline.MessageID) {
 	t.Helper()
-	for u := timeline.UserID(1); u <= timeline.UserID(users); u++ {
-		for _, limit := range []int{1, 4, 7, 50} {
-			var got []timeline.MessageID
-			for _, m := range timelinetest.Walk(t, s, u, limit) {
-				got = append(got, ids[m.ID])
-			}
-			if w := timelinetest.WalkIDs(t, want, u, limit); !slices.Equal(got, w) {
-				t.Fatalf("user %d, limit %d: got %d messages %v\nwant %d %v", u, limit, len(got), got, len(w), w)
-			}
-		}
+	var us []timeline.UserID
+	for u := range users {
+		us = append(us, timeline.UserID(u+1))
 	}
+	timelinetest.SameTimelines(t, s, want, us, []int{1, 4, 7, 50}, ids)
 }
 
 // TestTrimming posts far more than the cap into every mailbox, with

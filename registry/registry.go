@@ -45,6 +45,8 @@ const (
 	// FamilyReference keeps everything in process memory: the reference
 	// the others are checked against.
 	FamilyReference Family = "reference"
+	// FamilyHybrid pushes some posts and pulls others.
+	FamilyHybrid Family = "hybrid"
 )
 
 // Servers is a set of servers a model needs.

@@ -58,6 +58,7 @@ var smallSettings = []struct {
 	options map[string]string
 }{
 	{"push-capped", map[string]string{"cap": "4", "slack": "2"}},
+	{"hybrid", map[string]string{"threshold": "3"}},
 }
 
 // openAll opens every model, and those of smallSettings again, each SQL
