@@ -5,10 +5,17 @@
 //
 // The mailbox of a user holds every message of their timeline with an id
 // at or above their floor (mailbox_state.floor_id; 0 while nothing was cut
-// off). A page takes what the mailbox has below the cursor and at or above
-// the floor; if that is not a full page and the floor is above 0, the rest
-// comes from sqlread.Merge below the floor. Keyset cursors are message ids
-// either way, so paging across the floor neither repeats nor skips.
+// off), and nothing below it. A page is push's read of the mailbox below
+// the cursor; only when that is not a full page does the read look up the
+// floor, and if it is above 0, the rest of the page comes from
+// sqlread.Merge below the floor. Keyset cursors are message ids either
+// way, so paging across the floor neither repeats nor skips, and the
+// newest pages cost what push's do.
+//
+// Nothing lands below a floor: a post locks its followers' state rows
+// before its message gets an id, and a trim locks the state row of the
+// mailbox it cuts, so a trim never runs between a message's id and its
+// fan-out.
 //
 // Trimming is amortised: every write that adds or removes mailbox rows
 // keeps the user's entry count (mailbox_state.entries) in the same
@@ -23,8 +30,9 @@
 // regardless: a mailbox may pass Cap+Slack for as long as that takes.
 //
 // A follow backfills only the followee's newest Cap messages at or above
-// the follower's floor, raising the floor to the oldest of them when the
-// followee has more: the older ones are the pull merge's.
+// the follower's floor; when the followee has more, it raises the floor to
+// the oldest of them and deletes the rows below it: the older messages
+// are the pull merge's.
 package pushcapped
 
 import (
@@ -138,17 +146,19 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	}
 	var msg timeline.Message
 	err := mysqlx.InTx(ctx, s.DB(), func(tx *sql.Tx) error {
-		var err error
-		if msg, err = push.InsertMessage(ctx, tx, author, body, s.Now()); err != nil {
-			return err
-		}
-		// The counts first: they lock the followers' state rows in
-		// follower order before their mailboxes, as a trim does.
+		// The counts first, before the message has an id: they lock the
+		// followers' state rows, which a trim must lock too, so no trim
+		// runs between this message's id and its fan-out, and every
+		// mailbox row stays at or above its user's floor.
 		if _, err := tx.ExecContext(ctx,
 			`INSERT INTO mailbox_state (user_id, entries)
 			 SELECT follower_id, 1 FROM follows WHERE followee_id = ?
 			 ON DUPLICATE KEY UPDATE entries = entries + 1, due = entries > ?`,
 			author, s.cap+s.slack); err != nil {
+			return err
+		}
+		var err error
+		if msg, err = push.InsertMessage(ctx, tx, author, body, s.Now()); err != nil {
 			return err
 		}
 		_, err = push.FanOut(ctx, tx, msg.ID, author)
@@ -198,9 +208,19 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 		if err != nil {
 			return err
 		}
+		// A raised floor leaves the other followees' rows below it to
+		// the pull merge: delete them (fewer than Cap+Slack).
+		res, err := tx.ExecContext(ctx, `DELETE FROM mailbox WHERE user_id = ? AND message_id < ?`, follower, floor)
+		if err != nil {
+			return err
+		}
+		below, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx,
-			`UPDATE mailbox_state SET floor_id = ?, entries = entries + ?, due = entries > ? WHERE user_id = ?`,
-			floor, n, s.cap+s.slack, follower)
+			`UPDATE mailbox_state SET floor_id = ?, entries = entries + ? - LEAST(entries + ?, ?), due = entries > ? WHERE user_id = ?`,
+			floor, n, n, below, s.cap+s.slack, follower)
 		return err
 	})
 	if err != nil {
@@ -315,9 +335,9 @@ func (s *Store) Trim(ctx context.Context, user timeline.UserID) (int64, error) {
 	return deleted, nil
 }
 
-// Timeline implements timeline.Store: the mailbox's rows below the cursor
-// and at or above the floor, then, if they do not fill the page and the
-// floor is above 0, the pull merge below the floor.
+// Timeline implements timeline.Store: the mailbox's rows below the cursor,
+// then, if they do not fill the page and the floor is above 0, the pull
+// merge below the floor.
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
 	r, err := s.Codec().ParseQuery(user, q)
 	if err != nil {
@@ -331,27 +351,28 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 }
 
 func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	msgs, floor, err := s.readMailbox(ctx, r)
-	if err != nil {
+	msgs, err := push.ReadMailbox(ctx, s.DB(), r)
+	if err != nil || len(msgs) == r.Fetch() {
+		// Every mailbox row is at or above the floor, and every
+		// message of the timeline at or above it is in the mailbox: a
+		// full page is exact.
+		return msgs, err
+	}
+	var floor timeline.MessageID
+	err = s.DB().QueryRowContext(ctx, `SELECT floor_id FROM mailbox_state WHERE user_id = ?`, r.User).Scan(&floor)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, err
 	}
-	if len(msgs) == 0 {
-		// No row said where the floor is.
-		err := s.DB().QueryRowContext(ctx, `SELECT floor_id FROM mailbox_state WHERE user_id = ?`, r.User).Scan(&floor)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, err
-		}
+	if floor == 0 {
+		return msgs, nil // the mailbox holds the whole timeline
 	}
-	// Rows below the floor (a follow that raised it, a fan-out that
-	// committed behind a trim) are the pull merge's to place.
+	// A trim between the two reads may have raised the floor above rows
+	// read: those are the merge's now.
 	for i, m := range msgs {
 		if m.ID < floor {
 			msgs = msgs[:i]
 			break
 		}
-	}
-	if len(msgs) == r.Fetch() || floor == 0 {
-		return msgs, nil
 	}
 	below := floor
 	if r.Before != 0 && r.Before < floor {
@@ -362,34 +383,4 @@ func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Messag
 		return nil, err
 	}
 	return append(msgs, rest...), nil
-}
-
-// readMailbox is push's mailbox read with the user's floor beside each
-// row: an uncorrelated subquery, which the server evaluates once.
-func (s *Store) readMailbox(ctx context.Context, r timeline.Request) ([]timeline.Message, timeline.MessageID, error) {
-	const head = `SELECT m.id, m.author_id, m.body, m.created_at,
-		 COALESCE((SELECT floor_id FROM mailbox_state WHERE user_id = ?), 0)
-		 FROM mailbox b JOIN messages m ON m.id = b.message_id
-		 WHERE b.user_id = ?`
-	var rows *sql.Rows
-	var err error
-	if r.Before == 0 {
-		rows, err = s.DB().QueryContext(ctx, head+` ORDER BY b.message_id DESC LIMIT ?`, r.User, r.User, r.Fetch())
-	} else {
-		rows, err = s.DB().QueryContext(ctx, head+` AND b.message_id < ? ORDER BY b.message_id DESC LIMIT ?`, r.User, r.User, r.Before, r.Fetch())
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	msgs := make([]timeline.Message, 0, r.Fetch())
-	var floor timeline.MessageID
-	for rows.Next() {
-		var m timeline.Message
-		if err := rows.Scan(&m.ID, &m.Author, &m.Body, &m.CreatedAt, &floor); err != nil {
-			return nil, 0, err
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs, floor, rows.Err()
 }

@@ -3,6 +3,7 @@ package pushcapped_test
 import (
 	"context"
 	"fmt"
+	"golang.org/x/sync/errgroup"
 	"math/rand/v2"
 	"testing"
 
@@ -195,8 +196,9 @@ func TestPagingAcrossFloor(t *testing.T) {
 	}
 	checkSame(t, s, mem, 1, ids)
 
-	// A follow that raises the floor above rows that stay (too few to be
-	// trimmed yet): user 6 has one entry, by 7, below 4's newest five.
+	// A follow that raises the floor above a row too few to be trimmed:
+	// user 6 has one entry, by 7, below 4's newest five, which the
+	// follow deletes (the pull merge reads it).
 	post(7, 1)
 	for _, st := range []timeline.Store{s, mem} {
 		timelinetest.Follow(t, st, 6, 7)
@@ -205,11 +207,54 @@ func TestPagingAcrossFloor(t *testing.T) {
 	for _, st := range []timeline.Store{s, mem} {
 		timelinetest.Follow(t, st, 6, 4)
 	}
-	if n := mailboxRows(t, s)[6]; n != limit+1 {
-		t.Fatalf("user 6 has %d mailbox rows, want %d", n, limit+1)
+	if n := mailboxRows(t, s)[6]; n != limit {
+		t.Fatalf("user 6 has %d mailbox rows, want %d", n, limit)
 	}
 	checkSame(t, s, mem, 6, ids)
 	if s.PullPages() == 0 {
 		t.Fatal("no page came from the pull merge: the floor was never crossed")
+	}
+}
+
+// TestConcurrentPostsStayAboveFloor races posts of several authors into
+// the same small mailboxes, so that trims run between other posts' ids and
+// fan-outs, and requires no mailbox row below its user's floor and every
+// timeline whole.
+func TestConcurrentPostsStayAboveFloor(t *testing.T) {
+	const authors, readers = 4, 6
+	s := open(t, 5, 1)
+	ctx := context.Background()
+	for r := authors + 1; r <= authors+readers; r++ {
+		for a := 1; a <= authors; a++ {
+			timelinetest.Follow(t, s, timeline.UserID(r), timeline.UserID(a))
+		}
+	}
+	var g errgroup.Group
+	for a := 1; a <= authors; a++ {
+		g.Go(func() error {
+			for i := range 40 {
+				if _, err := s.Post(ctx, timeline.UserID(a), fmt.Sprintf("race %d", i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var below int
+	if err := s.DB().QueryRow(`SELECT COUNT(*) FROM mailbox b JOIN mailbox_state m ON m.user_id = b.user_id
+		WHERE b.message_id < m.floor_id`).Scan(&below); err != nil {
+		t.Fatal(err)
+	}
+	if below != 0 {
+		t.Fatalf("%d mailbox rows below their user's floor", below)
+	}
+	want := authors * 40
+	for r := authors + 1; r <= authors+readers; r++ {
+		if got := timelinetest.WalkIDs(t, s, timeline.UserID(r), 7); len(got) != want {
+			t.Fatalf("reader %d: %d messages, want %d", r, len(got), want)
+		}
 	}
 }
