@@ -107,15 +107,7 @@ func (s *Store) MailboxShape() registry.MailboxShape {
 // for an author with Threshold followers or more, the author's listing as
 // pulled, commit together.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
-	if err := timeline.CheckPost(author, body); err != nil {
-		return timeline.Message{}, err
-	}
-	var msg timeline.Message
-	err := mysqlx.InTx(ctx, s.DB(), func(tx *sql.Tx) error {
-		var err error
-		if msg, err = push.InsertMessage(ctx, tx, author, body, s.Now()); err != nil {
-			return err
-		}
+	return s.Writes(ModelName).Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
 		var followers int
 		if err := tx.QueryRowContext(ctx,
 			`SELECT COUNT(*) FROM (SELECT 1 FROM follows WHERE followee_id = ? LIMIT ?) f`,
@@ -123,7 +115,7 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 			return err
 		}
 		if followers < s.threshold {
-			_, err = push.FanOut(ctx, tx, msg.ID, author)
+			_, err := push.FanOut(ctx, tx, msg.ID, author)
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `INSERT IGNORE INTO pull_authors (author_id) VALUES (?)`, author)
@@ -140,24 +132,13 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 			 SELECT follower_id, followee_id FROM follows WHERE followee_id = ?`, author)
 		return err
 	})
-	if err != nil {
-		return timeline.Message{}, fmt.Errorf("hybrid post: %w", err)
-	}
-	return msg, nil
 }
 
 // Follow implements timeline.Store: the follow row and either the backfill
 // of the followee's messages or, for a pulled author, the pull_follows row
 // commit together.
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
-		return err
-	}
-	err := mysqlx.InTx(ctx, s.DB(), func(tx *sql.Tx) error {
-		added, err := push.AddFollow(ctx, tx, follower, followee)
-		if err != nil || !added {
-			return err // already following: the mailbox is already filled
-		}
+	return s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
 		// A locking read: a post listing the author now either
 		// commits first or waits for this follow and copies it.
 		var listed int
@@ -166,41 +147,26 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 			return err
 		}
 		if listed == 0 {
-			_, err = push.Backfill(ctx, tx, follower, followee, 0)
+			_, err := push.Backfill(ctx, tx, follower, followee, 0)
 			return err
 		}
-		_, err = tx.ExecContext(ctx,
+		_, err := tx.ExecContext(ctx,
 			`INSERT IGNORE INTO pull_follows (user_id, author_id) VALUES (?, ?)`, follower, followee)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("hybrid follow: %w", err)
-	}
-	return nil
 }
 
 // Unfollow implements timeline.Store: the follow row, the pull_follows row
 // and the followee's messages in the follower's mailbox go together.
 func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
-		return err
-	}
-	err := mysqlx.InTx(ctx, s.DB(), func(tx *sql.Tx) error {
-		removed, err := push.RemoveFollow(ctx, tx, follower, followee)
-		if err != nil || !removed {
-			return err // not following: nothing to remove
-		}
+	return s.Writes(ModelName).Unfollow(ctx, follower, followee, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx,
 			`DELETE FROM pull_follows WHERE user_id = ? AND author_id = ?`, follower, followee); err != nil {
 			return err
 		}
-		_, err = push.RemoveAuthor(ctx, tx, follower, followee)
+		_, err := push.RemoveAuthor(ctx, tx, follower, followee)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("hybrid unfollow: %w", err)
-	}
-	return nil
 }
 
 // Timeline implements timeline.Store: push's read for a user who follows

@@ -3,6 +3,7 @@ package push
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
@@ -119,4 +120,66 @@ func ReadMailbox(ctx context.Context, db *sql.DB, r timeline.Request) ([]timelin
 		return nil, err
 	}
 	return mysqlx.ScanMessages(rows, r.Fetch())
+}
+
+// Writes is the frame of a mailbox model's writes: the input checks, one
+// transaction with deadlock retry, push's own rows, and the model's part
+// in the same transaction. Errors are wrapped with Model ("push post: ...").
+type Writes struct {
+	DB    *sql.DB
+	Model string
+	Now   func() time.Time
+}
+
+// Post adds the message; before (nil: nothing) runs first, before the
+// message has an id, and fanOut after.
+func (w Writes) Post(ctx context.Context, author timeline.UserID, body string, before func(*sql.Tx) error, fanOut func(*sql.Tx, timeline.Message) error) (timeline.Message, error) {
+	if err := timeline.CheckPost(author, body); err != nil {
+		return timeline.Message{}, err
+	}
+	var msg timeline.Message
+	err := mysqlx.InTx(ctx, w.DB, func(tx *sql.Tx) error {
+		if before != nil {
+			if err := before(tx); err != nil {
+				return err
+			}
+		}
+		var err error
+		if msg, err = InsertMessage(ctx, tx, author, body, w.Now()); err != nil {
+			return err
+		}
+		return fanOut(tx, msg)
+	})
+	if err != nil {
+		return timeline.Message{}, fmt.Errorf("%s post: %w", w.Model, err)
+	}
+	return msg, nil
+}
+
+// Follow adds the edge and, if it is new, runs fill.
+func (w Writes) Follow(ctx context.Context, follower, followee timeline.UserID, fill func(*sql.Tx) error) error {
+	return w.edge(ctx, "follow", follower, followee, AddFollow, fill)
+}
+
+// Unfollow removes the edge and, if there was one, runs clear.
+func (w Writes) Unfollow(ctx context.Context, follower, followee timeline.UserID, clear func(*sql.Tx) error) error {
+	return w.edge(ctx, "unfollow", follower, followee, RemoveFollow, clear)
+}
+
+func (w Writes) edge(ctx context.Context, verb string, follower, followee timeline.UserID,
+	change func(context.Context, *sql.Tx, timeline.UserID, timeline.UserID) (bool, error), then func(*sql.Tx) error) error {
+	if err := timeline.CheckFollow(follower, followee); err != nil {
+		return err
+	}
+	err := mysqlx.InTx(ctx, w.DB, func(tx *sql.Tx) error {
+		changed, err := change(ctx, tx, follower, followee)
+		if err != nil || !changed {
+			return err // nothing changed: the mailbox is as it was
+		}
+		return then(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", w.Model, verb, err)
+	}
+	return nil
 }

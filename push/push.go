@@ -81,63 +81,33 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Post implements timeline.Store: the message and its fan-out to every
 // follower's mailbox commit together.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
-	if err := timeline.CheckPost(author, body); err != nil {
-		return timeline.Message{}, err
-	}
-	var msg timeline.Message
-	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		var err error
-		if msg, err = InsertMessage(ctx, tx, author, body, s.Now()); err != nil {
-			return err
-		}
-		_, err = FanOut(ctx, tx, msg.ID, author)
+	return s.Writes(ModelName).Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
+		_, err := FanOut(ctx, tx, msg.ID, author)
 		return err
 	})
-	if err != nil {
-		return timeline.Message{}, fmt.Errorf("push post: %w", err)
-	}
-	return msg, nil
 }
 
 // Follow implements timeline.Store: the follow row and the backfill of the
 // followee's existing messages into the follower's mailbox commit together.
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
-		return err
-	}
-	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		added, err := AddFollow(ctx, tx, follower, followee)
-		if err != nil || !added {
-			return err // already following: the mailbox is already filled
-		}
-		_, err = Backfill(ctx, tx, follower, followee, 0)
+	return s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
+		_, err := Backfill(ctx, tx, follower, followee, 0)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("push follow: %w", err)
-	}
-	return nil
 }
 
 // Unfollow implements timeline.Store: the follow row and the followee's
 // messages in the follower's mailbox go together.
 func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
-		return err
-	}
-	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		removed, err := RemoveFollow(ctx, tx, follower, followee)
-		if err != nil || !removed {
-			return err // not following: nothing to remove
-		}
-		_, err = RemoveAuthor(ctx, tx, follower, followee)
+	return s.Writes(ModelName).Unfollow(ctx, follower, followee, func(tx *sql.Tx) error {
+		_, err := RemoveAuthor(ctx, tx, follower, followee)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("push unfollow: %w", err)
-	}
-	return nil
 }
+
+// Writes is the frame of the store's writes, for a model built on it;
+// model names it in errors.
+func (s *Store) Writes(model string) Writes { return Writes{DB: s.db, Model: model, Now: s.now} }
 
 // Timeline implements timeline.Store with one backward range scan of the
 // mailbox's primary key, starting below the cursor.
@@ -156,9 +126,6 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 // Codec returns the codec of the store's cursors, for a model that reads
 // the same database its own way.
 func (s *Store) Codec() *timeline.CursorCodec { return s.codec }
-
-// Now is the store's clock, which stamps messages.
-func (s *Store) Now() time.Time { return s.now() }
 
 // Close implements timeline.Store.
 func (s *Store) Close() error { return s.db.Close() }

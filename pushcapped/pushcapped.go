@@ -141,48 +141,33 @@ func (s *Store) PullPages() int64 { return s.pullPages.Pages() }
 // followers' entry counts commit together; then the mailboxes due are
 // trimmed.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
-	if err := timeline.CheckPost(author, body); err != nil {
-		return timeline.Message{}, err
-	}
-	var msg timeline.Message
-	err := mysqlx.InTx(ctx, s.DB(), func(tx *sql.Tx) error {
-		// The counts first, before the message has an id: they lock the
-		// followers' state rows, which a trim must lock too, so no trim
-		// runs between this message's id and its fan-out, and every
-		// mailbox row stays at or above its user's floor.
-		if _, err := tx.ExecContext(ctx,
+	// The counts first, before the message has an id: they lock the
+	// followers' state rows, which a trim must lock too, so no trim runs
+	// between this message's id and its fan-out, and every mailbox row
+	// stays at or above its user's floor.
+	count := func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx,
 			`INSERT INTO mailbox_state (user_id, entries)
 			 SELECT follower_id, 1 FROM follows WHERE followee_id = ?
 			 ON DUPLICATE KEY UPDATE entries = entries + 1, due = entries > ?`,
-			author, s.cap+s.slack); err != nil {
-			return err
-		}
-		var err error
-		if msg, err = push.InsertMessage(ctx, tx, author, body, s.Now()); err != nil {
-			return err
-		}
-		_, err = push.FanOut(ctx, tx, msg.ID, author)
+			author, s.cap+s.slack)
+		return err
+	}
+	msg, err := s.Writes(ModelName).Post(ctx, author, body, count, func(tx *sql.Tx, msg timeline.Message) error {
+		_, err := push.FanOut(ctx, tx, msg.ID, author)
 		return err
 	})
-	if err != nil {
-		return timeline.Message{}, fmt.Errorf("push-capped post: %w", err)
+	if err == nil {
+		s.trimDue(ctx)
 	}
-	s.trimDue(ctx)
-	return msg, nil
+	return msg, err
 }
 
 // Follow implements timeline.Store: the follow row, the backfill of the
 // followee's newest Cap messages at or above the follower's floor, and the
 // follower's new floor and count commit together.
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
-		return err
-	}
-	err := mysqlx.InTx(ctx, s.DB(), func(tx *sql.Tx) error {
-		added, err := push.AddFollow(ctx, tx, follower, followee)
-		if err != nil || !added {
-			return err // already following: the mailbox is already filled
-		}
+	err := s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx,
 			`INSERT INTO mailbox_state (user_id) VALUES (?) ON DUPLICATE KEY UPDATE user_id = user_id`,
 			follower); err != nil {
@@ -194,7 +179,7 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 			return err
 		}
 		var oldest timeline.MessageID
-		err = tx.QueryRowContext(ctx,
+		err := tx.QueryRowContext(ctx,
 			`SELECT id FROM messages WHERE author_id = ? AND id >= ? ORDER BY id DESC LIMIT 1 OFFSET ?`,
 			followee, floor, s.cap-1).Scan(&oldest)
 		switch {
@@ -223,24 +208,16 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 			floor, n, n, below, s.cap+s.slack, follower)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("push-capped follow: %w", err)
+	if err == nil {
+		s.trimDue(ctx)
 	}
-	s.trimDue(ctx)
-	return nil
+	return err
 }
 
 // Unfollow implements timeline.Store: the follow row, the followee's
 // messages in the follower's mailbox and their count go together.
 func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
-		return err
-	}
-	err := mysqlx.InTx(ctx, s.DB(), func(tx *sql.Tx) error {
-		removed, err := push.RemoveFollow(ctx, tx, follower, followee)
-		if err != nil || !removed {
-			return err // not following: nothing to remove
-		}
+	return s.Writes(ModelName).Unfollow(ctx, follower, followee, func(tx *sql.Tx) error {
 		n, err := push.RemoveAuthor(ctx, tx, follower, followee)
 		if err != nil || n == 0 {
 			return err
@@ -250,10 +227,6 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 			n, s.cap+s.slack, follower)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("push-capped unfollow: %w", err)
-	}
-	return nil
 }
 
 // trimBatch is how many due mailboxes one write trims at most.
