@@ -172,15 +172,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 // Timeline implements timeline.Store: push's read for a user who follows
 // no pulled author, else the mailbox range and the pulled authors' merged.
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
-	r, err := s.Codec().ParseQuery(user, q)
-	if err != nil {
-		return timeline.Page{}, err
-	}
-	msgs, err := s.read(ctx, r)
-	if err != nil {
-		return timeline.Page{}, fmt.Errorf("hybrid timeline: %w", err)
-	}
-	return s.Codec().MakePage(r, msgs), nil
+	return s.Page(ctx, ModelName, user, q, s.read)
 }
 
 func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {

@@ -112,20 +112,27 @@ func (s *Store) Writes(model string) Writes { return Writes{DB: s.db, Model: mod
 // Timeline implements timeline.Store with one backward range scan of the
 // mailbox's primary key, starting below the cursor.
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
+	return s.Page(ctx, ModelName, user, q, func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+		return ReadMailbox(ctx, s.db, r)
+	})
+}
+
+// Page is the frame of a mailbox model's Timeline: it checks the query and
+// decodes its cursor, reads the page's messages with read (Fetch() of
+// them at most, newest first), and makes the page and its cursor. Errors
+// of read are wrapped with model.
+func (s *Store) Page(ctx context.Context, model string, user timeline.UserID, q timeline.Query,
+	read func(context.Context, timeline.Request) ([]timeline.Message, error)) (timeline.Page, error) {
 	r, err := s.codec.ParseQuery(user, q)
 	if err != nil {
 		return timeline.Page{}, err
 	}
-	msgs, err := ReadMailbox(ctx, s.db, r)
+	msgs, err := read(ctx, r)
 	if err != nil {
-		return timeline.Page{}, fmt.Errorf("push timeline: %w", err)
+		return timeline.Page{}, fmt.Errorf("%s timeline: %w", model, err)
 	}
 	return s.codec.MakePage(r, msgs), nil
 }
-
-// Codec returns the codec of the store's cursors, for a model that reads
-// the same database its own way.
-func (s *Store) Codec() *timeline.CursorCodec { return s.codec }
 
 // Close implements timeline.Store.
 func (s *Store) Close() error { return s.db.Close() }

@@ -312,15 +312,7 @@ func (s *Store) Trim(ctx context.Context, user timeline.UserID) (int64, error) {
 // then, if they do not fill the page and the floor is above 0, the pull
 // merge below the floor.
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
-	r, err := s.Codec().ParseQuery(user, q)
-	if err != nil {
-		return timeline.Page{}, err
-	}
-	msgs, err := s.read(ctx, r)
-	if err != nil {
-		return timeline.Page{}, fmt.Errorf("push-capped timeline: %w", err)
-	}
-	return s.Codec().MakePage(r, msgs), nil
+	return s.Page(ctx, ModelName, user, q, s.read)
 }
 
 func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
