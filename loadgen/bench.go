@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -51,6 +52,10 @@ type BenchConfig struct {
 	Durability    string        // results.Durable or results.Relaxed
 	// Settings override the sandbox's mariadbd options.
 	Settings map[string]string
+	// Options are given to every model opened (registry.Config.Options):
+	// each reads its own, such as a mailbox cap or a follower threshold,
+	// and ignores the rest. They are recorded in the result's notes.
+	Options map[string]string
 	// Memcache lists memcached servers for the models that need them when
 	// DSN is set; a sandbox starts its own memcached.
 	Memcache []string
@@ -273,6 +278,13 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		b.memcache = cfg.Memcache
 	}
 	b.meter = cost.NewMeter(admin, b.memcache)
+	if len(cfg.Options) > 0 {
+		names := slices.Sorted(maps.Keys(cfg.Options))
+		for i, k := range names {
+			names[i] = k + "=" + cfg.Options[k]
+		}
+		res.Notes = append(res.Notes, "model options: "+strings.Join(names, ", "))
+	}
 	if cfg.DSN != "" {
 		res.Notes = append(res.Notes, "the cost figures are deltas of the servers' global counters: on a server given by --dsn they include any other work it did meanwhile")
 	}

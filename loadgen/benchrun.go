@@ -57,6 +57,11 @@ func (b *bench) closeAll() {
 // separates its memcached keys from other stores' of the same model (see
 // the cache-mixed phases); options are the variant's.
 func (b *bench) openModel(ctx context.Context, m registry.Model, namespace string, options map[string]string) (timeline.Store, error) {
+	if len(b.cfg.Options) > 0 {
+		merged := maps.Clone(b.cfg.Options)
+		maps.Copy(merged, options)
+		options = merged
+	}
 	conns := b.cfg.Concurrency * 8
 	if b.cfg.Mix != nil && (b.cfg.Rate > 0 || b.cfg.FindRate) {
 		// Waiting for a connection would count as latency, rightly,
@@ -263,7 +268,11 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 		if !ok {
 			return fmt.Errorf("load %s: model %s lives on a database but does not hand out its connection pool (registry.DBHolder)", m.Database, m.Name)
 		}
-		targets = append(targets, Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema})
+		t := Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
+		if pm, ok := s.(registry.PartialMailbox); ok {
+			t.Mailbox = pm.MailboxShape()
+		}
+		targets = append(targets, t)
 	}
 	b.logf("loading ...")
 	var err error

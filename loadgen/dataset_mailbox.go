@@ -50,10 +50,16 @@ type mailboxer struct {
 // rows/s against about 26M for the heap (log2(43) unpredictable branches
 // per row) and 80M for the bitmap (a scan of 1M bits per user); with 1,000
 // followees per user the bitmap merely draws level (300M vs 270M).
-func (mb *mailboxer) mailbox(d *Dataset, u uint32) []uint32 {
+func (mb *mailboxer) mailbox(d *Dataset, u uint32) []uint32 { return mb.mailboxOf(d, u, nil) }
+
+// mailboxOf is mailbox with only the followees that keep (nil: all)
+// accepts.
+func (mb *mailboxer) mailboxOf(d *Dataset, u uint32, keep func(followee uint32) bool) []uint32 {
 	buf := mb.buf[:0]
 	for _, f := range d.Followees[u-1] {
-		buf = append(buf, d.byAuthor.list(f)...)
+		if keep == nil || keep(f) {
+			buf = append(buf, d.byAuthor.list(f)...)
+		}
 	}
 	mb.buf = buf
 	if cap(mb.tmp) < len(buf) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
 )
@@ -35,6 +36,9 @@ type Target struct {
 	Name   string       // the database's name, for progress and results
 	DB     *sql.DB      // connected to the model's database
 	Schema schema.Model // which tables to fill: schema.DataTables
+	// Mailbox is the part of push's mailbox the model keeps
+	// (registry.PartialMailbox); the zero value is all of it.
+	Mailbox registry.MailboxShape
 }
 
 // LoadOptions tune Load.
@@ -88,7 +92,7 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 			return nil, fmt.Errorf("load %s: no dataset tables in schema %q", t.Name, t.Schema)
 		}
 		for _, st := range sts {
-			tb, err := tableOf(d, st)
+			tb, err := tableOf(d, st, t.Mailbox)
 			if err != nil {
 				return nil, fmt.Errorf("load %s: %w", t.Name, err)
 			}
@@ -98,7 +102,7 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 				small = append(small, loadJob{run: run, write: tb.write})
 				continue
 			}
-			chunks := mailboxChunks(d, opts.ChunkRows)
+			chunks := mailboxChunks(d, t.Mailbox, opts.ChunkRows)
 			for _, c := range chunks {
 				run.chunks++
 				big = append(big, loadJob{run: run, write: c, chunked: len(chunks) > 1})
@@ -199,31 +203,31 @@ type loadJob struct {
 	chunked bool
 }
 
-// mailboxChunks cuts the mailbox into runs of consecutive users of about
-// chunkRows rows each, and returns the writers of their rows in order.
-func mailboxChunks(d *Dataset, chunkRows int64) []func(w *bufio.Writer, n *atomic.Int64) error {
+// mailboxChunks cuts the mailbox (as shape keeps it) into runs of
+// consecutive users of about chunkRows rows each, and returns the writers
+// of their rows in order.
+func mailboxChunks(d *Dataset, shape registry.MailboxShape, chunkRows int64) []func(w *bufio.Writer, n *atomic.Int64) error {
 	var out []func(w *bufio.Writer, n *atomic.Int64) error
-	if d.MailboxRows() <= chunkRows {
+	if d.shapedMailboxRows(shape) <= chunkRows {
 		return append(out, func(w *bufio.Writer, n *atomic.Int64) error {
-			return writeMailbox(d, 1, uint32(d.Spec.Users), w, n)
+			return writeMailbox(d, shape, 1, uint32(d.Spec.Users), w, n)
 		})
 	}
 	lo, rows := uint32(1), int64(0)
 	for u := 1; u <= d.Spec.Users; u++ {
-		for _, f := range d.Followees[u-1] {
-			rows += int64(d.byAuthor.count(int(f)))
-		}
+		rows += d.shapedRows(uint32(u), shape)
 		if rows >= chunkRows || u == d.Spec.Users {
 			from, to := lo, uint32(u)
-			out = append(out, func(w *bufio.Writer, n *atomic.Int64) error { return writeMailbox(d, from, to, w, n) })
+			out = append(out, func(w *bufio.Writer, n *atomic.Int64) error { return writeMailbox(d, shape, from, to, w, n) })
 			lo, rows = uint32(u+1), 0
 		}
 	}
 	return out
 }
 
-// tableOf is how to stream st's rows from d.
-func tableOf(d *Dataset, st schema.Table) (table, error) {
+// tableOf is how to stream st's rows from d, for a model that keeps shape
+// of the mailbox.
+func tableOf(d *Dataset, st schema.Table, shape registry.MailboxShape) (table, error) {
 	var tb table
 	switch st.Name {
 	case schema.Follows.Name:
@@ -231,7 +235,13 @@ func tableOf(d *Dataset, st schema.Table) (table, error) {
 	case schema.Messages.Name:
 		tb = messagesTable(d)
 	case schema.Mailbox.Name:
-		tb = mailboxTable(d)
+		tb = mailboxTable(d, shape)
+	case schema.MailboxState.Name:
+		tb = mailboxStateTable(d, shape)
+	case schema.PullAuthors.Name:
+		tb = pullAuthorsTable(d, shape)
+	case schema.PullFollows.Name:
+		tb = pullFollowsTable(d, shape)
 	default:
 		return table{}, fmt.Errorf("no generator for table %s", st.Name)
 	}
@@ -301,35 +311,41 @@ func messagesTable(d *Dataset) table {
 	}
 }
 
-func mailboxTable(d *Dataset) table {
+func mailboxTable(d *Dataset, shape registry.MailboxShape) table {
 	return table{
-		fields: 2, rows: d.MailboxRows(), numeric: true,
+		fields: 2, rows: d.shapedMailboxRows(shape), numeric: true,
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
-			return writeMailbox(d, 1, uint32(d.Spec.Users), w, n)
+			return writeMailbox(d, shape, 1, uint32(d.Spec.Users), w, n)
 		},
 	}
 }
 
-// writeMailbox writes the mailbox rows of users from..to.
-func writeMailbox(d *Dataset, from, to uint32, w *bufio.Writer, n *atomic.Int64) error {
+// writeMailbox writes the mailbox rows of users from..to, as shape keeps
+// them.
+func writeMailbox(d *Dataset, shape registry.MailboxShape, from, to uint32, w *bufio.Writer, n *atomic.Int64) error {
+	var mb mailboxer
 	var buf []byte
 	var pending int64
-	err := d.eachMailbox(from, to, func(user uint32, id uint64) error {
-		buf = strconv.AppendUint(buf[:0], uint64(user), 10)
-		buf = append(buf, '\t')
-		buf = strconv.AppendUint(buf, id, 10)
-		buf = append(buf, '\n')
+	for u := from; u <= to; u++ {
+		ids, _ := mb.shapedMailbox(d, u, shape)
+		for _, id := range ids {
+			buf = strconv.AppendUint(buf[:0], uint64(u), 10)
+			buf = append(buf, '\t')
+			buf = strconv.AppendUint(buf, uint64(id), 10)
+			buf = append(buf, '\n')
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+		}
 		// 43 million rows: count in batches, not one atomic add per
 		// row.
-		if pending++; pending == 4096 {
+		if pending += int64(len(ids)); pending >= 4096 {
 			n.Add(pending)
 			pending = 0
 		}
-		_, err := w.Write(buf)
-		return err
-	})
+	}
 	n.Add(pending)
-	return err
+	return nil
 }
 
 // appendEscaped escapes what LOAD DATA's default format treats specially:

@@ -124,6 +124,79 @@ func TestLoadMatchesMemory(t *testing.T) {
 	}
 }
 
+// shapedSettings are the options under which TestLoadShapedMatchesMemory
+// opens the models that keep part of push's mailbox, so that the shape
+// cuts a small dataset: a cap below most timelines, a threshold some
+// authors reach.
+var shapedSettings = map[string]string{"cap": "25", "slack": "5", "threshold": "6"}
+
+// TestLoadShapedMatchesMemory bulk-loads a small dataset into every model
+// that keeps part of push's mailbox (registry.PartialMailbox), as the
+// benchmark does, and requires every timeline, walked to its end, to
+// equal the in-memory store's, and a post afterwards to reach it.
+func TestLoadShapedMatchesMemory(t *testing.T) {
+	ctx := context.Background()
+	spec, err := PaperSpec().Scaled(0.005) // 50 users, 5,000 messages
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.AvgFollowees = 8
+	d, err := Generate(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := timeline.NewMemory()
+	if err := d.Apply(ctx, mem); err != nil {
+		t.Fatal(err)
+	}
+	shaped := 0
+	for _, m := range registry.Models() {
+		if !m.Persistent() {
+			continue
+		}
+		db := testserver.Database(t)
+		s, err := m.Open(ctx, registry.Config{DSN: testserver.DSN(t), Database: db, Options: shapedSettings,
+			Memcache: []string{testserver.Memcache(t)}, Namespace: db + "/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		pm, ok := s.(registry.PartialMailbox)
+		if !ok {
+			continue
+		}
+		shaped++
+		shape := pm.MailboxShape()
+		target := Target{Name: db, DB: s.(registry.DBHolder).DB(), Schema: m.Schema, Mailbox: shape}
+		if _, err := Load(ctx, d, []Target{target}, LoadOptions{}); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if rows := testserver.CountRows(t, db, "mailbox")["mailbox"]; rows >= d.MailboxRows() || rows != d.shapedMailboxRows(shape) {
+			t.Fatalf("%s: %d mailbox rows loaded of push's %d, %d expected", m.Name, rows, d.MailboxRows(), d.shapedMailboxRows(shape))
+		}
+		for u := timeline.UserID(1); u <= timeline.UserID(spec.Users); u++ {
+			want := describe(timelinetest.Walk(t, mem, u, 30))
+			if got := describe(timelinetest.Walk(t, s, u, 30)); !slices.Equal(got, want) {
+				t.Fatalf("user %d: %s differs from memory: got %d messages, want %d", u, m.Name, len(got), len(want))
+			}
+		}
+		for _, author := range []timeline.UserID{1, 2, 3} {
+			msg, err := s.Post(ctx, author, "after the load")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, follower := range d.Followers(uint32(author)) {
+				if p := timelinetest.Newest(t, s, timeline.UserID(follower)); len(p.Messages) == 0 || p.Messages[0].ID != msg.ID {
+					t.Fatalf("%s: user %d's newest page lacks %d's post after the load", m.Name, follower, author)
+				}
+			}
+		}
+	}
+	if shaped == 0 {
+		t.Fatal("no model keeps part of the mailbox: the test loaded nothing")
+	}
+}
+
 func describe(ms []timeline.Message) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
@@ -164,7 +237,7 @@ func TestChunkedLoad(t *testing.T) {
 	before := setting()
 
 	opts := LoadOptions{Workers: 3, ChunkRows: 2000, Server: admin}
-	if n := len(mailboxChunks(d, opts.ChunkRows)); n < 20 {
+	if n := len(mailboxChunks(d, registry.MailboxShape{}, opts.ChunkRows)); n < 20 {
 		t.Fatalf("%d chunks: the test loads too little", n)
 	}
 	load, err := Load(ctx, d, []Target{{Name: "push", DB: ps.DB(), Schema: schema.Push}}, opts)

@@ -34,6 +34,11 @@ type Config struct {
 	MaxConns int
 	// Force applies the schema even to a database holding other tables.
 	Force bool
+	// Schema is the schema applied to the database; "" means schema.Push.
+	// Models built on push's tables name their own (schema.PushCapped,
+	// schema.PushCompressed, schema.Hybrid), so that each database says
+	// which model it holds.
+	Schema schema.Model
 }
 
 // Store is the push model. It implements timeline.Store.
@@ -55,7 +60,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open push store: %w", err)
 	}
-	if err := schema.Apply(ctx, db, schema.Push, schema.Options{Force: cfg.Force}); err != nil {
+	if cfg.Schema == "" {
+		cfg.Schema = schema.Push
+	}
+	if err := schema.Apply(ctx, db, cfg.Schema, schema.Options{Force: cfg.Force}); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open push store: %w", err)
 	}
@@ -73,125 +81,55 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Post implements timeline.Store: the message and its fan-out to every
 // follower's mailbox commit together.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
-	return s.PostWith(ctx, ModelName, author, body, func(tx *sql.Tx, msg timeline.Message) error {
-		_, err := tx.ExecContext(ctx,
-			`INSERT INTO mailbox (user_id, message_id)
-			 SELECT follower_id, ? FROM follows WHERE followee_id = ?`,
-			msg.ID, author)
+	return s.Writes(ModelName).Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
+		_, err := FanOut(ctx, tx, msg.ID, author)
 		return err
 	})
-}
-
-// PostWith checks and inserts a message like Post, but in place of the
-// fan-out runs then in the message's transaction, with the stored message:
-// package async queues a fan-out job there. Errors other than invalid
-// input are prefixed with model ("push-async post: ...").
-func (s *Store) PostWith(ctx context.Context, model string, author timeline.UserID, body string, then func(*sql.Tx, timeline.Message) error) (timeline.Message, error) {
-	if err := timeline.CheckPost(author, body); err != nil {
-		return timeline.Message{}, err
-	}
-	msg := timeline.Message{Author: author, Body: body, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
-	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO messages (author_id, body, created_at) VALUES (?, ?, ?)`,
-			author, body, msg.CreatedAt)
-		if err != nil {
-			return err
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		msg.ID = timeline.MessageID(id)
-		return then(tx, msg)
-	})
-	if err != nil {
-		return timeline.Message{}, fmt.Errorf("%s post: %w", model, err)
-	}
-	return msg, nil
 }
 
 // Follow implements timeline.Store: the follow row and the backfill of the
 // followee's existing messages into the follower's mailbox commit together.
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
-		return err
-	}
-	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`, follower, followee)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err // already following: the mailbox is already filled
-		}
-		_, err = tx.ExecContext(ctx,
-			`INSERT IGNORE INTO mailbox (user_id, message_id)
-			 SELECT ?, id FROM messages WHERE author_id = ?`,
-			follower, followee)
+	return s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
+		_, err := Backfill(ctx, tx, follower, followee, 0)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("push follow: %w", err)
-	}
-	return nil
 }
 
 // Unfollow implements timeline.Store: the follow row and the followee's
 // messages in the follower's mailbox go together.
 func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
-		return err
-	}
-	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err // not following: nothing to remove
-		}
-		_, err = tx.ExecContext(ctx,
-			`DELETE b FROM mailbox b JOIN messages m ON m.id = b.message_id
-			 WHERE b.user_id = ? AND m.author_id = ?`,
-			follower, followee)
+	return s.Writes(ModelName).Unfollow(ctx, follower, followee, func(tx *sql.Tx) error {
+		_, err := RemoveAuthor(ctx, tx, follower, followee)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("push unfollow: %w", err)
-	}
-	return nil
 }
+
+// Writes is the frame of the store's writes, for a model built on it;
+// model names it in errors.
+func (s *Store) Writes(model string) Writes { return Writes{DB: s.db, Model: model, Now: s.now} }
 
 // Timeline implements timeline.Store with one backward range scan of the
 // mailbox's primary key, starting below the cursor.
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
+	return s.Page(ctx, ModelName, user, q, func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+		return ReadMailbox(ctx, s.db, r)
+	})
+}
+
+// Page is the frame of a mailbox model's Timeline: it checks the query and
+// decodes its cursor, reads the page's messages with read (Fetch() of
+// them at most, newest first), and makes the page and its cursor. Errors
+// of read are wrapped with model.
+func (s *Store) Page(ctx context.Context, model string, user timeline.UserID, q timeline.Query,
+	read func(context.Context, timeline.Request) ([]timeline.Message, error)) (timeline.Page, error) {
 	r, err := s.codec.ParseQuery(user, q)
 	if err != nil {
 		return timeline.Page{}, err
 	}
-	var rows *sql.Rows
-	if r.Before == 0 {
-		rows, err = s.db.QueryContext(ctx,
-			`SELECT m.id, m.author_id, m.body, m.created_at
-			 FROM mailbox b JOIN messages m ON m.id = b.message_id
-			 WHERE b.user_id = ?
-			 ORDER BY b.message_id DESC LIMIT ?`, user, r.Fetch())
-	} else {
-		rows, err = s.db.QueryContext(ctx,
-			`SELECT m.id, m.author_id, m.body, m.created_at
-			 FROM mailbox b JOIN messages m ON m.id = b.message_id
-			 WHERE b.user_id = ? AND b.message_id < ?
-			 ORDER BY b.message_id DESC LIMIT ?`, user, r.Before, r.Fetch())
-	}
+	msgs, err := read(ctx, r)
 	if err != nil {
-		return timeline.Page{}, fmt.Errorf("push timeline: %w", err)
-	}
-	msgs, err := mysqlx.ScanMessages(rows, r.Fetch())
-	if err != nil {
-		return timeline.Page{}, fmt.Errorf("push timeline: %w", err)
+		return timeline.Page{}, fmt.Errorf("%s timeline: %w", model, err)
 	}
 	return s.codec.MakePage(r, msgs), nil
 }

@@ -76,3 +76,27 @@ type Lagging interface {
 type Degraded interface {
 	DownServers() []string
 }
+
+// PartialMailbox is a store whose mailbox holds only part of what push's
+// would hold (see MailboxShape), with tables of its own that say which
+// part. The benchmark bulk-loads that part and those tables, so that the
+// store starts as its own writes would have left it.
+//
+// Fallback: push's whole mailbox is loaded.
+type PartialMailbox interface {
+	MailboxShape() MailboxShape
+}
+
+// MailboxShape says which of push's mailbox rows a store keeps. The zero
+// value keeps them all.
+type MailboxShape struct {
+	// Cap > 0 keeps each user's newest Cap entries only; the
+	// mailbox_state table (schema.MailboxState) records each user's
+	// floor (the oldest id kept, when entries were left out) and entries.
+	Cap int
+	// PullFrom > 0 leaves out the messages of authors with at least
+	// PullFrom followers; pull_authors lists those authors and
+	// pull_follows (schema.PullAuthors, schema.PullFollows) the follows
+	// of them.
+	PullFrom int
+}

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -44,6 +45,8 @@ const (
 	// FamilyReference keeps everything in process memory: the reference
 	// the others are checked against.
 	FamilyReference Family = "reference"
+	// FamilyHybrid pushes some posts and pulls others.
+	FamilyHybrid Family = "hybrid"
 )
 
 // Servers is a set of servers a model needs.
@@ -90,9 +93,24 @@ type Config struct {
 	// Namespace prefixes memcached keys, so that several stores or runs
 	// can share one memcached without seeing each other's entries.
 	Namespace string
-	// Options are variant settings by name (for the memcache variant:
-	// "policy" and "ttl"); a variant documents its own.
+	// Options are model and variant settings by name (for the memcache
+	// variant: "policy" and "ttl"; for push-capped: "cap"); each model and
+	// variant documents its own and ignores the others'. The benchmark
+	// takes them from --option name=value.
 	Options map[string]string
+}
+
+// IntOption returns option name as an integer, or def when it is not set.
+func (c Config) IntOption(name string, def int) (int, error) {
+	v, ok := c.Options[name]
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("option %s=%q: want an integer", name, v)
+	}
+	return n, nil
 }
 
 // Open opens a store of a model.

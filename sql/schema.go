@@ -31,6 +31,15 @@ type Model string
 const (
 	Push Model = "push"
 	Pull Model = "pull"
+	// PushCapped is push's tables plus mailbox_state, the floor and
+	// size of each user's capped mailbox.
+	PushCapped Model = "push-capped"
+	// PushCompressed is push's tables with the mailbox stored in
+	// compressed pages.
+	PushCompressed Model = "push-compressed"
+	// Hybrid is push's tables plus the authors that are pulled instead
+	// of fanned out (pull_authors, pull_follows).
+	Hybrid Model = "hybrid"
 )
 
 // Files returns the names of the .sql files that make up model's schema, in
@@ -41,8 +50,14 @@ func Files(m Model) ([]string, error) {
 		return []string{"common.sql", "push.sql"}, nil
 	case Pull:
 		return []string{"common.sql", "pull.sql"}, nil
+	case PushCapped:
+		return []string{"common.sql", "push.sql", "push_capped.sql"}, nil
+	case PushCompressed:
+		return []string{"common.sql", "push_compressed.sql"}, nil
+	case Hybrid:
+		return []string{"common.sql", "push.sql", "hybrid.sql"}, nil
 	}
-	return nil, fmt.Errorf("unknown model %q (want %q or %q)", m, Push, Pull)
+	return nil, fmt.Errorf("unknown model %q (want %q, %q, %q, %q or %q)", m, Push, Pull, PushCapped, PushCompressed, Hybrid)
 }
 
 // ErrForeignDatabase means the database holds tables that pushpull did not

@@ -21,6 +21,12 @@ var (
 	Messages = Table{Name: "messages", Columns: []string{"id", "author_id", "body", "created_at"}}
 	// Mailbox is the push model's fan-out: one row per message per reader.
 	Mailbox = Table{Name: "mailbox", Columns: []string{"user_id", "message_id"}}
+	// MailboxState is push-capped's floor and entry count per user.
+	MailboxState = Table{Name: "mailbox_state", Columns: []string{"user_id", "floor_id", "entries"}}
+	// PullAuthors are hybrid's authors whose posts are pulled.
+	PullAuthors = Table{Name: "pull_authors", Columns: []string{"author_id"}}
+	// PullFollows are hybrid's follows of pull authors, by follower.
+	PullFollows = Table{Name: "pull_follows", Columns: []string{"user_id", "author_id"}}
 )
 
 // DataTables returns the tables of m that hold the dataset (not
@@ -28,8 +34,12 @@ var (
 // fills them; nil for an unknown model.
 func DataTables(m Model) []Table {
 	switch m {
-	case Push:
+	case Push, PushCompressed:
 		return []Table{Follows, Messages, Mailbox}
+	case PushCapped:
+		return []Table{Follows, Messages, Mailbox, MailboxState}
+	case Hybrid:
+		return []Table{Follows, Messages, Mailbox, PullAuthors, PullFollows}
 	case Pull:
 		return []Table{Follows, Messages}
 	}

@@ -26,7 +26,7 @@ type benchFlags struct {
 	postExponent, readExponent float64
 	extraDuration, cacheTTL    time.Duration
 	models                     []string
-	set                        []string
+	set, options               []string
 	duration, warmup, slowCap  time.Duration
 	naiveCap                   time.Duration
 	concurrency, followees     int
@@ -76,6 +76,7 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&b.followees, "followees", 0, "if > 0, every user follows exactly this many authors (overrides --avg-followees)")
 	f.StringVar(&b.durability, "durability", results.Durable, "durable (innodb_flush_log_at_trx_commit=1, as MySQL ships) or relaxed (=2)")
 	f.Float64Var(&b.readRatio, "read-ratio", 0, "if > 0, add a mixed phase with this share of newest-page reads (e.g. 0.9)")
+	f.StringArrayVar(&b.options, "option", nil, "model option, name=value (repeatable), given to every model measured; each reads its own and ignores the rest, e.g. --option cap=400 (a mailbox cap), --option threshold=500 (a follower threshold); the README lists them")
 	f.StringArrayVar(&b.set, "set", nil, "mariadbd option for the sandbox, key=value (repeatable), e.g. --set innodb_buffer_pool_size=8G")
 	f.StringVar(&b.mixSpec, "mix", "", "add a phase of production traffic per model in these proportions, e.g. "+loadgen.DefaultMixSpec+
 		" (\"default\"); one more phase per model, as long as its others: about +1 min for the default models")
@@ -161,6 +162,14 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	if b.dsn != "" && len(settings) > 0 {
 		return usagef("--set configures the sandbox; it cannot be used with --dsn")
 	}
+	options := map[string]string{}
+	for _, kv := range b.options {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return usagef("--option %q: want name=value, e.g. cap=400", kv)
+		}
+		options[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
 	if b.extraDuration < 0 || b.cacheTTL <= 0 || b.cacheTTL > 30*24*time.Hour {
 		return usagef("--extra-duration must not be negative, and --cache-ttl must be between 1ms and 720h")
 	}
@@ -211,7 +220,7 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 		DSN: b.dsn, Force: b.force, Models: modelList, Spec: spec, Scale: b.scale,
 		Duration: b.duration, ExtraDuration: b.extraDuration, Ops: b.ops, Warmup: b.warmup, SlowCap: b.slowCap, Concurrency: b.concurrency,
 		Memcache: servers, CacheTTL: b.cacheTTL,
-		ReadRatio: b.readRatio, Durability: b.durability, Settings: settings,
+		ReadRatio: b.readRatio, Durability: b.durability, Settings: settings, Options: options,
 		Mix: mix, Rate: b.rate, Arrivals: arr, MaxInFlight: b.maxInFlight,
 		FindRate: b.findRate, SLO: b.slo, StepDuration: b.step, SearchSteps: b.searchSteps,
 	}

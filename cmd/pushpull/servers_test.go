@@ -23,7 +23,7 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{
 		fmt.Sprintf("Agreement: all %d models returned identical timelines for all 6 users", len(registry.Models())),
-		"memory  push  push-async  pull-sp  pull-client  pull-naive  pull-union  pull-merge  pull-recent  pull-active",
+		"memory  push  push-async  push-capped  push-compressed  pull-sp  pull-client  pull-naive  pull-union  pull-merge  pull-recent  pull-active  hybrid",
 		"Café crème at the corner bistro, très bien ☕🥐",
 		`Shopping list:\n- oat milk`,
 		"next: (end)",

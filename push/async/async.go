@@ -148,7 +148,7 @@ func Open(ctx context.Context, cfg push.Config, opts Options) (*Store, error) {
 // Post implements timeline.Store: the message and its fan-out job commit
 // together; the mailboxes are written later by a worker.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
-	msg, err := s.PostWith(ctx, ModelName, author, body, func(tx *sql.Tx, msg timeline.Message) error {
+	msg, err := s.Writes(ModelName).Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
 		_, err := tx.ExecContext(ctx,
 			`INSERT INTO fanout_jobs (message_id, author_id, posted_at) VALUES (?, ?, ?)`,
 			msg.ID, author, msg.CreatedAt)

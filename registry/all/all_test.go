@@ -50,20 +50,50 @@ func persistent() []registry.Model {
 
 var seedFlag = flag.Uint64("seed", 0, "seed for TestEquivalence (0: time-based)")
 
-// openAll opens every model, each SQL one in a fresh database of its own,
-// so that each receives the whole stream of writes.
-func openAll(t *testing.T) []timeline.Store {
+// smallSettings are models opened a second time by TestEquivalence, with
+// options under which their designs act on its small stream: mailboxes
+// pass their cap, authors cross the follower threshold.
+var smallSettings = []struct {
+	model   string
+	options map[string]string
+}{
+	{"push-capped", map[string]string{"cap": "4", "slack": "2"}},
+	{"hybrid", map[string]string{"threshold": "3"}},
+}
+
+// openAll opens every model, and those of smallSettings again, each SQL
+// one in a fresh database of its own, so that each receives the whole
+// stream of writes. It returns the stores and their names.
+func openAll(t *testing.T) ([]timeline.Store, []string) {
 	t.Helper()
 	var out []timeline.Store
-	for _, m := range registry.Models() {
-		s, err := m.Open(context.Background(), config(t, m, testserver.Database(t)))
+	var names []string
+	open := func(m registry.Model, options map[string]string) {
+		cfg := config(t, m, testserver.Database(t))
+		cfg.Options = options
+		s, err := m.Open(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("open %s: %v", m.Name, err)
 		}
 		t.Cleanup(func() { s.Close() })
 		out = append(out, s)
+		name := m.Name
+		if options != nil {
+			name = fmt.Sprintf("%s %v", m.Name, options)
+		}
+		names = append(names, name)
 	}
-	return out
+	for _, m := range registry.Models() {
+		open(m, nil)
+	}
+	for _, small := range smallSettings {
+		m, err := registry.Lookup(small.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open(m, small.options)
+	}
+	return out, names
 }
 
 // TestEquivalence applies one random stream of posts, follows and unfollows
@@ -84,8 +114,7 @@ func TestEquivalence(t *testing.T) {
 	}()
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	const users, ops = 200, 5000
-	ss := openAll(t)
-	names := registry.Names(registry.Models())
+	ss, names := openAll(t)
 	ctx := context.Background()
 
 	// canon maps each store's message ids to the post's index in the

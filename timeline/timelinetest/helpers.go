@@ -178,3 +178,25 @@ func wantIDs(t testing.TB, what string, got []timeline.Message, want []timeline.
 		t.Fatalf("%s: got ids %v, want %v", what, g, want)
 	}
 }
+
+// SameTimelines walks each user's timeline in got and in want, at each
+// page length, and fails t at the first user whose messages differ. ids
+// maps got's message ids to want's (stores number messages apart); nil
+// compares ids as they are. Walk checks each page against its limit, so
+// equal walks also mean equal page boundaries.
+func SameTimelines(t testing.TB, got, want timeline.Store, users []timeline.UserID, limits []int, ids map[timeline.MessageID]timeline.MessageID) {
+	t.Helper()
+	for _, u := range users {
+		for _, limit := range limits {
+			g := WalkIDs(t, got, u, limit)
+			if ids != nil {
+				for i, id := range g {
+					g[i] = ids[id]
+				}
+			}
+			if w := WalkIDs(t, want, u, limit); !slices.Equal(g, w) {
+				t.Fatalf("user %d, limit %d: got %d messages %v\nwant %d %v", u, limit, len(g), g, len(w), w)
+			}
+		}
+	}
+}

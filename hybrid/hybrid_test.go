@@ -1,0 +1,142 @@
+package hybrid_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/pushpull/pushpull/hybrid"
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/timelinetest"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{}) }
+
+func open(t testing.TB, threshold int) *hybrid.Store {
+	t.Helper()
+	s, err := hybrid.Open(context.Background(), hybrid.Config{
+		Config:    push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)},
+		Threshold: threshold,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestConformance runs the suite at the default threshold, where every
+// post is fanned out, and at a threshold of 1, where none is.
+func TestConformance(t *testing.T) {
+	timelinetest.RunConfigs(t, []timelinetest.Config{
+		{Name: "threshold 1000", Open: func(t *testing.T) timeline.Store { return open(t, 0) }},
+		{Name: "threshold 1", Open: func(t *testing.T) timeline.Store { return open(t, 1) }},
+	})
+}
+
+func TestBadConfig(t *testing.T) {
+	_, err := hybrid.Open(context.Background(), hybrid.Config{
+		Config:    push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)},
+		Threshold: -3,
+	})
+	if err == nil {
+		t.Fatal("threshold -3: opened")
+	}
+}
+
+// TestThresholdCrossing takes one author over the threshold and back
+// under it, with follows and unfollows on the way, and requires every
+// timeline to equal the in-memory store's at each step, posts to be
+// fanned out exactly while the author is under the threshold, and a
+// follow of a pulled author to backfill nothing.
+func TestThresholdCrossing(t *testing.T) {
+	const threshold, users = 3, 7
+	s := open(t, threshold)
+	mem := timeline.NewMemory()
+	ctx := context.Background()
+	ids := map[timeline.MessageID]timeline.MessageID{}
+	var all []timeline.UserID
+	for u := range users {
+		all = append(all, timeline.UserID(u+1))
+	}
+	check := func(step string) {
+		t.Helper()
+		t.Logf("%s", step)
+		timelinetest.SameTimelines(t, s, mem, all, []int{1, 2, 3, 10}, ids)
+	}
+	both := func(f func(timeline.Store) error) {
+		t.Helper()
+		for _, st := range []timeline.Store{s, mem} {
+			if err := f(st); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	follow := func(a, b timeline.UserID) { both(func(st timeline.Store) error { return st.Follow(ctx, a, b) }) }
+	unfollow := func(a, b timeline.UserID) { both(func(st timeline.Store) error { return st.Unfollow(ctx, a, b) }) }
+	seq := 0
+	// post posts n messages by author and returns how many mailbox rows
+	// they wrote.
+	post := func(author timeline.UserID, n int) int {
+		t.Helper()
+		var before, after int
+		if err := s.DB().QueryRow(`SELECT COUNT(*) FROM mailbox`).Scan(&before); err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			seq++
+			body := fmt.Sprintf("%d: %d", author, seq)
+			ids[timelinetest.Post(t, s, author, body).ID] = timelinetest.Post(t, mem, author, body).ID
+		}
+		if err := s.DB().QueryRow(`SELECT COUNT(*) FROM mailbox`).Scan(&after); err != nil {
+			t.Fatal(err)
+		}
+		return after - before
+	}
+	mailboxOf := func(u timeline.UserID) (n int) {
+		if err := s.DB().QueryRow(`SELECT COUNT(*) FROM mailbox WHERE user_id = ?`, u).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	follow(2, 1)
+	follow(3, 1)
+	follow(2, 5) // an ordinary author, to interleave with
+	post(5, 3)
+	if got := post(1, 4); got != 4*2 {
+		t.Fatalf("under the threshold: 4 posts to 2 followers wrote %d mailbox rows", got)
+	}
+	check("two followers: pushed")
+
+	follow(4, 1) // 3 followers: at the threshold
+	if got := post(1, 4); got != 0 {
+		t.Fatalf("at the threshold: 4 posts wrote %d mailbox rows", got)
+	}
+	post(5, 2)
+	check("three followers: pulled")
+
+	follow(6, 1) // a pulled author: no backfill
+	if n := mailboxOf(6); n != 0 {
+		t.Fatalf("following a pulled author backfilled %d rows", n)
+	}
+	post(1, 2)
+	follow(6, 5) // an ordinary author: backfilled
+	check("a fourth follower")
+
+	unfollow(3, 1)
+	unfollow(6, 1) // 2 followers: under the threshold again
+	if got := post(1, 5); got != 5*2 {
+		t.Fatalf("back under the threshold: 5 posts to 2 followers wrote %d mailbox rows", got)
+	}
+	follow(7, 1) // 1 stays listed: 7 pulls all of its posts, pushed or not
+	post(5, 1)
+	check("back under: pushed and pulled posts merged")
+
+	post(1, 2)
+	unfollow(2, 1)
+	follow(3, 1)
+	check("over and under again")
+}
