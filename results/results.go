@@ -98,7 +98,7 @@ type Dataset struct {
 	// results that predate them.
 	PostAudience  float64 `json:"post_audience,omitempty"`
 	ReadFollowees float64 `json:"read_followees,omitempty"`
-	Scale          float64            `json:"scale"`
+	Scale         float64 `json:"scale"`
 }
 
 // HasDegrees reports whether the dataset records its degree percentiles
