@@ -150,7 +150,7 @@ func writeSweepPNG(path string, s *Sweep, metric sweepMetric) error {
 	}
 
 	px := func(n int) vg.Length { return vg.Length(n) * vg.Inch / vgimg.DefaultDPI }
-	width := max(PNGWidth/2, len(plots)*PNGWidth/3)
+	width := max(PNGWidth*2/3, len(plots)*PNGWidth/3)
 	img := vgimg.NewWith(vgimg.UseWH(px(width), px(PNGHeight)), vgimg.UseDPI(vgimg.DefaultDPI),
 		vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
@@ -158,7 +158,7 @@ func writeSweepPNG(path string, s *Sweep, metric sweepMetric) error {
 		Color: color.Black, Font: font.From(plot.DefaultFont, 14),
 		XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.DefaultTextHandler,
 	}
-	const titleHeight = 28
+	const titleHeight = 48 // two lines
 	dc.FillText(titleStyle, vg.Point{X: (dc.Min.X + dc.Max.X) / 2, Y: dc.Max.Y - 6}, sweepTitle(s, metric))
 	body := draw.Crop(dc, 0, 0, 0, -titleHeight)
 	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: 20, PadTop: 4, PadBottom: 8, PadLeft: 8, PadRight: 12}
@@ -214,7 +214,7 @@ func sweepTitle(s *Sweep, m sweepMetric) string {
 		}
 	}
 	if len(common) > 0 {
-		t += " (" + strings.Join(common, ", ") + ")"
+		t += "\n" + strings.Join(common, ", ")
 	}
 	if s.Failed() {
 		t += " (A RUN FAILED)"
