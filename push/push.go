@@ -34,6 +34,10 @@ type Config struct {
 	MaxConns int
 	// Force applies the schema even to a database holding other tables.
 	Force bool
+	// FanoutChunk is, for VitessStore, how many followers one statement
+	// of a post's fan-out writes at most (1 to 10,000, vtgate's row
+	// limit); 0 means DefaultFanoutChunk. Store ignores it.
+	FanoutChunk int
 }
 
 // Store is the push model. It implements timeline.Store.

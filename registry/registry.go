@@ -55,6 +55,9 @@ const (
 	MariaDB Servers = 1 << iota
 	// Memcached: Config.Memcache must name servers.
 	Memcached
+	// Vitess: the store keeps its tables in a keyspace sharded by user
+	// behind the vtgate Config.Vtgate names (models named ...@vitess).
+	Vitess
 )
 
 // String lists the servers, e.g. "MariaDB and memcached".
@@ -65,6 +68,9 @@ func (s Servers) String() string {
 	}
 	if s&Memcached != 0 {
 		names = append(names, "memcached")
+	}
+	if s&Vitess != 0 {
+		names = append(names, "Vitess")
 	}
 	if len(names) == 0 {
 		return "no server"
@@ -78,7 +84,10 @@ type Config struct {
 	// DSN is a go-sql-driver DSN of the server; its database name is
 	// ignored.
 	DSN string
-	// Database overrides the model's Database.
+	// Vtgate is a go-sql-driver DSN of a vtgate, for the models that need
+	// Vitess; its keyspace is ignored.
+	Vtgate string
+	// Database overrides the model's Database (on Vitess, a keyspace).
 	Database string
 	// MaxConns caps the connection pool; 0 means the store's default.
 	MaxConns int
@@ -101,7 +110,8 @@ type Open func(ctx context.Context, cfg Config) (timeline.Store, error)
 // Model describes one model.
 type Model struct {
 	// Name is how users and the benchmark name the model: lower case
-	// letters, digits and '-' (a variant adds "+" and its name).
+	// letters, digits and '-', and "@vitess" for a model on Vitess (a
+	// variant adds "+" and its name).
 	Name   string
 	Family Family
 	// Schema is the data model of its database (push or pull tables);
@@ -305,8 +315,10 @@ func check(m Model) error {
 		return fmt.Errorf("model %s: no Family", m.Name)
 	case m.Summary == "":
 		return fmt.Errorf("model %s: no Summary", m.Name)
-	case m.Needs&MariaDB != 0 && (m.Database == "" || m.Schema == ""):
-		return fmt.Errorf("model %s: needs MariaDB but names no Database and Schema", m.Name)
+	case m.Needs&(MariaDB|Vitess) != 0 && (m.Database == "" || m.Schema == ""):
+		return fmt.Errorf("model %s: needs a database but names no Database and Schema", m.Name)
+	case m.Needs&MariaDB != 0 && m.Needs&Vitess != 0:
+		return fmt.Errorf("model %s: needs both MariaDB and Vitess", m.Name)
 	}
 	return nil
 }
@@ -443,12 +455,18 @@ func (m Model) CheckConfig(cfg Config) error {
 	if m.Needs&MariaDB != 0 && cfg.DSN == "" {
 		return fmt.Errorf("model %s: %w: it needs a MariaDB or MySQL server (Config.DSN, --dsn)", m.Name, ErrMissingServer)
 	}
+	if m.Needs&Vitess != 0 && cfg.Vtgate == "" {
+		return fmt.Errorf("model %s: %w: it needs a vtgate (Config.Vtgate, --vtgate)", m.Name, ErrMissingServer)
+	}
 	return nil
 }
 
 // Persistent reports whether the model keeps its data on a server, so that
 // a command that exits and a later one see the same timelines.
-func (m Model) Persistent() bool { return m.Needs&MariaDB != 0 }
+func (m Model) Persistent() bool { return m.Needs&(MariaDB|Vitess) != 0 }
+
+// OnVitess reports whether the model keeps its data on Vitess.
+func (m Model) OnVitess() bool { return m.Needs&Vitess != 0 }
 
 // Unregister removes a base model; tests that register a throwaway model
 // call it in their cleanup.

@@ -21,6 +21,12 @@ var (
 	Messages = Table{Name: "messages", Columns: []string{"id", "author_id", "body", "created_at"}}
 	// Mailbox is the push model's fan-out: one row per message per reader.
 	Mailbox = Table{Name: "mailbox", Columns: []string{"user_id", "message_id"}}
+	// Followers is the follow graph by followee, on Vitess, where the
+	// push model's fan-out reads it from the author's shard.
+	Followers = Table{Name: "followers", Columns: []string{"followee_id", "follower_id"}}
+	// VitessMailbox is the push model's mailbox on Vitess, which names
+	// each message's author (see vitess.sql).
+	VitessMailbox = Table{Name: "mailbox", Columns: []string{"user_id", "message_id", "author_id"}}
 )
 
 // DataTables returns the tables of m that hold the dataset (not
@@ -30,8 +36,10 @@ func DataTables(m Model) []Table {
 	switch m {
 	case Push:
 		return []Table{Follows, Messages, Mailbox}
-	case Pull:
+	case Pull, PullVitess:
 		return []Table{Follows, Messages}
+	case PushVitess:
+		return []Table{Follows, Followers, Messages, VitessMailbox}
 	}
 	return nil
 }
