@@ -157,7 +157,7 @@ type Sandbox struct {
 	mu        sync.Mutex
 	extraDirs []string  // directories outside Dir that Stop removes
 	procs     []*server // every process ever spawned, restarts included
-	stopped bool
+	stopped   bool
 }
 
 type server struct {
