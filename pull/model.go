@@ -6,6 +6,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/pull/recent"
+	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -66,6 +67,39 @@ func init() {
 			Open:     openStrategy(m.strategy),
 			Bench:    m.bench,
 			Offers:   m.offers,
+		})
+	}
+	for _, m := range []struct {
+		read    sqlread.VitessStrategy
+		summary string
+	}{
+		{sqlread.Client{}, "pull-client on Vitess: a query per followee, each routed to the followee's shard"},
+		{sqlread.VitessUnion{}, "pull-union on Vitess: newest id per followee in one GROUP BY over their shards, then a UNION ALL of per-author branches, each on its author's shard"},
+		{sqlread.VitessMerge{}, "pull-merge on Vitess: newest id per followee, then one ORDER BY ... LIMIT over the top authors' shards above the floor, merged by vtgate"},
+	} {
+		registry.Register(registry.Model{
+			Name:     VitessModelName(Strategy(m.read.Name())),
+			Family:   registry.FamilyPull,
+			Schema:   schema.PullVitess,
+			Database: DefaultDatabase,
+			Needs:    registry.Vitess,
+			Summary:  m.summary,
+			Open:     openVitess(m.read),
+			Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2, OlderSample: 100},
+		})
+	}
+}
+
+// VitessModelName is the registry name of the pull model on Vitess
+// reading with strategy: "pull-client@vitess", ...
+func VitessModelName(strategy Strategy) string { return ModelName(strategy) + "@vitess" }
+
+// openVitess opens a pull store on Vitess reading with read.
+func openVitess(read sqlread.VitessStrategy) registry.Open {
+	return func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
+		return Open(ctx, Config{
+			DSN: cfg.Vtgate, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force,
+			Read: read, Vitess: true,
 		})
 	}
 }

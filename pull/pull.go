@@ -91,8 +91,16 @@ type Config struct {
 	// one database must share it.
 	Namespace string
 
-	// Read is the read strategy with its settings; nil means sqlread.SP{}.
+	// Read is the read strategy with its settings; nil means sqlread.SP{}
+	// (sqlread.Client{} on Vitess).
 	Read ReadStrategy
+
+	// Vitess: DSN is a vtgate and Database a keyspace sharded by user
+	// with schema.VitessVSchema (schema.PullVitess). Read must then be a
+	// sqlread.VitessStrategy: stored procedures cannot run on a sharded
+	// keyspace, and the strategies of package recent read through
+	// statements vtgate does not plan.
+	Vitess bool
 }
 
 // Store is the pull model. It implements timeline.Store.
@@ -117,8 +125,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Database == "" {
 		cfg.Database = DefaultDatabase
 	}
+	model := schema.Pull
 	if cfg.Read == nil {
 		cfg.Read = sqlread.SP{}
+		if cfg.Vitess {
+			cfg.Read = sqlread.Client{}
+		}
+	}
+	if cfg.Vitess {
+		if _, ok := cfg.Read.(sqlread.VitessStrategy); !ok {
+			return nil, fmt.Errorf("open pull store: strategy %q does not run on Vitess (want a sqlread.VitessStrategy)", cfg.Read.Name())
+		}
+		model = schema.PullVitess
 	}
 	s := &Store{now: time.Now, strategy: Strategy(cfg.Read.Name())}
 	var need WriteHooks // what this store's reads need
@@ -138,12 +156,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := mckey.CheckNamespace(cfg.Namespace); err != nil {
 		return nil, fmt.Errorf("open pull store: %w", err)
 	}
-	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns})
+	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Vitess: cfg.Vitess})
 	if err != nil {
 		return nil, fmt.Errorf("open pull store: %w", err)
 	}
 	s.db = db
-	if err := s.open(ctx, cfg, need); err != nil {
+	if err := s.open(ctx, cfg, model, need); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open pull store: %w", err)
 	}
@@ -151,8 +169,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 // open is Open once the database is connected.
-func (s *Store) open(ctx context.Context, cfg Config, need WriteHooks) error {
-	if err := schema.Apply(ctx, s.db, schema.Pull, schema.Options{Force: cfg.Force}); err != nil {
+func (s *Store) open(ctx context.Context, cfg Config, model schema.Model, need WriteHooks) error {
+	if err := schema.Apply(ctx, s.db, model, schema.Options{Force: cfg.Force}); err != nil {
 		return err
 	}
 	var err error

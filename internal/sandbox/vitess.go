@@ -83,8 +83,17 @@ func (sb *Sandbox) startVitess(ctx context.Context, shards int, keyspaces []stri
 	if err := schema.WriteVitessSchemaDir(schemaDir, keyspaces); err != nil {
 		return fmt.Errorf("start vitess: %w", err)
 	}
-	cnf := filepath.Join(dir, "loopback.cnf")
-	if err := os.WriteFile(cnf, []byte("[mysqld]\nbind-address = 127.0.0.1\n"), 0o644); err != nil {
+	// mysqld listens on loopback only. vttablet asks for utf8mb4 by a
+	// MySQL 8 collation id that MariaDB does not know, which leaves a
+	// connection in the server's default character set: make that
+	// utf8mb4 and hold every client to it, or 4-byte characters fail.
+	cnf := filepath.Join(dir, "mariadb.cnf")
+	if err := os.WriteFile(cnf, []byte(`[mysqld]
+bind-address = 127.0.0.1
+character-set-server = utf8mb4
+collation-server = utf8mb4_bin
+skip-character-set-client-handshake
+`), 0o644); err != nil {
 		return fmt.Errorf("start vitess: %w", err)
 	}
 	if cred != nil {

@@ -157,7 +157,12 @@ func Database(t testing.TB) string {
 // Admin returns a connection pool to the server with no database selected.
 func Admin(t testing.TB) *sql.DB {
 	t.Helper()
-	cfg, err := mysqlx.Config(DSN(t))
+	return adminAt(t, DSN(t))
+}
+
+func adminAt(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	cfg, err := mysqlx.Config(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +177,14 @@ func Admin(t testing.TB) *sql.DB {
 // CountRows returns the number of rows of each table in database.
 func CountRows(t testing.TB, database string, tables ...string) map[string]int64 {
 	t.Helper()
-	db := Admin(t)
+	return CountRowsAt(t, DSN(t), database, tables...)
+}
+
+// CountRowsAt is CountRows on the server at dsn (a vtgate, say: database
+// is then a keyspace, and each count is summed over its shards).
+func CountRowsAt(t testing.TB, dsn, database string, tables ...string) map[string]int64 {
+	t.Helper()
+	db := adminAt(t, dsn)
 	defer db.Close()
 	out := make(map[string]int64)
 	for _, table := range tables {
