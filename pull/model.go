@@ -3,8 +3,10 @@ package pull
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/internal/vtstats"
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/registry"
@@ -81,7 +83,7 @@ func init() {
 			Name:     VitessModelName(Strategy(m.read.Name())),
 			Family:   registry.FamilyPull,
 			Schema:   schema.PullVitess,
-			Database: DefaultDatabase,
+			Database: DefaultVitessDatabase,
 			Needs:    registry.Vitess,
 			Summary:  m.summary,
 			Open:     openVitess(m.read),
@@ -99,7 +101,7 @@ func openVitess(read sqlread.VitessStrategy) registry.Open {
 	return func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 		return Open(ctx, Config{
 			DSN: cfg.Vtgate, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force,
-			Read: read, Vitess: true,
+			Read: read, Vitess: true, VtgateStatus: cfg.VtgateStatus,
 		})
 	}
 }
@@ -146,6 +148,11 @@ func (s *Store) Counters() map[string]int64 {
 	}
 	if s.Hooks()&HookHints != 0 {
 		c[results.CounterHints] = st.Hints
+	}
+	if s.status != "" {
+		if calls, err := vtstats.Calls(context.Background(), s.status, s.keyspace, schema.SequenceKeyspace); err == nil {
+			maps.Copy(c, calls)
+		}
 	}
 	return c
 }

@@ -33,6 +33,10 @@ import (
 // DefaultDatabase is the database the pull model uses unless told otherwise.
 const DefaultDatabase = "pushpull_pull"
 
+// DefaultVitessDatabase is the keyspace the pull model uses on Vitess
+// unless told otherwise.
+const DefaultVitessDatabase = "pushpull_pull_vitess"
+
 // Strategy names a read strategy: the Name of a ReadStrategy.
 type Strategy string
 
@@ -101,6 +105,9 @@ type Config struct {
 	// keyspace, and the strategies of package recent read through
 	// statements vtgate does not plan.
 	Vitess bool
+	// VtgateStatus is, on Vitess, the host:port of vtgate's status pages,
+	// where Counters reads the tablet calls; "" for none.
+	VtgateStatus string
 }
 
 // Store is the pull model. It implements timeline.Store.
@@ -112,6 +119,8 @@ type Store struct {
 	reader   sqlread.Reader
 	pages    sqlread.PageCount
 	hooks    *recent.State // nil unless the store runs write hooks
+	keyspace string        // on Vitess with VtgateStatus: the keyspace
+	status   string        // and vtgate's status pages, for Counters
 }
 
 var _ timeline.Store = (*Store)(nil)
@@ -124,6 +133,9 @@ var _ timeline.Store = (*Store)(nil)
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Database == "" {
 		cfg.Database = DefaultDatabase
+		if cfg.Vitess {
+			cfg.Database = DefaultVitessDatabase
+		}
 	}
 	model := schema.Pull
 	if cfg.Read == nil {
@@ -139,6 +151,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		model = schema.PullVitess
 	}
 	s := &Store{now: time.Now, strategy: Strategy(cfg.Read.Name())}
+	if cfg.Vitess {
+		s.keyspace, s.status = cfg.Database, cfg.VtgateStatus
+	}
 	var need WriteHooks // what this store's reads need
 	switch read := cfg.Read.(type) {
 	case sqlread.Strategy:

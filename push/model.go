@@ -30,11 +30,11 @@ func init() {
 		Name:     VitessModelName,
 		Family:   registry.FamilyPush,
 		Schema:   schema.PushVitess,
-		Database: DefaultDatabase,
+		Database: DefaultVitessDatabase,
 		Needs:    registry.Vitess,
 		Summary:  "fan-out on write on Vitess, sharded by user: the fan-out is a cross-shard INSERT ... SELECT in chunks of followers; a page is one mailbox shard, then its authors' shards",
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-			return OpenVitess(ctx, Config{DSN: cfg.Vtgate, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force})
+			return OpenVitess(ctx, Config{DSN: cfg.Vtgate, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force, VtgateStatus: cfg.VtgateStatus})
 		},
 		Bench: registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})

@@ -22,6 +22,10 @@ import (
 // DefaultDatabase is the database the push model uses unless told otherwise.
 const DefaultDatabase = "pushpull_push"
 
+// DefaultVitessDatabase is the keyspace VitessStore uses unless told
+// otherwise.
+const DefaultVitessDatabase = "pushpull_push_vitess"
+
 // Config says where the store lives.
 type Config struct {
 	// DSN is a go-sql-driver DSN of the server, e.g.
@@ -38,6 +42,9 @@ type Config struct {
 	// of a post's fan-out writes at most (1 to 10,000, vtgate's row
 	// limit); 0 means DefaultFanoutChunk. Store ignores it.
 	FanoutChunk int
+	// VtgateStatus is, for VitessStore, the host:port of vtgate's status
+	// pages, where Counters reads the tablet calls; "" for none.
+	VtgateStatus string
 }
 
 // Store is the push model. It implements timeline.Store.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/internal/vtstats"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -40,20 +41,22 @@ const DefaultFanoutChunk = 5000
 // Each call is one vtgate transaction. vtgate commits a transaction that
 // wrote to several shards shard by shard, without two-phase commit.
 type VitessStore struct {
-	db    *sql.DB
-	codec *timeline.CursorCodec
-	now   func() time.Time
-	chunk int
+	db       *sql.DB
+	codec    *timeline.CursorCodec
+	now      func() time.Time
+	chunk    int
+	keyspace string
+	status   string // vtgate's status pages, for Counters
 }
 
 var _ timeline.Store = (*VitessStore)(nil)
 
 // OpenVitess connects to the vtgate at cfg.DSN, whose keyspace
-// cfg.Database (DefaultDatabase if "") must exist with schema's VitessVSchema,
+// cfg.Database (DefaultVitessDatabase if "") must exist with schema's VitessVSchema,
 // creates the tables through vtgate if needed, and returns the store.
 func OpenVitess(ctx context.Context, cfg Config) (*VitessStore, error) {
 	if cfg.Database == "" {
-		cfg.Database = DefaultDatabase
+		cfg.Database = DefaultVitessDatabase
 	}
 	chunk := cfg.FanoutChunk
 	if chunk == 0 {
@@ -75,7 +78,21 @@ func OpenVitess(ctx context.Context, cfg Config) (*VitessStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("open push@vitess store: %w", err)
 	}
-	return &VitessStore{db: db, codec: codec, now: time.Now, chunk: chunk}, nil
+	return &VitessStore{db: db, codec: codec, now: time.Now, chunk: chunk, keyspace: cfg.Database, status: cfg.VtgateStatus}, nil
+}
+
+// Counters implements registry.Counting: the calls vtgate has made to the
+// tablets of the store's keyspace and of the message sequence's (see
+// package vtstats), or nothing without Config.VtgateStatus.
+func (s *VitessStore) Counters() map[string]int64 {
+	if s.status == "" {
+		return nil
+	}
+	c, err := vtstats.Calls(context.Background(), s.status, s.keyspace, schema.SequenceKeyspace)
+	if err != nil {
+		return nil
+	}
+	return c
 }
 
 // DB returns the store's connection pool to vtgate.

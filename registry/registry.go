@@ -87,6 +87,10 @@ type Config struct {
 	// Vtgate is a go-sql-driver DSN of a vtgate, for the models that need
 	// Vitess; its keyspace is ignored.
 	Vtgate string
+	// VtgateStatus is the host:port of that vtgate's status pages, where
+	// a model on Vitess reads the tablet calls it counts (registry
+	// Counting); "" for none.
+	VtgateStatus string
 	// Database overrides the model's Database (on Vitess, a keyspace).
 	Database string
 	// MaxConns caps the connection pool; 0 means the store's default.

@@ -23,9 +23,10 @@ import (
 )
 
 // DefaultKeyspaces are the sharded keyspaces a Vitess sandbox makes unless
-// told otherwise: the push and pull models' default databases, so that a
-// model opened with its default database finds its keyspace.
-var DefaultKeyspaces = []string{"pushpull_push", "pushpull_pull"}
+// told otherwise: the default databases of the push and pull models on
+// Vitess, so that a model opened with its default database finds its
+// keyspace.
+var DefaultKeyspaces = []string{"pushpull_push_vitess", "pushpull_pull_vitess"}
 
 // startVitess starts vttestserver (built by vitess.Install) with keyspaces
 // of shards shards each and schema.SequenceKeyspace, unsharded, and waits
