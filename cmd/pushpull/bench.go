@@ -42,6 +42,8 @@ func newBenchCmd() *cobra.Command {
 		rate                        float64
 		maxInFlight, searchSteps    int
 		findRate, showCost          bool
+		withVitess                  bool
+		shards                      int
 		slo, step                   time.Duration
 	)
 	cmd := &cobra.Command{
@@ -65,6 +67,15 @@ func newBenchCmd() *cobra.Command {
 			}
 			if err := checkDatabaseDSN(dsn); err != nil {
 				return err
+			}
+			if withVitess && dsn != "" {
+				return usagef("--vitess starts its own cluster beside a sandboxed MariaDB: leave out --dsn")
+			}
+			if shards < 1 || shards > 256 {
+				return usagef("--shards %d: want 1 to 256", shards)
+			}
+			if cmd.Flags().Changed("shards") && !withVitess {
+				return usagef("--shards goes with --vitess")
 			}
 			spec, err := benchSpec(cmd.Flags(), graph, selfFollows)
 			if err != nil {
@@ -177,6 +188,7 @@ func newBenchCmd() *cobra.Command {
 				ReadRatio: readRatio, Durability: durability, Settings: settings,
 				Mix: mix, Rate: rate, Arrivals: arr, MaxInFlight: maxInFlight,
 				FindRate: findRate, SLO: slo, StepDuration: step, SearchSteps: searchSteps,
+				Vitess: withVitess, Shards: shards,
 				Command: commandLine(cmd), Progress: stderr,
 			})
 			if err != nil {
@@ -248,6 +260,8 @@ func newBenchCmd() *cobra.Command {
 	f.StringVar(&durability, "durability", results.Durable, "durable (innodb_flush_log_at_trx_commit=1, as MySQL ships) or relaxed (=2)")
 	f.Float64Var(&readRatio, "read-ratio", 0, "if > 0, add a mixed phase with this share of newest-page reads (e.g. 0.9)")
 	f.StringArrayVar(&set, "set", nil, "mariadbd option for the sandbox, key=value (repeatable), e.g. --set innodb_buffer_pool_size=8G")
+	f.BoolVar(&withVitess, "vitess", false, "also start a Vitess cluster and measure the models on Vitess (default --models then: each model on Vitess after the same model on MariaDB: "+strings.Join(loadgen.VitessBenchModels(), ",")+")")
+	f.IntVar(&shards, "shards", 2, "with --vitess, shards per keyspace")
 	f.StringVar(&out, "out", "results/runs", "directory under which the run's result directory is made")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON on stdout instead of the table (progress stays on stderr)")
 	f.BoolVar(&showCost, "cost", false, "also print the cost per operation of every phase (always saved in result.json)")
@@ -469,7 +483,7 @@ func slowModels() []registry.Model {
 func benchDatabases() []string {
 	var out []string
 	for _, m := range registry.Models() {
-		if m.Persistent() && !slices.Contains(out, m.Database) {
+		if m.Persistent() && !m.OnVitess() && !slices.Contains(out, m.Database) {
 			out = append(out, m.Database)
 		}
 	}

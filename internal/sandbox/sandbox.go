@@ -66,6 +66,12 @@ type Options struct {
 	// Keyspaces are the sharded keyspaces to make; nil means
 	// DefaultKeyspaces.
 	Keyspaces []string
+	// VitessSettings are options of the Vitess cluster's mysqld, over
+	// Vitess's own for tests (a 32 MB buffer pool, commits not flushed,
+	// no doublewrite): the benchmark gives it the MariaDB sandbox's, so
+	// that the two servers differ only in what Vitess needs (its binary
+	// log).
+	VitessSettings map[string]string
 }
 
 // DefaultSettings are the mariadbd options used for the benchmark: a buffer
@@ -219,7 +225,7 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 		sb.MemcacheAddr = sb.MemcacheAddrs[0]
 	}
 	if opts.Vitess {
-		if err := sb.startVitess(ctx, opts.Shards, opts.Keyspaces); err != nil {
+		if err := sb.startVitess(ctx, opts.Shards, opts.Keyspaces, opts.VitessSettings); err != nil {
 			return nil, err
 		}
 	}

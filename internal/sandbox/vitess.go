@@ -6,11 +6,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,7 +42,7 @@ var DefaultKeyspaces = []string{"pushpull_push_vitess", "pushpull_pull_vitess"}
 // random free base: vtcombo's status pages, its gRPC, mysqld, and vtgate's
 // MySQL protocol. vttestserver and what it starts (vtcombo, mysqlctl,
 // mysqld_safe, mysqld) form one process group, which Stop kills.
-func (sb *Sandbox) startVitess(ctx context.Context, shards int, keyspaces []string) error {
+func (sb *Sandbox) startVitess(ctx context.Context, shards int, keyspaces []string, settings map[string]string) error {
 	if shards == 0 {
 		shards = 2
 	}
@@ -88,13 +90,18 @@ func (sb *Sandbox) startVitess(ctx context.Context, shards int, keyspaces []stri
 	// MySQL 8 collation id that MariaDB does not know, which leaves a
 	// connection in the server's default character set: make that
 	// utf8mb4 and hold every client to it, or 4-byte characters fail.
+	var my strings.Builder
+	my.WriteString("[mysqld]\n")
+	keys := slices.Sorted(maps.Keys(settings))
+	for _, k := range keys {
+		if slices.Contains(vitessManaged, normalize(k)) {
+			continue
+		}
+		fmt.Fprintf(&my, "%s = %s\n", strings.ReplaceAll(normalize(k), "_", "-"), settings[k])
+	}
+	my.WriteString("bind-address = 127.0.0.1\ncharacter-set-server = utf8mb4\ncollation-server = utf8mb4_bin\nskip-character-set-client-handshake\n")
 	cnf := filepath.Join(dir, "mariadb.cnf")
-	if err := os.WriteFile(cnf, []byte(`[mysqld]
-bind-address = 127.0.0.1
-character-set-server = utf8mb4
-collation-server = utf8mb4_bin
-skip-character-set-client-handshake
-`), 0o644); err != nil {
+	if err := os.WriteFile(cnf, []byte(my.String()), 0o644); err != nil {
 		return fmt.Errorf("start vitess: %w", err)
 	}
 	if cred != nil {
@@ -176,6 +183,11 @@ func othersReach(dir string) bool {
 		}
 	}
 }
+
+// vitessManaged are mysqld options that Vitess's mysqlctl or this file set
+// and VitessSettings may not change.
+var vitessManaged = []string{"bind_address", "port", "socket", "datadir", "tmpdir", "pid_file", "log_error", "user",
+	"character_set_server", "collation_server", "skip_networking", "local_infile"}
 
 // freePorts returns the first of n consecutive loopback ports that are
 // free now, from a random base.

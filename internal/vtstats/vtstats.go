@@ -12,21 +12,18 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/pushpull/pushpull/results"
 )
 
-// Counter names in the maps Calls returns.
-const (
-	// TabletCalls counts every call vtgate made to a tablet of the
-	// keyspaces asked about.
-	TabletCalls = "tablet_calls"
-	// Commits counts the commits among them: one per shard a
-	// transaction wrote to.
-	Commits = "tablet_commits"
-)
+// TabletCalls names the count Calls returns: every call vtgate made to a
+// tablet of the keyspaces asked about.
+const TabletCalls = results.CounterTabletCalls
 
 // Calls returns the tablet calls vtgate at status (host:port of its status
-// pages) has made so far to the shards of keyspaces, in all and commits
-// alone, waiting at most two seconds.
+// pages) has made so far to the shards of keyspaces, waiting at most two
+// seconds. (vtcombo, which runs the tablets in vtgate's process, counts a
+// transaction's statements and not its begin and commit.)
 func Calls(ctx context.Context, status string, keyspaces ...string) (map[string]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -56,7 +53,7 @@ func Calls(ctx context.Context, status string, keyspaces ...string) (map[string]
 // sum adds up the histograms named "Operation.keyspace.shard.tablet_type"
 // of keyspaces.
 func sum(h map[string]struct{ Count int64 }, keyspaces []string) map[string]int64 {
-	out := map[string]int64{TabletCalls: 0, Commits: 0}
+	out := map[string]int64{TabletCalls: 0}
 	for name, v := range h {
 		parts := strings.Split(name, ".")
 		if len(parts) != 4 {
@@ -67,9 +64,6 @@ func sum(h map[string]struct{ Count int64 }, keyspaces []string) map[string]int6
 				continue
 			}
 			out[TabletCalls] += v.Count
-			if parts[0] == "Commit" {
-				out[Commits] += v.Count
-			}
 		}
 	}
 	return out
