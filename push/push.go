@@ -84,11 +84,23 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Post implements timeline.Store: the message and its fan-out to every
 // follower's mailbox commit together.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
+	return post(ctx, s.db, s.now, "push", author, body, func(tx *sql.Tx, id int64) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO mailbox (user_id, message_id)
+			 SELECT follower_id, ? FROM follows WHERE followee_id = ?`,
+			id, author)
+		return err
+	})
+}
+
+// post checks a post, then inserts the message and runs fanOut with its id
+// in one transaction; model begins its errors.
+func post(ctx context.Context, db *sql.DB, now func() time.Time, model string, author timeline.UserID, body string, fanOut func(tx *sql.Tx, id int64) error) (timeline.Message, error) {
 	if err := timeline.CheckPost(author, body); err != nil {
 		return timeline.Message{}, err
 	}
-	msg := timeline.Message{Author: author, Body: body, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
-	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
+	msg := timeline.Message{Author: author, Body: body, CreatedAt: now().UTC().Truncate(time.Microsecond)}
+	err := mysqlx.InTx(ctx, db, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx,
 			`INSERT INTO messages (author_id, body, created_at) VALUES (?, ?, ?)`,
 			author, body, msg.CreatedAt)
@@ -100,70 +112,63 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 			return err
 		}
 		msg.ID = timeline.MessageID(id)
-		_, err = tx.ExecContext(ctx,
-			`INSERT INTO mailbox (user_id, message_id)
-			 SELECT follower_id, ? FROM follows WHERE followee_id = ?`,
-			id, author)
-		return err
+		return fanOut(tx, id)
 	})
 	if err != nil {
-		return timeline.Message{}, fmt.Errorf("push post: %w", err)
+		return timeline.Message{}, fmt.Errorf("%s post: %w", model, err)
 	}
 	return msg, nil
+}
+
+// changeFollow checks a follow or unfollow, then runs first (a statement
+// on follows with the arguments follower, followee) and, if it changed a
+// row, then, in one transaction; what begins its errors.
+func changeFollow(ctx context.Context, db *sql.DB, what string, follower, followee timeline.UserID, first string, then func(tx *sql.Tx) error) error {
+	if err := timeline.CheckFollow(follower, followee); err != nil {
+		return err
+	}
+	err := mysqlx.InTx(ctx, db, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, first, follower, followee)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err // no change: the mailbox is as it should be
+		}
+		return then(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 // Follow implements timeline.Store: the follow row and the backfill of the
 // followee's existing messages into the follower's mailbox commit together.
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
-		return err
-	}
-	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`, follower, followee)
-		if err != nil {
+	return changeFollow(ctx, s.db, "push follow", follower, followee,
+		`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`,
+		func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx,
+				`INSERT IGNORE INTO mailbox (user_id, message_id)
+				 SELECT ?, id FROM messages WHERE author_id = ?`,
+				follower, followee)
 			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err // already following: the mailbox is already filled
-		}
-		_, err = tx.ExecContext(ctx,
-			`INSERT IGNORE INTO mailbox (user_id, message_id)
-			 SELECT ?, id FROM messages WHERE author_id = ?`,
-			follower, followee)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("push follow: %w", err)
-	}
-	return nil
+		})
 }
 
 // Unfollow implements timeline.Store: the follow row and the followee's
 // messages in the follower's mailbox go together.
 func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
-		return err
-	}
-	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee)
-		if err != nil {
+	return changeFollow(ctx, s.db, "push unfollow", follower, followee,
+		`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`,
+		func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx,
+				`DELETE b FROM mailbox b JOIN messages m ON m.id = b.message_id
+				 WHERE b.user_id = ? AND m.author_id = ?`,
+				follower, followee)
 			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err // not following: nothing to remove
-		}
-		_, err = tx.ExecContext(ctx,
-			`DELETE b FROM mailbox b JOIN messages m ON m.id = b.message_id
-			 WHERE b.user_id = ? AND m.author_id = ?`,
-			follower, followee)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("push unfollow: %w", err)
-	}
-	return nil
+		})
 }
 
 // Timeline implements timeline.Store with one backward range scan of the
@@ -173,20 +178,9 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 	if err != nil {
 		return timeline.Page{}, err
 	}
-	var rows *sql.Rows
-	if r.Before == 0 {
-		rows, err = s.db.QueryContext(ctx,
-			`SELECT m.id, m.author_id, m.body, m.created_at
-			 FROM mailbox b JOIN messages m ON m.id = b.message_id
-			 WHERE b.user_id = ?
-			 ORDER BY b.message_id DESC LIMIT ?`, user, r.Fetch())
-	} else {
-		rows, err = s.db.QueryContext(ctx,
-			`SELECT m.id, m.author_id, m.body, m.created_at
-			 FROM mailbox b JOIN messages m ON m.id = b.message_id
-			 WHERE b.user_id = ? AND b.message_id < ?
-			 ORDER BY b.message_id DESC LIMIT ?`, user, r.Before, r.Fetch())
-	}
+	rows, err := mailboxPage(ctx, s.db, r,
+		`SELECT m.id, m.author_id, m.body, m.created_at
+		 FROM mailbox b JOIN messages m ON m.id = b.message_id WHERE b.user_id = ?`)
 	if err != nil {
 		return timeline.Page{}, fmt.Errorf("push timeline: %w", err)
 	}
@@ -195,6 +189,15 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 		return timeline.Page{}, fmt.Errorf("push timeline: %w", err)
 	}
 	return s.codec.MakePage(r, msgs), nil
+}
+
+// mailboxPage runs query (rows of r.User's mailbox b, "WHERE b.user_id =
+// ?" last) for r's page: below the cursor, if any, newest first.
+func mailboxPage(ctx context.Context, db *sql.DB, r timeline.Request, query string) (*sql.Rows, error) {
+	if r.Before == 0 {
+		return db.QueryContext(ctx, query+` ORDER BY b.message_id DESC LIMIT ?`, r.User, r.Fetch())
+	}
+	return db.QueryContext(ctx, query+` AND b.message_id < ? ORDER BY b.message_id DESC LIMIT ?`, r.User, r.Before, r.Fetch())
 }
 
 // Close implements timeline.Store.

@@ -100,28 +100,9 @@ func (s *VitessStore) DB() *sql.DB { return s.db }
 
 // Post implements timeline.Store.
 func (s *VitessStore) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
-	if err := timeline.CheckPost(author, body); err != nil {
-		return timeline.Message{}, err
-	}
-	msg := timeline.Message{Author: author, Body: body, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
-	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO messages (author_id, body, created_at) VALUES (?, ?, ?)`,
-			author, body, msg.CreatedAt)
-		if err != nil {
-			return err
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		msg.ID = timeline.MessageID(id)
+	return post(ctx, s.db, s.now, "push@vitess", author, body, func(tx *sql.Tx, id int64) error {
 		return s.fanOut(ctx, tx, author, id)
 	})
-	if err != nil {
-		return timeline.Message{}, fmt.Errorf("push@vitess post: %w", err)
-	}
-	return msg, nil
 }
 
 // fanOut writes message id into the mailbox of each of author's
@@ -159,28 +140,15 @@ func nthKey(ctx context.Context, tx *sql.Tx, query string, owner timeline.UserID
 
 // Follow implements timeline.Store.
 func (s *VitessStore) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
-		return err
-	}
-	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`, follower, followee)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err // already following: the mailbox is already filled
-		}
-		if _, err := tx.ExecContext(ctx,
-			`INSERT IGNORE INTO followers (followee_id, follower_id) VALUES (?, ?)`, followee, follower); err != nil {
-			return err
-		}
-		return s.backfill(ctx, tx, follower, followee)
-	})
-	if err != nil {
-		return fmt.Errorf("push@vitess follow: %w", err)
-	}
-	return nil
+	return changeFollow(ctx, s.db, "push@vitess follow", follower, followee,
+		`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`,
+		func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx,
+				`INSERT IGNORE INTO followers (followee_id, follower_id) VALUES (?, ?)`, followee, follower); err != nil {
+				return err
+			}
+			return s.backfill(ctx, tx, follower, followee)
+		})
 }
 
 // backfill copies followee's messages into follower's mailbox, s.chunk
@@ -209,30 +177,17 @@ func (s *VitessStore) backfill(ctx context.Context, tx *sql.Tx, follower, follow
 
 // Unfollow implements timeline.Store.
 func (s *VitessStore) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
-		return err
-	}
-	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee)
-		if err != nil {
+	return changeFollow(ctx, s.db, "push@vitess unfollow", follower, followee,
+		`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`,
+		func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx,
+				`DELETE FROM followers WHERE followee_id = ? AND follower_id = ?`, followee, follower); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx,
+				`DELETE FROM mailbox WHERE user_id = ? AND author_id = ?`, follower, followee)
 			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err // not following: nothing to remove
-		}
-		if _, err := tx.ExecContext(ctx,
-			`DELETE FROM followers WHERE followee_id = ? AND follower_id = ?`, followee, follower); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx,
-			`DELETE FROM mailbox WHERE user_id = ? AND author_id = ?`, follower, followee)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("push@vitess unfollow: %w", err)
-	}
-	return nil
+		})
 }
 
 // Timeline implements timeline.Store: the page's ids and authors from the
@@ -242,16 +197,7 @@ func (s *VitessStore) Timeline(ctx context.Context, user timeline.UserID, q time
 	if err != nil {
 		return timeline.Page{}, err
 	}
-	var rows *sql.Rows
-	if r.Before == 0 {
-		rows, err = s.db.QueryContext(ctx,
-			`SELECT message_id, author_id FROM mailbox WHERE user_id = ?
-			 ORDER BY message_id DESC LIMIT ?`, user, r.Fetch())
-	} else {
-		rows, err = s.db.QueryContext(ctx,
-			`SELECT message_id, author_id FROM mailbox WHERE user_id = ? AND message_id < ?
-			 ORDER BY message_id DESC LIMIT ?`, user, r.Before, r.Fetch())
-	}
+	rows, err := mailboxPage(ctx, s.db, r, `SELECT b.message_id, b.author_id FROM mailbox b WHERE b.user_id = ?`)
 	if err != nil {
 		return timeline.Page{}, fmt.Errorf("push@vitess timeline: %w", err)
 	}
@@ -289,19 +235,9 @@ func messagesOf(ctx context.Context, db *sql.DB, authors []timeline.UserID, ids 
 	}
 	q := make([]byte, 0, 128+21*(len(authors)+len(ids)))
 	q = append(q, `SELECT id, author_id, body, created_at FROM messages WHERE author_id IN (`...)
-	for i, a := range authors {
-		if i > 0 {
-			q = append(q, ',')
-		}
-		q = strconv.AppendUint(q, uint64(a), 10)
-	}
+	q = mysqlx.AppendList(q, authors)
 	q = append(q, `) AND id IN (`...)
-	for i, id := range ids {
-		if i > 0 {
-			q = append(q, ',')
-		}
-		q = strconv.AppendUint(q, id, 10)
-	}
+	q = mysqlx.AppendList(q, ids)
 	q = append(q, `) ORDER BY id DESC`...)
 	rows, err := db.QueryContext(ctx, string(q))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -205,4 +206,18 @@ func ScanMessages(rows *sql.Rows, capacity int) ([]timeline.Message, error) {
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// AppendList appends xs to q as a comma-separated list of decimal
+// literals, for an IN (...) the caller opens and closes. Statements that
+// carry many ids are built this way: every id is an integer the store
+// produced itself, so there is nothing to escape.
+func AppendList[T ~uint64 | ~int64](q []byte, xs []T) []byte {
+	for i, x := range xs {
+		if i > 0 {
+			q = append(q, ',')
+		}
+		q = strconv.AppendUint(q, uint64(x), 10) // ids are positive
+	}
+	return q
 }

@@ -99,6 +99,9 @@ func (sb *Sandbox) startVitess(ctx context.Context, shards int, keyspaces []stri
 		}
 		fmt.Fprintf(&my, "%s = %s\n", strings.ReplaceAll(normalize(k), "_", "-"), settings[k])
 	}
+	if _, ok := settings["max_connections"]; !ok {
+		my.WriteString("max-connections = 1000\n") // pools of every tablet
+	}
 	my.WriteString("bind-address = 127.0.0.1\ncharacter-set-server = utf8mb4\ncollation-server = utf8mb4_bin\nskip-character-set-client-handshake\n")
 	cnf := filepath.Join(dir, "mariadb.cnf")
 	if err := os.WriteFile(cnf, []byte(my.String()), 0o644); err != nil {
@@ -118,6 +121,10 @@ func (sb *Sandbox) startVitess(ctx context.Context, shards int, keyspaces []stri
 		}); err != nil {
 			return fmt.Errorf("start vitess: %w", err)
 		}
+	}
+	vtroot, err := vtcomboRoot(dir, root)
+	if err != nil {
+		return fmt.Errorf("start vitess: %w", err)
 	}
 	base, err := freePorts(4)
 	if err != nil {
@@ -140,7 +147,7 @@ func (sb *Sandbox) startVitess(ctx context.Context, shards int, keyspaces []stri
 	)
 	cmd.Dir = dir
 	cmd.Env = []string{
-		"VTROOT=" + root, "VTDATAROOT=" + dir, "HOME=" + dir,
+		"VTROOT=" + vtroot, "VTDATAROOT=" + dir, "HOME=" + dir,
 		"VT_MYSQL_ROOT=" + filepath.Dir(filepath.Dir(mariadbd)),
 		"PATH=" + filepath.Join(root, "bin") + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 	}
@@ -168,6 +175,41 @@ func (sb *Sandbox) startVitess(ctx context.Context, shards int, keyspaces []stri
 	sb.Keyspaces = keyspaces
 	sb.Shards = shards
 	return nil
+}
+
+// vtcomboArgs follow the arguments vttestserver gives vtcombo, and so
+// override its tablets' pools of four connections and four transactions,
+// waited for up to 300 s. With so few, eight clients whose transactions
+// each hold a slot on one shard while they wait for one on another (a post
+// that fans out) take every slot and wait out the timeout. Larger pools,
+// and a short wait that fails with an error when they do run out.
+var vtcomboArgs = []string{
+	"--queryserver-config-pool-size=16",
+	"--queryserver-config-stream-pool-size=16",
+	"--queryserver-config-transaction-cap=64",
+	"--queryserver-config-txpool-timeout=10s",
+}
+
+// vtcomboRoot makes dir/vtroot, the VTROOT vttestserver runs with: the
+// config and mysqlctl of root, the installed Vitess, and for vtcombo a
+// script that runs root's with vtcomboArgs appended (pflag takes the last
+// of a repeated flag).
+func vtcomboRoot(dir, root string) (string, error) {
+	vtroot := filepath.Join(dir, "vtroot")
+	if err := os.MkdirAll(filepath.Join(vtroot, "bin"), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Symlink(filepath.Join(root, "config"), filepath.Join(vtroot, "config")); err != nil {
+		return "", err
+	}
+	if err := os.Symlink(filepath.Join(root, "bin", "mysqlctl"), filepath.Join(vtroot, "bin", "mysqlctl")); err != nil {
+		return "", err
+	}
+	script := fmt.Sprintf("#!/bin/sh\nexec %s \"$@\" %s\n", filepath.Join(root, "bin", "vtcombo"), strings.Join(vtcomboArgs, " "))
+	if err := os.WriteFile(filepath.Join(vtroot, "bin", "vtcombo"), []byte(script), 0o755); err != nil {
+		return "", err
+	}
+	return vtroot, nil
 }
 
 // othersReach reports whether every directory from / down to dir lets
@@ -234,16 +276,11 @@ func vtgateServes(ctx context.Context, dsn string, want int) error {
 	if err != nil {
 		return err
 	}
-	cfg.Timeout = time.Second
-	conn, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return err
-	}
-	db := sql.OpenDB(conn)
-	defer db.Close()
-	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	rows, err := db.QueryContext(qctx, "SHOW VITESS_TABLETS")
+	return probe(ctx, cfg, func(ctx context.Context, db *sql.DB) error { return tabletsServing(ctx, db, want) })
+}
+
+func tabletsServing(ctx context.Context, db *sql.DB, want int) error {
+	rows, err := db.QueryContext(ctx, "SHOW VITESS_TABLETS")
 	if err != nil {
 		return err
 	}

@@ -139,7 +139,7 @@ func build(ctx context.Context, log io.Writer, tools, dir string) error {
 	run := func(args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, goBin, args...)
 		cmd.Dir = tools
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly -buildvcs=false")
 		var stderr bytes.Buffer
 		cmd.Stderr = io.MultiWriter(&stderr, log)
 		out, err := cmd.Output()

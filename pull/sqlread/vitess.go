@@ -39,39 +39,27 @@ type VitessUnion struct{}
 func (VitessUnion) Name() string { return "union" }
 
 // NewReader implements Strategy.
-func (VitessUnion) NewReader(env Env) Reader { return vitessUnionReader(env) }
+func (VitessUnion) NewReader(env Env) Reader { return unionReader{Env: env, vitess: true} }
 
-type vitessUnionReader Env
-
-func (u vitessUnionReader) Read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	cands, followees, err := FolloweesNewestIn(ctx, u.DB, r)
-	if err != nil {
-		return nil, err
-	}
+// vitessBranches is VitessUnion's second statement: a branch per
+// candidate author with Union's limits, each routed to its author's shard,
+// cut to the page here. It returns the page and the rows the branches read.
+func vitessBranches(ctx context.Context, db *sql.DB, r timeline.Request, cands []AuthorNewest) ([]timeline.Message, int64, error) {
 	fetch := r.Fetch()
-	if len(cands) > fetch {
-		cands = cands[:fetch]
-	}
-	if len(cands) == 0 {
-		u.Pages.Add(int64(followees))
-		return nil, nil
-	}
 	var s scans
 	for k, c := range cands {
 		s.add("", "id, author_id, body, created_at", c.Author, uint64(r.Before), 0, fetch-k)
 	}
-	rows, err := u.DB.QueryContext(ctx, string(s.q))
+	rows, err := db.QueryContext(ctx, string(s.q))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	msgs, err := mysqlx.ScanMessages(rows, fetch*2)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	read := len(msgs)
-	msgs = newestN(msgs, fetch)
-	u.Pages.Add(int64(followees + read))
-	return msgs, nil
+	read := int64(len(msgs))
+	return newestN(msgs, fetch), read, nil
 }
 
 // VitessMerge is Merge on Vitess, in two statements after the reader's
@@ -145,12 +133,7 @@ func FolloweesNewestIn(ctx context.Context, db *sql.DB, r timeline.Request) ([]A
 	}
 	q := make([]byte, 0, 128+21*len(followees))
 	q = append(q, `SELECT author_id, MAX(id) FROM messages WHERE author_id IN (`...)
-	for i, a := range followees {
-		if i > 0 {
-			q = append(q, ',')
-		}
-		q = strconv.AppendUint(q, uint64(a), 10)
-	}
+	q = mysqlx.AppendList(q, followees)
 	q = append(q, ')')
 	if r.Before > 0 {
 		q = append(q, ` AND id < `...)
@@ -178,13 +161,11 @@ func FolloweesNewestIn(ctx context.Context, db *sql.DB, r timeline.Request) ([]A
 }
 
 func appendAuthors(q []byte, cands []AuthorNewest) []byte {
+	authors := make([]timeline.UserID, len(cands))
 	for i, c := range cands {
-		if i > 0 {
-			q = append(q, ',')
-		}
-		q = strconv.AppendUint(q, uint64(c.Author), 10)
+		authors[i] = c.Author
 	}
-	return q
+	return mysqlx.AppendList(q, authors)
 }
 
 // newestN sorts msgs newest first and keeps n of them.

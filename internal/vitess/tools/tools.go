@@ -2,7 +2,7 @@
 
 // Package tools pins the Vitess commands the sandbox runs. It is a module of
 // its own so that Vitess's few hundred dependencies stay out of pushpull's
-// go.mod; scripts/vitess.sh builds the commands from it.
+// go.mod; package vitess (Install) builds the commands from it.
 package tools
 
 import (
