@@ -288,12 +288,21 @@ func Register(m Model) {
 	}
 	// Families in a fixed order (the reference, then the paper's push
 	// and pull, then any other), models within one in registration order:
-	// init order follows import paths, not what reads best.
+	// init order follows import paths, not what reads best. The models on
+	// Vitess follow all the others, in the same order.
 	i := len(models)
-	for i > 0 && familyRank(models[i-1].Family) > familyRank(m.Family) {
+	for i > 0 && rank(models[i-1]) > rank(m) {
 		i--
 	}
 	models = slices.Insert(models, i, m)
+}
+
+// rank orders models in lists: by family, those on Vitess last.
+func rank(m Model) int {
+	if m.OnVitess() {
+		return 10 + familyRank(m.Family)
+	}
+	return familyRank(m.Family)
 }
 
 // familyRank orders the families in lists.
@@ -399,7 +408,8 @@ func variantNames() []string {
 }
 
 // Models returns the base models: the reference, push models, pull models,
-// then others, each family in registration order.
+// then others, each family in registration order; then the models on
+// Vitess in the same order.
 func Models() []Model {
 	mu.RLock()
 	defer mu.RUnlock()
