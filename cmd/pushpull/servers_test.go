@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // TestDemo runs the demo end to end: it starts its own MariaDB.
