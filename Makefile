@@ -9,10 +9,15 @@ BIN     := bin/pushpull
 all: build
 
 # deps installs MariaDB and memcached from Debian's packages when they are
-# missing. The tests and the benchmark start private copies of both; no
-# system service is configured or started.
+# missing, and builds the Vitess programs (vttestserver, vtcombo, mysqlctl)
+# from vitess.io/vitess in the module internal/vitess/tools unless they are
+# built already (a few minutes the first time; cached outside the
+# repository, see internal/vitess). The tests and the benchmark start
+# private copies of the servers; no system service is configured or
+# started.
 deps:
 	@bash scripts/deps.sh
+	@$(GO) run ./internal/vitess/install >/dev/null
 
 build:
 	$(GO) build -o $(BIN) ./cmd/pushpull

@@ -21,6 +21,7 @@ import (
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/sandbox"
+	"github.com/pushpull/pushpull/internal/vitess"
 	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -94,8 +95,34 @@ type BenchConfig struct {
 	// openloop.DefaultSearchSteps.
 	SearchSteps int
 
+	// Vitess starts, beside the sandbox's MariaDB, a Vitess cluster of
+	// Shards shards per keyspace (0 means 2) for the models on Vitess
+	// (registry.Vitess); nil Models then means VitessBenchModels. It
+	// needs the sandbox: DSN must be "".
+	Vitess bool
+	Shards int
+
 	Command  string    // the command line, for the record
 	Progress io.Writer // progress and per-second rows; nil for none
+}
+
+// VitessBenchModels are the models a run with Vitess measures unless told
+// otherwise: every model on Vitess, each after the same model on MariaDB
+// (its name without "@vitess"), which its figures are set against.
+func VitessBenchModels() []string {
+	var out []string
+	for _, m := range registry.Models() {
+		if !m.OnVitess() {
+			continue
+		}
+		if plain, ok := strings.CutSuffix(m.Name, results.VitessSuffix); ok {
+			if _, err := registry.Lookup(plain); err == nil {
+				out = append(out, plain)
+			}
+		}
+		out = append(out, m.Name)
+	}
+	return out
 }
 
 // DefaultBenchModels are the models a run measures unless told otherwise:
@@ -114,6 +141,9 @@ func DefaultBenchModels() []string {
 func (c *BenchConfig) defaults() {
 	if c.Models == nil {
 		c.Models = DefaultBenchModels()
+		if c.Vitess {
+			c.Models = VitessBenchModels()
+		}
 	}
 	if c.Duration <= 0 {
 		c.Duration = 10 * time.Second
@@ -172,6 +202,12 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	if cfg.Durability != results.Durable && cfg.Durability != results.Relaxed {
 		return nil, fmt.Errorf("durability %q: want %q or %q", cfg.Durability, results.Durable, results.Relaxed)
 	}
+	if cfg.Vitess && cfg.DSN != "" {
+		return nil, errors.New("a run with Vitess starts its own cluster beside a sandboxed MariaDB: leave out the DSN")
+	}
+	if cfg.Shards < 0 || cfg.Shards > 256 {
+		return nil, fmt.Errorf("%d shards: want 1 to 256", cfg.Shards)
+	}
 	needMemcache := false
 	var models []registry.Model
 	var memcached []string
@@ -182,6 +218,9 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		}
 		if slices.ContainsFunc(models, func(x registry.Model) bool { return x.Name == name }) {
 			return nil, fmt.Errorf("model %s named twice", name)
+		}
+		if m.OnVitess() && !cfg.Vitess {
+			return nil, fmt.Errorf("model %s runs on Vitess: ask for a Vitess cluster (--vitess)", name)
 		}
 		models = append(models, m)
 		if m.Needs&registry.Memcached != 0 {
@@ -248,13 +287,27 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		} else {
 			logf("starting a sandboxed MariaDB ...")
 		}
-		sb, err = sandbox.Start(ctx, sandbox.Options{MariaDB: true, Memcached: needMemcache, Settings: settings})
+		if cfg.Vitess {
+			logf("starting a Vitess cluster (a minute or so; the first time, Vitess is built first) ...")
+		}
+		opts := sandbox.Options{MariaDB: true, Memcached: needMemcache, Settings: settings, Vitess: cfg.Vitess, Shards: cfg.Shards}
+		if cfg.Vitess {
+			// The same server settings on both sides: what differs is
+			// Vitess.
+			opts.VitessSettings = sandbox.DefaultSettings()
+			maps.Copy(opts.VitessSettings, settings)
+		}
+		sb, err = sandbox.Start(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		defer sb.Stop()
 		dsn = sb.DSN
 		logf("sandbox: %s", sb.Dir)
+		if cfg.Vitess {
+			logf("vtgate: %s, %d shards per keyspace", sb.VtgateDSN, sb.Shards)
+			res.Vitess = &results.Vitess{Version: vitess.Version, Shards: sb.Shards}
+		}
 	}
 	admin, err := mysqlx.Open(ctx, mysqlx.Options{DSN: dsn, Database: "mysql", MaxConns: 2})
 	if err != nil {
@@ -276,6 +329,9 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		b.memcache = []string{sb.MemcacheAddr}
 	} else {
 		b.memcache = cfg.Memcache
+	}
+	if sb != nil {
+		b.vtgate, b.vtgateStatus = sb.VtgateDSN, sb.VtgateStatus
 	}
 	b.meter = cost.NewMeter(admin, b.memcache)
 	if len(cfg.Options) > 0 {

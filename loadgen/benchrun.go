@@ -26,9 +26,11 @@ type bench struct {
 	res      *results.Result
 	dsn      string
 	memcache []string
-	data     *Dataset
-	users    int
-	logf     func(format string, args ...any)
+	// vtgate and vtgateStatus: the Vitess cluster's, for the models on it.
+	vtgate, vtgateStatus string
+	data                 *Dataset
+	users                int
+	logf                 func(format string, args ...any)
 
 	models  []registry.Model            // cfg.Models, looked up
 	open    map[string]timeline.Store   // by model name
@@ -70,6 +72,7 @@ func (b *bench) openModel(ctx context.Context, m registry.Model, namespace strin
 	}
 	return m.Open(ctx, registry.Config{
 		DSN: b.dsn, Database: m.Database, MaxConns: conns,
+		Vtgate: b.vtgate, VtgateStatus: b.vtgateStatus,
 		Memcache: b.memcache, Namespace: namespace, Options: options,
 	})
 }
@@ -251,13 +254,15 @@ func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
 // openStores), then records the sizes. A model on no database gets the
 // dataset through its own Follow and Post (fine at small scales only).
 func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
-	var targets []Target
+	var targets, vtTargets []Target
 	for _, m := range registry.OpenOrder(b.models) {
-		if !m.Persistent() || slices.ContainsFunc(targets, func(t Target) bool { return t.Name == m.Database }) {
+		if !m.Persistent() || slices.ContainsFunc(append(targets, vtTargets...), func(t Target) bool { return t.Name == m.Database }) {
 			continue
 		}
-		if err := recreate(ctx, admin, m.Database, b.cfg.Force); err != nil {
-			return err
+		if !m.OnVitess() { // a keyspace of the fresh cluster is empty
+			if err := recreate(ctx, admin, m.Database, b.cfg.Force); err != nil {
+				return err
+			}
 		}
 		s, err := b.openModel(ctx, m, "", nil)
 		if err != nil {
@@ -267,6 +272,10 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 		holder, ok := s.(registry.DBHolder)
 		if !ok {
 			return fmt.Errorf("load %s: model %s lives on a database but does not hand out its connection pool (registry.DBHolder)", m.Database, m.Name)
+		}
+		if m.OnVitess() {
+			vtTargets = append(vtTargets, Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema})
+			continue
 		}
 		t := Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
 		if pm, ok := s.(registry.PartialMailbox); ok {
@@ -282,6 +291,11 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 	}
 	if b.res.Load, err = Load(ctx, b.data, targets, opts); err != nil {
 		return err
+	}
+	if len(vtTargets) > 0 {
+		if err := b.loadVitess(ctx, vtTargets); err != nil {
+			return err
+		}
 	}
 	for _, m := range b.models {
 		if m.Persistent() {
@@ -386,7 +400,9 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 	if rm.Retrieve, err = b.phase(ctx, m.Name+"/retrieve", dur, NewestPage(s, b.data, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
 		return rm, err
 	}
-	maps.Copy(rm.Extra, results.CounterFigures("", before, counts(s)))
+	after := counts(s)
+	maps.Copy(rm.Extra, results.CounterFigures("", before, after))
+	maps.Copy(rm.Extra, results.TabletCallFigures("newest_", before, after, rm.Retrieve.Ops))
 	if usesMemcache {
 		// What this model's reads added to memcached: cached pages,
 		// lists, indexes. (Other items expiring meanwhile would make it
@@ -410,9 +426,10 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 		if _, ok := b.pools[poolKey(m)]; !ok {
 			b.pools[poolKey(m)] = pool
 		}
-		if rm.RetrieveOlder, err = b.phase(ctx, m.Name+"/retrieve-older", dur, OlderPages(s, pool, b.cfg.Spec.Seed), nil); err != nil {
+		if rm.RetrieveOlder, err = b.phase(ctx, m.Name+"/retrieve-older", dur, OlderPages(s, pool, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
 			return rm, err
 		}
+		maps.Copy(rm.Extra, results.TabletCallFigures("older_", before, counts(s), rm.RetrieveOlder.Ops))
 	}
 	return rm, nil
 }
@@ -515,15 +532,22 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 			}
 		}
 	case shared[m.Database] == nil:
-		p, err := b.phase(ctx, string(m.Family)+"/submit", b.cfg.Duration, Submit(s, b.data, seed), nil)
+		var before map[string]int64
+		p, err := b.phase(ctx, string(m.Family)+"/submit", b.cfg.Duration, Submit(s, b.data, seed), func() { before = counts(s) })
 		if err != nil {
 			return err
 		}
 		shared[m.Database], rm.Submit = &p, p
+		maps.Copy(rm.Extra, results.TabletCallFigures("post_", before, counts(s), p.Ops))
 		sharedBy[m.Database] = append(sharedBy[m.Database], m.Name)
 		*databases = append(*databases, m.Database)
 	default:
 		rm.Submit = *shared[m.Database]
+		for k, v := range b.res.Model(sharedBy[m.Database][0]).Extra {
+			if strings.HasPrefix(k, "post_tablet_") {
+				rm.Extra[k] = v
+			}
+		}
 		sharedBy[m.Database] = append(sharedBy[m.Database], m.Name)
 	}
 	if b.cfg.ReadRatio > 0 && m.Bench.Has(registry.PhaseMixed) {

@@ -3,9 +3,12 @@ package pull
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/internal/vtstats"
 	"github.com/pushpull/pushpull/pull/recent"
+	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -68,6 +71,39 @@ func init() {
 			Offers:   m.offers,
 		})
 	}
+	for _, m := range []struct {
+		read    sqlread.VitessStrategy
+		summary string
+	}{
+		{sqlread.Client{}, "pull-client on Vitess: a query per followee, each routed to the followee's shard"},
+		{sqlread.VitessUnion{}, "pull-union on Vitess: newest id per followee in one GROUP BY over their shards, then a UNION ALL of per-author branches, each on its author's shard"},
+		{sqlread.VitessMerge{}, "pull-merge on Vitess: newest id per followee, then one ORDER BY ... LIMIT over the top authors' shards above the floor, merged by vtgate"},
+	} {
+		registry.Register(registry.Model{
+			Name:     VitessModelName(Strategy(m.read.Name())),
+			Family:   registry.FamilyPull,
+			Schema:   schema.PullVitess,
+			Database: DefaultVitessDatabase,
+			Needs:    registry.Vitess,
+			Summary:  m.summary,
+			Open:     openVitess(m.read),
+			Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2, OlderSample: 100},
+		})
+	}
+}
+
+// VitessModelName is the registry name of the pull model on Vitess
+// reading with strategy: "pull-client@vitess", ...
+func VitessModelName(strategy Strategy) string { return ModelName(strategy) + "@vitess" }
+
+// openVitess opens a pull store on Vitess reading with read.
+func openVitess(read sqlread.VitessStrategy) registry.Open {
+	return func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
+		return Open(ctx, Config{
+			DSN: cfg.Vtgate, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force,
+			Read: read, Vitess: true, VtgateStatus: cfg.VtgateStatus,
+		})
+	}
 }
 
 // openStrategy opens a pull store reading with strategy's default
@@ -112,6 +148,11 @@ func (s *Store) Counters() map[string]int64 {
 	}
 	if s.Hooks()&HookHints != 0 {
 		c[results.CounterHints] = st.Hints
+	}
+	if s.status != "" {
+		if calls, err := vtstats.Calls(context.Background(), s.status, s.keyspace, schema.SequenceKeyspace); err == nil {
+			maps.Copy(c, calls)
+		}
 	}
 	return c
 }

@@ -33,6 +33,10 @@ import (
 // DefaultDatabase is the database the pull model uses unless told otherwise.
 const DefaultDatabase = "pushpull_pull"
 
+// DefaultVitessDatabase is the keyspace the pull model uses on Vitess
+// unless told otherwise.
+const DefaultVitessDatabase = "pushpull_pull_vitess"
+
 // Strategy names a read strategy: the Name of a ReadStrategy.
 type Strategy string
 
@@ -91,8 +95,19 @@ type Config struct {
 	// one database must share it.
 	Namespace string
 
-	// Read is the read strategy with its settings; nil means sqlread.SP{}.
+	// Read is the read strategy with its settings; nil means sqlread.SP{}
+	// (sqlread.Client{} on Vitess).
 	Read ReadStrategy
+
+	// Vitess: DSN is a vtgate and Database a keyspace sharded by user
+	// with schema.VitessVSchema (schema.PullVitess). Read must then be a
+	// sqlread.VitessStrategy: stored procedures cannot run on a sharded
+	// keyspace, and the strategies of package recent read through
+	// statements vtgate does not plan.
+	Vitess bool
+	// VtgateStatus is, on Vitess, the host:port of vtgate's status pages,
+	// where Counters reads the tablet calls; "" for none.
+	VtgateStatus string
 }
 
 // Store is the pull model. It implements timeline.Store.
@@ -104,6 +119,8 @@ type Store struct {
 	reader   sqlread.Reader
 	pages    sqlread.PageCount
 	hooks    *recent.State // nil unless the store runs write hooks
+	keyspace string        // on Vitess with VtgateStatus: the keyspace
+	status   string        // and vtgate's status pages, for Counters
 }
 
 var _ timeline.Store = (*Store)(nil)
@@ -116,11 +133,27 @@ var _ timeline.Store = (*Store)(nil)
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Database == "" {
 		cfg.Database = DefaultDatabase
+		if cfg.Vitess {
+			cfg.Database = DefaultVitessDatabase
+		}
 	}
+	model := schema.Pull
 	if cfg.Read == nil {
 		cfg.Read = sqlread.SP{}
+		if cfg.Vitess {
+			cfg.Read = sqlread.Client{}
+		}
+	}
+	if cfg.Vitess {
+		if _, ok := cfg.Read.(sqlread.VitessStrategy); !ok {
+			return nil, fmt.Errorf("open pull store: strategy %q does not run on Vitess (want a sqlread.VitessStrategy)", cfg.Read.Name())
+		}
+		model = schema.PullVitess
 	}
 	s := &Store{now: time.Now, strategy: Strategy(cfg.Read.Name())}
+	if cfg.Vitess {
+		s.keyspace, s.status = cfg.Database, cfg.VtgateStatus
+	}
 	var need WriteHooks // what this store's reads need
 	switch read := cfg.Read.(type) {
 	case sqlread.Strategy:
@@ -138,12 +171,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := mckey.CheckNamespace(cfg.Namespace); err != nil {
 		return nil, fmt.Errorf("open pull store: %w", err)
 	}
-	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns})
+	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Vitess: cfg.Vitess})
 	if err != nil {
 		return nil, fmt.Errorf("open pull store: %w", err)
 	}
 	s.db = db
-	if err := s.open(ctx, cfg, need); err != nil {
+	if err := s.open(ctx, cfg, model, need); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open pull store: %w", err)
 	}
@@ -151,8 +184,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 // open is Open once the database is connected.
-func (s *Store) open(ctx context.Context, cfg Config, need WriteHooks) error {
-	if err := schema.Apply(ctx, s.db, schema.Pull, schema.Options{Force: cfg.Force}); err != nil {
+func (s *Store) open(ctx context.Context, cfg Config, model schema.Model, need WriteHooks) error {
+	if err := schema.Apply(ctx, s.db, model, schema.Options{Force: cfg.Force}); err != nil {
 		return err
 	}
 	var err error

@@ -26,7 +26,22 @@ func init() {
 		Bench:  registry.Bench{Default: true, Paper: true, Phases: registry.AllPhases, WriteRank: 2},
 		Offers: []registry.Offer{{Variant: "memcache", Bench: true}},
 	})
+	registry.Register(registry.Model{
+		Name:     VitessModelName,
+		Family:   registry.FamilyPush,
+		Schema:   schema.PushVitess,
+		Database: DefaultVitessDatabase,
+		Needs:    registry.Vitess,
+		Summary:  "fan-out on write on Vitess, sharded by user: the fan-out is a cross-shard INSERT ... SELECT in chunks of followers; a page is one mailbox shard, then its authors' shards",
+		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
+			return OpenVitess(ctx, Config{DSN: cfg.Vtgate, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force, VtgateStatus: cfg.VtgateStatus})
+		},
+		Bench: registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+	})
 }
+
+// VitessModelName is VitessStore's name in package registry.
+const VitessModelName = ModelName + "@vitess"
 
 // Followers implements cache.FollowerLister from the follows index.
 func (s *Store) Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {

@@ -22,6 +22,10 @@ import (
 // DefaultDatabase is the database the push model uses unless told otherwise.
 const DefaultDatabase = "pushpull_push"
 
+// DefaultVitessDatabase is the keyspace VitessStore uses unless told
+// otherwise.
+const DefaultVitessDatabase = "pushpull_push_vitess"
+
 // Config says where the store lives.
 type Config struct {
 	// DSN is a go-sql-driver DSN of the server, e.g.
@@ -39,6 +43,13 @@ type Config struct {
 	// schema.PushCompressed, schema.Hybrid), so that each database says
 	// which model it holds.
 	Schema schema.Model
+	// FanoutChunk is, for VitessStore, how many followers one statement
+	// of a post's fan-out writes at most (1 to 10,000, vtgate's row
+	// limit); 0 means DefaultFanoutChunk. Store ignores it.
+	FanoutChunk int
+	// VtgateStatus is, for VitessStore, the host:port of vtgate's status
+	// pages, where Counters reads the tablet calls; "" for none.
+	VtgateStatus string
 }
 
 // Store is the push model. It implements timeline.Store.
@@ -87,6 +98,29 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	})
 }
 
+// changeFollow checks a follow or unfollow, then runs first (a statement
+// on follows with the arguments follower, followee) and, if it changed a
+// row, then, in one transaction; what begins its errors.
+func changeFollow(ctx context.Context, db *sql.DB, what string, follower, followee timeline.UserID, first string, then func(tx *sql.Tx) error) error {
+	if err := timeline.CheckFollow(follower, followee); err != nil {
+		return err
+	}
+	err := mysqlx.InTx(ctx, db, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, first, follower, followee)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err // no change: the mailbox is as it should be
+		}
+		return then(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
 // Follow implements timeline.Store: the follow row and the backfill of the
 // followee's existing messages into the follower's mailbox commit together.
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
@@ -132,6 +166,15 @@ func (s *Store) Page(ctx context.Context, model string, user timeline.UserID, q 
 		return timeline.Page{}, fmt.Errorf("%s timeline: %w", model, err)
 	}
 	return s.codec.MakePage(r, msgs), nil
+}
+
+// mailboxPage runs query (rows of r.User's mailbox b, "WHERE b.user_id =
+// ?" last) for r's page: below the cursor, if any, newest first.
+func mailboxPage(ctx context.Context, db *sql.DB, r timeline.Request, query string) (*sql.Rows, error) {
+	if r.Before == 0 {
+		return db.QueryContext(ctx, query+` ORDER BY b.message_id DESC LIMIT ?`, r.User, r.Fetch())
+	}
+	return db.QueryContext(ctx, query+` AND b.message_id < ? ORDER BY b.message_id DESC LIMIT ?`, r.User, r.Before, r.Fetch())
 }
 
 // Close implements timeline.Store.

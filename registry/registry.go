@@ -58,6 +58,9 @@ const (
 	MariaDB Servers = 1 << iota
 	// Memcached: Config.Memcache must name servers.
 	Memcached
+	// Vitess: the store keeps its tables in a keyspace sharded by user
+	// behind the vtgate Config.Vtgate names (models named ...@vitess).
+	Vitess
 )
 
 // String lists the servers, e.g. "MariaDB and memcached".
@@ -68,6 +71,9 @@ func (s Servers) String() string {
 	}
 	if s&Memcached != 0 {
 		names = append(names, "memcached")
+	}
+	if s&Vitess != 0 {
+		names = append(names, "Vitess")
 	}
 	if len(names) == 0 {
 		return "no server"
@@ -81,7 +87,14 @@ type Config struct {
 	// DSN is a go-sql-driver DSN of the server; its database name is
 	// ignored.
 	DSN string
-	// Database overrides the model's Database.
+	// Vtgate is a go-sql-driver DSN of a vtgate, for the models that need
+	// Vitess; its keyspace is ignored.
+	Vtgate string
+	// VtgateStatus is the host:port of that vtgate's status pages, where
+	// a model on Vitess reads the tablet calls it counts (registry
+	// Counting); "" for none.
+	VtgateStatus string
+	// Database overrides the model's Database (on Vitess, a keyspace).
 	Database string
 	// MaxConns caps the connection pool; 0 means the store's default.
 	MaxConns int
@@ -119,7 +132,8 @@ type Open func(ctx context.Context, cfg Config) (timeline.Store, error)
 // Model describes one model.
 type Model struct {
 	// Name is how users and the benchmark name the model: lower case
-	// letters, digits and '-' (a variant adds "+" and its name).
+	// letters, digits and '-', and "@vitess" for a model on Vitess (a
+	// variant adds "+" and its name).
 	Name   string
 	Family Family
 	// Schema is the data model of its database (push or pull tables);
@@ -296,12 +310,21 @@ func Register(m Model) {
 	}
 	// Families in a fixed order (the reference, then the paper's push
 	// and pull, then any other), models within one in registration order:
-	// init order follows import paths, not what reads best.
+	// init order follows import paths, not what reads best. The models on
+	// Vitess follow all the others, in the same order.
 	i := len(models)
-	for i > 0 && familyRank(models[i-1].Family) > familyRank(m.Family) {
+	for i > 0 && rank(models[i-1]) > rank(m) {
 		i--
 	}
 	models = slices.Insert(models, i, m)
+}
+
+// rank orders models in lists: by family, those on Vitess last.
+func rank(m Model) int {
+	if m.OnVitess() {
+		return 10 + familyRank(m.Family)
+	}
+	return familyRank(m.Family)
 }
 
 // familyRank orders the families in lists.
@@ -327,8 +350,10 @@ func check(m Model) error {
 		return fmt.Errorf("model %s: no Family", m.Name)
 	case m.Summary == "":
 		return fmt.Errorf("model %s: no Summary", m.Name)
-	case m.Needs&MariaDB != 0 && (m.Database == "" || m.Schema == ""):
-		return fmt.Errorf("model %s: needs MariaDB but names no Database and Schema", m.Name)
+	case m.Needs&(MariaDB|Vitess) != 0 && (m.Database == "" || m.Schema == ""):
+		return fmt.Errorf("model %s: needs a database but names no Database and Schema", m.Name)
+	case m.Needs&MariaDB != 0 && m.Needs&Vitess != 0:
+		return fmt.Errorf("model %s: needs both MariaDB and Vitess", m.Name)
 	}
 	return nil
 }
@@ -405,7 +430,8 @@ func variantNames() []string {
 }
 
 // Models returns the base models: the reference, push models, pull models,
-// then others, each family in registration order.
+// then others, each family in registration order; then the models on
+// Vitess in the same order.
 func Models() []Model {
 	mu.RLock()
 	defer mu.RUnlock()
@@ -465,12 +491,18 @@ func (m Model) CheckConfig(cfg Config) error {
 	if m.Needs&MariaDB != 0 && cfg.DSN == "" {
 		return fmt.Errorf("model %s: %w: it needs a MariaDB or MySQL server (Config.DSN, --dsn)", m.Name, ErrMissingServer)
 	}
+	if m.Needs&Vitess != 0 && cfg.Vtgate == "" {
+		return fmt.Errorf("model %s: %w: it needs a vtgate (Config.Vtgate, --vtgate)", m.Name, ErrMissingServer)
+	}
 	return nil
 }
 
 // Persistent reports whether the model keeps its data on a server, so that
 // a command that exits and a later one see the same timelines.
-func (m Model) Persistent() bool { return m.Needs&MariaDB != 0 }
+func (m Model) Persistent() bool { return m.Needs&(MariaDB|Vitess) != 0 }
+
+// OnVitess reports whether the model keeps its data on Vitess.
+func (m Model) OnVitess() bool { return m.Needs&Vitess != 0 }
 
 // Unregister removes a base model; tests that register a throwaway model
 // call it in their cleanup.

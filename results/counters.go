@@ -117,3 +117,21 @@ func LagFigures(prefix string, h *hdrhistogram.Histogram) map[string]float64 {
 		prefix + "lag_max_ms": ms(h.Max()),
 	}
 }
+
+// The counts of a store on Vitess, from vtgate (package vtstats).
+const (
+	// CounterTabletCalls counts vtgate's calls to tablets: one statement
+	// on one shard each.
+	CounterTabletCalls = "tablet_calls"
+)
+
+// TabletCallFigures turns the tablet calls a store on Vitess counted over
+// a phase of ops operations into a figure named with prefix: calls per
+// operation, the shards an operation touched, with repeats. Nil for a
+// store that counts none.
+func TabletCallFigures(prefix string, before, after map[string]int64, ops int64) map[string]float64 {
+	if _, ok := after[CounterTabletCalls]; !ok || ops <= 0 {
+		return nil
+	}
+	return map[string]float64{prefix + "tablet_calls": float64(after[CounterTabletCalls]-before[CounterTabletCalls]) / float64(ops)}
+}

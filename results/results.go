@@ -39,6 +39,8 @@ type Result struct {
 	Dataset     Dataset     `json:"dataset"`
 	Environment Environment `json:"environment"`
 	Load        *DataLoad   `json:"load,omitempty"`
+	// Vitess describes the run's Vitess cluster, if it had one.
+	Vitess *Vitess `json:"vitess,omitempty"`
 	// Harness is the rate of a no-op store driven by the same load
 	// generator: the harness's own ceiling. A model's rate close to it
 	// measures the harness, not the model.

@@ -28,6 +28,10 @@ func WriteTable(w io.Writer, r *Result) error {
 		b.WriteString("\n")
 		goalGrid(r).write(&b)
 	}
+	if g := vitessGrid(r); g != nil {
+		b.WriteString("\n")
+		g.write(&b)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

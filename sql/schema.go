@@ -22,7 +22,7 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
-//go:embed *.sql
+//go:embed *.sql *.json
 var files embed.FS
 
 // Model names a data model; each model lives in its own database.
@@ -40,6 +40,10 @@ const (
 	// Hybrid is push's tables plus the authors that are pulled instead
 	// of fanned out (pull_authors, pull_follows).
 	Hybrid Model = "hybrid"
+	// PushVitess and PullVitess are the models' tables on a Vitess
+	// keyspace sharded by user (see vitess.go).
+	PushVitess Model = "push@vitess"
+	PullVitess Model = "pull@vitess"
 )
 
 // Files returns the names of the .sql files that make up model's schema, in
@@ -56,8 +60,10 @@ func Files(m Model) ([]string, error) {
 		return []string{"common.sql", "push_compressed.sql"}, nil
 	case Hybrid:
 		return []string{"common.sql", "push.sql", "hybrid.sql"}, nil
+	case PushVitess, PullVitess:
+		return []string{"common.sql", "vitess.sql"}, nil
 	}
-	return nil, fmt.Errorf("unknown model %q (want %q, %q, %q, %q or %q)", m, Push, Pull, PushCapped, PushCompressed, Hybrid)
+	return nil, fmt.Errorf("unknown model %q (want %q, %q, %q, %q, %q, %q or %q)", m, Push, Pull, PushCapped, PushCompressed, Hybrid, PushVitess, PullVitess)
 }
 
 // ErrForeignDatabase means the database holds tables that pushpull did not
@@ -147,10 +153,20 @@ type Options struct {
 // It is idempotent and cheap when the schema is already current. It refuses
 // (ErrForeignDatabase) a database that holds other tables or the other
 // model's schema, unless opts.Force.
+//
+// On Vitess (PushVitess, PullVitess) db's database is a keyspace that must
+// already be sharded by VitessVSchema: Apply creates the tables through
+// vtgate, which sends each statement to every shard, but refuses
+// (ErrNoVSchema) a keyspace whose VSchema lacks them.
 func Apply(ctx context.Context, db *sql.DB, m Model, opts Options) error {
 	version, err := Version(m)
 	if err != nil {
 		return err
+	}
+	if IsVitess(m) {
+		if err := checkVSchema(ctx, db, m); err != nil {
+			return fmt.Errorf("apply %s schema: %w", m, err)
+		}
 	}
 	meta, err := ReadMeta(ctx, db)
 	if err != nil {
@@ -187,7 +203,8 @@ func Apply(ctx context.Context, db *sql.DB, m Model, opts Options) error {
 	if _, err := db.ExecContext(ctx, `INSERT IGNORE INTO pushpull_meta (name, value) VALUES ('cursor_key', ?)`, timeline.NewCursorKey()); err != nil {
 		return fmt.Errorf("apply %s schema: %w", m, err)
 	}
-	if _, err := db.ExecContext(ctx, `REPLACE INTO pushpull_meta (name, value) VALUES ('model', ?), ('schema_version', ?)`, string(m), version); err != nil {
+	// Not REPLACE, which vtgate does not run on a sharded keyspace.
+	if _, err := db.ExecContext(ctx, `INSERT INTO pushpull_meta (name, value) VALUES ('model', ?), ('schema_version', ?) ON DUPLICATE KEY UPDATE value = VALUES(value)`, string(m), version); err != nil {
 		return fmt.Errorf("apply %s schema: %w", m, err)
 	}
 	return nil

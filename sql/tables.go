@@ -27,6 +27,12 @@ var (
 	PullAuthors = Table{Name: "pull_authors", Columns: []string{"author_id"}}
 	// PullFollows are hybrid's follows of pull authors, by follower.
 	PullFollows = Table{Name: "pull_follows", Columns: []string{"user_id", "author_id"}}
+	// Followers is the follow graph by followee, on Vitess, where the
+	// push model's fan-out reads it from the author's shard.
+	Followers = Table{Name: "followers", Columns: []string{"followee_id", "follower_id"}}
+	// VitessMailbox is the push model's mailbox on Vitess, which names
+	// each message's author (see vitess.sql).
+	VitessMailbox = Table{Name: "mailbox", Columns: []string{"user_id", "message_id", "author_id"}}
 )
 
 // DataTables returns the tables of m that hold the dataset (not
@@ -40,8 +46,10 @@ func DataTables(m Model) []Table {
 		return []Table{Follows, Messages, Mailbox, MailboxState}
 	case Hybrid:
 		return []Table{Follows, Messages, Mailbox, PullAuthors, PullFollows}
-	case Pull:
+	case Pull, PullVitess:
 		return []Table{Follows, Messages}
+	case PushVitess:
+		return []Table{Follows, Followers, Messages, VitessMailbox}
 	}
 	return nil
 }

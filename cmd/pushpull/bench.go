@@ -91,6 +91,8 @@ func newBenchCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	bf.register(f)
+	f.BoolVar(&bf.withVitess, "vitess", false, "also start a Vitess cluster and measure the models on Vitess (default --models then: each model on Vitess after the same model on MariaDB: "+strings.Join(loadgen.VitessBenchModels(), ",")+")")
+	f.IntVar(&bf.shards, "shards", 2, "with --vitess, shards per keyspace")
 	f.StringVar(&out, "out", "results/runs", "directory under which the run's result directory is made")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON on stdout instead of the table (progress stays on stderr)")
 	f.BoolVar(&showCost, "cost", false, "also print the cost per operation of every phase (always saved in result.json)")
@@ -306,7 +308,7 @@ func slowModels() []registry.Model {
 func benchDatabases() []string {
 	var out []string
 	for _, m := range registry.Models() {
-		if m.Persistent() && !slices.Contains(out, m.Database) {
+		if m.Persistent() && !m.OnVitess() && !slices.Contains(out, m.Database) {
 			out = append(out, m.Database)
 		}
 	}

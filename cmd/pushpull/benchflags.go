@@ -40,6 +40,8 @@ type benchFlags struct {
 	maxInFlight, searchSteps   int
 	findRate                   bool
 	slo, step                  time.Duration
+	withVitess                 bool
+	shards                     int
 
 	// Set by check.
 	cfg  loadgen.BenchConfig
@@ -107,6 +109,15 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	}
 	if err := checkDatabaseDSN(b.dsn); err != nil {
 		return err
+	}
+	if b.withVitess && b.dsn != "" {
+		return usagef("--vitess starts its own cluster beside a sandboxed MariaDB: leave out --dsn")
+	}
+	if b.withVitess && (b.shards < 1 || b.shards > 256) {
+		return usagef("--shards %d: want 1 to 256", b.shards)
+	}
+	if f := cmd.Flags().Lookup("shards"); f != nil && f.Changed && !b.withVitess {
+		return usagef("--shards goes with --vitess")
 	}
 	spec, err := benchSpec(cmd.Flags(), b.graph, b.selfFollows)
 	if err != nil {
@@ -223,6 +234,7 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 		ReadRatio: b.readRatio, Durability: b.durability, Settings: settings, Options: options,
 		Mix: mix, Rate: b.rate, Arrivals: arr, MaxInFlight: b.maxInFlight,
 		FindRate: b.findRate, SLO: b.slo, StepDuration: b.step, SearchSteps: b.searchSteps,
+		Vitess: b.withVitess, Shards: b.shards,
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ The server uses small, non-durable settings (internal/sandbox.TestSettings)
 so that the demo starts fast; they are not the benchmark's settings. The
 server and its directory are removed when the demo ends, also on Ctrl-C. It
 takes a few seconds. The exit code is 1 if the models disagree.`,
-			strings.Join(registry.Names(registry.Models()), ", "), strings.Join(registry.Names(demoWriters(registry.Models())), ", ")),
+			strings.Join(registry.Names(demoModels()), ", "), strings.Join(registry.Names(demoWriters(demoModels())), ", ")),
 		Example: `  pushpull demo
   pushpull demo > demo.txt`,
 		Args: noArgs,
@@ -198,7 +198,7 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 	fmt.Fprintf(out, "(small, non-durable test settings: innodb_buffer_pool_size=%s, innodb_flush_log_at_trx_commit=%s; fine for a demo, not for measurements)\n\n",
 		sb.Settings["innodb_buffer_pool_size"], sb.Settings["innodb_flush_log_at_trx_commit"])
 
-	models := registry.Models()
+	models := demoModels()
 	names := registry.Names(models)
 	roles, err := pickDemoRoles(models)
 	if err != nil {
@@ -477,4 +477,17 @@ func refusal(err error) string {
 	default:
 		return "error: " + err.Error()
 	}
+}
+
+// demoModels are the models the demo runs: every model but those on Vitess,
+// whose cluster takes longer to start than the demo runs (pushpull sandbox
+// --vitess starts one).
+func demoModels() []registry.Model {
+	var out []registry.Model
+	for _, m := range registry.Models() {
+		if !m.OnVitess() {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -22,6 +22,7 @@ import (
 // --memcache default to.
 const (
 	dsnEnv      = "PUSHPULL_DSN"
+	vtgateEnv   = "PUSHPULL_VTGATE"
 	memcacheEnv = "PUSHPULL_MEMCACHE"
 )
 
@@ -205,7 +206,7 @@ type serverFlags struct {
 
 func (f *serverFlags) register(cmd *cobra.Command) {
 	f.cmd = cmd
-	cmd.Flags().StringVar(&f.dsn, "dsn", "", "go-sql-driver DSN of the server, e.g. 'user:pass@tcp(127.0.0.1:3306)/' (default $"+dsnEnv+")")
+	cmd.Flags().StringVar(&f.dsn, "dsn", "", "go-sql-driver DSN of the server, e.g. 'user:pass@tcp(127.0.0.1:3306)/' (default $"+dsnEnv+"); for a model on Vitess, a vtgate's (default $"+vtgateEnv+")")
 	cmd.Flags().StringVar(&f.database, "database", "", "database to use instead of the model's default (see pushpull --help)")
 	cmd.Flags().StringVar(&f.memcache, "memcache", "", "memcached servers as host:port, comma-separated; "+strings.Join(needingMemcached(), ", ")+" need them (default $"+memcacheEnv+")")
 }
@@ -265,12 +266,18 @@ func parseServers(list string) ([]string, error) {
 // resolveDSN returns --dsn, else $PUSHPULL_DSN, else a usage error that says
 // how to get a server.
 func (f *serverFlags) resolveDSN() (string, error) {
+	return f.resolveServer(dsnEnv, "`pushpull sandbox`")
+}
+
+// resolveServer returns --dsn, else $env, else a usage error that says
+// how to get a server with start.
+func (f *serverFlags) resolveServer(env, start string) (string, error) {
 	dsn := f.dsn
 	if dsn == "" {
-		dsn = f.getenv(dsnEnv)
+		dsn = f.getenv(env)
 	}
 	if dsn == "" {
-		return "", usagef("no database given: start one with `pushpull sandbox` and export %s, or pass --dsn", dsnEnv)
+		return "", usagef("no server given: start one with %s and export %s, or pass --dsn", start, env)
 	}
 	if _, err := mysql.ParseDSN(dsn); err != nil {
 		return "", usagef("--dsn: %v", err)
@@ -343,15 +350,20 @@ func (f *serverFlags) openStore(ctx context.Context, model registry.Model) (time
 	if err := checkDatabase(f.database); err != nil {
 		return nil, err
 	}
-	dsn, err := f.resolveDSN()
+	cfg := registry.Config{Database: f.database, MaxConns: 4}
+	var err error
+	if model.OnVitess() {
+		cfg.Vtgate, err = f.resolveServer(vtgateEnv, "`pushpull sandbox --vitess`")
+	} else {
+		cfg.DSN, err = f.resolveDSN()
+	}
 	if err != nil {
 		return nil, err
 	}
-	servers, err := f.resolveMemcache(model)
-	if err != nil {
+	if cfg.Memcache, err = f.resolveMemcache(model); err != nil {
 		return nil, err
 	}
-	s, err := model.Open(ctx, registry.Config{DSN: dsn, Database: f.database, MaxConns: 4, Memcache: servers})
+	s, err := model.Open(ctx, cfg)
 	if err != nil {
 		return nil, withHint(err)
 	}

@@ -23,9 +23,11 @@ func newSandboxCmd() *cobra.Command {
 		memcachedMB int
 		sets        []string
 		dir         string
+		withVitess  bool
+		shards      int
 	)
 	cmd := &cobra.Command{
-		Use:   "sandbox [--memcached-mb N] [--set key=value ...] [--dir DIR]",
+		Use:   "sandbox [--memcached-mb N] [--set key=value ...] [--dir DIR] [--vitess [--shards N]]",
 		Short: "Run a private MariaDB and memcached until interrupted",
 		Long: `sandbox starts a private MariaDB server and a private memcached in a new
 temporary directory, prints how to reach them, and keeps them running until it
@@ -44,15 +46,28 @@ settings in effect are printed at start. If the directory is on tmpfs and
 mariadbd fails to start, add --set innodb_flush_method=fsync: some kernels do
 not support O_DIRECT there.
 
-The last line on standard output is an export command: paste it into another
-shell and the other pushpull commands find the server without --dsn.`,
+With --vitess it also starts a Vitess cluster (vitess.io/vitess, built on first
+use or by 'make deps'): vttestserver with a keyspace of --shards shards for each
+of the push and pull models on Vitess (the models named ...@vitess), on a
+mysqld of its own, run as an unprivileged user, listening on loopback only. It
+prints the vtgate's DSN, which those models take as --dsn or $PUSHPULL_VTGATE.
+
+The last lines on standard output are export commands: paste them into another
+shell and the other pushpull commands find the servers without --dsn.`,
 		Example: `  pushpull sandbox
   pushpull sandbox --set innodb_buffer_pool_size=1G --set innodb_log_file_size=256M
-  pushpull sandbox --memcached-mb 1024 --dir /var/tmp`,
+  pushpull sandbox --memcached-mb 1024 --dir /var/tmp
+  pushpull sandbox --vitess --shards 4`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if memcachedMB <= 0 {
 				return usagef("--memcached-mb must be positive, got %d", memcachedMB)
+			}
+			if shards < 1 || shards > 256 {
+				return usagef("--shards %d: want 1 to 256", shards)
+			}
+			if cmd.Flags().Changed("shards") && !withVitess {
+				return usagef("--shards goes with --vitess")
 			}
 			settings := sandbox.DefaultSettings()
 			overrides, err := parseSettings(sets)
@@ -69,6 +84,9 @@ shell and the other pushpull commands find the server without --dsn.`,
 			defer stop()
 			stderr := cmd.ErrOrStderr()
 			fmt.Fprintln(stderr, "pushpull sandbox: starting MariaDB and memcached...")
+			if withVitess {
+				fmt.Fprintf(stderr, "pushpull sandbox: and a Vitess cluster of %d shards per keyspace (a minute or so; the first time, Vitess is built first)...\n", shards)
+			}
 			start := time.Now()
 			sb, err := sandbox.Start(ctx, sandbox.Options{
 				MariaDB:     true,
@@ -76,6 +94,8 @@ shell and the other pushpull commands find the server without --dsn.`,
 				Settings:    settings,
 				MemcachedMB: memcachedMB,
 				BaseDir:     dir,
+				Vitess:      withVitess,
+				Shards:      shards,
 			})
 			if err != nil {
 				return err
@@ -86,6 +106,10 @@ shell and the other pushpull commands find the server without --dsn.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "MariaDB DSN:    %s\n", sb.DSN)
 			fmt.Fprintf(out, "memcached:      %s (%d MB)\n", sb.MemcacheAddr, memcachedMB)
+			if withVitess {
+				fmt.Fprintf(out, "vtgate DSN:     %s (keyspaces %s, %d shards each; status at http://%s/)\n",
+					sb.VtgateDSN, strings.Join(sb.Keyspaces, ", "), sb.Shards, sb.VtgateStatus)
+			}
 			fmt.Fprintf(out, "directory:      %s (removed on exit)\n", sb.Dir)
 			fmt.Fprintln(out, "mariadbd settings in effect:")
 			keys := make([]string, 0, len(sb.Settings))
@@ -103,6 +127,9 @@ shell and the other pushpull commands find the server without --dsn.`,
 			fmt.Fprintln(out)
 			fmt.Fprintf(out, "export %s=%s\n", dsnEnv, shellQuote(sb.DSN))
 			fmt.Fprintf(out, "export %s=%s\n", memcacheEnv, shellQuote(sb.MemcacheAddr))
+			if withVitess {
+				fmt.Fprintf(out, "export %s=%s\n", vtgateEnv, shellQuote(sb.VtgateDSN))
+			}
 			fmt.Fprintln(stderr, "pushpull sandbox: running; press Ctrl-C to stop the servers and remove the directory")
 
 			<-ctx.Done()
@@ -117,6 +144,8 @@ shell and the other pushpull commands find the server without --dsn.`,
 	}
 	cmd.Flags().IntVar(&memcachedMB, "memcached-mb", 256, "memcached's memory limit in MB")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a mariadbd option, as key=value (repeatable)")
+	cmd.Flags().BoolVar(&withVitess, "vitess", false, "also start a Vitess cluster for the models on Vitess")
+	cmd.Flags().IntVar(&shards, "shards", 2, "shards per keyspace of the Vitess cluster")
 	cmd.Flags().StringVar(&dir, "dir", "", "where to make the sandbox directory (default $PUSHPULL_SANDBOX_DIR, else the system temp directory)")
 	return cmd
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pushpull/pushpull/registry"
 )
 
 // TestDemo runs the demo end to end: it starts its own MariaDB.
@@ -22,7 +20,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo: %v", r)
 	}
 	for _, want := range []string{
-		fmt.Sprintf("Agreement: all %d models returned identical timelines for all 6 users", len(registry.Models())),
+		fmt.Sprintf("Agreement: all %d models returned identical timelines for all 6 users", len(demoModels())),
 		"memory  push  push-async  push-capped  push-compressed  pull-sp  pull-client  pull-naive  pull-union  pull-merge  pull-recent  pull-active  hybrid",
 		"Café crème at the corner bistro, très bien ☕🥐",
 		`Shopping list:\n- oat milk`,

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +31,15 @@ type Options struct {
 	// the same number, so a steady load never reconnects (database/sql's
 	// default of 2 idle connections churns under 8 workers).
 	MaxConns int
+	// Vitess: the server must be a vtgate, and Database an existing
+	// keyspace (a keyspace's shards are made with the cluster, not by
+	// CREATE DATABASE). Without it, the server must not be one.
+	Vitess bool
 }
+
+// ErrWrongServer means a store meant for MariaDB was opened on a vtgate,
+// or one meant for Vitess on a plain server.
+var ErrWrongServer = errors.New("wrong kind of server")
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 
@@ -51,27 +60,40 @@ func Open(ctx context.Context, opts Options) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = admin.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+opts.Database+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-	if err != nil {
-		admin.Close()
-		return nil, fmt.Errorf("create database %s: %w", opts.Database, err)
-	}
-	// The push model's fan-out is exact only under REPEATABLE READ, where
-	// INSERT ... SELECT locks the rows and gaps it reads, so that a
-	// concurrent Follow and Post cannot both miss each other. Pin it per
-	// session rather than trust the server's default. MariaDB before 11.1
-	// and MySQL before 5.7.20 spell the variable tx_isolation.
 	var version string
 	if err := admin.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
 		admin.Close()
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Addr, err)
 	}
-	admin.Close()
-	isolationVar := "transaction_isolation"
-	if strings.Contains(version, "MariaDB") {
-		isolationVar = "tx_isolation"
+	vtgate := strings.HasSuffix(version, "-Vitess")
+	switch {
+	case vtgate && !opts.Vitess:
+		admin.Close()
+		return nil, fmt.Errorf("%w: %s is a vtgate (open a model made for Vitess, named ...@vitess)", ErrWrongServer, cfg.Addr)
+	case !vtgate && opts.Vitess:
+		admin.Close()
+		return nil, fmt.Errorf("%w: %s is not a vtgate (version %s)", ErrWrongServer, cfg.Addr, version)
+	case !vtgate:
+		_, err = admin.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+opts.Database+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+		if err != nil {
+			admin.Close()
+			return nil, fmt.Errorf("create database %s: %w", opts.Database, err)
+		}
+		// The push model's fan-out is exact only under REPEATABLE READ,
+		// where INSERT ... SELECT locks the rows and gaps it reads, so
+		// that a concurrent Follow and Post cannot both miss each other.
+		// Pin it per session rather than trust the server's default.
+		// MariaDB before 11.1 and MySQL before 5.7.20 spell the variable
+		// tx_isolation. (vtgate passes such a setting on to every shard
+		// under the name it was given, whatever the shards run, so on
+		// Vitess the shards' default, REPEATABLE READ, stands.)
+		isolationVar := "transaction_isolation"
+		if strings.Contains(version, "MariaDB") {
+			isolationVar = "tx_isolation"
+		}
+		cfg.Params[isolationVar] = "'REPEATABLE-READ'"
 	}
-	cfg.Params[isolationVar] = "'REPEATABLE-READ'"
+	admin.Close()
 	cfg.DBName = opts.Database
 	n := opts.MaxConns
 	if n <= 0 {
@@ -190,4 +212,18 @@ func ScanMessages(rows *sql.Rows, capacity int) ([]timeline.Message, error) {
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// AppendList appends xs to q as a comma-separated list of decimal
+// literals, for an IN (...) the caller opens and closes. Statements that
+// carry many ids are built this way: every id is an integer the store
+// produced itself, so there is nothing to escape.
+func AppendList[T ~uint64 | ~int64](q []byte, xs []T) []byte {
+	for i, x := range xs {
+		if i > 0 {
+			q = append(q, ',')
+		}
+		q = strconv.AppendUint(q, uint64(x), 10) // ids are positive
+	}
+	return q
 }

@@ -53,8 +53,25 @@ type Options struct {
 	// $PUSHPULL_SANDBOX_DIR, else the system temp directory.
 	BaseDir string
 
-	// StartTimeout bounds the wait for readiness; 0 means 2 minutes.
+	// StartTimeout bounds the wait for readiness; 0 means 2 minutes (5
+	// with Vitess, whose cluster takes about half a minute to start on
+	// an idle machine).
 	StartTimeout time.Duration
+
+	// Vitess starts a Vitess cluster (see startVitess) with Keyspaces,
+	// each sharded by user into Shards shards.
+	Vitess bool
+	// Shards is the number of shards of each keyspace; 0 means 2.
+	Shards int
+	// Keyspaces are the sharded keyspaces to make; nil means
+	// DefaultKeyspaces.
+	Keyspaces []string
+	// VitessSettings are options of the Vitess cluster's mysqld, over
+	// Vitess's own for tests (a 32 MB buffer pool, commits not flushed,
+	// no doublewrite): the benchmark gives it the MariaDB sandbox's, so
+	// that the two servers differ only in what Vitess needs (its binary
+	// log).
+	VitessSettings map[string]string
 }
 
 // DefaultSettings are the mariadbd options used for the benchmark: a buffer
@@ -131,12 +148,22 @@ type Sandbox struct {
 	MemcacheAddrs []string          // host:port of every memcached, in the order of Memcached(i)
 	Settings      map[string]string // the mariadbd options in effect
 
+	// VtgateDSN is the go-sql-driver DSN of the Vitess cluster's vtgate
+	// (no keyspace), VtgateStatus the host:port of its status pages
+	// (/debug/vars), Keyspaces its sharded keyspaces and Shards the
+	// shards of each; all empty without Options.Vitess.
+	VtgateDSN    string
+	VtgateStatus string
+	Keyspaces    []string
+	Shards       int
+
 	mariadb   *Proc
 	memcached []*Proc
 
-	mu      sync.Mutex
-	procs   []*server // every process ever spawned, restarts included
-	stopped bool
+	mu        sync.Mutex
+	extraDirs []string  // directories outside Dir that Stop removes
+	procs     []*server // every process ever spawned, restarts included
+	stopped   bool
 }
 
 type server struct {
@@ -145,6 +172,9 @@ type server struct {
 	log  string
 	done chan struct{} // closed when the process has exited
 	err  error         // its exit status, valid after done
+	// group: the server leads a process group of its own (pgid = its
+	// pid) holding the processes it started, and is stopped with them.
+	group bool
 }
 
 // ErrMissingBinary means a server program is not installed.
@@ -174,6 +204,9 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 	timeout := opts.StartTimeout
 	if timeout == 0 {
 		timeout = 2 * time.Minute
+		if opts.Vitess {
+			timeout = 5 * time.Minute
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -190,6 +223,11 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 			}
 		}
 		sb.MemcacheAddr = sb.MemcacheAddrs[0]
+	}
+	if opts.Vitess {
+		if err := sb.startVitess(ctx, opts.Shards, opts.Keyspaces, opts.VitessSettings); err != nil {
+			return nil, err
+		}
 	}
 	return sb, nil
 }
@@ -337,6 +375,12 @@ func (sb *Sandbox) startMemcached(ctx context.Context, mb, i, n int) error {
 
 // spawn starts a server process whose output goes to logPath.
 func (sb *Sandbox) spawn(name, logPath, bin string, args ...string) (*server, error) {
+	return sb.spawnCmd(name, logPath, exec.Command(bin, args...), false)
+}
+
+// spawnCmd starts cmd as a server whose output goes to logPath, in a
+// process group of its own; group: stop the whole group with it.
+func (sb *Sandbox) spawnCmd(name, logPath string, cmd *exec.Cmd, group bool) (*server, error) {
 	sb.mu.Lock()
 	stopped := sb.stopped
 	sb.mu.Unlock()
@@ -348,12 +392,15 @@ func (sb *Sandbox) spawn(name, logPath, bin string, args ...string) (*server, er
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, args...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	// Kill the server if this process dies without calling Stop, so a
 	// crashed test run leaves no server behind.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	cmd.SysProcAttr.Setpgid = true
 	// Pdeathsig fires when the spawning OS thread exits; keep this
 	// goroutine on one thread while forking. Go does not retire idle
 	// threads, so the thread outlives the call.
@@ -363,7 +410,7 @@ func (sb *Sandbox) spawn(name, logPath, bin string, args ...string) (*server, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	srv := &server{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	srv := &server{name: name, cmd: cmd, log: logPath, done: make(chan struct{}), group: group}
 	go func() {
 		srv.err = cmd.Wait()
 		close(srv.done)
@@ -456,8 +503,8 @@ func MemcachedPid(addr string) (int, error) {
 // fail with ErrStopped. It is safe to call more than once.
 func (sb *Sandbox) Stop() error {
 	sb.mu.Lock()
-	procs := sb.procs
-	sb.procs = nil
+	procs, extra := sb.procs, sb.extraDirs
+	sb.procs, sb.extraDirs = nil, nil
 	sb.stopped = true
 	sb.mu.Unlock()
 	var errs []error
@@ -466,8 +513,11 @@ func (sb *Sandbox) Stop() error {
 			errs = append(errs, err)
 		}
 	}
-	if sb.Dir != "" {
-		if err := os.RemoveAll(sb.Dir); err != nil {
+	for _, d := range append(extra, sb.Dir) {
+		if d == "" {
+			continue
+		}
+		if err := os.RemoveAll(d); err != nil {
 			errs = append(errs, fmt.Errorf("remove sandbox directory: %w", err))
 		}
 	}
@@ -480,6 +530,9 @@ func (sb *Sandbox) Stop() error {
 // first write every dirty page of its buffer pool (gigabytes after a bulk
 // load) to files about to be deleted.
 func (sb *Sandbox) stopServer(srv *server) error {
+	if srv.group {
+		return sb.stopGroup(srv)
+	}
 	select {
 	case <-srv.done:
 		return nil

@@ -26,15 +26,28 @@ import (
 )
 
 var (
-	dsn      string
-	memcache string
-	counter  atomic.Int64
+	dsn       string
+	memcache  string
+	vtgate    string
+	keyspaces chan string // the Vitess keyspaces no test has borrowed
+	counter   atomic.Int64
 )
 
 // Options says which servers a test package needs.
 type Options struct {
 	Memcached bool
+	// Vitess starts a Vitess cluster with VitessKeyspaces keyspaces of
+	// VitessShards shards each, which tests borrow with Keyspace.
+	Vitess bool
 }
+
+// VitessShards is the number of shards of each test keyspace.
+const VitessShards = 2
+
+// VitessKeyspaces is how many keyspaces a test package can borrow at once
+// (Keyspace): one per model on Vitess, which TestEquivalence opens side
+// by side, and a spare.
+const VitessKeyspaces = 6
 
 // Main starts the servers, runs the package's tests, stops the servers, and
 // exits. Call it from TestMain.
@@ -48,13 +61,22 @@ func run(m *testing.M, opts Options) int {
 	memcache = os.Getenv("PUSHPULL_TEST_MEMCACHE")
 	needDB := dsn == ""
 	needMC := opts.Memcached && memcache == ""
-	if needDB || needMC {
+	if needDB || needMC || opts.Vitess {
 		start := time.Now()
+		var names []string
+		if opts.Vitess {
+			for i := range VitessKeyspaces {
+				names = append(names, fmt.Sprintf("pp_test_ks%d", i+1))
+			}
+		}
 		sb, err := sandbox.Start(context.Background(), sandbox.Options{
 			MariaDB:   needDB,
 			Memcached: needMC,
 			Settings:  sandbox.TestSettings(),
 			BaseDir:   baseDir(),
+			Vitess:    opts.Vitess,
+			Shards:    VitessShards,
+			Keyspaces: names,
 		})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "testserver: %v\n", err)
@@ -66,6 +88,13 @@ func run(m *testing.M, opts Options) int {
 		}
 		if needMC {
 			memcache = sb.MemcacheAddr
+		}
+		if opts.Vitess {
+			vtgate = sb.VtgateDSN
+			keyspaces = make(chan string, len(names))
+			for _, n := range names {
+				keyspaces <- n
+			}
 		}
 		if testing.Verbose() {
 			fmt.Fprintf(os.Stderr, "testserver: sandbox in %s started in %v\n", sb.Dir, time.Since(start).Round(time.Millisecond))
@@ -128,7 +157,12 @@ func Database(t testing.TB) string {
 // Admin returns a connection pool to the server with no database selected.
 func Admin(t testing.TB) *sql.DB {
 	t.Helper()
-	cfg, err := mysqlx.Config(DSN(t))
+	return adminAt(t, DSN(t))
+}
+
+func adminAt(t testing.TB, dsn string) *sql.DB {
+	t.Helper()
+	cfg, err := mysqlx.Config(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +177,14 @@ func Admin(t testing.TB) *sql.DB {
 // CountRows returns the number of rows of each table in database.
 func CountRows(t testing.TB, database string, tables ...string) map[string]int64 {
 	t.Helper()
-	db := Admin(t)
+	return CountRowsAt(t, DSN(t), database, tables...)
+}
+
+// CountRowsAt is CountRows on the server at dsn (a vtgate, say: database
+// is then a keyspace, and each count is summed over its shards).
+func CountRowsAt(t testing.TB, dsn, database string, tables ...string) map[string]int64 {
+	t.Helper()
+	db := adminAt(t, dsn)
 	defer db.Close()
 	out := make(map[string]int64)
 	for _, table := range tables {

@@ -1,7 +1,6 @@
 package sqlread
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -110,9 +109,5 @@ func (c clientReader) Read(ctx context.Context, r timeline.Request) ([]timeline.
 	for _, ms := range perAuthor {
 		all = append(all, ms...)
 	}
-	slices.SortFunc(all, func(x, y timeline.Message) int { return cmp.Compare(y.ID, x.ID) })
-	if len(all) > r.Fetch() {
-		all = all[:r.Fetch()]
-	}
-	return all, nil
+	return newestN(all, r.Fetch()), nil
 }

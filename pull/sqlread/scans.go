@@ -155,12 +155,7 @@ func MessagesByID(ctx context.Context, db *sql.DB, ids []uint64) ([]timeline.Mes
 	}
 	q := make([]byte, 0, 96+21*len(ids))
 	q = append(q, `SELECT id, author_id, body, created_at FROM messages WHERE id IN (`...)
-	for i, id := range ids {
-		if i > 0 {
-			q = append(q, ',')
-		}
-		q = strconv.AppendUint(q, id, 10)
-	}
+	q = mysqlx.AppendList(q, ids)
 	q = append(q, `) ORDER BY id DESC`...)
 	rows, err := db.QueryContext(ctx, string(q))
 	if err != nil {

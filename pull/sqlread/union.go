@@ -22,12 +22,19 @@ type Union struct{}
 func (Union) Name() string { return "union" }
 
 // NewReader implements Strategy.
-func (Union) NewReader(env Env) Reader { return unionReader(env) }
+func (Union) NewReader(env Env) Reader { return unionReader{Env: env} }
 
-type unionReader Env
+type unionReader struct {
+	Env
+	vitess bool // VitessUnion
+}
 
 func (u unionReader) Read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	cands, followees, err := FolloweesNewest(ctx, u.DB, r)
+	step1 := FolloweesNewest
+	if u.vitess {
+		step1 = FolloweesNewestIn
+	}
+	cands, followees, err := step1(ctx, u.DB, r)
 	if err != nil {
 		return nil, err
 	}
@@ -39,14 +46,22 @@ func (u unionReader) Read(ctx context.Context, r timeline.Request) ([]timeline.M
 		u.Pages.Add(int64(followees))
 		return nil, nil
 	}
-	var b PageQuery
-	for k, c := range cands {
-		b.Branch(c.Author, uint64(r.Before), 0, fetch-k)
+	var msgs []timeline.Message
+	var read int64
+	if u.vitess {
+		msgs, read, err = vitessBranches(ctx, u.DB, r, cands)
+	} else {
+		var b PageQuery
+		for k, c := range cands {
+			b.Branch(c.Author, uint64(r.Before), 0, fetch-k)
+		}
+		var branchRows int64
+		msgs, branchRows, err = b.Run(ctx, u.DB, nil, fetch)
+		read = branchRows + int64(len(msgs))
 	}
-	msgs, branchRows, err := b.Run(ctx, u.DB, nil, fetch)
 	if err != nil {
 		return nil, err
 	}
-	u.Pages.Add(int64(followees) + branchRows + int64(len(msgs)))
+	u.Pages.Add(int64(followees) + read)
 	return msgs, nil
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pushpull/pushpull/cache"
+	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/registry"
 	_ "github.com/pushpull/pushpull/registry/all"
@@ -22,18 +23,63 @@ import (
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
+func TestMain(m *testing.M) {
+	testserver.Main(m, testserver.Options{Memcached: true, Vitess: true})
+}
 
 // config is the Config of a store on database: the test memcached for the
 // models that need it, under the database's name, so that no two stores of
-// a run share keys.
+// a run share keys, and the test vtgate for the models on Vitess.
 func config(t *testing.T, m registry.Model, database string) registry.Config {
 	cfg := registry.Config{DSN: testserver.DSN(t), Database: database}
+	if m.OnVitess() {
+		cfg.Vtgate = testserver.Vtgate(t)
+	}
 	if m.Needs&registry.Memcached != 0 {
 		cfg.Memcache = []string{testserver.Memcache(t)}
 		cfg.Namespace = database + "/"
 	}
 	return cfg
+}
+
+// fresh returns an empty database for a store of m: a borrowed keyspace
+// on Vitess.
+func fresh(t *testing.T, m registry.Model) string {
+	if m.OnVitess() {
+		return testserver.Keyspace(t)
+	}
+	return testserver.Database(t)
+}
+
+// countRows counts the rows of tables in m's database db.
+func countRows(t *testing.T, m registry.Model, db string, tables ...string) map[string]int64 {
+	if m.OnVitess() {
+		return testserver.CountRowsAt(t, testserver.Vtgate(t), db, tables...)
+	}
+	return testserver.CountRows(t, db, tables...)
+}
+
+// TestVitessConformance runs the conformance suite on every model on
+// Vitess, each check on an empty keyspace of two shards.
+func TestVitessConformance(t *testing.T) {
+	var configs []timelinetest.Config
+	for _, m := range registry.Models() {
+		if !m.OnVitess() {
+			continue
+		}
+		configs = append(configs, timelinetest.Config{Name: m.Name, Open: func(t *testing.T) timeline.Store {
+			s, err := m.Open(context.Background(), config(t, m, fresh(t, m)))
+			if err != nil {
+				t.Fatalf("open %s: %v", m.Name, err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}})
+	}
+	if len(configs) < 4 {
+		t.Fatalf("%d models on Vitess, want push and three pull strategies at least", len(configs))
+	}
+	timelinetest.RunConfigs(t, configs)
 }
 
 // persistent are the registered base models that keep their data in a
@@ -69,7 +115,7 @@ func openAll(t *testing.T) ([]timeline.Store, []string) {
 	var out []timeline.Store
 	var names []string
 	open := func(m registry.Model, options map[string]string) {
-		cfg := config(t, m, testserver.Database(t))
+		cfg := config(t, m, fresh(t, m))
 		cfg.Options = options
 		s, err := m.Open(context.Background(), cfg)
 		if err != nil {
@@ -267,7 +313,7 @@ func TestBadInputChangesNoRows(t *testing.T) {
 	ctx := context.Background()
 	for _, m := range persistent() {
 		t.Run(m.Name, func(t *testing.T) {
-			db := testserver.Database(t)
+			db := fresh(t, m)
 			s, err := m.Open(ctx, config(t, m, db))
 			if err != nil {
 				t.Fatal(err)
@@ -288,13 +334,13 @@ func TestBadInputChangesNoRows(t *testing.T) {
 			for _, tb := range schema.DataTables(m.Schema) {
 				tables = append(tables, tb.Name)
 			}
-			before := testserver.CountRows(t, db, tables...)
+			before := countRows(t, m, db, tables...)
 			if before["messages"] != 3 || before["follows"] != 3 {
 				t.Fatalf("setup: %v", before)
 			}
 			for _, bad := range timelinetest.BadInputs() {
 				timelinetest.CheckInputError(t, bad.Name, bad.Call(ctx, s), bad.Sentinel, bad.Field)
-				if after := testserver.CountRows(t, db, tables...); fmt.Sprint(after) != fmt.Sprint(before) {
+				if after := countRows(t, m, db, tables...); fmt.Sprint(after) != fmt.Sprint(before) {
 					t.Fatalf("%s changed rows: before %v, after %v", bad.Name, before, after)
 				}
 			}
@@ -313,7 +359,7 @@ func TestUnreachableServer(t *testing.T) {
 			model := m.Name
 			start := time.Now()
 			cfg := config(t, m, "")
-			cfg.DSN = dsn
+			cfg.DSN, cfg.Vtgate = dsn, dsn
 			s, err := m.Open(context.Background(), cfg)
 			if err == nil {
 				s.Close()
@@ -447,6 +493,10 @@ func TestBadConfig(t *testing.T) {
 		"unknown variant":       {"push+redis", withMemcache(dsn), "no variant", registry.ErrUnknownModel},
 		"bad cache policy":      {"push+memcache", badPolicy, "policy", nil},
 		"no DSN":                {"push", registry.Config{}, "DSN", registry.ErrMissingServer},
+		"no vtgate":             {"push@vitess", dsn, "vtgate", registry.ErrMissingServer},
+		"vtgate for MariaDB":    {"pull-client", registry.Config{DSN: testserver.Vtgate(t), Database: "pushpull_pull"}, "vtgate", mysqlx.ErrWrongServer},
+		"MariaDB for a vtgate":  {"push@vitess", registry.Config{Vtgate: testserver.DSN(t), Database: "x"}, "not a vtgate", mysqlx.ErrWrongServer},
+		"keyspace missing":      {"pull-merge@vitess", registry.Config{Vtgate: testserver.Vtgate(t), Database: "no_such_keyspace"}, "no_such_keyspace", nil},
 		"garbage DSN":           {"push", registry.Config{DSN: "not a dsn"}, "DSN", nil},
 		"bad database":          {"push", registry.Config{DSN: testserver.DSN(t), Database: "x; DROP TABLE y"}, "database name", nil},
 		"database too big":      {"pull-sp", registry.Config{DSN: testserver.DSN(t), Database: strings.Repeat("a", 65)}, "database name", nil},

@@ -1,0 +1,68 @@
+package sandbox
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// TestVitess starts a Vitess cluster of two keyspaces of three shards,
+// checks that vtgate routes to each shard and that message ids come from
+// the sequence, and that Stop leaves no process of it behind.
+func TestVitess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers")
+	}
+	ctx := context.Background()
+	sb, err := Start(ctx, Options{Vitess: true, Shards: 3, Keyspaces: []string{"ks_a", "ks_b"}, BaseDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Stop()
+	if sb.VtgateDSN == "" || sb.Shards != 3 || len(sb.Keyspaces) != 2 {
+		t.Fatalf("sandbox %+v", sb)
+	}
+	cfg, err := mysql.ParseDSN(sb.VtgateDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, _ := mysql.NewConnector(cfg)
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, "SHOW VITESS_SHARDS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shards []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, s)
+	}
+	rows.Close()
+	want := "ks_a/-55 ks_a/55-aa ks_a/aa- ks_b/-55 ks_b/55-aa ks_b/aa- pushpull_seq/0"
+	if got := strings.Join(shards, " "); got != want {
+		t.Fatalf("shards %q, want %q", got, want)
+	}
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil || !strings.HasSuffix(version, "-Vitess") {
+		t.Fatalf("version %q, %v", version, err)
+	}
+
+	pgid := sb.procs[len(sb.procs)-1].cmd.Process.Pid
+	if err := syscall.Kill(-pgid, 0); err != nil {
+		t.Fatalf("no process group %d: %v", pgid, err)
+	}
+	if err := sb.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(-pgid, 0); err == nil {
+		t.Fatalf("process group %d still has members after Stop", pgid)
+	}
+}

@@ -1,0 +1,64 @@
+package testserver
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pushpull/pushpull/internal/mysqlx"
+	schema "github.com/pushpull/pushpull/sql"
+)
+
+// Vtgate is the DSN of the test Vitess cluster's vtgate (no keyspace).
+func Vtgate(t testing.TB) string {
+	if vtgate == "" {
+		t.Fatal("testserver: no Vitess; pass Options{Vitess: true} to testserver.Main")
+	}
+	return vtgate
+}
+
+// Keyspace lends the test an empty keyspace of the test Vitess cluster,
+// sharded by user into VitessShards shards, and empties it for the next
+// test when this one ends. Keyspaces cannot be made as cheaply as
+// databases (their shards are made with the cluster), so a test that
+// needs more than VitessKeyspaces at once waits, and fails after five
+// minutes.
+func Keyspace(t testing.TB) string {
+	t.Helper()
+	Vtgate(t)
+	var name string
+	select {
+	case name = <-keyspaces:
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("testserver: no Vitess keyspace free after 5 minutes (%d in all)", VitessKeyspaces)
+	}
+	t.Cleanup(func() {
+		if err := empty(name); err != nil {
+			t.Errorf("testserver: empty keyspace %s: %v (not lent again)", name, err)
+			return
+		}
+		keyspaces <- name
+	})
+	return name
+}
+
+// empty truncates keyspace's tables through vtgate, on every shard (a
+// DELETE of more than 10,000 rows is beyond vtgate's row limit);
+// pushpull_meta goes too, so the next store applies the schema afresh,
+// with a new cursor key. Tables not made yet are skipped.
+func empty(keyspace string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: vtgate, Database: keyspace, MaxConns: 1, Vitess: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, tb := range append(schema.DataTables(schema.PushVitess), schema.Table{Name: "pushpull_meta"}) {
+		if _, err := db.ExecContext(ctx, "TRUNCATE TABLE `"+tb.Name+"`"); err != nil && !strings.Contains(err.Error(), "doesn't exist") {
+			return err
+		}
+	}
+	return nil
+}

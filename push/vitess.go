@@ -1,0 +1,252 @@
+package push
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/internal/vtstats"
+	schema "github.com/pushpull/pushpull/sql"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// DefaultFanoutChunk is Config.FanoutChunk's default: half of the 10,000
+// rows vtgate lets one statement return or write by default.
+const DefaultFanoutChunk = 5000
+
+// VitessStore is the push model on a Vitess keyspace sharded by user
+// (schema.PushVitess), through vtgate. Stored procedures cannot run on a
+// sharded keyspace, and the push model needs none: every statement is the
+// client SQL of Store, reshaped so that vtgate routes it by the column
+// each table is sharded by.
+//
+//   - Post inserts the message on its author's shard (vtgate numbers it
+//     from the sequence), then fans it out with INSERT ... SELECT from the
+//     author's followers, which live on the author's shard too; vtgate
+//     sends each mailbox row to its reader's shard. vtgate refuses a
+//     statement of more than 10,000 rows, so the fan-out goes in chunks
+//     of FanoutChunk followers in follower_id order.
+//   - Timeline reads (message, author) pairs from the reader's shard,
+//     then the page's bodies by author_id IN (...), which vtgate sends
+//     only to the shards of the page's authors.
+//   - Follow writes both follow tables (the follower's shard and the
+//     followee's) and copies the followee's messages into the mailbox in
+//     chunks; Unfollow deletes them by (user_id, author_id) on one shard.
+//
+// Each call is one vtgate transaction. vtgate commits a transaction that
+// wrote to several shards shard by shard, without two-phase commit.
+type VitessStore struct {
+	db       *sql.DB
+	codec    *timeline.CursorCodec
+	now      func() time.Time
+	chunk    int
+	keyspace string
+	status   string // vtgate's status pages, for Counters
+}
+
+var _ timeline.Store = (*VitessStore)(nil)
+
+// OpenVitess connects to the vtgate at cfg.DSN, whose keyspace
+// cfg.Database (DefaultVitessDatabase if "") must exist with schema's VitessVSchema,
+// creates the tables through vtgate if needed, and returns the store.
+func OpenVitess(ctx context.Context, cfg Config) (*VitessStore, error) {
+	if cfg.Database == "" {
+		cfg.Database = DefaultVitessDatabase
+	}
+	chunk := cfg.FanoutChunk
+	if chunk == 0 {
+		chunk = DefaultFanoutChunk
+	}
+	if chunk < 1 || chunk > 10000 {
+		return nil, fmt.Errorf("open push@vitess store: FanoutChunk %d: want 1 to 10000", chunk)
+	}
+	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Vitess: true})
+	if err != nil {
+		return nil, fmt.Errorf("open push@vitess store: %w", err)
+	}
+	if err := schema.Apply(ctx, db, schema.PushVitess, schema.Options{Force: cfg.Force}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open push@vitess store: %w", err)
+	}
+	codec, err := schema.CursorCodec(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open push@vitess store: %w", err)
+	}
+	return &VitessStore{db: db, codec: codec, now: time.Now, chunk: chunk, keyspace: cfg.Database, status: cfg.VtgateStatus}, nil
+}
+
+// Counters implements registry.Counting: the calls vtgate has made to the
+// tablets of the store's keyspace and of the message sequence's (see
+// package vtstats), or nothing without Config.VtgateStatus.
+func (s *VitessStore) Counters() map[string]int64 {
+	if s.status == "" {
+		return nil
+	}
+	c, err := vtstats.Calls(context.Background(), s.status, s.keyspace, schema.SequenceKeyspace)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// DB returns the store's connection pool to vtgate.
+func (s *VitessStore) DB() *sql.DB { return s.db }
+
+// writes is push's frame of a write (checks, transaction, the message and
+// follow rows) on the keyspace; the store adds its own part to each.
+func (s *VitessStore) writes() Writes { return Writes{DB: s.db, Model: VitessModelName, Now: s.now} }
+
+// Post implements timeline.Store.
+func (s *VitessStore) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
+	return s.writes().Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
+		return s.fanOut(ctx, tx, author, int64(msg.ID))
+	})
+}
+
+// fanOut writes message id into the mailbox of each of author's
+// followers, s.chunk followers per statement. The message is new, so no
+// mailbox holds it yet, and a chunk writes a row per follower it reads:
+// a chunk of fewer than s.chunk rows is the last.
+func (s *VitessStore) fanOut(ctx context.Context, tx *sql.Tx, author timeline.UserID, id int64) error {
+	var after uint64
+	for {
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO mailbox (user_id, message_id, author_id)
+			 SELECT follower_id, `+strconv.FormatInt(id, 10)+`, followee_id FROM followers
+			 WHERE followee_id = ? AND follower_id > ? ORDER BY follower_id LIMIT `+strconv.Itoa(s.chunk),
+			author, after)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n < int64(s.chunk) {
+			return err
+		}
+		if after, err = nthKey(ctx, tx, `SELECT follower_id FROM followers WHERE followee_id = ? AND follower_id > ? ORDER BY follower_id`, author, after, s.chunk); err != nil {
+			return err
+		}
+	}
+}
+
+// nthKey returns the n-th key (from 1) that query, ordered by the key and
+// given owner and a lower bound, returns: the last key of a chunk.
+func nthKey(ctx context.Context, tx *sql.Tx, query string, owner timeline.UserID, after uint64, n int) (uint64, error) {
+	var key uint64
+	err := tx.QueryRowContext(ctx, query+` LIMIT 1 OFFSET `+strconv.Itoa(n-1), owner, after).Scan(&key)
+	return key, err
+}
+
+// Follow implements timeline.Store.
+func (s *VitessStore) Follow(ctx context.Context, follower, followee timeline.UserID) error {
+	return s.writes().Follow(ctx, follower, followee,
+		func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx,
+				`INSERT IGNORE INTO followers (followee_id, follower_id) VALUES (?, ?)`, followee, follower); err != nil {
+				return err
+			}
+			return s.backfill(ctx, tx, follower, followee)
+		})
+}
+
+// backfill copies followee's messages into follower's mailbox, s.chunk
+// messages per statement in id order. INSERT IGNORE may write fewer rows
+// than a chunk reads (a mailbox left holding some of them), so each
+// chunk's upper end is looked up first.
+func (s *VitessStore) backfill(ctx context.Context, tx *sql.Tx, follower, followee timeline.UserID) error {
+	const insert = `INSERT IGNORE INTO mailbox (user_id, message_id, author_id)
+		SELECT ?, id, author_id FROM messages WHERE author_id = ? AND id > ?`
+	var after uint64
+	for {
+		upper, err := nthKey(ctx, tx, `SELECT id FROM messages WHERE author_id = ? AND id > ? ORDER BY id`, followee, after, s.chunk)
+		if errors.Is(err, sql.ErrNoRows) {
+			_, err = tx.ExecContext(ctx, insert, follower, followee, after)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, insert+` AND id <= ?`, follower, followee, after, upper); err != nil {
+			return err
+		}
+		after = upper
+	}
+}
+
+// Unfollow implements timeline.Store.
+func (s *VitessStore) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
+	return s.writes().Unfollow(ctx, follower, followee,
+		func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx,
+				`DELETE FROM followers WHERE followee_id = ? AND follower_id = ?`, followee, follower); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx,
+				`DELETE FROM mailbox WHERE user_id = ? AND author_id = ?`, follower, followee)
+			return err
+		})
+}
+
+// Timeline implements timeline.Store: the page's ids and authors from the
+// reader's mailbox shard, then their bodies from the authors' shards.
+func (s *VitessStore) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
+	r, err := s.codec.ParseQuery(user, q)
+	if err != nil {
+		return timeline.Page{}, err
+	}
+	rows, err := mailboxPage(ctx, s.db, r, `SELECT b.message_id, b.author_id FROM mailbox b WHERE b.user_id = ?`)
+	if err != nil {
+		return timeline.Page{}, fmt.Errorf("push@vitess timeline: %w", err)
+	}
+	var ids []uint64
+	var authors []timeline.UserID
+	for rows.Next() {
+		var id uint64
+		var author timeline.UserID
+		if err := rows.Scan(&id, &author); err != nil {
+			rows.Close()
+			return timeline.Page{}, fmt.Errorf("push@vitess timeline: %w", err)
+		}
+		ids = append(ids, id)
+		if !slices.Contains(authors, author) {
+			authors = append(authors, author)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return timeline.Page{}, fmt.Errorf("push@vitess timeline: %w", err)
+	}
+	msgs, err := messagesOf(ctx, s.db, authors, ids)
+	if err != nil {
+		return timeline.Page{}, fmt.Errorf("push@vitess timeline: %w", err)
+	}
+	return s.codec.MakePage(r, msgs), nil
+}
+
+// messagesOf returns the messages ids of authors, newest first. Message
+// ids are unique, so the two IN lists select exactly those messages; the
+// first lets vtgate send the statement only to the authors' shards.
+func messagesOf(ctx context.Context, db *sql.DB, authors []timeline.UserID, ids []uint64) ([]timeline.Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	q := make([]byte, 0, 128+21*(len(authors)+len(ids)))
+	q = append(q, `SELECT id, author_id, body, created_at FROM messages WHERE author_id IN (`...)
+	q = mysqlx.AppendList(q, authors)
+	q = append(q, `) AND id IN (`...)
+	q = mysqlx.AppendList(q, ids)
+	q = append(q, `) ORDER BY id DESC`...)
+	rows, err := db.QueryContext(ctx, string(q))
+	if err != nil {
+		return nil, err
+	}
+	return mysqlx.ScanMessages(rows, len(ids))
+}
+
+// Close implements timeline.Store.
+func (s *VitessStore) Close() error { return s.db.Close() }

@@ -1,0 +1,32 @@
+-- The tables both models add on a Vitess keyspace sharded by user (the
+-- VSchema is vitess_vschema.json), over common.sql's.
+--
+-- Every table is sharded by the user whose rows it holds, so that each of
+-- the models' frequent operations is routed to one shard:
+--   follows    by follower_id: whom does a reader follow (pull reads);
+--   followers  by followee_id: who follows an author (push fan-out), the
+--              same graph stored the other way round;
+--   messages   by author_id: an author's messages, newest first;
+--   mailbox    by user_id: a reader's mailbox (push reads).
+-- common.sql's AUTO_INCREMENT on messages.id is never used there: vtgate
+-- fills the id from the sequence message_seq in the unsharded keyspace
+-- (vitess_sequence.sql), so ids still increase with time across shards.
+
+CREATE TABLE IF NOT EXISTS followers (
+  followee_id BIGINT UNSIGNED NOT NULL,
+  follower_id BIGINT UNSIGNED NOT NULL,
+  PRIMARY KEY (followee_id, follower_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- The push model's mailbox on Vitess carries each message's author: the
+-- message lives on its author's shard, so a page is read as (id, author)
+-- pairs from the reader's shard and its bodies are fetched from the
+-- authors' shards by author_id, which vtgate routes; and an unfollow
+-- removes the followee's messages from one shard by (user_id, author_id).
+CREATE TABLE IF NOT EXISTS mailbox (
+  user_id    BIGINT UNSIGNED NOT NULL,
+  message_id BIGINT UNSIGNED NOT NULL,
+  author_id  BIGINT UNSIGNED NOT NULL,
+  PRIMARY KEY (user_id, message_id),
+  KEY user_author (user_id, author_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
