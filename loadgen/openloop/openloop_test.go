@@ -67,8 +67,10 @@ func TestPlanIsKeptWhenTheStoreIsSlow(t *testing.T) {
 	}
 	lat, svc := res.Total.Latency.ValueAtQuantile(99), res.Total.Service.ValueAtQuantile(99)
 	t.Logf("scheduled %d, started %d (late %d), missed %d; p99 latency %d µs, service %d µs; achieved %.0f/s", res.Scheduled, res.Started, res.Late, res.Missed, lat, svc, res.AchievedPerSec())
-	if lat < 10*svc {
-		t.Fatalf("p99 latency %d µs against p99 service %d µs: latency is not measured from the intended start", lat, svc)
+	// Against the store's nominal service time, and against what the
+	// service took here: on a busy machine a 20 ms sleep can take 100.
+	if lat < 10*service.Microseconds() || lat < 5*svc {
+		t.Fatalf("p99 latency %d µs against p99 service %d µs (%v nominal): latency is not measured from the intended start", lat, svc, service)
 	}
 	if late := res.Lateness.ValueAtQuantile(99); late < int64(300*time.Millisecond/time.Microsecond) {
 		t.Fatalf("p99 lateness %d µs, want hundreds of ms behind", late)
