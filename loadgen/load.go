@@ -266,16 +266,32 @@ type table struct {
 	write func(w *bufio.Writer, n *atomic.Int64) error
 }
 
-func followsTable(d *Dataset) table {
+func followsTable(d *Dataset) table { return followsWhere(d, nil) }
+
+// followsWhere is the follows table of the edges whose followee keep
+// accepts (all of them for a nil keep), in (follower, followee) order.
+func followsWhere(d *Dataset, keep func(followee uint32) bool) table {
 	var edges int64
-	for _, f := range d.Followees {
-		edges += int64(len(f))
+	if keep == nil {
+		for _, f := range d.Followees {
+			edges += int64(len(f))
+		}
+	} else {
+		d.EachFollow(func(_, followee uint32) error {
+			if keep(followee) {
+				edges++
+			}
+			return nil
+		})
 	}
 	return table{
 		fields: 2, rows: edges, numeric: true,
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
 			var buf []byte
 			return d.EachFollow(func(follower, followee uint32) error {
+				if keep != nil && !keep(followee) {
+					return nil
+				}
 				buf = strconv.AppendUint(buf[:0], uint64(follower), 10)
 				buf = append(buf, '\t')
 				buf = strconv.AppendUint(buf, uint64(followee), 10)

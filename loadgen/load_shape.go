@@ -123,29 +123,5 @@ func pullAuthorsTable(d *Dataset, shape registry.MailboxShape) table {
 // pullFollowsTable is schema.PullFollows under shape: the follows of the
 // pulled authors, in (user, author) order.
 func pullFollowsTable(d *Dataset, shape registry.MailboxShape) table {
-	var rows int64
-	d.EachFollow(func(_, followee uint32) error {
-		if d.pulled(shape, followee) {
-			rows++
-		}
-		return nil
-	})
-	return table{
-		fields: 2, rows: rows, numeric: true,
-		write: func(w *bufio.Writer, n *atomic.Int64) error {
-			var buf []byte
-			return d.EachFollow(func(follower, followee uint32) error {
-				if !d.pulled(shape, followee) {
-					return nil
-				}
-				buf = strconv.AppendUint(buf[:0], uint64(follower), 10)
-				buf = append(buf, '\t')
-				buf = strconv.AppendUint(buf, uint64(followee), 10)
-				buf = append(buf, '\n')
-				n.Add(1)
-				_, err := w.Write(buf)
-				return err
-			})
-		},
-	}
+	return followsWhere(d, func(followee uint32) bool { return d.pulled(shape, followee) })
 }
