@@ -235,10 +235,20 @@ func Load(dir string) (*Result, error) {
 	return r, nil
 }
 
-func load(path string) (*Result, error) {
+// fileIn is path itself, or the file name inside it when path is a
+// directory.
+func fileIn(path, name string) (string, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		path = filepath.Join(path, JSONFile)
+		return filepath.Join(path, name), nil
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	return path, nil
+}
+
+func load(path string) (*Result, error) {
+	path, err := fileIn(path, JSONFile)
+	if err != nil {
 		return nil, err
 	}
 	data, err := os.ReadFile(path)

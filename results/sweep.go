@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -156,10 +155,8 @@ func saveSweep(dir string, s *Sweep) error {
 // LoadSweep reads the sweep saved in dir by SaveSweep (or the path of its
 // sweep.json).
 func LoadSweep(dir string) (*Sweep, error) {
-	path := dir
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		path = filepath.Join(path, SweepJSONFile)
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+	path, err := fileIn(dir, SweepJSONFile)
+	if err != nil {
 		return nil, fmt.Errorf("load sweep: %w", err)
 	}
 	data, err := os.ReadFile(path)
@@ -173,14 +170,13 @@ func LoadSweep(dir string) (*Sweep, error) {
 	if s.Version != SweepFormatVersion {
 		return nil, fmt.Errorf("load sweep: %s: format version %d, want %d", path, s.Version, SweepFormatVersion)
 	}
-	for i, p := range s.Points {
+	for _, p := range s.Points {
 		if p.Result == nil {
 			continue
 		}
 		if err := upgrade(p.Result); err != nil {
 			return nil, fmt.Errorf("load sweep: %s: point %s: %w", path, strconv.FormatFloat(p.Value, 'g', -1, 64), err)
 		}
-		s.Points[i] = p
 	}
 	return &s, nil
 }

@@ -190,13 +190,13 @@ func writeSweepTable(w io.Writer, s *results.Sweep) {
 		var rows []string
 		for _, pt := range s.Points {
 			cells := []string{strconv.FormatFloat(pt.Value, 'g', -1, 64)}
-			any := false
+			ran := false
 			for _, name := range names {
 				cell := "–"
 				if pt.Result != nil {
 					if m := pt.Result.Model(name); m != nil {
 						if p := ph.get(m); p != nil && p.Ran() {
-							any = true
+							ran = true
 							cell = fmt.Sprintf("%.0f/s", p.OpsPerSec)
 							if c := p.Cost; c != nil {
 								cell += fmt.Sprintf("; %.1f", c[results.CostRowsRead]+c[results.CostRowsWritten])
@@ -208,7 +208,7 @@ func writeSweepTable(w io.Writer, s *results.Sweep) {
 				}
 				cells = append(cells, cell)
 			}
-			if any {
+			if ran {
 				rows = append(rows, strings.Join(cells, "\t"))
 			}
 		}
