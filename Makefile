@@ -1,22 +1,26 @@
 # pushpull: `make bench` runs the benchmark, `make test` runs the tests.
-# Both install what they need first (make deps).
+# Both install what they need first (make servers, make deps).
 
 GO      ?= go
 BIN     := bin/pushpull
 
-.PHONY: all deps build test bench vet clean
+.PHONY: all deps servers build test bench vet clean
 
 all: build
 
-# deps installs MariaDB and memcached from Debian's packages when they are
-# missing, and builds the Vitess programs (vttestserver, vtcombo, mysqlctl)
-# from vitess.io/vitess in the module internal/vitess/tools unless they are
-# built already (a few minutes the first time; cached outside the
-# repository, see internal/vitess). The tests and the benchmark start
-# private copies of the servers; no system service is configured or
-# started.
-deps:
+# servers installs MariaDB and memcached from Debian's packages when they
+# are missing. deps does that and builds the Vitess programs (vttestserver,
+# vtcombo, mysqlctl) from vitess.io/vitess in the module
+# internal/vitess/tools unless they are built already (a few minutes the
+# first time; cached outside the repository, see internal/vitess). The
+# tests need both; the default benchmark only the servers, so that its five
+# minutes do not start with a Vitess build (bench --vitess builds it on
+# first use). The tests and the benchmark start private copies of the
+# servers; no system service is configured or started.
+servers:
 	@bash scripts/deps.sh
+
+deps: servers
 	@$(GO) run ./internal/vitess/install >/dev/null
 
 build:
@@ -30,7 +34,7 @@ test: deps vet
 
 # bench runs the paper's benchmark on a fresh sandbox (about 5 minutes) and
 # saves the run under results/runs/<UTC timestamp>/.
-bench: deps build
+bench: servers build
 	./$(BIN) bench
 
 clean:
