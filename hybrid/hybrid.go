@@ -12,12 +12,14 @@
 // fanned out again, but the earlier ones are in no mailbox, so readers
 // keep pulling them, and the posts that are in both parts are merged once.
 //
-// A read of a user who follows no listed author is push's read. Otherwise
-// it is one statement: the mailbox range below the cursor and, for each
-// listed followee, the author's messages below the cursor, each branch
-// stopping at the page's length, merged with duplicates removed and cut to
-// the page. Keyset cursors are message ids in both parts, so paging is
-// exact across them.
+// A read is two statements. The first returns the listed authors the
+// reader follows and the ids of the mailbox's page below the cursor. The
+// second reads the page: the bodies of those ids and, for each listed
+// followee, the author's messages below the cursor, each branch stopping
+// at the page's length and, when the mailbox filled a page, at its oldest
+// id (nothing older can make the page); merged with duplicates removed and
+// cut to the page. Keyset cursors are message ids in both parts, so paging
+// is exact across them.
 //
 // The threshold trades a celebrity's post (one row instead of one per
 // follower) against every read of their followers (one more index range).
@@ -25,9 +27,12 @@
 package hybrid
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
@@ -176,66 +181,86 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 }
 
 func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	pulled, err := s.pulledFollowees(ctx, r.User)
+	pulled, box, err := s.candidates(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	if len(pulled) == 0 {
-		return push.ReadMailbox(ctx, s.DB(), r)
+	if len(pulled) == 0 && len(box) == 0 {
+		return nil, nil
 	}
-	rows, err := s.DB().QueryContext(ctx, string(mergeQuery(r, pulled)))
+	rows, err := s.DB().QueryContext(ctx, string(pageQuery(r, box, pulled)))
 	if err != nil {
 		return nil, err
 	}
 	return mysqlx.ScanMessages(rows, r.Fetch())
 }
 
-// pulledFollowees returns the pulled authors user follows: a range scan
-// of user's pull_follows rows, usually empty.
-func (s *Store) pulledFollowees(ctx context.Context, user timeline.UserID) ([]timeline.UserID, error) {
-	rows, err := s.DB().QueryContext(ctx, `SELECT author_id FROM pull_follows WHERE user_id = ?`, user)
+// candidates returns, in one statement, the pulled authors r.User
+// follows (a range of their pull_follows rows, usually empty) and the ids
+// of the newest r.Fetch() mailbox entries below the cursor, newest first
+// (a range of the mailbox's primary key, which holds no body).
+func (s *Store) candidates(ctx context.Context, r timeline.Request) (pulled []timeline.UserID, box []timeline.MessageID, err error) {
+	q := `(SELECT 0, author_id FROM pull_follows WHERE user_id = ?)
+	 UNION ALL (SELECT 1, message_id FROM mailbox WHERE user_id = ? AND message_id < ? ORDER BY message_id DESC LIMIT ?)`
+	before := uint64(r.Before)
+	if before == 0 {
+		before = math.MaxUint64
+	}
+	rows, err := s.DB().QueryContext(ctx, q, r.User, r.User, before, r.Fetch())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
-	var out []timeline.UserID
 	for rows.Next() {
-		var a timeline.UserID
-		if err := rows.Scan(&a); err != nil {
-			return nil, err
+		var part int
+		var id uint64
+		if err := rows.Scan(&part, &id); err != nil {
+			return nil, nil, err
 		}
-		out = append(out, a)
+		if part == 0 {
+			pulled = append(pulled, timeline.UserID(id))
+		} else {
+			box = append(box, timeline.MessageID(id))
+		}
 	}
-	return out, rows.Err()
+	slices.SortFunc(box, func(a, b timeline.MessageID) int { return cmp.Compare(b, a) })
+	return pulled, box, rows.Err()
 }
 
-// mergeQuery is the read of a page from the mailbox and the authors'
-// messages: a UNION (which drops the rows both parts hold: posts of an
-// author fanned out after being pulled) of per-part ranges below the
-// cursor, each stopping at Fetch() rows, cut to Fetch(). Every value is an
-// integer the store produced, written in as a literal.
-func mergeQuery(r timeline.Request, authors []timeline.UserID) []byte {
+// pageQuery is the read of a page from the mailbox's candidate ids (box,
+// newest first, at most Fetch()) and the pulled authors' messages. When
+// box is a full Fetch() entries, the page holds none older than its
+// oldest, so each author's range stops there: an author who posted
+// nothing newer costs one index probe, not a page. The parts are merged
+// by a UNION (which drops the messages both hold: posts of an author
+// fanned out after being pulled), and only the page's bodies are read
+// from the mailbox's side. Every value is an integer the store produced,
+// written in as a literal.
+func pageQuery(r timeline.Request, box []timeline.MessageID, authors []timeline.UserID) []byte {
 	fetch := strconv.AppendInt(nil, int64(r.Fetch()), 10)
-	var below []byte
-	if r.Before > 0 {
-		below = strconv.AppendInt(nil, int64(r.Before), 10)
+	var above timeline.MessageID
+	if len(box) == r.Fetch() {
+		above = box[len(box)-1]
 	}
-	q := make([]byte, 0, 256+160*len(authors))
-	q = append(q, `(SELECT m.id, m.author_id, m.body, m.created_at FROM mailbox b JOIN messages m ON m.id = b.message_id WHERE b.user_id = `...)
-	q = strconv.AppendInt(q, int64(r.User), 10)
-	if below != nil {
-		q = append(q, ` AND b.message_id < `...)
-		q = append(q, below...)
+	q := make([]byte, 0, 256+24*len(box)+160*len(authors))
+	if len(box) > 0 {
+		q = append(q, `(SELECT id, author_id, body, created_at FROM messages WHERE id IN (`...)
+		q = mysqlx.AppendList(q, box)
+		q = append(q, `))`...)
 	}
-	q = append(q, ` ORDER BY b.message_id DESC LIMIT `...)
-	q = append(q, fetch...)
-	q = append(q, ')')
 	for _, a := range authors {
-		q = append(q, ` UNION (SELECT id, author_id, body, created_at FROM messages WHERE author_id = `...)
+		if len(q) > 0 {
+			q = append(q, ` UNION `...)
+		}
+		q = append(q, `(SELECT id, author_id, body, created_at FROM messages WHERE author_id = `...)
 		q = strconv.AppendInt(q, int64(a), 10)
-		if below != nil {
+		if r.Before > 0 {
 			q = append(q, ` AND id < `...)
-			q = append(q, below...)
+			q = strconv.AppendUint(q, uint64(r.Before), 10)
+		}
+		if above > 0 {
+			q = append(q, ` AND id > `...)
+			q = strconv.AppendUint(q, uint64(above), 10)
 		}
 		q = append(q, ` ORDER BY id DESC LIMIT `...)
 		q = append(q, fetch...)

@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/pushpull/pushpull/hybrid"
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
@@ -139,4 +141,61 @@ func TestThresholdCrossing(t *testing.T) {
 	unfollow(2, 1)
 	follow(3, 1)
 	check("over and under again")
+}
+
+// TestReadStopsAtTheMailbox: when the mailbox alone fills a page, a read
+// of a user who follows many pulled authors reads each of them only above
+// the page's oldest mailbox entry, and fetches the bodies of the page
+// only: its rows read grow by about one probe per pulled author, not by a
+// page per author.
+func TestReadStopsAtTheMailbox(t *testing.T) {
+	const threshold, pulled, limit = 2, 30, 10
+	s := open(t, threshold)
+	ctx := context.Background()
+	const reader, ordinary = timeline.UserID(1), timeline.UserID(2)
+	for a := range pulled {
+		celebrity := timeline.UserID(100 + a)
+		for _, f := range []timeline.UserID{reader, 3, 4} {
+			if err := s.Follow(ctx, f, celebrity); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 2 * limit {
+			timelinetest.Post(t, s, celebrity, fmt.Sprintf("%d: %d", celebrity, i))
+		}
+	}
+	if err := s.Follow(ctx, reader, ordinary); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 * limit {
+		timelinetest.Post(t, s, ordinary, fmt.Sprintf("newer %d", i))
+	}
+	meter := cost.NewMeter(s.DB(), nil)
+	before, err := meter.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reads = 20
+	for range reads {
+		page, err := s.Timeline(ctx, reader, timeline.Query{Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Messages) != limit || page.Messages[0].Author != ordinary || page.Messages[limit-1].Author != ordinary {
+			t.Fatalf("newest page: %d messages, want %d by the ordinary author", len(page.Messages), limit)
+		}
+	}
+	after, err := meter.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cost.PerOp(before, after, reads)
+	t.Logf("a read over %d pulled authors: %v", pulled, c)
+	// The mailbox range and the page's bodies (limit+1 each), the
+	// pull_follows range (a row per pulled author), and a probe per
+	// pulled author, which reads its newest message to find it is below
+	// the mailbox's oldest entry.
+	if want := float64(2*(limit+1) + 2*pulled + 10); c[results.CostRowsRead] > want {
+		t.Errorf("%.1f rows read per newest page, want at most %.0f: the pulled authors were read below the mailbox's page", c[results.CostRowsRead], want)
+	}
 }
