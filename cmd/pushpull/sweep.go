@@ -55,7 +55,8 @@ func newSweepCmd() *cobra.Command {
 		Example: `  pushpull sweep --vary followers --values 10,100,1000 --models {push},{pull}   # push's post cost against the author's followers
   pushpull sweep --vary followees --values 10,30,100,300,1000 --models {push},{pull}
   pushpull sweep --vary messages --values 0.1,0.3,1,3,10 --scale 1
-  pushpull sweep --vary read-share --values 0.5,0.8,0.9,0.95,0.99`,
+  pushpull sweep --vary read-share --values 0.5,0.8,0.9,0.95,0.99
+  pushpull sweep --vary option:threshold --values 30,100,300,1000,3000 --models hybrid,{push} --graph powerlaw`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if vary == "" || len(values) == 0 {

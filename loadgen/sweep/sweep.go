@@ -18,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -52,10 +53,29 @@ const (
 	// the default mix's newest:older proportions, writes its
 	// post:follow:unfollow ones.
 	ReadShare Param = "read-share"
+	// Option stands for "option:NAME", which sets the model option NAME
+	// (registry.Config.Options, bench's --option NAME=VALUE) to each
+	// value, a whole number: hybrid's threshold, push-capped's cap. A
+	// model that has no such option ignores it, as bench's --option
+	// does, and a value a model rejects ends the sweep when the model
+	// opens.
+	Option Param = OptionPrefix + "NAME"
 )
 
+// OptionPrefix begins a parameter that varies a model option.
+const OptionPrefix = "option:"
+
 // Params lists the parameters in the order --help shows them.
-var Params = []Param{Scale, Messages, Followees, Followers, ReadShare}
+var Params = []Param{Scale, Messages, Followees, Followers, ReadShare, Option}
+
+// OptionName is the model option p varies, or "" when p varies none.
+func (p Param) OptionName() string {
+	name, ok := strings.CutPrefix(string(p), OptionPrefix)
+	if !ok {
+		return ""
+	}
+	return name
+}
 
 // Label is what the parameter's values are, for axes and tables.
 func (p Param) Label() string {
@@ -70,6 +90,9 @@ func (p Param) Label() string {
 		return "followers of the posting author"
 	case ReadShare:
 		return "share of reads in the traffic"
+	}
+	if name := p.OptionName(); name != "" {
+		return "model option " + name
 	}
 	return string(p)
 }
@@ -87,14 +110,22 @@ func (p Param) Help() string {
 		return "user 1 has exactly this many followers and writes every post of the workload"
 	case ReadShare:
 		return "share of reads (0 to 1, exclusive) in the mixed traffic phase, which it turns on"
+	case Option:
+		return "a model option, whole numbers (e.g. option:threshold for hybrid, option:cap for push-capped)"
 	}
 	return ""
 }
 
 // ParseParam returns the parameter named s, or a *ValueError.
 func ParseParam(s string) (Param, error) {
+	if name := Param(s).OptionName(); name != "" || strings.HasPrefix(s, OptionPrefix) {
+		if !validOptionName(name) {
+			return "", &ValueError{Param: s, Reason: "want option:NAME, NAME a model option such as threshold or cap"}
+		}
+		return Param(s), nil
+	}
 	for _, p := range Params {
-		if string(p) == s {
+		if string(p) == s && p != Option {
 			return p, nil
 		}
 	}
@@ -103,6 +134,20 @@ func ParseParam(s string) (Param, error) {
 		names[i] = string(p)
 	}
 	return "", &ValueError{Param: s, Reason: "unknown parameter; want one of " + strings.Join(names, ", ")}
+}
+
+// validOptionName reports whether name can be a model option's: lower
+// case letters, digits, '-' and '_'.
+func validOptionName(name string) bool {
+	if name == "" || name == "NAME" {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // ValueError reports a parameter or a value a sweep cannot run, before
@@ -218,6 +263,15 @@ func plan(cfg Config) ([]point, error) {
 				return nil, bad("%v", err)
 			}
 			b.Mix = &mix
+		default: // an option: ParseParam allowed no other
+			if v != math.Trunc(v) || v < 0 || v > math.MaxInt32 {
+				return nil, bad("want a whole number, 0 or more")
+			}
+			b.Options = maps.Clone(b.Options)
+			if b.Options == nil {
+				b.Options = map[string]string{}
+			}
+			b.Options[cfg.Param.OptionName()] = val
 		}
 		if err := spec.Validate(); err != nil {
 			return nil, bad("%v", err)

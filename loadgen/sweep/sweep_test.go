@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -70,6 +71,11 @@ func TestBadValues(t *testing.T) {
 		{Scale, []float64{-1}, "above 0"},
 		{Messages, []float64{1, 1}, "given twice"},
 		{ReadShare, []float64{0.5, 1}, "between 0 and 1"},
+		{"option:", []float64{1}, "option:NAME"},
+		{Option, []float64{1}, "option:NAME"},
+		{"option:Threshold", []float64{1}, "option:NAME"},
+		{"option:threshold", []float64{2.5}, "whole number"},
+		{"option:threshold", []float64{-1}, "whole number"},
 	} {
 		cfg.Param, cfg.Values = c.param, c.values
 		cfg.Bench.DSN = "nobody:nothing@tcp(127.0.0.1:1)/" // nothing may connect
@@ -177,5 +183,41 @@ func TestFollowersSweep(t *testing.T) {
 	csv, _ := os.ReadFile(filepath.Join(dir, results.SweepCSVFile))
 	if !strings.Contains(string(csv), "followers,150,"+push+",submit,") {
 		t.Errorf("sweep.csv lacks push's submission at 150 followers:\n%s", csv)
+	}
+}
+
+// TestOptionSweep varies hybrid's threshold around the followers of the
+// one author who posts: below them the author's posts are pulled and
+// write no mailbox rows; above them they are fanned out.
+func TestOptionSweep(t *testing.T) {
+	cfg := baseConfig(t, 0.01) // 100 users, 10,000 messages
+	const followers = 60
+	cfg.Bench.Spec.Celebrity = followers
+	cfg.Bench.Spec.Activity = loadgen.Activity{Mode: loadgen.ActivityCelebrity}
+	cfg.Bench.Models = []string{"hybrid"}
+	cfg.Param, cfg.Values = "option:threshold", []float64{followers / 2, 10 * followers}
+	s, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Points) != 2 || s.Label != "model option threshold" {
+		t.Fatalf("points %d, label %q", len(s.Points), s.Label)
+	}
+	var written []float64
+	for _, p := range s.Points {
+		m := p.Result.Model("hybrid")
+		if m == nil {
+			t.Fatalf("threshold %v: no hybrid", p.Value)
+		}
+		w := m.Submit.Cost[results.CostRowsWritten]
+		t.Logf("threshold %v: %.1f rows written per post", p.Value, w)
+		written = append(written, w)
+		if want := fmt.Sprintf("threshold=%v", p.Value); !strings.Contains(strings.Join(p.Result.Notes, "\n"), want) {
+			t.Errorf("threshold %v: the run's notes do not say %s: %q", p.Value, want, p.Result.Notes)
+		}
+	}
+	if written[0] > 10 || written[1] < followers {
+		t.Errorf("rows written per post: %.1f pulled (threshold %v), %.1f pushed (threshold %v): want few, then one per follower at least",
+			written[0], s.Points[0].Value, written[1], s.Points[1].Value)
 	}
 }
