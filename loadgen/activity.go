@@ -160,6 +160,12 @@ func (d *Dataset) mostFollowed() uint32 {
 // or by read rate under ActivitySkewed.
 func (d *Dataset) PickReader(r *rand.Rand) timeline.UserID { return d.pick(d.readers, r) }
 
+// PickFollowee draws the followee of a workload's follow: uniformly, or
+// under ActivitySkewed in proportion to 1+followers, as people follow on
+// a real service (preferential attachment). The follower is drawn as a
+// reader (PickReader): the users who come back often are those who act.
+func (d *Dataset) PickFollowee(r *rand.Rand) timeline.UserID { return d.pick(d.followed, r) }
+
 func (d *Dataset) pick(t *aliasTable, r *rand.Rand) timeline.UserID {
 	if t == nil {
 		return timeline.UserID(1 + r.IntN(d.Spec.Users))

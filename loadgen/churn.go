@@ -23,6 +23,11 @@ import (
 // cancel out as they go, and the graph drifts by at most the difference
 // between them; Restore puts back the dataset's graph exactly afterwards.
 //
+// A fresh follow's follower is drawn as a reader and its followee as
+// Dataset.PickFollowee says (the popular first under skewed activity); a
+// fresh unfollow's follower uniformly, and the edge among their followees
+// uniformly.
+//
 // An edge is claimed while its operation runs, so that two operations
 // never race on one edge, and is recorded only when its operation
 // succeeded. A Churn is safe for concurrent use.
@@ -108,9 +113,8 @@ func (c *Churn) claimFollow(rng *rand.Rand) (e edge, restoring, ok bool) {
 	if len(c.removed) > 0 {
 		return take(&c.removed, rng), true, true
 	}
-	users := c.d.Spec.Users
 	for range draws {
-		e = edge{uint32(1 + rng.IntN(users)), uint32(1 + rng.IntN(users))}
+		e = edge{uint32(c.d.PickReader(rng)), uint32(c.d.PickFollowee(rng))}
 		if e.follower != e.followee && !c.busy[e] && !c.inDataset(e) {
 			c.busy[e] = true
 			return e, false, true

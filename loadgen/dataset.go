@@ -289,6 +289,9 @@ type Dataset struct {
 	// posters and readers draw users by their activity; nil means
 	// uniformly.
 	posters, readers *aliasTable
+	// followed draws the followee of a workload's follow in proportion
+	// to 1+followers under ActivitySkewed; nil means uniformly.
+	followed *aliasTable
 	// celebrity, if not 0, is the author of every post of the workload
 	// (ActivityCelebrity).
 	celebrity uint32
@@ -344,6 +347,7 @@ func Generate(s Spec) (*Dataset, error) {
 	case ActivitySkewed:
 		d.posters = d.activityTable(s.Activity.PostExponent)
 		d.readers = d.activityTable(s.Activity.ReadExponent)
+		d.followed = d.activityTable(1)
 	case ActivityCelebrity:
 		d.celebrity = d.mostFollowed()
 	}

@@ -323,3 +323,64 @@ func notOnVitess(ms []registry.Model) []registry.Model {
 	}
 	return out
 }
+
+// followStore counts the followees of the follows made through it.
+type followStore struct {
+	timeline.Store
+	mu        sync.Mutex
+	followees map[timeline.UserID]int
+}
+
+func (f *followStore) Follow(ctx context.Context, a, b timeline.UserID) error {
+	f.mu.Lock()
+	f.followees[b]++
+	f.mu.Unlock()
+	return f.Store.Follow(ctx, a, b)
+}
+
+// TestFollowsPreferThePopular: under skewed activity a follow of the
+// mixed traffic picks its followee in proportion to 1+followers
+// (preferential attachment, as people follow on a real service), so the
+// followees average E[f(1+f)]/E[1+f] followers, far above the mean; under
+// uniform activity they are drawn uniformly, as in the paper's workload.
+func TestFollowsPreferThePopular(t *testing.T) {
+	for _, c := range []struct {
+		mode    string
+		popular bool
+	}{{ActivitySkewed, true}, {ActivityUniform, false}} {
+		spec := Spec{Users: 2000, Messages: 2_000, AvgFollowees: 20, Graph: GraphPowerLaw, Seed: 5,
+			Activity: Activity{Mode: c.mode}}
+		d := mustGenerate(t, spec)
+		in, _ := degreesOf(d)
+		var mean, weighted, weights float64
+		for _, f := range in {
+			mean += float64(f)
+			w := float64(1+f) * (1 - float64(f)/float64(spec.Users))
+			weighted += w * float64(f)
+			weights += w
+		}
+		mean /= float64(len(in))
+		want := mean
+		if c.popular {
+			want = weighted / weights
+		}
+		fs := &followStore{Store: timeline.NewMemory(), followees: map[timeline.UserID]int{}}
+		churn := NewChurn(d)
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range 1000 {
+			if err := churn.Follow(context.Background(), fs, rng); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var sum, n float64
+		for u, k := range fs.followees {
+			sum += float64(k) * float64(in[u-1])
+			n += float64(k)
+		}
+		got := sum / n
+		t.Logf("%s: %.0f follows' followees average %.1f followers (mean %.1f, expected %.1f)", c.mode, n, got, mean, want)
+		if n < 900 || got < 0.7*want || got > 1.3*want {
+			t.Errorf("%s: %.0f follows, followees average %.1f followers, want about %.1f", c.mode, n, got, want)
+		}
+	}
+}
