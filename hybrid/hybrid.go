@@ -12,14 +12,17 @@
 // fanned out again, but the earlier ones are in no mailbox, so readers
 // keep pulling them, and the posts that are in both parts are merged once.
 //
-// A read is two statements. The first returns the listed authors the
-// reader follows and the ids of the mailbox's page below the cursor. The
-// second reads the page: the bodies of those ids and, for each listed
-// followee, the author's messages below the cursor, each branch stopping
-// at the page's length and, when the mailbox filled a page, at its oldest
-// id (nothing older can make the page); merged with duplicates removed and
-// cut to the page. Keyset cursors are message ids in both parts, so paging
-// is exact across them.
+// A read's first statement returns the listed authors the reader follows,
+// each with their newest message below the cursor, and the ids of the
+// mailbox's page below the cursor. The rest is pull-merge's k-way merge
+// with early stop (sqlread.MergeOver) over those authors, with the
+// mailbox's ids as one more source already read: in the common case, a
+// mailbox page newer than every listed author's head, the second statement
+// reads the page's bodies and nothing else; otherwise only authors whose
+// head can reach the page are read, each no further than its rank allows.
+// A message both parts hold (a post fanned out after its author was
+// listed) counts once. Keyset cursors are message ids in both parts, so
+// paging is exact across them.
 //
 // The threshold trades a celebrity's post (one row instead of one per
 // follower) against every read of their followers (one more index range).
@@ -27,15 +30,13 @@
 package hybrid
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 
-	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
 	schema "github.com/pushpull/pushpull/sql"
@@ -181,92 +182,49 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 }
 
 func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	pulled, box, err := s.candidates(ctx, r)
+	heads, box, err := s.candidates(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	if len(pulled) == 0 && len(box) == 0 {
-		return nil, nil
-	}
-	rows, err := s.DB().QueryContext(ctx, string(pageQuery(r, box, pulled)))
-	if err != nil {
-		return nil, err
-	}
-	return mysqlx.ScanMessages(rows, r.Fetch())
+	return sqlread.MergeOver(ctx, s.DB(), r, heads, box)
 }
 
-// candidates returns, in one statement, the pulled authors r.User
-// follows (a range of their pull_follows rows, usually empty) and the ids
-// of the newest r.Fetch() mailbox entries below the cursor, newest first
-// (a range of the mailbox's primary key, which holds no body).
-func (s *Store) candidates(ctx context.Context, r timeline.Request) (pulled []timeline.UserID, box []timeline.MessageID, err error) {
-	q := `(SELECT 0, author_id FROM pull_follows WHERE user_id = ?)
-	 UNION ALL (SELECT 1, message_id FROM mailbox WHERE user_id = ? AND message_id < ? ORDER BY message_id DESC LIMIT ?)`
+// candidates returns, in one statement, the pulled authors r.User follows
+// (a range of their pull_follows rows, usually empty) with each one's
+// newest message below the cursor (one index probe each), sorted
+// sqlread.ByNewest and without those who have none, and the ids of the
+// newest r.Fetch() mailbox entries below the cursor, newest first (a range
+// of the mailbox's primary key, which holds no body).
+func (s *Store) candidates(ctx context.Context, r timeline.Request) (heads []sqlread.AuthorNewest, box []uint64, err error) {
 	before := uint64(r.Before)
 	if before == 0 {
 		before = math.MaxUint64
 	}
-	rows, err := s.DB().QueryContext(ctx, q, r.User, r.User, before, r.Fetch())
+	rows, err := s.DB().QueryContext(ctx,
+		`(SELECT p.author_id,
+		   (SELECT m.id FROM messages m WHERE m.author_id = p.author_id AND m.id < ? ORDER BY m.id DESC LIMIT 1)
+		  FROM pull_follows p WHERE p.user_id = ?)
+		 UNION ALL
+		 (SELECT 0, message_id FROM mailbox WHERE user_id = ? AND message_id < ? ORDER BY message_id DESC LIMIT ?)`,
+		before, r.User, r.User, before, r.Fetch())
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var part int
-		var id uint64
-		if err := rows.Scan(&part, &id); err != nil {
+		var author uint64
+		var id sql.Null[uint64]
+		if err := rows.Scan(&author, &id); err != nil {
 			return nil, nil, err
 		}
-		if part == 0 {
-			pulled = append(pulled, timeline.UserID(id))
-		} else {
-			box = append(box, timeline.MessageID(id))
+		switch {
+		case author == 0:
+			box = append(box, id.V)
+		case id.Valid:
+			heads = append(heads, sqlread.AuthorNewest{Author: timeline.UserID(author), Newest: id.V})
 		}
 	}
-	slices.SortFunc(box, func(a, b timeline.MessageID) int { return cmp.Compare(b, a) })
-	return pulled, box, rows.Err()
-}
-
-// pageQuery is the read of a page from the mailbox's candidate ids (box,
-// newest first, at most Fetch()) and the pulled authors' messages. When
-// box is a full Fetch() entries, the page holds none older than its
-// oldest, so each author's range stops there: an author who posted
-// nothing newer costs one index probe, not a page. The parts are merged
-// by a UNION (which drops the messages both hold: posts of an author
-// fanned out after being pulled), and only the page's bodies are read
-// from the mailbox's side. Every value is an integer the store produced,
-// written in as a literal.
-func pageQuery(r timeline.Request, box []timeline.MessageID, authors []timeline.UserID) []byte {
-	fetch := strconv.AppendInt(nil, int64(r.Fetch()), 10)
-	var above timeline.MessageID
-	if len(box) == r.Fetch() {
-		above = box[len(box)-1]
-	}
-	q := make([]byte, 0, 256+24*len(box)+160*len(authors))
-	if len(box) > 0 {
-		q = append(q, `(SELECT id, author_id, body, created_at FROM messages WHERE id IN (`...)
-		q = mysqlx.AppendList(q, box)
-		q = append(q, `))`...)
-	}
-	for _, a := range authors {
-		if len(q) > 0 {
-			q = append(q, ` UNION `...)
-		}
-		q = append(q, `(SELECT id, author_id, body, created_at FROM messages WHERE author_id = `...)
-		q = strconv.AppendInt(q, int64(a), 10)
-		if r.Before > 0 {
-			q = append(q, ` AND id < `...)
-			q = strconv.AppendUint(q, uint64(r.Before), 10)
-		}
-		if above > 0 {
-			q = append(q, ` AND id > `...)
-			q = strconv.AppendUint(q, uint64(above), 10)
-		}
-		q = append(q, ` ORDER BY id DESC LIMIT `...)
-		q = append(q, fetch...)
-		q = append(q, ')')
-	}
-	q = append(q, ` ORDER BY id DESC LIMIT `...)
-	q = append(q, fetch...)
-	return q
+	slices.SortFunc(box, sqlread.NewestFirst)
+	slices.SortFunc(heads, sqlread.ByNewest)
+	return heads, box, rows.Err()
 }

@@ -198,4 +198,33 @@ func TestReadStopsAtTheMailbox(t *testing.T) {
 	if want := float64(2*(limit+1) + 2*pulled + 10); c[results.CostRowsRead] > want {
 		t.Errorf("%.1f rows read per newest page, want at most %.0f: the pulled authors were read below the mailbox's page", c[results.CostRowsRead], want)
 	}
+
+	// A reader with no mailbox at all: the pulled authors are merged
+	// with pull-merge's early stop, not read a page each.
+	const puller = timeline.UserID(3)
+	before, err = meter.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range reads {
+		page, err := s.Timeline(ctx, puller, timeline.Query{Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Messages) != limit {
+			t.Fatalf("newest page of the puller: %d messages, want %d", len(page.Messages), limit)
+		}
+	}
+	after, err = meter.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = cost.PerOp(before, after, reads)
+	t.Logf("a read of %d pulled authors alone: %v", pulled, c)
+	// The pull_follows range and a probe per pulled author (a row or
+	// two each), and the merge's few pages of ids and bodies; reading
+	// each author a page deep took 361.
+	if want := float64(3*pulled + 4*(limit+1)); c[results.CostRowsRead] > want {
+		t.Errorf("%.1f rows read per newest page without a mailbox, want at most %.0f: each pulled author was read a page deep", c[results.CostRowsRead], want)
+	}
 }

@@ -3,6 +3,7 @@ package sqlread
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"slices"
 	"strconv"
 
@@ -53,7 +54,7 @@ func (m mergeReader) Read(ctx context.Context, r timeline.Request) ([]timeline.M
 	rows := int64(followees)
 	fetch := r.Fetch()
 	if len(cands) < fetch {
-		return m.mergeRounds(ctx, r, cands, rows)
+		return m.mergeRounds(ctx, r, cands, nil, rows)
 	}
 	floor := cands[fetch-1].Newest
 	limit := mergeScanCap * fetch
@@ -84,7 +85,7 @@ func (m mergeReader) Read(ctx context.Context, r timeline.Request) ([]timeline.M
 	if scanned >= int64(limit) {
 		// Capped: the newest Fetch() of what was read need not be the
 		// newest Fetch() in the range.
-		return m.mergeRounds(ctx, r, cands, rows)
+		return m.mergeRounds(ctx, r, cands, nil, rows)
 	}
 	m.Pages.Add(rows)
 	return msgs, nil
@@ -93,8 +94,23 @@ func (m mergeReader) Read(ctx context.Context, r timeline.Request) ([]timeline.M
 // NewestFirst orders ids from the largest down.
 func NewestFirst(x, y uint64) int { return cmp.Compare(y, x) }
 
+// MergeOver is Merge's read of a page over heads, the authors to pull with
+// their newest id below r.Before (as FolloweesNewest returns them: sorted
+// ByNewest, none without a message), and given, ids read already from
+// another source that holds every one of its own that can make the page
+// (a mailbox's newest Fetch() below the cursor, say), distinct and newest
+// first. The page is the newest Fetch() of both, each id once, read with
+// mergeRounds' early stop: when given ids are many and new, an author
+// whose head is below the Fetch()-th is not read at all, and when they are
+// few, the authors are read by rank. Model hybrid reads its pulled
+// authors this way.
+func MergeOver(ctx context.Context, db *sql.DB, r timeline.Request, heads []AuthorNewest, given []uint64) ([]timeline.Message, error) {
+	return mergeReader{DB: db}.mergeRounds(ctx, r, heads, given, int64(len(heads)))
+}
+
 // mergeRounds is the merge for the pages Read's single scan cannot serve,
-// with cands from step 1 and rows the rows read so far:
+// with cands from step 1, given ids known from elsewhere (see MergeOver;
+// nil for a pull read) and rows the rows read so far:
 //
 //  1. While fewer than Fetch() ids are known, one batch round (a UNION ALL
 //     of per-author LIMIT scans, ids only) takes the next few ids of every
@@ -109,11 +125,32 @@ func NewestFirst(x, y uint64) int { return cmp.Compare(y, x) }
 // newest head (from 0) can place at most Fetch()-k messages on the page,
 // since the k authors above it each have a message newer than all of its.
 // So no author costs more than N, however much it posted.
-func (m mergeReader) mergeRounds(ctx context.Context, r timeline.Request, cands []AuthorNewest, rows int64) ([]timeline.Message, error) {
+func (m mergeReader) mergeRounds(ctx context.Context, r timeline.Request, cands []AuthorNewest, given []uint64, rows int64) ([]timeline.Message, error) {
 	fetch := r.Fetch()
 	if len(cands) == 0 {
 		m.Pages.Add(rows)
-		return nil, nil
+		if len(given) == 0 {
+			return nil, nil
+		}
+		return MessagesByID(ctx, m.DB, given[:min(fetch, len(given))])
+	}
+	// An author's id may be among the given ones too (a mailbox holds
+	// the posts fanned out before the author was pulled): such an id
+	// is known once.
+	var isGiven map[uint64]bool
+	if len(given) > 0 {
+		isGiven = make(map[uint64]bool, len(given))
+		for _, id := range given {
+			isGiven[id] = true
+		}
+	}
+	fresh := func(ids []uint64) (n int) {
+		for _, id := range ids {
+			if !isGiven[id] {
+				n++
+			}
+		}
+		return n
 	}
 
 	// Merge state per author, in rank order (newest message first).
@@ -123,10 +160,10 @@ func (m mergeReader) mergeRounds(ctx context.Context, r timeline.Request, cands 
 		done   bool     // nothing below known[len-1] can reach the page
 	}
 	heads := make([]head, len(cands))
-	known := 0
+	known := len(given)
 	for k, c := range cands {
 		heads[k] = head{author: c.Author, known: []uint64{c.Newest}, done: fetch-k <= 1}
-		known++
+		known += fresh(heads[k].known)
 	}
 
 	// 1. Batch rounds until Fetch() ids are known. Each asks every
@@ -166,7 +203,7 @@ func (m mergeReader) mergeRounds(ctx context.Context, r timeline.Request, cands 
 			ids := got[h.author]
 			slices.SortFunc(ids, NewestFirst)
 			h.known = append(h.known, ids...)
-			known += len(ids)
+			known += fresh(ids)
 			rows += int64(len(ids))
 			// Fewer than asked: the author has nothing older. As many as
 			// the rank allows: nothing older can be on the page.
@@ -177,17 +214,22 @@ func (m mergeReader) mergeRounds(ctx context.Context, r timeline.Request, cands 
 	}
 
 	// 2. The floor, and the last statement.
-	all := make([]uint64, 0, known)
+	all := make([]uint64, 0, known+len(given))
+	all = append(all, given...)
 	for _, h := range heads {
 		all = append(all, h.known...)
 	}
 	slices.SortFunc(all, NewestFirst)
+	all = slices.Compact(all)
 	var floor uint64
 	if len(all) >= fetch {
 		floor = all[fetch-1]
 		all = all[:fetch]
 	}
 	var b PageQuery
+	if len(given) > 0 {
+		b.Distinct()
+	}
 	for k, h := range heads {
 		low := h.known[len(h.known)-1]
 		if h.done || low <= floor || floor == 0 {

@@ -85,7 +85,15 @@ func (b *AuthorScans) Run(ctx context.Context, db *sql.DB) (map[timeline.UserID]
 // () is evaluated before the derived table's LIMIT, so it tells the client
 // how many ids the scans produced, which is what they read. The zero value
 // is empty and ready to use.
-type PageQuery struct{ s scans }
+type PageQuery struct {
+	s        scans
+	distinct bool
+}
+
+// Distinct makes the statement keep each id once, when branches may read
+// ids that are among the known ones too (see MergeOver); without it, ids
+// are taken to be distinct, which a pull read's are.
+func (b *PageQuery) Distinct() { b.distinct = true }
 
 const pageHead = `SELECT m.id, m.author_id, m.body, m.created_at, t.c FROM messages m JOIN (SELECT id, COUNT(*) OVER () AS c FROM (`
 
@@ -105,7 +113,13 @@ func (b *PageQuery) Branches() int { return b.s.n }
 func (b *PageQuery) Run(ctx context.Context, db *sql.DB, known []uint64, fetch int) ([]timeline.Message, int64, error) {
 	q := b.s.q
 	if len(known) > 0 {
-		q = append(q, ` UNION ALL VALUES `...)
+		if b.distinct {
+			// A UNION DISTINCT drops the duplicates of every
+			// branch before it too.
+			q = append(q, ` UNION VALUES `...)
+		} else {
+			q = append(q, ` UNION ALL VALUES `...)
+		}
 		for i, id := range known {
 			if i > 0 {
 				q = append(q, ',')

@@ -67,8 +67,12 @@ type PageCount struct {
 	pages, rows atomic.Int64
 }
 
-// Add records one page that read rows rows.
+// Add records one page that read rows rows. A nil PageCount counts
+// nothing.
 func (c *PageCount) Add(rows int64) {
+	if c == nil {
+		return
+	}
 	c.pages.Add(1)
 	c.rows.Add(rows)
 }
