@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/pushpull/pushpull/results"
@@ -295,6 +296,11 @@ type Dataset struct {
 	// celebrity, if not 0, is the author of every post of the workload
 	// (ActivityCelebrity).
 	celebrity uint32
+	// readShares are the users' shares of the reads, scaled to a mean of
+	// 1, for the rates a selective store starts from (load_shape.go),
+	// computed once.
+	readShares     []float64
+	readSharesOnce sync.Once
 }
 
 // csr is a compressed sparse row index: the list of key k (1-based) is

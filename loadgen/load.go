@@ -242,6 +242,12 @@ func tableOf(d *Dataset, st schema.Table, shape registry.MailboxShape) (table, e
 		tb = pullAuthorsTable(d, shape)
 	case schema.PullFollows.Name:
 		tb = pullFollowsTable(d, shape)
+	case schema.PushEdges.Name:
+		tb = edgesTable(d, shape, false)
+	case schema.PullEdges.Name:
+		tb = edgesTable(d, shape, true)
+	case schema.UserRates.Name:
+		tb = userRatesTable(d, shape)
 	default:
 		return table{}, fmt.Errorf("no generator for table %s", st.Name)
 	}

@@ -2,8 +2,11 @@ package loadgen
 
 import (
 	"bufio"
+	"math"
+	"math/bits"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/pushpull/pushpull/registry"
 )
@@ -17,15 +20,66 @@ func (d *Dataset) pulled(shape registry.MailboxShape, author uint32) bool {
 	return shape.PullFrom > 0 && d.followers.count(int(author)) >= shape.PullFrom
 }
 
+// pulledEdge reports whether shape leaves author's messages out of
+// follower's mailbox: the author is pulled, or the edge is (PushRatio).
+func (d *Dataset) pulledEdge(shape registry.MailboxShape, follower, author uint32) bool {
+	if d.pulled(shape, author) {
+		return true
+	}
+	return shape.PushRatio > 0 && d.startReads(shape, follower) < shape.PushRatio*d.startPosts(author)
+}
+
+// startPosts is the post count a selective store (MailboxShape.PushRatio)
+// starts from for user u: the messages u wrote in the dataset, as if just
+// posted.
+func (d *Dataset) startPosts(u uint32) float64 { return float64(d.byAuthor.count(int(u))) }
+
+// startReads is the read count a selective store starts from for user u:
+// ReadsPerPost times the messages per user, spread over the users by their
+// read rates (Activity: uniform, or growing with the follower count as
+// the workload's PickReader draws them). The weights are the fixed-point
+// ones of the workload's own tables, so that the decisions are the same
+// on every machine.
+func (d *Dataset) startReads(shape registry.MailboxShape, u uint32) float64 {
+	d.readSharesOnce.Do(func() {
+		n := d.Spec.Users
+		d.readShares = make([]float64, n)
+		if d.Spec.Activity.Mode != ActivitySkewed {
+			for i := range d.readShares {
+				d.readShares[i] = 1
+			}
+			return
+		}
+		most := 0
+		for v := 1; v <= n; v++ {
+			most = max(most, d.followers.count(v))
+		}
+		eFix := uint64(math.Round(d.Spec.Activity.ReadExponent * (1 << 32)))
+		top := log2Q32(uint64(most) + 1)
+		var sum float64
+		for i := range d.readShares {
+			hi, lo := bits.Mul64(eFix, top-log2Q32(uint64(d.followers.count(i+1))+1))
+			d.readShares[i] = float64(pow2NegQ32(hi<<32 | lo>>32))
+			sum += d.readShares[i]
+		}
+		mean := sum / float64(n)
+		for i := range d.readShares {
+			d.readShares[i] /= mean
+		}
+	})
+	perUser := float64(len(d.Authors)) / float64(d.Spec.Users)
+	return shape.ReadsPerPost * perUser * d.readShares[u-1]
+}
+
 // shapedMailbox returns the ids of u's mailbox under shape, ascending, in
 // mb's buffer, and how many ids the whole timeline holds (the kept ones
 // and the ones cut off by shape.Cap).
 func (mb *mailboxer) shapedMailbox(d *Dataset, u uint32, shape registry.MailboxShape) (kept []uint32, total int) {
 	var ids []uint32
-	if shape.PullFrom == 0 {
+	if shape.PullFrom == 0 && shape.PushRatio == 0 {
 		ids = mb.mailbox(d, u)
 	} else {
-		ids = mb.mailboxOf(d, u, func(f uint32) bool { return !d.pulled(shape, f) })
+		ids = mb.mailboxOf(d, u, func(f uint32) bool { return !d.pulledEdge(shape, u, f) })
 	}
 	total = len(ids)
 	if shape.Cap > 0 && len(ids) > shape.Cap {
@@ -39,7 +93,7 @@ func (mb *mailboxer) shapedMailbox(d *Dataset, u uint32, shape registry.MailboxS
 func (d *Dataset) shapedRows(u uint32, shape registry.MailboxShape) int64 {
 	var n int64
 	for _, f := range d.Followees[u-1] {
-		if !d.pulled(shape, f) {
+		if !d.pulledEdge(shape, u, f) {
 			n += int64(d.byAuthor.count(int(f)))
 		}
 	}
@@ -124,4 +178,78 @@ func pullAuthorsTable(d *Dataset, shape registry.MailboxShape) table {
 // pulled authors, in (user, author) order.
 func pullFollowsTable(d *Dataset, shape registry.MailboxShape) table {
 	return followsWhere(d, func(followee uint32) bool { return d.pulled(shape, followee) })
+}
+
+// edgesTable is the follows under shape that pull (true: schema.PullEdges,
+// in (user, author) order) or push (false: schema.PushEdges, in (author,
+// user) order, the table's primary key) reach.
+func edgesTable(d *Dataset, shape registry.MailboxShape, pull bool) table {
+	var rows int64
+	d.EachFollow(func(follower, followee uint32) error {
+		if d.pulledEdge(shape, follower, followee) == pull {
+			rows++
+		}
+		return nil
+	})
+	return table{
+		fields: 2, rows: rows, numeric: true,
+		write: func(w *bufio.Writer, n *atomic.Int64) error {
+			var buf []byte
+			row := func(a, b uint32) error {
+				buf = strconv.AppendUint(buf[:0], uint64(a), 10)
+				buf = append(buf, '\t')
+				buf = strconv.AppendUint(buf, uint64(b), 10)
+				buf = append(buf, '\n')
+				n.Add(1)
+				_, err := w.Write(buf)
+				return err
+			}
+			if pull {
+				return d.EachFollow(func(follower, followee uint32) error {
+					if !d.pulledEdge(shape, follower, followee) {
+						return nil
+					}
+					return row(follower, followee)
+				})
+			}
+			for a := uint32(1); a <= uint32(d.Spec.Users); a++ {
+				for _, u := range d.followers.list(a) {
+					if d.pulledEdge(shape, u, a) {
+						continue
+					}
+					if err := row(a, u); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// userRatesTable is schema.UserRates under shape: every user's start
+// counts (startReads, startPosts), as of now.
+func userRatesTable(d *Dataset, shape registry.MailboxShape) table {
+	return table{
+		fields: 4, rows: int64(d.Spec.Users), numeric: true,
+		write: func(w *bufio.Writer, n *atomic.Int64) error {
+			var buf []byte
+			at := strconv.FormatInt(time.Now().Unix(), 10)
+			for u := uint32(1); u <= uint32(d.Spec.Users); u++ {
+				buf = strconv.AppendUint(buf[:0], uint64(u), 10)
+				buf = append(buf, '\t')
+				buf = strconv.AppendFloat(buf, d.startReads(shape, u), 'g', -1, 64)
+				buf = append(buf, '\t')
+				buf = strconv.AppendFloat(buf, d.startPosts(u), 'g', -1, 64)
+				buf = append(buf, '\t')
+				buf = append(buf, at...)
+				buf = append(buf, '\n')
+				n.Add(1)
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
 }

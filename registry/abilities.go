@@ -99,4 +99,12 @@ type MailboxShape struct {
 	// pull_follows (schema.PullAuthors, schema.PullFollows) the follows
 	// of them.
 	PullFrom int
+	// PushRatio > 0 decides each follow edge (follower u, author a) as
+	// Feeding Frenzy does: pushed, with a's messages in u's mailbox, when
+	// u's read rate over a's post rate is at least PushRatio (H/L); else
+	// pulled. The rates are the dataset's activity rates (loadgen), scaled
+	// so that users read ReadsPerPost times as often as they post
+	// overall; push_edges, pull_edges and user_rates (schema.PushEdges,
+	// schema.PullEdges, schema.UserRates) hold the decisions and rates.
+	PushRatio, ReadsPerPost float64
 }

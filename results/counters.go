@@ -39,6 +39,22 @@ const (
 	CounterHints = "hints"
 )
 
+// Edge counters of a store that decides push or pull per follow edge
+// (selective). CounterEdgesPushed and CounterEdgesPulled are how many
+// edges are each now (levels, not cumulative); the flips are cumulative,
+// and CounterFlipRows the mailbox rows they backfilled or removed.
+// CounterCostH and CounterCostL are the store's current H and L (one
+// fan-out row, one pulled author's probe) in nanoseconds.
+const (
+	CounterEdgesPushed   = "edges_pushed"
+	CounterEdgesPulled   = "edges_pulled"
+	CounterEdgeFlipsPush = "edge_flips_push"
+	CounterEdgeFlipsPull = "edge_flips_pull"
+	CounterFlipRows      = "flip_rows"
+	CounterCostH         = "cost_h_ns"
+	CounterCostL         = "cost_l_ns"
+)
+
 // CounterFigures turns the counts a store kept over a phase of reads (after
 // minus before) into figures, named with prefix: hit ratios, errors, rows
 // per page, the share of indexed pages. A figure whose counts are absent or
@@ -70,6 +86,14 @@ func CounterFigures(prefix string, before, after map[string]int64) map[string]fl
 		out[prefix+"cache_errors"] = float64(d(CounterCacheErrors))
 	}
 	ratio("followee_hit_ratio", CounterFolloweeHits, CounterFolloweeMisses)
+	if p, q := after[CounterEdgesPushed], after[CounterEdgesPulled]; p+q > 0 {
+		// Levels at the phase's end, and the flips during it.
+		out[prefix+"pushed_edge_share"] = float64(p) / float64(p+q)
+		out[prefix+"edge_flips"] = float64(d(CounterEdgeFlipsPush) + d(CounterEdgeFlipsPull))
+		if h, l := after[CounterCostH], after[CounterCostL]; h > 0 && l > 0 {
+			out[prefix+"h_over_l"] = float64(h) / float64(l)
+		}
+	}
 	if indexed, short := d(CounterIndexReads), d(CounterIndexFallbacks); pages > 0 && after[CounterIndexBuilds] > 0 {
 		out[prefix+"indexed_page_ratio"] = float64(indexed) / float64(pages)
 		if indexed+short > 0 {

@@ -40,6 +40,10 @@ const (
 	// Hybrid is push's tables plus the authors that are pulled instead
 	// of fanned out (pull_authors, pull_follows).
 	Hybrid Model = "hybrid"
+	// Selective is push's tables plus each follow edge's decision, push
+	// or pull (push_edges, pull_edges), and the users' decayed read and
+	// post counts it is taken from (user_rates).
+	Selective Model = "selective"
 	// PushVitess and PullVitess are the models' tables on a Vitess
 	// keyspace sharded by user (see vitess.go).
 	PushVitess Model = "push@vitess"
@@ -60,10 +64,12 @@ func Files(m Model) ([]string, error) {
 		return []string{"common.sql", "push_compressed.sql"}, nil
 	case Hybrid:
 		return []string{"common.sql", "push.sql", "hybrid.sql"}, nil
+	case Selective:
+		return []string{"common.sql", "push.sql", "selective.sql"}, nil
 	case PushVitess, PullVitess:
 		return []string{"common.sql", "vitess.sql"}, nil
 	}
-	return nil, fmt.Errorf("unknown model %q (want %q, %q, %q, %q, %q, %q or %q)", m, Push, Pull, PushCapped, PushCompressed, Hybrid, PushVitess, PullVitess)
+	return nil, fmt.Errorf("unknown model %q (want %q, %q, %q, %q, %q, %q, %q or %q)", m, Push, Pull, PushCapped, PushCompressed, Hybrid, Selective, PushVitess, PullVitess)
 }
 
 // ErrForeignDatabase means the database holds tables that pushpull did not

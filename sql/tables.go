@@ -27,6 +27,12 @@ var (
 	PullAuthors = Table{Name: "pull_authors", Columns: []string{"author_id"}}
 	// PullFollows are hybrid's follows of pull authors, by follower.
 	PullFollows = Table{Name: "pull_follows", Columns: []string{"user_id", "author_id"}}
+	// PushEdges are selective's pushed edges, by author.
+	PushEdges = Table{Name: "push_edges", Columns: []string{"author_id", "user_id"}}
+	// PullEdges are selective's pulled edges, by follower.
+	PullEdges = Table{Name: "pull_edges", Columns: []string{"user_id", "author_id"}}
+	// UserRates are selective's decayed read and post counts per user.
+	UserRates = Table{Name: "user_rates", Columns: []string{"user_id", "read_rate", "post_rate", "as_of"}}
 	// Followers is the follow graph by followee, on Vitess, where the
 	// push model's fan-out reads it from the author's shard.
 	Followers = Table{Name: "followers", Columns: []string{"followee_id", "follower_id"}}
@@ -46,6 +52,8 @@ func DataTables(m Model) []Table {
 		return []Table{Follows, Messages, Mailbox, MailboxState}
 	case Hybrid:
 		return []Table{Follows, Messages, Mailbox, PullAuthors, PullFollows}
+	case Selective:
+		return []Table{Follows, Messages, Mailbox, PushEdges, PullEdges, UserRates}
 	case Pull, PullVitess:
 		return []Table{Follows, Messages}
 	case PushVitess:

@@ -11,4 +11,5 @@ import (
 	_ "github.com/pushpull/pushpull/push/async"     // push-async
 	_ "github.com/pushpull/pushpull/pushcapped"     // push-capped
 	_ "github.com/pushpull/pushpull/pushcompressed" // push-compressed
+	_ "github.com/pushpull/pushpull/selective"      // selective
 )

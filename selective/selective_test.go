@@ -1,0 +1,363 @@
+package selective_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/selective"
+	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/timelinetest"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{}) }
+
+// clock is a controllable clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func open(t testing.TB, cfg selective.Config) *selective.Store {
+	t.Helper()
+	cfg.Config = push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)}
+	s, err := selective.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestConformance runs the suite with the defaults (measured costs, a
+// flush every 500 events) and with a flush after every read and post at
+// H = L, where edges flip under the suite's own traffic.
+func TestConformance(t *testing.T) {
+	timelinetest.RunConfigs(t, []timelinetest.Config{
+		{Name: "defaults", Open: func(t *testing.T) timeline.Store { return open(t, selective.Config{}) }},
+		{Name: "flush every event", Open: func(t *testing.T) timeline.Store {
+			return open(t, selective.Config{H: 1, L: 1, FlushEvery: 1})
+		}},
+	})
+}
+
+func TestRule(t *testing.T) {
+	for _, c := range []struct {
+		reads, posts, ratio float64
+		want                bool
+	}{
+		{0, 0, 2, true}, {0, 1, 2, false}, {2, 1, 2, true}, {1.99, 1, 2, false}, {5, 0, 100, true},
+	} {
+		if got := selective.Pushed(c.reads, c.posts, c.ratio); got != c.want {
+			t.Errorf("Pushed(%g, %g, %g) = %v", c.reads, c.posts, c.ratio, got)
+		}
+	}
+}
+
+// edgeState says whether follower → author is pushed, and how many of the
+// author's messages follower's mailbox holds.
+func edgeState(t *testing.T, s *selective.Store, follower, author timeline.UserID) (pushed bool, rows int) {
+	t.Helper()
+	var inPush, inPull int
+	db := s.DB()
+	if err := db.QueryRow(`SELECT COUNT(*) FROM push_edges WHERE author_id = ? AND user_id = ?`, author, follower).Scan(&inPush); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT COUNT(*) FROM pull_edges WHERE user_id = ? AND author_id = ?`, follower, author).Scan(&inPull); err != nil {
+		t.Fatal(err)
+	}
+	if inPush+inPull != 1 {
+		t.Fatalf("edge %d → %d is in push_edges %d times and in pull_edges %d times", follower, author, inPush, inPull)
+	}
+	if err := db.QueryRow(`SELECT COUNT(*) FROM mailbox b JOIN messages m ON m.id = b.message_id
+		WHERE b.user_id = ? AND m.author_id = ?`, follower, author).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	return inPush == 1, rows
+}
+
+// TestDecisionFlips drives one edge across H/L and back with reads and
+// posts on a controlled clock, flushing explicitly, and checks that it
+// flips exactly when the rule says, with the mailbox following.
+func TestDecisionFlips(t *testing.T) {
+	clk := &clock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	// H/L = 2: pushed while the reader reads twice as often as the
+	// author posts. No flush but the explicit ones.
+	s := open(t, selective.Config{H: 2, L: 1, FlushEvery: 1 << 30, HalfLife: time.Hour, Now: clk.now})
+	ctx := context.Background()
+	const reader, author = timeline.UserID(1), timeline.UserID(2)
+	flush := func() {
+		t.Helper()
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(step string, pushed bool, rows int) {
+		t.Helper()
+		p, n := edgeState(t, s, reader, author)
+		if p != pushed || n != rows {
+			t.Fatalf("%s: pushed %v with %d mailbox rows, want %v with %d", step, p, n, pushed, rows)
+		}
+	}
+	read := func(n int) {
+		for range n {
+			timelinetest.Newest(t, s, reader)
+		}
+	}
+	timelinetest.Follow(t, s, reader, author)
+	want("no traffic: 0 reads ≥ 2 × 0 posts", true, 0)
+
+	timelinetest.PostN(t, s, author, 3) // pushed until the flush
+	want("before the flush", true, 3)
+	flush()
+	want("3 posts, 0 reads", false, 0)
+
+	read(5)
+	flush()
+	want("5 reads < 2 × 3 posts", false, 0)
+	read(1)
+	flush()
+	want("6 reads ≥ 2 × 3 posts: backfilled", true, 3)
+
+	// One half-life: both counts halve (3 reads, 1.5 posts), so the
+	// edge stays; one more post makes 2.5 posts against 3 reads.
+	clk.advance(time.Hour)
+	read(1) // 4 reads
+	flush()
+	want("a half-life later, 4 reads ≥ 2 × 1.5 posts", true, 3)
+	timelinetest.PostN(t, s, author, 1)
+	flush()
+	want("4 reads < 2 × 2.5 posts: removed", false, 0)
+
+	// A follow is decided at once, pending counts included: user 3 has
+	// read 10 times (not flushed) and follows the author (2.5 posts).
+	for range 10 {
+		timelinetest.Newest(t, s, 3)
+	}
+	timelinetest.Follow(t, s, 3, author)
+	if p, n := edgeState(t, s, 3, author); !p || n != 4 {
+		t.Fatalf("follow by a frequent reader: pushed %v with %d rows, want pushed with 4", p, n)
+	}
+	timelinetest.Follow(t, s, 4, author) // never read
+	if p, n := edgeState(t, s, 4, author); p || n != 0 {
+		t.Fatalf("follow by a user who never read: pushed %v with %d rows", p, n)
+	}
+	c := s.Counters()
+	if c["edge_flips_push"] != 1 || c["edge_flips_pull"] != 2 || c["edges_pushed"] != 1 || c["edges_pulled"] != 2 {
+		t.Fatalf("counters %v", c)
+	}
+}
+
+// TestFlipPaging flips edges both ways between the pages of a walk and
+// requires every walk, and every walk continued from a cursor taken
+// before the flips, to equal the in-memory store's.
+func TestFlipPaging(t *testing.T) {
+	clk := &clock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := open(t, selective.Config{H: 1, L: 1, FlushEvery: 1 << 30, Now: clk.now})
+	mem := timeline.NewMemory()
+	ctx := context.Background()
+	ids := map[timeline.MessageID]timeline.MessageID{}
+	both := func(f func(timeline.Store)) { f(s); f(mem) }
+	const reader = timeline.UserID(1)
+	authors := []timeline.UserID{2, 3, 4, 5}
+	for _, a := range authors {
+		both(func(st timeline.Store) { timelinetest.Follow(t, st, reader, a) })
+	}
+	seq := 0
+	post := func(a timeline.UserID, n int) {
+		for range n {
+			seq++
+			body := fmt.Sprintf("%d: %d", a, seq)
+			ids[timelinetest.Post(t, s, a, body).ID] = timelinetest.Post(t, mem, a, body).ID
+		}
+	}
+	// Interleaved posts; authors 2 and 3 post far more than user 1
+	// reads, so the flush pulls their edges.
+	for round := range 6 {
+		post(2, 3)
+		post(3, 2)
+		post(4, 1)
+		if round%2 == 0 {
+			post(5, 1)
+		}
+	}
+	users := []timeline.UserID{reader}
+	limits := []int{1, 2, 3, 5, 7, 40}
+	timelinetest.SameTimelines(t, s, mem, users, limits, ids)
+
+	// A walk started with every edge pushed ...
+	first := timelinetest.Page(t, s, reader, timeline.Query{Limit: 4})
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []timeline.UserID{2, 3} {
+		if p, _ := edgeState(t, s, reader, a); p {
+			t.Fatalf("edge to %d still pushed", a)
+		}
+	}
+	for _, a := range []timeline.UserID{4, 5} {
+		if p, _ := edgeState(t, s, reader, a); !p {
+			t.Fatalf("edge to %d pulled", a)
+		}
+	}
+	// ... continues across the flip to pull exactly.
+	continued := func(first timeline.Page) {
+		t.Helper()
+		got := timelinetest.IDs(first.Messages)
+		q := timeline.Query{Limit: 4, Before: first.Next}
+		for q.Before != "" {
+			p := timelinetest.Page(t, s, reader, q)
+			got = append(got, timelinetest.IDs(p.Messages)...)
+			q.Before = p.Next
+		}
+		for i, id := range got {
+			got[i] = ids[id]
+		}
+		if want := timelinetest.WalkIDs(t, mem, reader, 4); !slices.Equal(got, want) {
+			t.Fatalf("walk across a flip: got %v\nwant %v", got, want)
+		}
+	}
+	continued(first)
+	timelinetest.SameTimelines(t, s, mem, users, limits, ids)
+
+	// New posts while pulled, then enough reads to push everything
+	// back: a walk started while pulled continues across the backfill.
+	post(2, 2)
+	post(3, 1)
+	first = timelinetest.Page(t, s, reader, timeline.Query{Limit: 4})
+	for range 100 {
+		timelinetest.Newest(t, s, reader)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range authors {
+		if p, n := edgeState(t, s, reader, a); !p || n == 0 {
+			t.Fatalf("edge to %d: pushed %v with %d rows after 100 reads", a, p, n)
+		}
+	}
+	continued(first)
+	timelinetest.SameTimelines(t, s, mem, users, limits, ids)
+}
+
+// TestConcurrentPostsAndFlips posts from one author while the edges of
+// its followers flip back and forth under reads and posts flushed after
+// every event, then requires each follower's timeline to hold every post
+// exactly once, and every edge's mailbox rows to match its side.
+func TestConcurrentPostsAndFlips(t *testing.T) {
+	s := open(t, selective.Config{H: 1, L: 1, FlushEvery: 1})
+	ctx := context.Background()
+	const author, followers, posts = timeline.UserID(100), 6, 60
+	for u := timeline.UserID(1); u <= followers; u++ {
+		timelinetest.Follow(t, s, u, author)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	var mu sync.Mutex
+	var posted []timeline.MessageID
+	for w := range 2 {
+		wg.Go(func() {
+			for i := range posts / 2 {
+				m, err := s.Post(ctx, author, fmt.Sprintf("w%d %d", w, i))
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				posted = append(posted, m.ID)
+				mu.Unlock()
+			}
+		})
+	}
+	// Readers read in bursts, so that their edges cross the author's
+	// rate both ways while the posts go on.
+	for u := timeline.UserID(1); u <= followers; u++ {
+		wg.Go(func() {
+			for i := range 40 {
+				if _, err := s.Timeline(ctx, u, timeline.Query{}); err != nil {
+					errs <- err
+					return
+				}
+				if i%10 == 9 {
+					time.Sleep(time.Duration(u) * time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(posted)
+	slices.Reverse(posted)
+	for u := timeline.UserID(1); u <= followers; u++ {
+		if got := timelinetest.WalkIDs(t, s, u, 7); !slices.Equal(got, posted) {
+			t.Fatalf("follower %d: %d messages, want the %d posted", u, len(got), len(posted))
+		}
+		pushed, rows := edgeState(t, s, u, author)
+		if pushed && rows != posts || !pushed && rows != 0 {
+			t.Fatalf("follower %d: pushed %v with %d of %d rows", u, pushed, rows, posts)
+		}
+	}
+	c := s.Counters()
+	if c["edge_flips_push"]+c["edge_flips_pull"] == 0 {
+		t.Fatalf("no edge flipped: the test exercised nothing (%v)", c)
+	}
+	t.Logf("flips: %d to push, %d to pull", c["edge_flips_push"], c["edge_flips_pull"])
+}
+
+// TestBadOptions: each bad option is a *ConfigError, and the database is
+// never created.
+func TestBadOptions(t *testing.T) {
+	m, err := registry.Lookup(selective.ModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := testserver.Admin(t)
+	defer admin.Close()
+	for _, opts := range []map[string]string{
+		{"h": "-1", "l": "1"},
+		{"h": "2"},
+		{"l": "x"},
+		{"flush": "0"},
+		{"flush": "many"},
+		{"halflife": "NaN"},
+		{"reads_per_post": "-3"},
+	} {
+		db := testserver.Database(t)
+		s, err := m.Open(context.Background(), registry.Config{DSN: testserver.DSN(t), Database: db, Options: opts})
+		if err == nil {
+			s.Close()
+			t.Fatalf("options %v: opened", opts)
+		}
+		var ce *selective.ConfigError
+		if !errors.As(err, &ce) {
+			t.Fatalf("options %v: %v (%T), want a *ConfigError", opts, err, err)
+		}
+		var n int
+		if err := admin.QueryRow(`SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = ?`, db).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("options %v: database %s was created", opts, db)
+		}
+	}
+}
