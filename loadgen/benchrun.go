@@ -521,7 +521,9 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 			return err
 		}
 		rm.Submit = p
-		maps.Copy(rm.Extra, results.PostFigures(before, counts(s), p.Ops))
+		after := counts(s)
+		maps.Copy(rm.Extra, results.PostFigures(before, after, p.Ops))
+		maps.Copy(rm.Extra, results.TabletCallFigures("post_", before, after, p.Ops))
 		b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s's submission is measured on its own: %s", m.Name, m.Bench.SubmissionNote))
 		if err := b.settle(ctx, m, s, "", rm); err != nil {
 			return err

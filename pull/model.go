@@ -71,23 +71,29 @@ func init() {
 			Offers:   m.offers,
 		})
 	}
+	onVitess := registry.Bench{Phases: registry.AllPhases, WriteRank: 2, OlderSample: 100}
 	for _, m := range []struct {
-		read    sqlread.VitessStrategy
+		read    ReadStrategy
 		summary string
+		needs   registry.Servers
+		bench   registry.Bench
 	}{
-		{sqlread.Client{}, "pull-client on Vitess: a query per followee, each routed to the followee's shard"},
-		{sqlread.VitessUnion{}, "pull-union on Vitess: newest id per followee in one GROUP BY over their shards, then a UNION ALL of per-author branches, each on its author's shard"},
-		{sqlread.VitessMerge{}, "pull-merge on Vitess: newest id per followee, then one ORDER BY ... LIMIT over the top authors' shards above the floor, merged by vtgate"},
+		{sqlread.Client{}, "pull-client on Vitess: a query per followee, each routed to the followee's shard", 0, onVitess},
+		{sqlread.VitessUnion{}, "pull-union on Vitess: newest id per followee in one GROUP BY over their shards, then a UNION ALL of per-author branches, each on its author's shard", 0, onVitess},
+		{sqlread.VitessMerge{}, "pull-merge on Vitess: newest id per followee, then one ORDER BY ... LIMIT over the top authors' shards above the floor, merged by vtgate", 0, onVitess},
+		{recent.Recent{}, "pull-recent on Vitess: the followees from the reader's shard, the lists from memcached, bodies from the in-process cache or by author and id from the authors' shards; pull-merge@vitess when memcached fails",
+			registry.Memcached, registry.Bench{Phases: registry.AllPhases, OlderSample: 100, WarmReads: true, OwnSubmission: true, WriteRank: 1,
+				SubmissionNote: "its posts also append to the author's list in memcached"}},
 	} {
 		registry.Register(registry.Model{
 			Name:     VitessModelName(Strategy(m.read.Name())),
 			Family:   registry.FamilyPull,
 			Schema:   schema.PullVitess,
 			Database: DefaultVitessDatabase,
-			Needs:    registry.Vitess,
+			Needs:    registry.Vitess | m.needs,
 			Summary:  m.summary,
 			Open:     openVitess(m.read),
-			Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2, OlderSample: 100},
+			Bench:    m.bench,
 		})
 	}
 }
@@ -96,11 +102,14 @@ func init() {
 // reading with strategy: "pull-client@vitess", ...
 func VitessModelName(strategy Strategy) string { return ModelName(strategy) + "@vitess" }
 
-// openVitess opens a pull store on Vitess reading with read.
-func openVitess(read sqlread.VitessStrategy) registry.Open {
+// openVitess opens a pull store on Vitess reading with read. As
+// openStrategy, every store gets the memcached servers when there are
+// any, for the write hooks a keyspace read by pull-recent@vitess records.
+func openVitess(read ReadStrategy) registry.Open {
 	return func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 		return Open(ctx, Config{
 			DSN: cfg.Vtgate, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force,
+			Memcache: cfg.Memcache, Namespace: cfg.Namespace,
 			Read: read, Vitess: true, VtgateStatus: cfg.VtgateStatus,
 		})
 	}

@@ -101,9 +101,11 @@ type Config struct {
 
 	// Vitess: DSN is a vtgate and Database a keyspace sharded by user
 	// with schema.VitessVSchema (schema.PullVitess). Read must then be a
-	// sqlread.VitessStrategy: stored procedures cannot run on a sharded
-	// keyspace, and the strategies of package recent read through
-	// statements vtgate does not plan.
+	// sqlread.VitessStrategy or recent.Recent, which reads the keyspace
+	// through sqlread.VitessTables: stored procedures cannot run on a
+	// sharded keyspace, the single statements of sqlread's Union and
+	// Merge join across shards, which vtgate does not plan, and
+	// recent.Active's indexes and hint targets need one database.
 	Vitess bool
 	// VtgateStatus is, on Vitess, the host:port of vtgate's status pages,
 	// where Counters reads the tablet calls; "" for none.
@@ -145,8 +147,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 	}
 	if cfg.Vitess {
-		if _, ok := cfg.Read.(sqlread.VitessStrategy); !ok {
-			return nil, fmt.Errorf("open pull store: strategy %q does not run on Vitess (want a sqlread.VitessStrategy)", cfg.Read.Name())
+		switch cfg.Read.(type) {
+		case sqlread.VitessStrategy, recent.Recent:
+		default:
+			return nil, fmt.Errorf("open pull store: strategy %q does not run on Vitess (want a sqlread.VitessStrategy or recent.Recent)", cfg.Read.Name())
 		}
 		model = schema.PullVitess
 	}
@@ -203,8 +207,16 @@ func (s *Store) open(ctx context.Context, cfg Config, model schema.Model, need W
 	}
 	env := sqlread.Env{DB: s.db, Pages: &s.pages}
 	if hooks != 0 {
+		var tables sqlread.Tables = sqlread.MariaDBTables{}
+		if cfg.Vitess {
+			if hooks&HookHints != 0 {
+				return fmt.Errorf("%w: keyspace %s records the %s write hooks, and hints do not run on Vitess", ErrWriteHooks, cfg.Database, recorded)
+			}
+			tables = sqlread.VitessTables{}
+		}
 		s.hooks, err = recent.Open(ctx, env, recent.Options{
 			Servers: cfg.Memcache, Namespace: cfg.Namespace, MaxConns: cfg.MaxConns, Hints: hooks&HookHints != 0,
+			Tables: tables,
 		})
 		if err != nil {
 			return err

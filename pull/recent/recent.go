@@ -70,6 +70,11 @@ import (
 //   - A memcached that fails or times out costs only speed: the read falls
 //     back to sqlread.Merge, and the failure is counted.
 //
+// On a Vitess keyspace sharded by user (Options.Tables
+// sqlread.VitessTables{}) the same reads go through vtgate: the followees
+// from the reader's shard, rebuilt lists and bodies from the authors'
+// shards, and sqlread.VitessMerge in place of sqlread.Merge.
+//
 // A post whose append fails deletes the author's list; if that fails too,
 // this process reads that author from the database until any list built
 // before the failure has aged out (10 minutes), and lists older than that
@@ -138,7 +143,8 @@ type reader struct {
 }
 
 // Read implements sqlread.Reader. When memcached fails, or a list
-// contradicts the database, the page comes from sqlread.Merge instead. The
+// contradicts the database, the page comes from sqlread.Merge (the
+// Tables' Merge) instead. The
 // read through memcached gets half of what ctx has left when that is under
 // the Timeout (memcached.ReadContext); if it runs out, Merge gets the rest. Any
 // other failure of the read through memcached is answered by Merge too: a
@@ -194,7 +200,8 @@ var placeholder = []byte("P")
 type State struct {
 	db       *sql.DB
 	pages    *sqlread.PageCount
-	fallback sqlread.Reader // sqlread.Merge
+	tables   sqlread.Tables // Options.Tables
+	fallback sqlread.Reader // tables.Merge()
 	stats    counters
 
 	mc      *memcached.Client
@@ -228,6 +235,11 @@ type Options struct {
 	Timeout time.Duration
 	// Hints makes Posted send hints to the indexes Active reads.
 	Hints bool
+	// Tables is how the database's tables lie; nil means
+	// sqlread.MariaDBTables{}. Recent reads a Vitess keyspace sharded by
+	// user through sqlread.VitessTables{}; Active's statements (its
+	// indexes and hint targets) need one database.
+	Tables sqlread.Tables
 }
 
 // DefaultTimeout is Options.Timeout's default.
@@ -247,10 +259,14 @@ func Open(ctx context.Context, env sqlread.Env, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Tables == nil {
+		opts.Tables = sqlread.MariaDBTables{}
+	}
 	st := &State{
 		db:       env.DB,
 		pages:    env.Pages,
-		fallback: sqlread.Merge{}.NewReader(env),
+		tables:   opts.Tables,
+		fallback: opts.Tables.Merge().NewReader(env),
 		prefix:   opts.Namespace + "pr:" + id + ":",
 		timeout:  opts.Timeout,
 		maxIDs:   DefaultRecentLen,
@@ -917,14 +933,14 @@ func (st *State) mergeLists(ctx context.Context, r timeline.Request, followees [
 		if msgs, cached = st.messages.getAll(taken); cached {
 			st.stats.messageHits.Add(1)
 		} else {
-			msgs, err = sqlread.MessagesByID(ctx, st.db, taken)
+			msgs, err = st.tables.Messages(ctx, st.db, taken, authorsOf(followees, owner))
 			rows += int64(len(msgs))
 			st.messages.putAll(msgs)
 		}
 	} else {
 		st.stats.fallbacks.Add(int64(b.Branches()))
 		var branchRows int64
-		msgs, branchRows, err = b.Run(ctx, st.db, taken, fetch)
+		msgs, branchRows, err = st.tables.Page(ctx, st.db, &b, taken, authorsOf(followees, owner), fetch)
 		rows += branchRows + int64(len(msgs))
 		st.messages.putAll(msgs)
 	}
@@ -957,4 +973,13 @@ func (st *State) mergeLists(ctx context.Context, r timeline.Request, followees [
 		return nil, 0, st.suspect(ctx, bad)
 	}
 	return msgs, rows, nil
+}
+
+// authorsOf returns the author of each taken id: followees[owner[k]].
+func authorsOf(followees []timeline.UserID, owner []int) []timeline.UserID {
+	out := make([]timeline.UserID, len(owner))
+	for k, i := range owner {
+		out[k] = followees[i]
+	}
+	return out
 }

@@ -84,34 +84,54 @@ func (b *AuthorScans) Run(ctx context.Context, db *sql.DB) (map[timeline.UserID]
 // joined to messages for the bodies of the page's rows only. COUNT(*) OVER
 // () is evaluated before the derived table's LIMIT, so it tells the client
 // how many ids the scans produced, which is what they read. The zero value
-// is empty and ready to use.
+// is empty and ready to use. (On Vitess, VitessTables.Page runs the same
+// branches as a statement vtgate plans.)
 type PageQuery struct {
-	s        scans
+	branches []pageBranch
 	distinct bool
 }
 
 // Distinct makes the statement keep each id once, when branches may read
 // ids that are among the known ones too (see MergeOver); without it, ids
-// are taken to be distinct, which a pull read's are.
+// are taken to be distinct, which a pull read's are. VitessTables.Page
+// ignores it: no model on Vitess merges a second source.
 func (b *PageQuery) Distinct() { b.distinct = true }
+
+// pageBranch is one scan of a PageQuery: author's newest ids below below
+// (0: no bound) and at or above floor (0: none), at most limit of them.
+type pageBranch struct {
+	author       timeline.UserID
+	below, floor uint64
+	limit        int
+}
 
 const pageHead = `SELECT m.id, m.author_id, m.body, m.created_at, t.c FROM messages m JOIN (SELECT id, COUNT(*) OVER () AS c FROM (`
 
 // Branch adds "author's newest ids below below (0: no bound) and at or
 // above floor (0: none), at most limit of them".
 func (b *PageQuery) Branch(author timeline.UserID, below, floor uint64, limit int) {
-	b.s.add(pageHead, "id", author, below, floor, limit)
+	b.branches = append(b.branches, pageBranch{author, below, floor, limit})
 }
 
 // Branches returns how many branches were added.
-func (b *PageQuery) Branches() int { return b.s.n }
+func (b *PageQuery) Branches() int { return len(b.branches) }
+
+// scans returns the branches as scans of cols after head.
+func (b *PageQuery) scans(head, cols string) scans {
+	var s scans
+	s.q = make([]byte, 0, len(head)+120*len(b.branches))
+	for _, br := range b.branches {
+		s.add(head, cols, br.author, br.below, br.floor, br.limit)
+	}
+	return s
+}
 
 // Run adds known (ids the client already has, as a table value
 // constructor: no index read) and runs the statement. It returns the page
 // and how many ids the branches read. There must be at least one branch:
 // the first SELECT names the derived table's column.
 func (b *PageQuery) Run(ctx context.Context, db *sql.DB, known []uint64, fetch int) ([]timeline.Message, int64, error) {
-	q := b.s.q
+	q := b.scans(pageHead, "id").q
 	if len(known) > 0 {
 		if b.distinct {
 			// A UNION DISTINCT drops the duplicates of every

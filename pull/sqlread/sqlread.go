@@ -206,3 +206,38 @@ func FolloweesNewest(ctx context.Context, db *sql.DB, r timeline.Request) ([]Aut
 	slices.SortFunc(out, ByNewest)
 	return out, followees, nil
 }
+
+// Tables is how a reader that has a page's ids in hand (package recent's)
+// reads the rest from the pull model's tables, which lie differently on
+// one database (MariaDBTables) and on a Vitess keyspace sharded by user
+// (VitessTables).
+type Tables interface {
+	// Messages returns the messages with the given ids, newest first;
+	// authors[i] is the author of ids[i] as the caller believes. A
+	// message by none of authors may be left out.
+	Messages(ctx context.Context, db *sql.DB, ids []uint64, authors []timeline.UserID) ([]timeline.Message, error)
+	// Page runs b with known ids (newest first, by authors as for
+	// Messages) and returns the newest fetch messages of both, newest
+	// first, and how many rows b's branches read.
+	Page(ctx context.Context, db *sql.DB, b *PageQuery, known []uint64, authors []timeline.UserID, fetch int) ([]timeline.Message, int64, error)
+	// Merge is the stateless strategy that reads a page from these
+	// tables alone: Merge or VitessMerge.
+	Merge() Strategy
+}
+
+// MariaDBTables are the pull model's tables in one database
+// (schema.Pull): a message is found by its primary key alone.
+type MariaDBTables struct{}
+
+// Messages implements Tables: MessagesByID.
+func (MariaDBTables) Messages(ctx context.Context, db *sql.DB, ids []uint64, _ []timeline.UserID) ([]timeline.Message, error) {
+	return MessagesByID(ctx, db, ids)
+}
+
+// Page implements Tables: PageQuery.Run.
+func (MariaDBTables) Page(ctx context.Context, db *sql.DB, b *PageQuery, known []uint64, _ []timeline.UserID, fetch int) ([]timeline.Message, int64, error) {
+	return b.Run(ctx, db, known, fetch)
+}
+
+// Merge implements Tables.
+func (MariaDBTables) Merge() Strategy { return Merge{} }

@@ -17,7 +17,8 @@ import (
 // run there (vtgate runs CALL only on an unsharded keyspace or one named
 // shard, and a procedure on one shard sees only that shard's rows), and
 // the single statements of Union and Merge join messages to a derived
-// table across shards, which vtgate does not plan.
+// table across shards, which vtgate does not plan. (Package recent reads
+// a keyspace through VitessTables.)
 type VitessStrategy interface {
 	Strategy
 	runsOnVitess()
@@ -119,6 +120,72 @@ func (m vitessMergeReader) Read(ctx context.Context, r timeline.Request) ([]time
 	}
 	m.Pages.Add(int64(followees + len(msgs)))
 	return msgs, nil
+}
+
+// VitessTables are the pull model's tables on a Vitess keyspace sharded by
+// user (schema.PullVitess), where messages lie on their authors' shards:
+// a message is looked up by author and id, so that vtgate sends the
+// statement to the authors' shards alone, and PageQuery's join to a
+// derived table, which vtgate does not plan across shards, becomes a
+// UNION ALL of per-author branches cut to the page here.
+type VitessTables struct{}
+
+// Messages implements Tables. Message ids are unique, so the two IN lists
+// select exactly the messages asked for that are by one of authors.
+func (VitessTables) Messages(ctx context.Context, db *sql.DB, ids []uint64, authors []timeline.UserID) ([]timeline.Message, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	q := make([]byte, 0, 128+21*(len(authors)+len(ids)))
+	q = append(q, `SELECT id, author_id, body, created_at FROM messages WHERE author_id IN (`...)
+	q = mysqlx.AppendList(q, distinct(authors))
+	q = append(q, `) AND id IN (`...)
+	q = mysqlx.AppendList(q, ids)
+	q = append(q, `) ORDER BY id DESC`...)
+	rows, err := db.QueryContext(ctx, string(q))
+	if err != nil {
+		return nil, err
+	}
+	return mysqlx.ScanMessages(rows, len(ids))
+}
+
+// Page implements Tables in one statement: b's branches, each routed to
+// its author's shard, and a last branch for the known ids as Messages
+// reads them, all with their bodies, cut to the page here. The rows that
+// are not known ones are what the branches read.
+func (VitessTables) Page(ctx context.Context, db *sql.DB, b *PageQuery, known []uint64, authors []timeline.UserID, fetch int) ([]timeline.Message, int64, error) {
+	const cols = "id, author_id, body, created_at"
+	s := b.scans("", cols)
+	if len(known) > 0 {
+		s.q = append(s.q, ` UNION ALL (SELECT `+cols+` FROM messages WHERE author_id IN (`...)
+		s.q = mysqlx.AppendList(s.q, distinct(authors))
+		s.q = append(s.q, `) AND id IN (`...)
+		s.q = mysqlx.AppendList(s.q, known)
+		s.q = append(s.q, `))`...)
+	}
+	rows, err := db.QueryContext(ctx, string(s.q))
+	if err != nil {
+		return nil, 0, err
+	}
+	msgs, err := mysqlx.ScanMessages(rows, fetch+len(known))
+	if err != nil {
+		return nil, 0, err
+	}
+	read := int64(len(msgs))
+	for _, m := range msgs {
+		if _, ok := slices.BinarySearchFunc(known, uint64(m.ID), NewestFirst); ok {
+			read--
+		}
+	}
+	return newestN(msgs, fetch), read, nil
+}
+
+// Merge implements Tables.
+func (VitessTables) Merge() Strategy { return VitessMerge{} }
+
+// distinct returns a copy of ids, sorted, each once.
+func distinct(ids []timeline.UserID) []timeline.UserID {
+	return slices.Compact(slices.Sorted(slices.Values(ids)))
 }
 
 // FolloweesNewestIn is FolloweesNewest for Vitess, where follows and

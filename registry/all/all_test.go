@@ -380,7 +380,7 @@ func TestUnreachableServer(t *testing.T) {
 			continue
 		}
 		model := m.Name
-		cfg := config(t, m, testserver.Database(t))
+		cfg := config(t, m, fresh(t, m))
 		cfg.Memcache = []string{"127.0.0.1:1"}
 		s, err := m.Open(context.Background(), cfg)
 		if err == nil {

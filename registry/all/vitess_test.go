@@ -5,10 +5,17 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/recent"
+	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/registry"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
@@ -97,4 +104,88 @@ func describeAll(ms []timeline.Message) []string {
 		out[i] = fmt.Sprintf("%d/%d/%q", m.ID, m.Author, m.Body)
 	}
 	return out
+}
+
+// TestRecentVitess reads pull-recent@vitess's paths that the conformance
+// suite's short timelines leave out, on a keyspace of two shards: lists
+// shorter than the timelines, so that deep pages read the authors beyond
+// their lists from their shards (sqlread.VitessTables.Page), bodies read
+// by author and id with no message cache, and forged lists that the rows
+// read from the authors' shards must expose. Every page must equal the
+// posts; and a page served through the lists must not have fallen back
+// to pull-merge@vitess, which would hide a statement vtgate refused.
+func TestRecentVitess(t *testing.T) {
+	ctx := context.Background()
+	keyspace := testserver.Keyspace(t)
+	cfg := pull.Config{
+		DSN: testserver.Vtgate(t), Database: keyspace, Vitess: true, MaxConns: 8,
+		Memcache: []string{testserver.Memcache(t)}, Namespace: keyspace + "/",
+		Read: recent.Recent{RecentLen: 3, MessageCache: -1},
+	}
+	s, err := pull.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	var posts []timeline.Message
+	for a := timeline.UserID(2); a <= 7; a++ {
+		timelinetest.Follow(t, s, 1, a)
+	}
+	for i := range 40 {
+		author := timeline.UserID(2 + i%6)
+		if i%3 == 0 {
+			author = 2 // one author far beyond its list
+		}
+		posts = append(posts, timelinetest.Post(t, s, author, fmt.Sprintf("post %d", i)))
+	}
+	want := timelinetest.NewestFirst(posts)
+	check := func(what string) pull.Stats {
+		t.Helper()
+		for _, limit := range []int{1, 4, 7} {
+			if got := timelinetest.WalkIDs(t, s, 1, limit); !slices.Equal(got, want) {
+				t.Fatalf("%s, pages of %d: timeline %v, want %v", what, limit, got, want)
+			}
+		}
+		return s.Stats()
+	}
+	st := check("cold")
+	if st.CacheErrors != 0 || st.Fallbacks == 0 || st.Rebuilds == 0 {
+		t.Fatalf("cold walks: want lists rebuilt, authors read beyond them, no error: %+v", st)
+	}
+	st2 := check("warm")
+	if st2.CacheErrors != 0 || st2.Rebuilds != st.Rebuilds || st2.CacheHits <= st.CacheHits {
+		t.Fatalf("warm walks: want the lists from memcached, no rebuild, no error: before %+v, after %+v", st, st2)
+	}
+
+	// Forged lists, which pass the checksum: one claims a message of
+	// another followee, one a message that does not exist.
+	keys, err := recent.Open(ctx, sqlread.Env{DB: s.DB(), Pages: new(sqlread.PageCount)}, recent.Options{
+		Servers: cfg.Memcache, Namespace: cfg.Namespace, Tables: sqlread.VitessTables{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keys.Close()
+	mc, err := memcached.New(memcached.Options{Servers: cfg.Memcache, Prefix: keys.KeyPrefix(), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	newest := posts[len(posts)-1]
+	other := timeline.UserID(3)
+	if newest.Author == other {
+		other = 4
+	}
+	for _, forged := range []uint64{uint64(newest.ID), uint64(newest.ID) + 1000} {
+		key := keys.ListKey(other)
+		if err := mc.Set(ctx, &memcache.Item{Key: key, Value: recent.EncodeList(key, []uint64{forged}, false, time.Now().Unix())}); err != nil {
+			t.Fatal(err)
+		}
+		before := s.Stats()
+		check(fmt.Sprintf("list of %d claiming %d", other, forged))
+		if after := s.Stats(); after.CacheErrors == before.CacheErrors {
+			t.Fatalf("list of %d claiming %d: not caught: %+v", other, forged, after)
+		}
+	}
 }
