@@ -242,6 +242,8 @@ func tableOf(d *Dataset, st schema.Table, shape registry.MailboxShape) (table, e
 		tb = pullAuthorsTable(d, shape)
 	case schema.PullFollows.Name:
 		tb = pullFollowsTable(d, shape)
+	case schema.ReaderState.Name:
+		tb = readerStateTable(d, shape)
 	default:
 		return table{}, fmt.Errorf("no generator for table %s", st.Name)
 	}

@@ -22,6 +22,9 @@ func (d *Dataset) pulled(shape registry.MailboxShape, author uint32) bool {
 // and the ones cut off by shape.Cap).
 func (mb *mailboxer) shapedMailbox(d *Dataset, u uint32, shape registry.MailboxShape) (kept []uint32, total int) {
 	var ids []uint32
+	if d.inactive(shape, u) {
+		return nil, 0
+	}
 	if shape.PullFrom == 0 {
 		ids = mb.mailbox(d, u)
 	} else {
@@ -38,6 +41,9 @@ func (mb *mailboxer) shapedMailbox(d *Dataset, u uint32, shape registry.MailboxS
 // building them.
 func (d *Dataset) shapedRows(u uint32, shape registry.MailboxShape) int64 {
 	var n int64
+	if d.inactive(shape, u) {
+		return 0
+	}
 	for _, f := range d.Followees[u-1] {
 		if !d.pulled(shape, f) {
 			n += int64(d.byAuthor.count(int(f)))

@@ -105,6 +105,7 @@ var smallSettings = []struct {
 }{
 	{"push-capped", map[string]string{"cap": "4", "slack": "2"}},
 	{"hybrid", map[string]string{"threshold": "3"}},
+	{"push-active", map[string]string{"window": "1ms", "rebuild": "4"}},
 }
 
 // openAll opens every model, and those of smallSettings again, each SQL
