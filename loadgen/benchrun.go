@@ -280,6 +280,11 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 		t := Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
 		if pm, ok := s.(registry.PartialMailbox); ok {
 			t.Mailbox = pm.MailboxShape()
+			if t.Mailbox.ActiveReads > 0 {
+				active, users := b.data.ActiveUsers(t.Mailbox)
+				b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s starts with %d of %d users active (%.0f%%): those who read within its window, at %g reads per user per window",
+					m.Name, active, users, 100*float64(active)/float64(users), t.Mailbox.ActiveReads))
+			}
 		}
 		targets = append(targets, t)
 	}
@@ -403,6 +408,7 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 	after := counts(s)
 	maps.Copy(rm.Extra, results.CounterFigures("", before, after))
 	maps.Copy(rm.Extra, results.TabletCallFigures("newest_", before, after, rm.Retrieve.Ops))
+	maps.Copy(rm.Extra, results.ActiveFigures("newest_", before, after, rm.Retrieve.Ops))
 	if usesMemcache {
 		// What this model's reads added to memcached: cached pages,
 		// lists, indexes. (Other items expiring meanwhile would make it
@@ -429,7 +435,9 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 		if rm.RetrieveOlder, err = b.phase(ctx, m.Name+"/retrieve-older", dur, OlderPages(s, pool, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
 			return rm, err
 		}
-		maps.Copy(rm.Extra, results.TabletCallFigures("older_", before, counts(s), rm.RetrieveOlder.Ops))
+		after = counts(s)
+		maps.Copy(rm.Extra, results.TabletCallFigures("older_", before, after, rm.RetrieveOlder.Ops))
+		maps.Copy(rm.Extra, results.ActiveFigures("older_", before, after, rm.RetrieveOlder.Ops))
 	}
 	return rm, nil
 }
@@ -540,7 +548,9 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 			return err
 		}
 		shared[m.Database], rm.Submit = &p, p
-		maps.Copy(rm.Extra, results.TabletCallFigures("post_", before, counts(s), p.Ops))
+		after := counts(s)
+		maps.Copy(rm.Extra, results.TabletCallFigures("post_", before, after, p.Ops))
+		maps.Copy(rm.Extra, results.ActiveFigures("post_", before, after, p.Ops))
 		sharedBy[m.Database] = append(sharedBy[m.Database], m.Name)
 		*databases = append(*databases, m.Database)
 	default:
@@ -553,11 +563,16 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 		sharedBy[m.Database] = append(sharedBy[m.Database], m.Name)
 	}
 	if b.cfg.ReadRatio > 0 && m.Bench.Has(registry.PhaseMixed) {
-		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), Mixed(s, b.data, b.cfg.ReadRatio, seed), func() { forgetLag(s) })
+		var before map[string]int64
+		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), Mixed(s, b.data, b.cfg.ReadRatio, seed), func() {
+			before = counts(s)
+			forgetLag(s)
+		})
 		if err != nil {
 			return err
 		}
 		rm.Mixed = &p
+		maps.Copy(rm.Extra, results.ActiveFigures("mixed_", before, counts(s), p.Ops))
 		return b.settle(ctx, m, s, "mixed_", rm)
 	}
 	return nil

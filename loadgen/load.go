@@ -248,6 +248,8 @@ func tableOf(d *Dataset, st schema.Table, shape registry.MailboxShape) (table, e
 		tb = edgesTable(d, shape, true)
 	case schema.UserRates.Name:
 		tb = userRatesTable(d, shape)
+	case schema.ReaderState.Name:
+		tb = readerStateTable(d, shape)
 	default:
 		return table{}, fmt.Errorf("no generator for table %s", st.Name)
 	}

@@ -76,6 +76,9 @@ func (d *Dataset) startReads(shape registry.MailboxShape, u uint32) float64 {
 // and the ones cut off by shape.Cap).
 func (mb *mailboxer) shapedMailbox(d *Dataset, u uint32, shape registry.MailboxShape) (kept []uint32, total int) {
 	var ids []uint32
+	if d.inactive(shape, u) {
+		return nil, 0
+	}
 	if shape.PullFrom == 0 && shape.PushRatio == 0 {
 		ids = mb.mailbox(d, u)
 	} else {
@@ -92,6 +95,9 @@ func (mb *mailboxer) shapedMailbox(d *Dataset, u uint32, shape registry.MailboxS
 // building them.
 func (d *Dataset) shapedRows(u uint32, shape registry.MailboxShape) int64 {
 	var n int64
+	if d.inactive(shape, u) {
+		return 0
+	}
 	for _, f := range d.Followees[u-1] {
 		if !d.pulledEdge(shape, u, f) {
 			n += int64(d.byAuthor.count(int(f)))

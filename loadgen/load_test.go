@@ -128,7 +128,7 @@ func TestLoadMatchesMemory(t *testing.T) {
 // opens the models that keep part of push's mailbox, so that the shape
 // cuts a small dataset: a cap below most timelines, a threshold some
 // authors reach.
-var shapedSettings = map[string]string{"cap": "25", "slack": "5", "threshold": "6"}
+var shapedSettings = map[string]string{"cap": "25", "slack": "5", "threshold": "6", "rebuild": "25"}
 
 // TestLoadShapedMatchesMemory bulk-loads a small dataset into every model
 // that keeps part of push's mailbox (registry.PartialMailbox), as the

@@ -316,34 +316,53 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 }
 
 func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	msgs, err := push.ReadMailbox(ctx, s.DB(), r)
+	return ReadAboveFloor(ctx, s.DB(), s.pull, r, func(ctx context.Context) (timeline.MessageID, error) {
+		var floor timeline.MessageID
+		err := s.DB().QueryRowContext(ctx, `SELECT floor_id FROM mailbox_state WHERE user_id = ?`, r.User).Scan(&floor)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, nil
+		}
+		return floor, err
+	})
+}
+
+// ReadAboveFloor reads r's page from a mailbox that holds every message of
+// r.User's timeline with an id at or above a floor and nothing below it,
+// with pull below the floor: push.ReadMailbox's rows below the cursor,
+// then, if they do not fill the page, floor (0: the mailbox holds the
+// whole timeline) and the rest of the page from pull below it. floor is
+// looked up after the mailbox, so a floor raised between the two reads
+// (the rows below it deleted) drops the rows read below it, and a model
+// whose floor never falls reads exact pages.
+func ReadAboveFloor(ctx context.Context, db *sql.DB, pull sqlread.Reader, r timeline.Request,
+	floor func(context.Context) (timeline.MessageID, error)) ([]timeline.Message, error) {
+	msgs, err := push.ReadMailbox(ctx, db, r)
 	if err != nil || len(msgs) == r.Fetch() {
 		// Every mailbox row is at or above the floor, and every
 		// message of the timeline at or above it is in the mailbox: a
 		// full page is exact.
 		return msgs, err
 	}
-	var floor timeline.MessageID
-	err = s.DB().QueryRowContext(ctx, `SELECT floor_id FROM mailbox_state WHERE user_id = ?`, r.User).Scan(&floor)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	low, err := floor(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if floor == 0 {
+	if low == 0 {
 		return msgs, nil // the mailbox holds the whole timeline
 	}
 	// A trim between the two reads may have raised the floor above rows
 	// read: those are the merge's now.
 	for i, m := range msgs {
-		if m.ID < floor {
+		if m.ID < low {
 			msgs = msgs[:i]
 			break
 		}
 	}
-	below := floor
-	if r.Before != 0 && r.Before < floor {
+	below := low
+	if r.Before != 0 && r.Before < low {
 		below = r.Before
 	}
-	rest, err := s.pull.Read(ctx, timeline.Request{User: r.User, Limit: r.Fetch() - len(msgs) - 1, Before: below})
+	rest, err := pull.Read(ctx, timeline.Request{User: r.User, Limit: r.Fetch() - len(msgs) - 1, Before: below})
 	if err != nil {
 		return nil, err
 	}

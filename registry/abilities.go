@@ -107,4 +107,14 @@ type MailboxShape struct {
 	// overall; push_edges, pull_edges and user_rates (schema.PushEdges,
 	// schema.PullEdges, schema.UserRates) hold the decisions and rates.
 	PushRatio, ReadsPerPost float64
+
+	// ActiveReads > 0 keeps the mailboxes of active users only, whole,
+	// and none of the others': the mean reads per user within the
+	// store's activity window. A user whose share of the workload's
+	// reads (loadgen's read rate, Dataset.PickReader) is p counts as
+	// having read within the window with probability
+	// 1 - exp(-ActiveReads * users * p), as Poisson reads would, decided
+	// by a hash of the user and the dataset's seed. reader_state
+	// (schema.ReaderState) flags them.
+	ActiveReads float64
 }

@@ -159,3 +159,39 @@ func TabletCallFigures(prefix string, before, after map[string]int64, ops int64)
 	}
 	return map[string]float64{prefix + "tablet_calls": float64(after[CounterTabletCalls]-before[CounterTabletCalls]) / float64(ops)}
 }
+
+// Counters of a store that fans out to active readers only (push-active).
+const (
+	// CounterPushedRows: mailbox rows posts wrote (their active
+	// followers).
+	CounterPushedRows = "pushed_rows"
+	// CounterSkippedRows: followers posts passed over as inactive: the
+	// rows push would have written on top.
+	CounterSkippedRows = "skipped_rows"
+	// CounterRebuilds: mailboxes rebuilt by pull on an inactive user's
+	// read; CounterRebuildRows: the rows those rebuilds wrote.
+	CounterRebuilds    = "rebuilds"
+	CounterRebuildRows = "rebuild_rows"
+	// CounterExpired: users flagged inactive, their last read older than
+	// the window.
+	CounterExpired = "expired"
+)
+
+// ActiveFigures turns what a store that fans out to active readers counted
+// over a phase of ops operations into figures named with prefix: the rows
+// posts wrote and skipped and the rebuilds and their rows, per operation,
+// and the rows per rebuild. Nil for a store that counts none of them.
+func ActiveFigures(prefix string, before, after map[string]int64, ops int64) map[string]float64 {
+	if _, ok := after[CounterRebuilds]; !ok || ops <= 0 {
+		return nil
+	}
+	d := func(key string) int64 { return after[key] - before[key] }
+	out := map[string]float64{}
+	for _, key := range []string{CounterPushedRows, CounterSkippedRows, CounterRebuilds, CounterRebuildRows} {
+		out[prefix+key+"_per_op"] = float64(d(key)) / float64(ops)
+	}
+	if n := d(CounterRebuilds); n > 0 {
+		out[prefix+"rows_per_rebuild"] = float64(d(CounterRebuildRows)) / float64(n)
+	}
+	return out
+}

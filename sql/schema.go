@@ -34,6 +34,9 @@ const (
 	// PushCapped is push's tables plus mailbox_state, the floor and
 	// size of each user's capped mailbox.
 	PushCapped Model = "push-capped"
+	// PushActive is push's tables plus reader_state, which says whose
+	// mailbox posts fan out to and where it ends.
+	PushActive Model = "push-active"
 	// PushCompressed is push's tables with the mailbox stored in
 	// compressed pages.
 	PushCompressed Model = "push-compressed"
@@ -60,6 +63,8 @@ func Files(m Model) ([]string, error) {
 		return []string{"common.sql", "pull.sql"}, nil
 	case PushCapped:
 		return []string{"common.sql", "push.sql", "push_capped.sql"}, nil
+	case PushActive:
+		return []string{"common.sql", "push.sql", "push_active.sql"}, nil
 	case PushCompressed:
 		return []string{"common.sql", "push_compressed.sql"}, nil
 	case Hybrid:
@@ -69,7 +74,7 @@ func Files(m Model) ([]string, error) {
 	case PushVitess, PullVitess:
 		return []string{"common.sql", "vitess.sql"}, nil
 	}
-	return nil, fmt.Errorf("unknown model %q (want %q, %q, %q, %q, %q, %q, %q or %q)", m, Push, Pull, PushCapped, PushCompressed, Hybrid, Selective, PushVitess, PullVitess)
+	return nil, fmt.Errorf("unknown model %q (want %q, %q, %q, %q, %q, %q, %q, %q or %q)", m, Push, Pull, PushCapped, PushActive, PushCompressed, Hybrid, Selective, PushVitess, PullVitess)
 }
 
 // ErrForeignDatabase means the database holds tables that pushpull did not

@@ -23,6 +23,9 @@ var (
 	Mailbox = Table{Name: "mailbox", Columns: []string{"user_id", "message_id"}}
 	// MailboxState is push-capped's floor and entry count per user.
 	MailboxState = Table{Name: "mailbox_state", Columns: []string{"user_id", "floor_id", "entries"}}
+	// ReaderState is push-active's activity flag, last read and floor
+	// per user.
+	ReaderState = Table{Name: "reader_state", Columns: []string{"user_id", "active", "read_at", "floor_id"}}
 	// PullAuthors are hybrid's authors whose posts are pulled.
 	PullAuthors = Table{Name: "pull_authors", Columns: []string{"author_id"}}
 	// PullFollows are hybrid's follows of pull authors, by follower.
@@ -54,6 +57,8 @@ func DataTables(m Model) []Table {
 		return []Table{Follows, Messages, Mailbox, PullAuthors, PullFollows}
 	case Selective:
 		return []Table{Follows, Messages, Mailbox, PushEdges, PullEdges, UserRates}
+	case PushActive:
+		return []Table{Follows, Messages, Mailbox, ReaderState}
 	case Pull, PullVitess:
 		return []Table{Follows, Messages}
 	case PushVitess:

@@ -309,10 +309,13 @@ func plan(cfg Config) ([]point, error) {
 }
 
 // fullMailbox are the schemas whose bulk load writes a mailbox row per
-// message and follower: push's, and those built on it that keep every
-// row (compressed pages, hybrid on a graph without celebrities).
+// message and follower: push's, and those built on it that may keep every
+// row (compressed pages, hybrid on a graph without celebrities, push-active
+// when most users read, selective when most edges are pushed).
 // push-capped loads each user's newest entries only.
-var fullMailbox = map[schema.Model]bool{schema.Push: true, schema.PushCompressed: true, schema.Hybrid: true}
+var fullMailbox = map[schema.Model]bool{
+	schema.Push: true, schema.PushCompressed: true, schema.Hybrid: true, schema.PushActive: true, schema.Selective: true,
+}
 
 // bytesPerMailboxRow is what a mailbox row takes on disk, primary key and
 // page overhead included, as measured on the paper's dataset (1.85 GB on

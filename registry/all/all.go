@@ -9,6 +9,7 @@ import (
 	_ "github.com/pushpull/pushpull/pull"           // pull-sp, pull-client, ... pull-active
 	_ "github.com/pushpull/pushpull/push"           // push
 	_ "github.com/pushpull/pushpull/push/async"     // push-async
+	_ "github.com/pushpull/pushpull/pushactive"     // push-active
 	_ "github.com/pushpull/pushpull/pushcapped"     // push-capped
 	_ "github.com/pushpull/pushpull/pushcompressed" // push-compressed
 	_ "github.com/pushpull/pushpull/selective"      // selective

@@ -1,0 +1,54 @@
+package pushactive
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/registry"
+	schema "github.com/pushpull/pushpull/sql"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+func init() {
+	registry.Register(registry.Model{
+		Name:     ModelName,
+		Family:   registry.FamilyPush,
+		Schema:   schema.PushActive,
+		Database: DefaultDatabase,
+		Needs:    registry.MariaDB,
+		Summary:  "push to the followers who read within 7 days (option window) only; an inactive reader's next read rebuilds their mailbox by pull",
+		Open:     openModel,
+		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+	})
+}
+
+// openModel opens the model from a registry.Config: options "window" (a
+// Go duration), "rebuild" and "active_reads" are Config.Window,
+// Config.Rebuild and Config.ActiveReads. A bad option is an *OptionError.
+func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
+	c := Config{Config: push.Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force}}
+	if v := cfg.Options[OptionWindow]; v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, &OptionError{OptionWindow, v, "want a positive Go duration, e.g. 168h or 30s"}
+		}
+		c.Window = d
+	}
+	if v := cfg.Options[OptionRebuild]; v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return nil, &OptionError{OptionRebuild, v, "want a positive integer"}
+		}
+		c.Rebuild = n
+	}
+	if v := cfg.Options[OptionActiveReads]; v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0) {
+			return nil, &OptionError{OptionActiveReads, v, "want a number above 0"}
+		}
+		c.ActiveReads = f
+	}
+	return Open(ctx, c)
+}
