@@ -368,15 +368,23 @@ func (s *Store) activate(ctx context.Context, user timeline.UserID) error {
 	case active && s.now().UnixMicro()-readAt < s.refresh():
 		return nil
 	case active:
-		res, err := s.DB().ExecContext(ctx,
-			`UPDATE reader_state SET read_at = GREATEST(read_at, ?) WHERE user_id = ? AND active = 1`,
-			s.now().UnixMicro(), user)
-		if err != nil {
+		// In a transaction of its own, so that a deadlock with a post,
+		// which reads the flags of its author's followers under shared
+		// locks, is retried rather than failing the read.
+		var n int64
+		err := mysqlx.InTx(ctx, s.DB(), func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx,
+				`UPDATE reader_state SET read_at = GREATEST(read_at, ?) WHERE user_id = ? AND active = 1`,
+				s.now().UnixMicro(), user)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
 			return err
-		}
+		})
 		// 0 rows: expiry cleared the flag since it was read (or the
 		// clock stood still, and RebuildMailbox finds the flag set).
-		if n, err := res.RowsAffected(); err != nil || n > 0 {
+		if err != nil || n > 0 {
 			return err
 		}
 	}
