@@ -94,6 +94,14 @@ type BenchConfig struct {
 	// SearchSteps bounds the steps per model; 0 means
 	// openloop.DefaultSearchSteps.
 	SearchSteps int
+	// TrafficOnly measures each model's traffic phase and nothing else:
+	// no harness, no read, submission, mixed or cache phases, no goals.
+	// It needs a Mix (or Rate, which implies the default one). It is
+	// what a run that compares the models on one workload at one planned
+	// rate wants (package loadgen/recommend): every model is measured
+	// for the same length, Duration, and each model's store is primed
+	// (registry.Primer) as the read phase would have primed it.
+	TrafficOnly bool
 
 	// Vitess starts, beside the sandbox's MariaDB, a Vitess cluster of
 	// Shards shards per keyspace (0 means 2) for the models on Vitess
@@ -170,6 +178,9 @@ func (c *BenchConfig) defaults() {
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
+	if c.TrafficOnly {
+		c.ExtraDuration = c.Duration
+	}
 	if c.Mix == nil && (c.Rate > 0 || c.FindRate) {
 		m := DefaultMix()
 		c.Mix = &m
@@ -230,6 +241,9 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	}
 	if len(models) == 0 {
 		return nil, errors.New("no models to measure")
+	}
+	if cfg.TrafficOnly && cfg.Mix == nil {
+		return nil, errors.New("a run of the traffic phase only needs a mix or a rate")
 	}
 	if cfg.CacheReadRatio >= 1 {
 		return nil, fmt.Errorf("cache read ratio %g: want a share of reads below 1", cfg.CacheReadRatio)

@@ -222,6 +222,9 @@ func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
 	if err := b.openStores(ctx); err != nil {
 		return err
 	}
+	if b.cfg.TrafficOnly {
+		return b.trafficOnly(ctx)
+	}
 	harness, err := b.phase(ctx, "harness/noop", min(b.cfg.Duration, time.Second), NewestPage(Noop{}, b.data, b.cfg.Spec.Seed), nil)
 	if err != nil {
 		return err
@@ -642,3 +645,36 @@ func (b *bench) rawGets(ctx context.Context) error {
 // CachedPageBytes is about the size of a cached default page of the
 // paper's dataset (20 messages; see package cache).
 const CachedPageBytes = 2520
+
+// trafficOnly measures every model's traffic phase and nothing else (see
+// BenchConfig.TrafficOnly), in write order as writes would, each store
+// primed first as reads would have primed it.
+func (b *bench) trafficOnly(ctx context.Context) error {
+	for _, m := range b.models {
+		rm := b.record(m)
+		rm.Retrieve.Skipped, rm.RetrieveOlder.Skipped, rm.Submit.Skipped = true, true, true
+		if m.Bench.Note != "" {
+			b.res.Notes = append(b.res.Notes, m.Name+": "+m.Bench.Note)
+		}
+		b.res.Models = append(b.res.Models, rm)
+	}
+	for _, m := range registry.WriteOrder(b.models) {
+		s := b.trafficStore(m)
+		if p, ok := s.(registry.Primer); ok {
+			users := make([]timeline.UserID, b.users)
+			for i := range users {
+				users[i] = timeline.UserID(i + 1)
+			}
+			if err := p.Prime(ctx, users); err != nil {
+				return fmt.Errorf("prime %s: %w", m.Name, err)
+			}
+		}
+		if err := b.trafficPhases(ctx, m); err != nil {
+			return err
+		}
+		if err := b.settle(ctx, m, s, "traffic_", b.res.Model(m.Name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

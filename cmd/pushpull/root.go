@@ -73,6 +73,7 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 		newDemoCmd(),
 		newBenchCmd(),
 		newSweepCmd(),
+		newRecommendCmd(),
 		newReportCmd(),
 		newVersionCmd(),
 	)

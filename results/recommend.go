@@ -1,0 +1,278 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// RecommendationFormatVersion is the format of a saved Recommendation.
+const RecommendationFormatVersion = 1
+
+// Recommendation is the answer to "which design serves my workload?": the
+// candidate models measured on one dataset, each in an open loop at the
+// planned rate, what each showed, and the design chosen from that evidence
+// (package loadgen/recommend says how). Run is the whole benchmark run the
+// evidence comes from.
+type Recommendation struct {
+	Version    int       `json:"version"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	Command    string    `json:"command"`
+	Workload   Workload  `json:"workload"`
+	// Candidates are in the order they were named, each judged against
+	// the objective (Held, Why).
+	Candidates []Candidate `json:"candidates"`
+	Verdict    Verdict     `json:"verdict"`
+	Run        *Result     `json:"run,omitempty"`
+}
+
+// Workload is what a recommendation was asked for.
+type Workload struct {
+	Users    int    `json:"users"`
+	Messages int    `json:"messages"`
+	Graph    string `json:"graph"`
+	Activity string `json:"activity"`
+	// Mix is the traffic's proportions, ReadShare its share of reads
+	// (newest and older pages).
+	Mix       string  `json:"mix"`
+	ReadShare float64 `json:"read_share"`
+	// RatePerSec is the planned rate, SLOMs the objective: p99 latency
+	// from intended starts.
+	RatePerSec float64 `json:"rate_per_sec"`
+	SLOMs      float64 `json:"slo_ms"`
+	Scale      float64 `json:"scale"`
+}
+
+// Candidate is what one model showed at the planned rate.
+type Candidate struct {
+	Model string `json:"model"`
+	// Held: the model served the planned rate within the objective (see
+	// loadgen/recommend.Judge); Why says why not.
+	Held bool   `json:"held"`
+	Why  string `json:"why,omitempty"`
+	// Ops and Errors are the measured operations that succeeded and
+	// failed; P50Ms and P99Ms their latency from intended starts.
+	Ops    int64   `json:"ops"`
+	Errors int64   `json:"errors"`
+	P50Ms  float64 `json:"p50_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	// OfferedPerSec is the rate the plan offered in the measured stretch,
+	// AchievedPerSec what completed; Missed the operations never started.
+	OfferedPerSec  float64 `json:"offered_per_sec"`
+	AchievedPerSec float64 `json:"achieved_per_sec"`
+	Missed         int64   `json:"missed"`
+	// Costed: the cost counters were read for the phase, and
+	// RowsReadPerOp and RowsWrittenPerOp are measurements.
+	Costed           bool    `json:"costed"`
+	RowsReadPerOp    float64 `json:"rows_read_per_op"`
+	RowsWrittenPerOp float64 `json:"rows_written_per_op"`
+	// MemcachedGetsPerOp is the keys asked of memcached per operation,
+	// when the run had memcached; shown, not part of the cost the
+	// decision ranks by.
+	MemcachedGetsPerOp *float64 `json:"mc_gets_per_op,omitempty"`
+	// DataBytes and DiskBytes are the model's database's, as loaded
+	// (models that share a database show the same).
+	DataBytes int64 `json:"data_bytes"`
+	DiskBytes int64 `json:"disk_bytes"`
+}
+
+// ErrorRate is Errors over all measured operations.
+func (c Candidate) ErrorRate() float64 {
+	if n := c.Ops + c.Errors; n > 0 {
+		return float64(c.Errors) / float64(n)
+	}
+	return 0
+}
+
+// RowsPerOp is the cost the decision ranks by: rows read plus rows written
+// per operation; NaN when not measured.
+func (c Candidate) RowsPerOp() float64 {
+	if !c.Costed {
+		return math.NaN()
+	}
+	return c.RowsReadPerOp + c.RowsWrittenPerOp
+}
+
+// Size is the data size the decision breaks ties by: on disk when
+// measured, else data plus index.
+func (c Candidate) Size() int64 {
+	if c.DiskBytes > 0 {
+		return c.DiskBytes
+	}
+	return c.DataBytes
+}
+
+// Verdict is the design chosen, or none.
+type Verdict struct {
+	// Best is the model chosen, "" when none held the objective; Closest
+	// is then the one that came nearest.
+	Best    string `json:"best,omitempty"`
+	Closest string `json:"closest,omitempty"`
+	// Reason is the verdict in a line, with the figures that decided it.
+	Reason string `json:"reason"`
+	// Ranking lists the models that held the objective, best first.
+	Ranking []string `json:"ranking,omitempty"`
+}
+
+// Candidate returns the candidate named model, or nil.
+func (r *Recommendation) Candidate(model string) *Candidate {
+	for i := range r.Candidates {
+		if r.Candidates[i].Model == model {
+			return &r.Candidates[i]
+		}
+	}
+	return nil
+}
+
+// File names inside a recommendation's directory, beside the run's own
+// (Save's result.json, result.csv, result.png, degrees.png).
+const (
+	RecommendationJSONFile  = "recommendation.json"
+	RecommendationTableFile = "recommendation.txt"
+)
+
+// WriteRecommendation prints the workload, a row per candidate (held or
+// not, p99 and rate at the planned rate, errors, rows read and written per
+// operation, data size) and the verdict.
+func WriteRecommendation(w io.Writer, r *Recommendation) error {
+	wl := r.Workload
+	fmt.Fprintf(w, "workload: %s users, %s messages, %s graph, %s activity\n", fmtInt(int64(wl.Users)), fmtInt(int64(wl.Messages)), wl.Graph, wl.Activity)
+	fmt.Fprintf(w, "traffic:  %s (%.0f%% reads), open loop at %s ops/s planned, objective p99 ≤ %s from intended starts\n\n",
+		wl.Mix, 100*wl.ReadShare, fmtNum(wl.RatePerSec), fmtMs(wl.SLOMs))
+	mc := false
+	for _, c := range r.Candidates {
+		mc = mc || c.MemcachedGetsPerOp != nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "model\theld SLO\tp99\tachieved\terrors\trows read/op\trows written/op\trows/op\tdata size\t"
+	if mc {
+		head += "memcached gets/op\t"
+	}
+	fmt.Fprintln(tw, head)
+	for _, c := range r.Candidates {
+		held := "yes"
+		if !c.Held {
+			held = "no: " + c.Why
+		}
+		p99 := Dash
+		if c.Ops > 0 {
+			p99 = fmtMs(c.P99Ms)
+		}
+		read, written, total := Dash, Dash, Dash
+		if c.Costed {
+			read, written, total = fmtNum(c.RowsReadPerOp), fmtNum(c.RowsWrittenPerOp), fmtNum(c.RowsPerOp())
+		}
+		mark := ""
+		if c.Model == r.Verdict.Best {
+			mark = " ◀"
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s/s\t%s\t%s\t%s\t%s\t%s\t", c.Model, mark, held, p99, fmtNum(c.AchievedPerSec),
+			fmtInt(c.Errors), read, written, total, fmtBytes(c.Size()))
+		if mc {
+			gets := Dash
+			if c.MemcachedGetsPerOp != nil {
+				gets = fmtNum(*c.MemcachedGetsPerOp)
+			}
+			fmt.Fprintf(tw, "%s\t", gets)
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nrows/op (rows read + written per operation, MariaDB's counters) is the cost the verdict ranks by; memcached's work is shown, not added.")
+	_, err := fmt.Fprintf(w, "verdict: %s\n", r.Verdict.Reason)
+	return err
+}
+
+// SaveRecommendation creates dir and writes r there: recommendation.json,
+// recommendation.txt (WriteRecommendation), and the run it comes from as
+// Save writes a run. Non-finite figures are saved as 0 (JSON has no NaN).
+func SaveRecommendation(dir string, r *Recommendation) error {
+	if err := saveRecommendation(dir, r); err != nil {
+		return fmt.Errorf("save recommendation: %w", err)
+	}
+	return nil
+}
+
+func saveRecommendation(dir string, r *Recommendation) error {
+	c := *r
+	if c.Version == 0 {
+		c.Version = RecommendationFormatVersion
+	}
+	c.StartedAt, c.FinishedAt = c.StartedAt.UTC(), c.FinishedAt.UTC()
+	c.Candidates = finiteCandidates(r.Candidates)
+	if r.Run != nil {
+		c.Run = sanitized(r.Run)
+	}
+	data, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, RecommendationJSONFile), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	var table strings.Builder
+	if err := WriteRecommendation(&table, &c); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, RecommendationTableFile), []byte(table.String()), 0o644); err != nil {
+		return err
+	}
+	if c.Run != nil {
+		return save(dir, c.Run)
+	}
+	return nil
+}
+
+// finiteCandidates returns a copy of cs with non-finite figures set to 0.
+func finiteCandidates(cs []Candidate) []Candidate {
+	out := make([]Candidate, len(cs))
+	for i, c := range cs {
+		if g := c.MemcachedGetsPerOp; g != nil {
+			v := zeroIfNotFinite(*g)
+			c.MemcachedGetsPerOp = &v
+		}
+		for _, v := range []*float64{&c.P50Ms, &c.P99Ms, &c.OfferedPerSec, &c.AchievedPerSec, &c.RowsReadPerOp, &c.RowsWrittenPerOp} {
+			*v = zeroIfNotFinite(*v)
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// LoadRecommendation reads the recommendation saved in dir (or the path of
+// its recommendation.json).
+func LoadRecommendation(dir string) (*Recommendation, error) {
+	path, err := fileIn(dir, RecommendationJSONFile)
+	if err != nil {
+		return nil, fmt.Errorf("load recommendation: %w", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load recommendation: %w", err)
+	}
+	var r Recommendation
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("load recommendation: %s: %w", path, err)
+	}
+	if r.Version != RecommendationFormatVersion {
+		return nil, fmt.Errorf("load recommendation: %s: format version %d, want %d", path, r.Version, RecommendationFormatVersion)
+	}
+	if r.Run != nil {
+		if err := upgrade(r.Run); err != nil {
+			return nil, fmt.Errorf("load recommendation: %s: %w", path, err)
+		}
+	}
+	return &r, nil
+}
