@@ -1,0 +1,249 @@
+package recommend
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+
+	_ "github.com/pushpull/pushpull/registry/all"
+)
+
+// cand is a candidate that kept up with 100 ops/s without errors, with
+// p99 ms latency, rows per operation (split 3:1 read:written) and size
+// bytes of data on disk.
+func cand(name string, p99, rows float64, size int64) results.Candidate {
+	return results.Candidate{Model: name, Ops: 1000, P50Ms: p99 / 2, P99Ms: p99, OfferedPerSec: 100, AchievedPerSec: 100,
+		Costed: true, RowsReadPerOp: rows * 0.75, RowsWrittenPerOp: rows * 0.25, DataBytes: size / 2, DiskBytes: size}
+}
+
+func TestJudge(t *testing.T) {
+	slo := 50 * time.Millisecond
+	ok := cand("a", 49, 10, 1)
+	for _, c := range []struct {
+		name string
+		edit func(*results.Candidate)
+		held bool
+		why  string
+	}{
+		{"within", func(*results.Candidate) {}, true, ""},
+		{"at the objective", func(c *results.Candidate) { c.P99Ms = 50 }, true, ""},
+		{"over", func(c *results.Candidate) { c.P99Ms = 50.5 }, false, "p99 50.5 ms > 50 ms"},
+		{"not measured", func(c *results.Candidate) { c.Ops = 0 }, false, "not measured"},
+		{"errors at the limit", func(c *results.Candidate) { c.Errors = 10; c.Ops = 990 }, true, ""},
+		{"errors over the limit", func(c *results.Candidate) { c.Errors = 11; c.Ops = 989 }, false, "1.1% errors"},
+		{"missed operations", func(c *results.Candidate) { c.Missed = 1 }, false, "fell behind"},
+		{"fell behind", func(c *results.Candidate) { c.AchievedPerSec = 89 }, false, "fell behind: 89 of 100"},
+		{"kept up within 10%", func(c *results.Candidate) { c.AchievedPerSec = 91 }, true, ""},
+	} {
+		x := ok
+		c.edit(&x)
+		held, why := Judge(x, slo)
+		if held != c.held || !strings.Contains(why, c.why) || (c.held && why != "") {
+			t.Errorf("%s: held %v (%q), want %v (%q)", c.name, held, why, c.held, c.why)
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	slo := 50 * time.Millisecond
+	over := cand("cheap-but-slow", 80, 1, 1)
+	errs := cand("cheap-but-failing", 5, 1, 1)
+	errs.Errors = 100
+	behind := cand("cheap-but-behind", 20, 1, 1)
+	behind.AchievedPerSec = 60
+	uncosted := cand("uncosted", 5, 0, 1)
+	uncosted.Costed = false
+	for _, c := range []struct {
+		name          string
+		cands         []results.Candidate
+		best, closest string
+		ranking       []string
+		reason        []string
+	}{
+		{"the cheapest wins", []results.Candidate{cand("a", 10, 30, 100), cand("b", 10, 20, 100), cand("c", 10, 25, 100)},
+			"b", "", []string{"b", "c", "a"}, []string{"b: the lowest cost", "20 rows/op", "next: c"}},
+		{"a model over the objective never wins, however cheap", []results.Candidate{over, cand("dear", 40, 100, 100)},
+			"dear", "", []string{"dear"}, []string{"the only design that held", "cheaper but over the objective: cheap-but-slow (p99 80 ms > 50 ms)"}},
+		{"nor one with errors", []results.Candidate{errs, cand("dear", 40, 100, 100)}, "dear", "", []string{"dear"}, []string{"cheap-but-failing (9.1% errors)"}},
+		{"nor one that fell behind", []results.Candidate{behind, cand("dear", 40, 100, 100)}, "dear", "", []string{"dear"}, []string{"cheap-but-behind (fell behind"}},
+		{"a tie goes to the smaller data", []results.Candidate{cand("big", 5, 10, 2e6), cand("small", 30, 10.4, 1e6)},
+			"small", "", []string{"small", "big"}, []string{"tied within 5% with big", "has less data (1 MB against 2 MB)"}},
+		{"then to the lower p99", []results.Candidate{cand("slow", 30, 10, 1e6), cand("fast", 5, 10.4, 1e6)},
+			"fast", "", []string{"fast", "slow"}, []string{"a lower p99 (5 ms against 30 ms)"}},
+		{"then to the order given", []results.Candidate{cand("first", 5, 10, 1e6), cand("second", 5, 10, 1e6)},
+			"first", "", []string{"first", "second"}, []string{"comes first in the order given"}},
+		{"outside the tie band cost decides", []results.Candidate{cand("big", 30, 10, 2e6), cand("small", 5, 10.6, 1e6)},
+			"big", "", []string{"big", "small"}, []string{"next: small"}},
+		{"a cost not measured ranks last", []results.Candidate{uncosted, cand("costed", 40, 100, 9e9)},
+			"costed", "", []string{"costed", "uncosted"}, nil},
+		{"none holds: the lowest p99 came closest", []results.Candidate{cand("x", 90, 1, 1), cand("y", 60, 100, 1), over},
+			"", "y", nil, []string{"no design holds p99 ≤ 50 ms at 100 ops/s", "closest: y (p99 60 ms > 50 ms"}},
+		{"none holds: errors count before latency", []results.Candidate{func() results.Candidate {
+			c := cand("fast-failing", 60, 1, 1)
+			c.Errors = 500
+			return c
+		}(), cand("slow", 200, 1, 1)}, "", "slow", nil, []string{"closest: slow"}},
+		{"nothing measured", []results.Candidate{{Model: "a"}, {Model: "b"}}, "", "", nil, []string{"no design holds"}},
+	} {
+		judged, v := Decide(c.cands, 100, slo)
+		if v.Best != c.best || v.Closest != c.closest || !slices.Equal(v.Ranking, c.ranking) {
+			t.Errorf("%s: best %q closest %q ranking %v; want %q, %q, %v", c.name, v.Best, v.Closest, v.Ranking, c.best, c.closest, c.ranking)
+		}
+		for _, want := range c.reason {
+			if !strings.Contains(v.Reason, want) {
+				t.Errorf("%s: reason %q lacks %q", c.name, v.Reason, want)
+			}
+		}
+		if len(judged) != len(c.cands) {
+			t.Fatalf("%s: %d judged of %d", c.name, len(judged), len(c.cands))
+		}
+		for i, j := range judged {
+			if j.Model != c.cands[i].Model || j.Held != slices.Contains(c.ranking, j.Model) {
+				t.Errorf("%s: judged %d: %+v", c.name, i, j)
+			}
+			if c.cands[i].Held || c.cands[i].Why != "" {
+				t.Errorf("%s: Decide changed its input", c.name)
+			}
+		}
+	}
+}
+
+// TestCandidates: the default candidates are the registry's models that a
+// recommendation can run, whatever they are named.
+func TestCandidates(t *testing.T) {
+	cands := Candidates()
+	families := map[registry.Family]bool{}
+	for _, m := range registry.Listed() {
+		in := slices.Contains(cands, m.Name)
+		want := m.Persistent() && !m.OnVitess() && !m.Bench.Slow
+		if in != want {
+			t.Errorf("%s: candidate %v, want %v", m.Name, in, want)
+		}
+		if in {
+			families[m.Family] = true
+		}
+	}
+	if !families[registry.FamilyPush] || !families[registry.FamilyPull] {
+		t.Errorf("candidates %v lack push or pull", cands)
+	}
+}
+
+// TestCheck: a setting Run cannot work with is an *InputError, before
+// anything runs.
+func TestCheck(t *testing.T) {
+	spec, err := loadgen.PaperSpec().Scaled(0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := loadgen.DefaultMix()
+	noReads, _ := loadgen.ParseMix("follow=1,unfollow=1")
+	var slow, vitess, memory string
+	for _, m := range registry.Listed() {
+		switch {
+		case m.Bench.Slow && slow == "":
+			slow = m.Name
+		case m.OnVitess() && vitess == "":
+			vitess = m.Name
+		case !m.Persistent() && memory == "":
+			memory = m.Name
+		}
+	}
+	good := func() Config {
+		return Config{Bench: loadgen.BenchConfig{DSN: "nobody@tcp(127.0.0.1:1)/", Spec: spec, Mix: &mix, Rate: 100, SLO: time.Second}}
+	}
+	if err := Check(good()); err != nil {
+		t.Fatalf("a good config: %v", err)
+	}
+	for _, c := range []struct {
+		edit func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Bench.Rate = 0 }, "rate"},
+		{func(c *Config) { c.Bench.Rate = math.Inf(1) }, "rate"},
+		{func(c *Config) { c.Bench.SLO = 0 }, "slo"},
+		{func(c *Config) { c.Bench.Mix = nil }, "mix"},
+		{func(c *Config) { c.Bench.Mix = &noReads }, "nothing tells the designs apart"},
+		{func(c *Config) { c.Bench.FindRate = true }, "find-rate"},
+		{func(c *Config) { c.Bench.Models = []string{} }, "no models"},
+		{func(c *Config) { c.Bench.Models = []string{"no-such-model"} }, "unknown model"},
+		{func(c *Config) { c.Bench.Models = []string{vitess} }, "Vitess"},
+		{func(c *Config) { c.Bench.Models = []string{memory} }, "process memory"},
+		{func(c *Config) { c.Bench.Models = []string{Candidates()[0], Candidates()[0]} }, "named twice"},
+		{func(c *Config) { c.Bench.Spec.Users = 1 }, "dataset"},
+	} {
+		cfg := good()
+		c.edit(&cfg)
+		err := Check(cfg)
+		var ie *InputError
+		if !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want an InputError saying %q, got %v", c.want, err)
+		}
+		// Run refuses it the same way, before connecting anywhere.
+		if _, err := Run(t.Context(), cfg); !errors.As(err, &ie) {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	_ = slow // a slow model may be named: it is measured, only not by default
+}
+
+func TestParseSkew(t *testing.T) {
+	for in, want := range map[string]Skew{
+		"uniform":      {Graph: loadgen.GraphUniform},
+		"powerlaw":     {Graph: loadgen.GraphPowerLaw, InExponent: loadgen.DefaultInExponent},
+		"powerlaw:2.1": {Graph: loadgen.GraphPowerLaw, InExponent: 2.1},
+	} {
+		got, err := ParseSkew(in)
+		if err != nil || got != want {
+			t.Errorf("%q: %+v, %v", in, got, err)
+		}
+		if back, _ := ParseSkew(got.String()); back != got {
+			t.Errorf("%q: String %q reads back as %+v", in, got.String(), back)
+		}
+	}
+	for _, in := range []string{"", "zipf", "powerlaw:", "powerlaw:1", "powerlaw:x", "uniform:2"} {
+		var ie *InputError
+		if _, err := ParseSkew(in); !errors.As(err, &ie) {
+			t.Errorf("%q: %v, want an InputError", in, err)
+		}
+	}
+}
+
+func TestCheckMap(t *testing.T) {
+	spec, _ := loadgen.PaperSpec().Scaled(0.01)
+	base := MapConfig{Bench: loadgen.BenchConfig{Spec: spec, Rate: 100, SLO: time.Second},
+		ReadShares: []float64{0.5, 0.9}, Skews: []Skew{{Graph: loadgen.GraphUniform}, {Graph: loadgen.GraphPowerLaw, InExponent: 2.1}}}
+	if err := CheckMap(base); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		edit func(*MapConfig)
+		want string
+	}{
+		{func(c *MapConfig) { c.ReadShares = nil }, "read-shares"},
+		{func(c *MapConfig) { c.ReadShares = []float64{0.5, 1} }, "between 0 and 1"},
+		{func(c *MapConfig) { c.ReadShares = []float64{0.5, 0.5} }, "given twice"},
+		{func(c *MapConfig) { c.Skews = nil }, "skews"},
+		{func(c *MapConfig) { c.Skews = append(c.Skews, c.Skews[0]) }, "given twice"},
+		{func(c *MapConfig) { c.Bench.Rate = 0 }, "rate"},
+		{func(c *MapConfig) { c.Bench.Models = []string{"no-such-model"} }, "unknown model"},
+	} {
+		cfg := base
+		cfg.ReadShares, cfg.Skews = slices.Clone(base.ReadShares), slices.Clone(base.Skews)
+		c.edit(&cfg)
+		var ie *InputError
+		err := CheckMap(cfg)
+		if !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want an InputError saying %q, got %v", c.want, err)
+		}
+		if m, err := RunMap(t.Context(), cfg); m != nil || !errors.As(err, &ie) {
+			t.Errorf("RunMap ran: %v", err)
+		}
+	}
+}
