@@ -17,6 +17,7 @@ import (
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/loadgen/recommend"
 	"github.com/pushpull/pushpull/loadgen/sweep"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
 
@@ -178,7 +179,9 @@ func newRecommendCmd() *cobra.Command {
 	f.BoolVar(&quiet, "quiet", false, "print no table (the files are still saved)")
 	f.BoolVar(&asMap, "map", false, "draw the decision map instead: a recommendation for every --skews and --read-shares pair (defaults then: --scale "+mapScale+", --duration "+mapDuration+")")
 	f.Float64SliceVar(&mapShares, "read-shares", nil, "--map: the columns, shares of reads (default "+mapReadShares+")")
+	f.Lookup("read-shares").DefValue = ""
 	f.StringSliceVar(&mapSkewsIn, "skews", nil, "--map: the rows, least skewed first: uniform, powerlaw or powerlaw:EXPONENT (follower counts' power-law exponent; lower is more skewed) (default "+mapSkews+")")
+	f.Lookup("skews").DefValue = "[]"
 	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
 		if !asMap {
 			return nil
@@ -305,11 +308,13 @@ a one-line verdict with the figures that decided it, or, when none holds,
 which came closest. Progress goes to stderr.
 
 The candidates are every registered model on MariaDB that keeps its data on a
-server and is not slow by design (%d now: %s); --models chooses others.
+server and is not slow by design; --models chooses others. %d now:
+%s
 
 With the defaults (--scale %s: 1,000 users and 100,000 messages, --duration
-%s, --warmup %s) a run takes about %v of measuring plus half a minute to
-start the servers and load the data: about %v in all.
+%s, --warmup %s) a run takes about %v of measuring, plus a minute or so to
+start the servers and load the data into the candidates' %d databases:
+about %v in all, more on a busy machine.
 
 It is saved under --out as <UTC timestamp>/recommendation.json (the
 candidates, the verdict and the whole run), recommendation.txt (the table),
@@ -325,13 +330,26 @@ is more skewed), every cell at the same --rate and --slo, on a fresh dataset
 and a fresh sandbox. It saves decision-map.png (each cell coloured by the
 design chosen there), decision-map.csv (a row per cell and candidate) and
 decision-map.json, and prints the grid. Its defaults are --scale %s,
---duration %s, --read-shares %s and --skews %s: %d cells of about %v of
-measuring plus half a minute each, about %v in all.
+--duration %s, --read-shares %s and
+--skews %s: %d cells of about %v of measuring plus
+half a minute to a minute of loading each, about %v in all.
 
 A bad flag or workload is refused (exit 2) before anything runs, and nothing
 is saved. Ctrl-C or SIGTERM ends the run and stops the servers it started.`,
-		n, strings.Join(recommend.Candidates(), ", "), recommendScale, recommendDuration, recommendWarmup,
-		perRun.Round(time.Second), (perRun + 30*time.Second).Round(10*time.Second),
+		n, "  "+strings.Join(wrap(strings.Join(recommend.Candidates(), ", "), 74), "\n  "), recommendScale, recommendDuration, recommendWarmup,
+		perRun.Round(time.Second), candidateDatabases(), (perRun + 75*time.Second).Round(time.Minute),
 		mapScale, mapDuration, mapReadShares, mapSkews, shares*skews, perCell.Round(time.Second),
-		(time.Duration(shares*skews) * (perCell + 30*time.Second)).Round(time.Minute))
+		(time.Duration(shares*skews) * (perCell + 45*time.Second)).Round(time.Minute))
+}
+
+// candidateDatabases counts the databases the default candidates live in:
+// each is loaded once per run.
+func candidateDatabases() int {
+	seen := map[string]bool{}
+	for _, name := range recommend.Candidates() {
+		if m, err := registry.Lookup(name); err == nil {
+			seen[m.Database] = true
+		}
+	}
+	return len(seen)
 }
