@@ -282,7 +282,9 @@ stays the paper's, about 5 minutes):
 
 Growth curves, the benchmark at several values of one parameter (users and
 messages, followees per user, one author's followers, the share of reads),
-have their own command: pushpull sweep --help.
+have their own command: pushpull sweep --help. Which design serves a given
+workload at a planned rate and latency objective at the lowest cost, and a
+map of that choice over read share and skew: pushpull recommend --help.
 
 --dsn runs against an existing server instead, in the models' databases
 (%s), which it drops and re-creates; it refuses databases it did not create
