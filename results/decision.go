@@ -225,7 +225,7 @@ func writeDecisionMapPNG(path string, m *DecisionMap) error {
 			label = c.Verdict.Best
 			for _, cand := range c.Candidates {
 				if cand.Model == c.Verdict.Best && cand.Costed {
-					label += fmt.Sprintf("\n%s rows/op", fmtNum(cand.RowsPerOp()))
+					label += fmt.Sprintf("\n%s/op", fmtNum(cand.CostPerOp()))
 				}
 			}
 		} else {

@@ -73,10 +73,11 @@ type Candidate struct {
 	Costed           bool    `json:"costed"`
 	RowsReadPerOp    float64 `json:"rows_read_per_op"`
 	RowsWrittenPerOp float64 `json:"rows_written_per_op"`
-	// MemcachedGetsPerOp is the keys asked of memcached per operation,
-	// when the run had memcached; shown, not part of the cost the
-	// decision ranks by.
+	// MemcachedGetsPerOp and MemcachedSetsPerOp are the keys asked of
+	// and stored in memcached per operation (its cmd_get and cmd_set),
+	// when the run had memcached; part of CostPerOp.
 	MemcachedGetsPerOp *float64 `json:"mc_gets_per_op,omitempty"`
+	MemcachedSetsPerOp *float64 `json:"mc_sets_per_op,omitempty"`
 	// DataBytes and DiskBytes are the model's database's, as loaded
 	// (models that share a database show the same).
 	DataBytes int64 `json:"data_bytes"`
@@ -91,14 +92,32 @@ func (c Candidate) ErrorRate() float64 {
 	return 0
 }
 
-// RowsPerOp is the cost the decision ranks by: rows read plus rows written
-// per operation; NaN when not measured.
+// RowsPerOp is rows read plus rows written per operation, MariaDB's
+// share of CostPerOp; NaN when not measured.
 func (c Candidate) RowsPerOp() float64 {
 	if !c.Costed {
 		return math.NaN()
 	}
 	return c.RowsReadPerOp + c.RowsWrittenPerOp
 }
+
+// MemcachedKeysPerOp is the keys got and set in memcached per operation,
+// 0 without memcached.
+func (c Candidate) MemcachedKeysPerOp() float64 {
+	var n float64
+	for _, v := range []*float64{c.MemcachedGetsPerOp, c.MemcachedSetsPerOp} {
+		if v != nil {
+			n += *v
+		}
+	}
+	return n
+}
+
+// CostPerOp is the cost the decision ranks by: the items the servers
+// touched per operation, rows read and written in MariaDB plus keys got
+// and set in memcached (a design that serves reads from memcached moves
+// work there, it does not make it free); NaN when not measured.
+func (c Candidate) CostPerOp() float64 { return c.RowsPerOp() + c.MemcachedKeysPerOp() }
 
 // Size is the data size the decision breaks ties by: on disk when
 // measured, else data plus index.
@@ -151,10 +170,11 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 		mc = mc || c.MemcachedGetsPerOp != nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "model\theld SLO\tp99\tachieved\terrors\trows read/op\trows written/op\trows/op\tdata size\t"
+	head := "model\theld SLO\tp99\tachieved\terrors\trows read/op\trows written/op\t"
 	if mc {
-		head += "memcached gets/op\t"
+		head += "memcached keys/op\t"
 	}
+	head += "cost/op\tdata size\t"
 	fmt.Fprintln(tw, head)
 	for _, c := range r.Candidates {
 		held := "yes"
@@ -167,27 +187,27 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 		}
 		read, written, total := Dash, Dash, Dash
 		if c.Costed {
-			read, written, total = fmtNum(c.RowsReadPerOp), fmtNum(c.RowsWrittenPerOp), fmtNum(c.RowsPerOp())
+			read, written, total = fmtNum(c.RowsReadPerOp), fmtNum(c.RowsWrittenPerOp), fmtNum(c.CostPerOp())
 		}
 		mark := ""
 		if c.Model == r.Verdict.Best {
 			mark = " ◀"
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s/s\t%s\t%s\t%s\t%s\t%s\t", c.Model, mark, held, p99, fmtNum(c.AchievedPerSec),
-			fmtInt(c.Errors), read, written, total, fmtBytes(c.Size()))
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s/s\t%s\t%s\t%s\t", c.Model, mark, held, p99, fmtNum(c.AchievedPerSec),
+			fmtInt(c.Errors), read, written)
 		if mc {
-			gets := Dash
-			if c.MemcachedGetsPerOp != nil {
-				gets = fmtNum(*c.MemcachedGetsPerOp)
+			keys := Dash
+			if c.MemcachedGetsPerOp != nil || c.MemcachedSetsPerOp != nil {
+				keys = fmtNum(c.MemcachedKeysPerOp())
 			}
-			fmt.Fprintf(tw, "%s\t", gets)
+			fmt.Fprintf(tw, "%s\t", keys)
 		}
-		fmt.Fprintln(tw)
+		fmt.Fprintf(tw, "%s\t%s\t\n", total, fmtBytes(c.Size()))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nrows/op (rows read + written per operation, MariaDB's counters) is the cost the verdict ranks by; memcached's work is shown, not added.")
+	fmt.Fprintln(w, "\ncost/op, which the verdict ranks by, is rows read + written in MariaDB plus keys got + set in memcached, per operation (the servers' own counters).")
 	_, err := fmt.Fprintf(w, "verdict: %s\n", r.Verdict.Reason)
 	return err
 }

@@ -257,7 +257,7 @@ func writeMapTable(w io.Writer, m *results.DecisionMap) {
 				cell = c.Verdict.Best
 				for _, cand := range c.Candidates {
 					if cand.Model == c.Verdict.Best && cand.Costed {
-						cell += fmt.Sprintf(" (%.1f)", cand.RowsPerOp())
+						cell += fmt.Sprintf(" (%.1f)", cand.CostPerOp())
 					}
 				}
 			default:
@@ -296,14 +296,16 @@ that traffic in an open loop at the planned rate, for --duration after
   1. a candidate holds the objective when at most 1%% of its operations
      failed, it kept up with the plan (no operation left unstarted, at least
      90%% of the offered rate completed) and its p99 is within --slo;
-  2. of those, the one with the fewest rows read + written per operation
-     (MariaDB's own counters) wins: a design over the objective never wins,
+  2. of those, the one that touches the fewest items per operation wins:
+     rows read + written in MariaDB plus keys got + set in memcached (the
+     servers' own counters); a design over the objective never wins,
      however cheap;
   3. costs within 5%% of each other are a tie, which goes to the smaller data
      size on disk, then the lower p99.
 
 It prints a row per candidate (held or not and why, p99 at the planned rate,
-achieved rate, errors, rows read and written per operation, data size) and
+achieved rate, errors, rows read and written and memcached keys per
+operation, cost, data size) and
 a one-line verdict with the figures that decided it, or, when none holds,
 which came closest. Progress goes to stderr.
 

@@ -211,6 +211,9 @@ func Evidence(m *results.Model) results.Candidate {
 	if g, ok := t.Total.Cost[results.CostMCGets]; ok {
 		c.MemcachedGetsPerOp = &g
 	}
+	if v, ok := t.Total.Cost[results.CostMCSets]; ok {
+		c.MemcachedSetsPerOp = &v
+	}
 	return c
 }
 
@@ -253,10 +256,12 @@ func Judge(c results.Candidate, slo time.Duration) (held bool, why string) {
 //
 //  1. Only a candidate that held the objective can be chosen: one over it
 //     never wins, however cheap.
-//  2. Among those, the cost is rows read plus rows written per operation
-//     (the servers' own counters over the measured stretch): the work the
-//     design asks of the database for this traffic, which is what grows
-//     with the service and what a bigger machine is bought for.
+//  2. Among those, the cost is the items the servers touched per
+//     operation (results.Candidate.CostPerOp: rows read and written in
+//     MariaDB plus keys got and set in memcached, from the servers' own
+//     counters over the measured stretch): the work the design asks of
+//     its servers for this traffic, which is what grows with the service
+//     and what bigger machines are bought for.
 //  3. Costs within TieShare of the lowest are a tie. A tie goes to the
 //     smaller data size (on disk when measured, else data plus index;
 //     memcached's memory is not counted), then to the lower p99, then to
@@ -267,10 +272,9 @@ func Judge(c results.Candidate, slo time.Duration) (held bool, why string) {
 //     one that came nearest: fewest errors over the limit first, then
 //     the lowest p99 latency relative to the objective among those.
 //
-// Memcached's work (gets and sets per operation) is reported beside the
-// rows but not added to them: a design that serves its reads from
-// memcached shifts their cost off the database, and this rule counts the
-// database's. rate is the planned rate, for the verdict's line.
+// A memcached key counts as much as a row: both are one item found by
+// key in an index or a hash table. rate is the planned rate, for the
+// verdict's line.
 //
 // It returns the judged candidates, in the order given, and the verdict,
 // whose Ranking lists the candidates that held, best first.
@@ -298,12 +302,12 @@ func Decide(cands []results.Candidate, rate float64, slo time.Duration) ([]resul
 	// The lowest measured cost sets the tie band.
 	low := math.Inf(1)
 	for _, i := range held {
-		if c := judged[i].RowsPerOp(); !math.IsNaN(c) {
+		if c := judged[i].CostPerOp(); !math.IsNaN(c) {
 			low = min(low, c)
 		}
 	}
 	band := func(c results.Candidate) int { // 0: in the tie band, 1: dearer, 2: not costed
-		switch x := c.RowsPerOp(); {
+		switch x := c.CostPerOp(); {
 		case math.IsNaN(x):
 			return 2
 		case x <= low*(1+TieShare) || x-low < 1e-9:
@@ -316,8 +320,8 @@ func Decide(cands []results.Candidate, rate float64, slo time.Duration) ([]resul
 		x, y := judged[a], judged[b]
 		if bx, by := band(x), band(y); bx != by {
 			return bx - by
-		} else if bx == 1 && x.RowsPerOp() != y.RowsPerOp() {
-			return cmpFloat(x.RowsPerOp(), y.RowsPerOp())
+		} else if bx == 1 && x.CostPerOp() != y.CostPerOp() {
+			return cmpFloat(x.CostPerOp(), y.CostPerOp())
 		}
 		if x.Size() != y.Size() {
 			return cmpInt(x.Size(), y.Size())
@@ -351,7 +355,7 @@ func Decide(cands []results.Candidate, rate float64, slo time.Duration) ([]resul
 	}
 	var over []string
 	for _, c := range judged {
-		if !c.Held && c.Costed && !math.IsNaN(best.RowsPerOp()) && c.RowsPerOp() < best.RowsPerOp() {
+		if !c.Held && c.Costed && !math.IsNaN(best.CostPerOp()) && c.CostPerOp() < best.CostPerOp() {
 			over = append(over, fmt.Sprintf("%s (%s)", c.Model, c.Why))
 		}
 	}
@@ -419,7 +423,11 @@ func costText(c results.Candidate) string {
 	if !c.Costed {
 		return "cost not measured"
 	}
-	return fmt.Sprintf("%s rows/op (%s read, %s written)", fmtFloat(round2(c.RowsPerOp())), fmtFloat(round2(c.RowsReadPerOp)), fmtFloat(round2(c.RowsWrittenPerOp)))
+	if k := c.MemcachedKeysPerOp(); k > 0 {
+		return fmt.Sprintf("%s items/op (%s rows read, %s written, %s memcached keys)", fmtFloat(round2(c.CostPerOp())),
+			fmtFloat(round2(c.RowsReadPerOp)), fmtFloat(round2(c.RowsWrittenPerOp)), fmtFloat(round2(k)))
+	}
+	return fmt.Sprintf("%s rows/op (%s read, %s written)", fmtFloat(round2(c.CostPerOp())), fmtFloat(round2(c.RowsReadPerOp)), fmtFloat(round2(c.RowsWrittenPerOp)))
 }
 
 func mbText(n int64) string { return fmtFloat(round2(float64(n)/1e6)) + " MB" }
