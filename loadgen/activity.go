@@ -162,8 +162,9 @@ func (d *Dataset) PickReader(r *rand.Rand) timeline.UserID { return d.pick(d.rea
 
 // PickFollowee draws the followee of a workload's follow: uniformly, or
 // under ActivitySkewed in proportion to 1+followers, as people follow on
-// a real service (preferential attachment). The follower is drawn as a
-// reader (PickReader): the users who come back often are those who act.
+// a real service (preferential attachment). Its follower is drawn
+// uniformly (Churn): the users who read most are the most followed, who
+// need not be those who follow most.
 func (d *Dataset) PickFollowee(r *rand.Rand) timeline.UserID { return d.pick(d.followed, r) }
 
 func (d *Dataset) pick(t *aliasTable, r *rand.Rand) timeline.UserID {

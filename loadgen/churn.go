@@ -23,7 +23,7 @@ import (
 // cancel out as they go, and the graph drifts by at most the difference
 // between them; Restore puts back the dataset's graph exactly afterwards.
 //
-// A fresh follow's follower is drawn as a reader and its followee as
+// A fresh follow's follower is drawn uniformly and its followee as
 // Dataset.PickFollowee says (the popular first under skewed activity); a
 // fresh unfollow's follower uniformly, and the edge among their followees
 // uniformly.
@@ -113,8 +113,9 @@ func (c *Churn) claimFollow(rng *rand.Rand) (e edge, restoring, ok bool) {
 	if len(c.removed) > 0 {
 		return take(&c.removed, rng), true, true
 	}
+	users := c.d.Spec.Users
 	for range draws {
-		e = edge{uint32(c.d.PickReader(rng)), uint32(c.d.PickFollowee(rng))}
+		e = edge{uint32(1 + rng.IntN(users)), uint32(c.d.PickFollowee(rng))}
 		if e.follower != e.followee && !c.busy[e] && !c.inDataset(e) {
 			c.busy[e] = true
 			return e, false, true
