@@ -127,8 +127,8 @@ func TestLoadMatchesMemory(t *testing.T) {
 // shapedSettings are the options under which TestLoadShapedMatchesMemory
 // opens the models that keep part of push's mailbox, so that the shape
 // cuts a small dataset: a cap below most timelines, a threshold some
-// authors reach.
-var shapedSettings = map[string]string{"cap": "25", "slack": "5", "threshold": "6", "rebuild": "25"}
+// authors reach, a cost ratio H/L of 100 that pulls most edges.
+var shapedSettings = map[string]string{"cap": "25", "slack": "5", "threshold": "6", "rebuild": "25", "h": "100", "l": "1"}
 
 // TestLoadShapedMatchesMemory bulk-loads a small dataset into every model
 // that keeps part of push's mailbox (registry.PartialMailbox), as the

@@ -61,7 +61,7 @@ func newRecommendCmd() *cobra.Command {
 		Example: `  pushpull recommend --rate 300 --slo 50ms                      # 1,000 users, uniform graph, the default mix
   pushpull recommend --users 2000 --graph powerlaw --read-share 0.95 --rate 500 --slo 20ms
   pushpull recommend --graph edges:my-follows.txt --mix newest=80,older=10,post=8,follow=1,unfollow=1 --rate 200
-  pushpull recommend --models push,pull-merge,hybrid --rate 1000
+  pushpull recommend --models {push},{pull} --rate 1000
   pushpull recommend --map --read-shares 0.5,0.9,0.99 --skews uniform,powerlaw:2.5,powerlaw:2.1 --rate 300`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pushpull/pushpull/registry"
 )
 
 // TestDemo runs the demo end to end: it starts its own MariaDB.
@@ -21,7 +23,7 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{
 		fmt.Sprintf("Agreement: all %d models returned identical timelines for all 6 users", len(demoModels())),
-		"memory  push  push-async  push-capped  push-compressed  pull-sp  pull-client  pull-naive  pull-union  pull-merge  pull-recent  pull-active  hybrid",
+		strings.Join(registry.Names(demoModels()), "  "),
 		"Café crème at the corner bistro, très bien ☕🥐",
 		`Shopping list:\n- oat milk`,
 		"next: (end)",
