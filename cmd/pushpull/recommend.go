@@ -212,7 +212,6 @@ func newRecommendCmd() *cobra.Command {
 func runMap(cmd *cobra.Command, mc recommend.MapConfig, out string, quiet bool) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	stderr := cmd.ErrOrStderr()
 	m, runErr := recommend.RunMap(ctx, mc)
 	var ie *recommend.InputError
 	if errors.As(runErr, &ie) {
@@ -221,17 +220,11 @@ func runMap(cmd *cobra.Command, mc recommend.MapConfig, out string, quiet bool) 
 	if m == nil || len(m.Cells) == 0 {
 		return withHint(runErr)
 	}
-	// The cells measured before an error are saved: they took long
-	// enough.
-	dir := results.RunDir(out, m.StartedAt)
-	if err := results.SaveDecisionMap(dir, m); err != nil {
+	if err := saveLongRun(cmd, results.RunDir(out, m.StartedAt), results.DecisionMapFiles,
+		func(dir string) error { return results.SaveDecisionMap(dir, m) },
+		func(w io.Writer) { writeMapTable(w, m) }, quiet); err != nil {
 		return errors.Join(runErr, err)
 	}
-	if !quiet {
-		fmt.Fprintln(cmd.OutOrStdout())
-		writeMapTable(cmd.OutOrStdout(), m)
-	}
-	fmt.Fprintf(stderr, "saved %s/{%s}\n", dir, strings.Join(results.DecisionMapFiles, ","))
 	return withHint(runErr)
 }
 

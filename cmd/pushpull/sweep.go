@@ -93,17 +93,11 @@ func newSweepCmd() *cobra.Command {
 			if s == nil || len(s.Points) == 0 {
 				return withHint(runErr)
 			}
-			// The points measured before an error are saved: they
-			// took long enough.
-			dir := results.RunDir(out, s.StartedAt)
-			if err := results.SaveSweep(dir, s); err != nil {
+			if err := saveLongRun(cmd, results.RunDir(out, s.StartedAt), results.SweepFiles,
+				func(dir string) error { return results.SaveSweep(dir, s) },
+				func(w io.Writer) { writeSweepTable(w, s) }, noTables); err != nil {
 				return errors.Join(runErr, err)
 			}
-			if !noTables {
-				fmt.Fprintln(cmd.OutOrStdout())
-				writeSweepTable(cmd.OutOrStdout(), s)
-			}
-			fmt.Fprintf(stderr, "saved %s/{%s}\n", dir, strings.Join(results.SweepFiles, ","))
 			if runErr != nil {
 				return withHint(runErr)
 			}
@@ -126,6 +120,21 @@ func newSweepCmd() *cobra.Command {
 	f.StringVar(&out, "out", "results/sweeps", "directory under which the sweep's directory is made")
 	f.BoolVar(&noTables, "quiet", false, "print no table (the files are still saved)")
 	return cmd
+}
+
+// saveLongRun saves what a long run measured into dir (also when the run
+// ended in an error: the parts measured before it took long enough),
+// prints its table unless quiet, and names the files saved on stderr.
+func saveLongRun(cmd *cobra.Command, dir string, files []string, save func(dir string) error, table func(io.Writer), quiet bool) error {
+	if err := save(dir); err != nil {
+		return err
+	}
+	if !quiet {
+		fmt.Fprintln(cmd.OutOrStdout())
+		table(cmd.OutOrStdout())
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "saved %s/{%s}\n", dir, strings.Join(files, ","))
+	return nil
 }
 
 func paramNames() string {
