@@ -182,7 +182,7 @@ var noneColor color.Color = color.RGBA{R: 0xdd, G: 0xdd, B: 0xdd, A: 0xff}
 // came closest.
 func writeDecisionMapPNG(path string, m *DecisionMap) error {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("best design within p99 ≤ %s at %s ops/s (lowest rows read + written per operation)",
+	p.Title.Text = fmt.Sprintf("best design within p99 ≤ %s at %s ops/s (lowest cost: rows read + written and memcached keys per operation)",
 		fmtMs(m.SLOMs), fmtNum(m.RatePerSec))
 	p.X.Label.Text = "share of reads in the traffic"
 	p.Y.Label.Text = "skew of follows and activity"

@@ -231,7 +231,7 @@ func runMap(cmd *cobra.Command, mc recommend.MapConfig, out string, quiet bool) 
 // writeMapTable prints the map as a grid: a row per skew, a column per
 // read share, the design chosen in each cell and its rows per operation.
 func writeMapTable(w io.Writer, m *results.DecisionMap) {
-	fmt.Fprintf(w, "best design at %s ops/s within p99 ≤ %s ms (rows read + written per operation)\n",
+	fmt.Fprintf(w, "best design at %s ops/s within p99 ≤ %s ms (cost: rows read + written and memcached keys per operation)\n",
 		strconv.FormatFloat(m.RatePerSec, 'g', -1, 64), strconv.FormatFloat(m.SLOMs, 'g', -1, 64))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "skew \\ reads\t")
