@@ -136,7 +136,7 @@ func TestDegreesPNGEdgeCases(t *testing.T) {
 // TestLoadVersion2Degrees: results saved before format 4 load, converted: uniform
 // activity, no degree percentiles, no plot of them.
 func TestLoadVersion2Degrees(t *testing.T) {
-	r, err := Load(filepath.Join("reference", JSONFile))
+	r, err := Load(filepath.Join("testdata", "version2", JSONFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,7 +194,7 @@ func TestTrafficSaveLoad(t *testing.T) {
 // TestLoadVersion2: results saved before costs and traffic existed load,
 // converted, with neither.
 func TestLoadVersion2(t *testing.T) {
-	r, err := Load("reference")
+	r, err := Load(filepath.Join("testdata", "version2"))
 	if err != nil {
 		t.Fatal(err)
 	}
