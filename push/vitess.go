@@ -11,6 +11,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/vtstats"
+	"github.com/pushpull/pushpull/pull/sqlread"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -221,31 +222,11 @@ func (s *VitessStore) Timeline(ctx context.Context, user timeline.UserID, q time
 	if err := rows.Err(); err != nil {
 		return timeline.Page{}, fmt.Errorf("push@vitess timeline: %w", err)
 	}
-	msgs, err := messagesOf(ctx, s.db, authors, ids)
+	msgs, err := sqlread.VitessTables{}.Messages(ctx, s.db, ids, authors)
 	if err != nil {
 		return timeline.Page{}, fmt.Errorf("push@vitess timeline: %w", err)
 	}
 	return s.codec.MakePage(r, msgs), nil
-}
-
-// messagesOf returns the messages ids of authors, newest first. Message
-// ids are unique, so the two IN lists select exactly those messages; the
-// first lets vtgate send the statement only to the authors' shards.
-func messagesOf(ctx context.Context, db *sql.DB, authors []timeline.UserID, ids []uint64) ([]timeline.Message, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	q := make([]byte, 0, 128+21*(len(authors)+len(ids)))
-	q = append(q, `SELECT id, author_id, body, created_at FROM messages WHERE author_id IN (`...)
-	q = mysqlx.AppendList(q, authors)
-	q = append(q, `) AND id IN (`...)
-	q = mysqlx.AppendList(q, ids)
-	q = append(q, `) ORDER BY id DESC`...)
-	rows, err := db.QueryContext(ctx, string(q))
-	if err != nil {
-		return nil, err
-	}
-	return mysqlx.ScanMessages(rows, len(ids))
 }
 
 // Close implements timeline.Store.
