@@ -20,6 +20,7 @@
 package recommend
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -321,13 +322,13 @@ func Decide(cands []results.Candidate, rate float64, slo time.Duration) ([]resul
 		if bx, by := band(x), band(y); bx != by {
 			return bx - by
 		} else if bx == 1 && x.CostPerOp() != y.CostPerOp() {
-			return cmpFloat(x.CostPerOp(), y.CostPerOp())
+			return cmp.Compare(x.CostPerOp(), y.CostPerOp())
 		}
 		if x.Size() != y.Size() {
-			return cmpInt(x.Size(), y.Size())
+			return cmp.Compare(x.Size(), y.Size())
 		}
 		if x.P99Ms != y.P99Ms {
-			return cmpFloat(x.P99Ms, y.P99Ms)
+			return cmp.Compare(x.P99Ms, y.P99Ms)
 		}
 		return a - b
 	})
@@ -451,23 +452,3 @@ func round2(v float64) float64 {
 }
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
