@@ -9,6 +9,13 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
+// ConfigFrom is the Config of a store opened through the registry: the
+// server, database, pool size and Force of cfg. The models built on push's
+// tables open their push.Config with it.
+func ConfigFrom(cfg registry.Config) Config {
+	return Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force}
+}
+
 // ModelName is the push model's name in package registry.
 const ModelName = "push"
 
@@ -21,7 +28,7 @@ func init() {
 		Needs:    registry.MariaDB,
 		Summary:  "fan-out on write: posting copies the message id into every follower's mailbox; reading is one index range scan",
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-			return Open(ctx, Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force})
+			return Open(ctx, ConfigFrom(cfg))
 		},
 		Bench:  registry.Bench{Default: true, Paper: true, Phases: registry.AllPhases, WriteRank: 2},
 		Offers: []registry.Offer{{Variant: "memcache", Bench: true}},

@@ -28,7 +28,7 @@ func init() {
 // Go duration), "rebuild" and "active_reads" are Config.Window,
 // Config.Rebuild and Config.ActiveReads. A bad option is an *OptionError.
 func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-	c := Config{Config: push.Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force}}
+	c := Config{Config: push.ConfigFrom(cfg)}
 	if v := cfg.Options[OptionWindow]; v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {

@@ -34,7 +34,7 @@ func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error)
 		return nil, err
 	}
 	return Open(ctx, Config{
-		Config: push.Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force},
+		Config: push.ConfigFrom(cfg),
 		Cap:    limit, Slack: slack,
 	})
 }

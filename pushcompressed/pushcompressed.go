@@ -40,7 +40,7 @@ func init() {
 		Needs:    registry.MariaDB,
 		Summary:  "push with the mailbox in compressed InnoDB pages (PAGE_COMPRESSED): less disk for CPU on page writes and reads",
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-			return Open(ctx, push.Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force})
+			return Open(ctx, push.ConfigFrom(cfg))
 		},
 		Bench: registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})

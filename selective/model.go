@@ -28,7 +28,7 @@ func init() {
 // set Config's fields; a bad one is a *ConfigError, before anything is
 // written.
 func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-	c := Config{Config: push.Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force}}
+	c := Config{Config: push.ConfigFrom(cfg)}
 	float := func(name string, dst *float64) error {
 		v, ok := cfg.Options[name]
 		if !ok || v == "" {

@@ -57,7 +57,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return Open(ctx, push.Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force}, opts)
+			return Open(ctx, push.ConfigFrom(cfg), opts)
 		},
 		Bench: registry.Bench{
 			Phases:    append(slices.Clone(registry.AllPhases), registry.PhaseHalfRate),
