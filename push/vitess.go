@@ -41,6 +41,15 @@ const DefaultFanoutChunk = 5000
 //
 // Each call is one vtgate transaction. vtgate commits a transaction that
 // wrote to several shards shard by shard, without two-phase commit.
+//
+// A post and a follow (or unfollow) of one author that race cannot miss
+// each other. The author's followers rows and messages are on the
+// author's shard, and vtgate reads the SELECT half of an INSERT ... SELECT
+// with LOCK IN SHARE MODE: the post's fan-out read of the followers and
+// the follow's backfill read of the messages lock what they read on that
+// shard, as the same statements do on one server. The second waits for
+// the first to commit and then reads its row; crossed waits are a
+// deadlock, which the transaction is retried after.
 type VitessStore struct {
 	db       *sql.DB
 	codec    *timeline.CursorCodec

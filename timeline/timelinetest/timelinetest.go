@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"BodiesStoredWhole", testBodiesStoredWhole},
 		{"BadInputWritesNothing", testBadInputWritesNothing},
 		{"ConcurrentPosts", testConcurrentPosts},
+		{"FollowsRacePosts", testFollowsRacePosts},
 		{"CanceledContext", testCanceledContext},
 		{"CanceledContextWarm", testCanceledContextWarm},
 	}
@@ -473,6 +474,61 @@ func testConcurrentPosts(t *testing.T, s timeline.Store) {
 		t.Fatalf("concurrent Post: %v", err)
 	}
 	wantIDs(t, "after concurrent posts", Walk(t, s, 1, 7), NewestFirst(posted))
+}
+
+// testFollowsRacePosts starts a post and a follow (then a post and an
+// unfollow) of the same author at once, for several pairs of users side
+// by side: whichever way each race goes, once both calls have returned
+// the follower holds the post after the follow and nothing of the author
+// after the unfollow.
+func testFollowsRacePosts(t *testing.T, s timeline.Store) {
+	const pairs = 8
+	ctx := Context(t)
+	author := func(i int) timeline.UserID { return timeline.UserID(100 + 2*i) }
+	follower := func(i int) timeline.UserID { return timeline.UserID(101 + 2*i) }
+	race := func(what string, edge func(i int) error) []timeline.Message {
+		posted := make([]timeline.Message, pairs)
+		errs := make(chan error, 2*pairs)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range pairs {
+			wg.Go(func() {
+				<-start
+				m, err := s.Post(ctx, author(i), fmt.Sprintf("%s race %d", what, i))
+				posted[i] = m
+				errs <- err
+			})
+			wg.Go(func() {
+				<-start
+				errs <- edge(i)
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("%s racing a post: %v", what, err)
+			}
+		}
+		Settle(t, s)
+		return posted
+	}
+	before := make([]timeline.Message, pairs)
+	for i := range pairs {
+		before[i] = Post(t, s, author(i), fmt.Sprintf("before %d", i))
+	}
+	posted := race("follow", func(i int) error { return s.Follow(ctx, follower(i), author(i)) })
+	for i := range pairs {
+		wantIDs(t, fmt.Sprintf("follower %d after a follow raced a post", follower(i)),
+			Newest(t, s, follower(i)).Messages, NewestFirst([]timeline.Message{before[i], posted[i]}))
+	}
+	race("unfollow", func(i int) error { return s.Unfollow(ctx, follower(i), author(i)) })
+	for i := range pairs {
+		if p := Newest(t, s, follower(i)); len(p.Messages) != 0 {
+			t.Fatalf("follower %d after an unfollow raced a post: %d messages, want none", follower(i), len(p.Messages))
+		}
+	}
 }
 
 func testCanceledContext(t *testing.T, s timeline.Store) {
