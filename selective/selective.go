@@ -23,11 +23,13 @@
 // both parts, so paging is exact across them.
 //
 // Rates are counted in process and written in batches: every FlushEvery
-// reads and posts, the call that reaches the count writes them to
-// user_rates in multi-row upserts and re-decides the edges whose rates
-// changed (the reading users' followees, the posting users' followers) at
-// the current H/L, flipping at most FlipBatch edges; the rest wait for the
-// next flush. Decay is the same for every count, so an edge's ratio moves
+// reads and posts, the store's flusher (a goroutine of its own, woken by
+// the call that reaches the count, which does not wait for it) writes
+// them to user_rates in multi-row upserts and re-decides the edges whose
+// rates changed (the reading users' followees, the posting users'
+// followers) at the current H/L, flipping at most FlipBatch edges; the
+// rest wait for the next flush. Close stops the flusher and flushes what
+// is left, each flush bounded by FlushTimeout. Decay is the same for every count, so an edge's ratio moves
 // only with traffic, and only touched users need a look. Turning an edge
 // pull to push backfills the author's messages into the follower's mailbox
 // (push.Backfill); push to pull removes them (push.RemoveAuthor); each flip
@@ -100,6 +102,10 @@ const (
 
 // FlipBatch is how many edges one flush flips at most.
 const FlipBatch = 256
+
+// FlushTimeout bounds one flush of the flusher or of Close: a flush that
+// takes longer is abandoned, and its counts are dropped.
+const FlushTimeout = 30 * time.Second
 
 // Registry options (registry.Config.Options).
 const (
@@ -174,8 +180,8 @@ func (c *Config) check() error {
 	return nil
 }
 
-// Store is the selective model. It implements timeline.Store; its DB and
-// Close are push's.
+// Store is the selective model. It implements timeline.Store; its DB is
+// push's.
 type Store struct {
 	*push.Store
 	cfg Config
@@ -186,6 +192,10 @@ type Store struct {
 	dirty   map[timeline.UserID]side // left over by a flush's flip bound
 
 	flushMu sync.Mutex
+	wake    chan struct{} // a flush is due; buffered, so it never blocks
+	stop    chan struct{} // closed by Close
+	flusher sync.WaitGroup
+	closed  sync.Once
 
 	costMu        sync.Mutex
 	fanout, probe regression
@@ -223,11 +233,52 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{
+	s := &Store{
 		Store: base, cfg: cfg,
 		pending: map[timeline.UserID]*counts{},
 		dirty:   map[timeline.UserID]side{},
-	}, nil
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+	}
+	s.flusher.Go(s.flushWhenDue)
+	return s, nil
+}
+
+// flushWhenDue is the flusher: it flushes each time count says a flush is
+// due, until Close. A failed flush is counted (Counters), not reported:
+// the calls it rides on have succeeded.
+func (s *Store) flushWhenDue() {
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.wake:
+		}
+		if err := s.flushWithin(FlushTimeout); err != nil {
+			s.flushErrors.Add(1)
+		}
+	}
+}
+
+// flushWithin flushes under a deadline d from now.
+func (s *Store) flushWithin(d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return s.Flush(ctx)
+}
+
+// Close stops the flusher, waiting for a flush it is running, flushes the
+// counts left (within FlushTimeout), and closes the connection pool. A
+// failed last flush is returned with the pool's error; the pool is closed
+// either way.
+func (s *Store) Close() error {
+	var err error
+	s.closed.Do(func() {
+		close(s.stop)
+		s.flusher.Wait()
+		err = errors.Join(s.flushWithin(FlushTimeout), s.Store.Close())
+	})
+	return err
 }
 
 // Ratio returns H/L as the store decides by it now: fixed, measured, or
@@ -276,7 +327,7 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 		return err
 	})
 	if err == nil {
-		s.count(ctx, author, counts{posts: 1})
+		s.count(author, counts{posts: 1})
 	}
 	return msg, err
 }
@@ -377,10 +428,9 @@ func Pushed(reads, posts, ratio float64) bool { return reads >= ratio*posts }
 // seconds is t on the scale of user_rates.at.
 func (s *Store) seconds(t time.Time) float64 { return float64(t.UnixMicro()) / 1e6 }
 
-// count adds c to user's pending counts and flushes when they reach
-// FlushEvery events and no flush is running. A failed flush is counted
-// (Counters), not reported: the call it rides on succeeded.
-func (s *Store) count(ctx context.Context, user timeline.UserID, c counts) {
+// count adds c to user's pending counts and wakes the flusher when they
+// reach FlushEvery events.
+func (s *Store) count(user timeline.UserID, c counts) {
 	s.mu.Lock()
 	p := s.pending[user]
 	if p == nil {
@@ -392,10 +442,10 @@ func (s *Store) count(ctx context.Context, user timeline.UserID, c counts) {
 	s.events++
 	due := s.events >= s.cfg.FlushEvery
 	s.mu.Unlock()
-	if due && s.flushMu.TryLock() {
-		defer s.flushMu.Unlock()
-		if err := s.flush(context.WithoutCancel(ctx)); err != nil {
-			s.flushErrors.Add(1)
+	if due {
+		select {
+		case s.wake <- struct{}{}:
+		default: // already woken
 		}
 	}
 }
@@ -630,7 +680,7 @@ func (s *Store) flip(ctx context.Context, follower, author timeline.UserID, toPu
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
 	p, err := s.Page(ctx, ModelName, user, q, s.read)
 	if err == nil && q.Before == "" {
-		s.count(ctx, user, counts{reads: 1})
+		s.count(user, counts{reads: 1})
 	}
 	return p, err
 }

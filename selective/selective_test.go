@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
@@ -359,5 +360,71 @@ func TestBadOptions(t *testing.T) {
 		if n != 0 {
 			t.Fatalf("options %v: database %s was created", opts, db)
 		}
+	}
+}
+
+// TestFlushOffTheRequest holds a lock on user_rates so that a flush
+// cannot write, and requires that the reads and posts that make flushes
+// due still return: the flush is the flusher's, not theirs. Released, the
+// flush goes through, and Close waits for it and flushes the rest.
+func TestFlushOffTheRequest(t *testing.T) {
+	ctx := context.Background()
+	db := testserver.Database(t)
+	s, err := selective.Open(ctx, selective.Config{Config: push.Config{DSN: testserver.DSN(t), Database: db}, H: 1, L: 1, FlushEvery: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	other, err := mysqlx.Open(ctx, mysqlx.Options{DSN: testserver.DSN(t), Database: db, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	timelinetest.Follow(t, s, 1, 2)
+	lock, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback()
+	if _, err := lock.ExecContext(ctx, `SELECT * FROM user_rates FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := range 5 {
+			if _, err := s.Post(ctx, 2, fmt.Sprintf("while locked %d", i)); err != nil {
+				done <- err
+				return
+			}
+			if _, err := s.Timeline(ctx, 1, timeline.Query{}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("posts and reads waited for a flush held up by a lock on user_rates")
+	}
+	if c := s.Counters(); c["flushes"] == 0 {
+		t.Fatalf("no flush started: the test held nothing up (%v)", c)
+	}
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var posts, reads float64
+	if err := other.QueryRow(`SELECT (SELECT post_rate FROM user_rates WHERE user_id = 2), (SELECT read_rate FROM user_rates WHERE user_id = 1)`).Scan(&posts, &reads); err != nil {
+		t.Fatal(err)
+	}
+	if posts < 4.9 || reads < 4.9 {
+		t.Fatalf("after Close: post rate %.2f, read rate %.2f; want the 5 of each counted", posts, reads)
 	}
 }
