@@ -478,26 +478,32 @@ func (b *bench) warm(ctx context.Context, s timeline.Store) error {
 	return nil
 }
 
-// writes measures submission and the mixed phases, in ascending WriteRank
-// (see registry.Bench.WriteRank and openStores), each model's traffic
-// phase (when the run has one) right after its other writes. Models of one
-// database that post alike share one submission phase, through the first
-// of them. Cache-mixed models measure on their fresh stores.
+// writes measures the write phases, in two passes over the models in
+// ascending WriteRank (see registry.Bench.WriteRank and openStores):
+// first the phases that read while they write (the mixed phase at the
+// run's read ratio, then the traffic phase, when the run has them), then
+// the submissions, which only write. A submission posts as fast as it
+// can, tens of thousands of messages in a few seconds, most of them by a
+// few authors under skewed activity; a phase that read after it would
+// read a different dataset from the models measured before it (more
+// posts, in long runs of a few authors: pull's merges read more rows), and
+// models that share a database would each read what the others' submissions
+// left. Models of one database that post alike share one submission phase,
+// through the first of them. Cache-mixed models measure their submission
+// and mixed phases on their fresh stores, in the second pass.
 func (b *bench) writes(ctx context.Context) error {
+	order := registry.WriteOrder(b.models)
+	for _, m := range order {
+		if err := b.readWhileWriting(ctx, m); err != nil {
+			return err
+		}
+	}
 	shared := map[string]*results.Phase{} // by database
 	sharedBy := map[string][]string{}
 	var databases []string
-	for _, m := range registry.WriteOrder(b.models) {
+	for _, m := range order {
 		if err := b.modelWrites(ctx, m, shared, sharedBy, &databases); err != nil {
 			return err
-		}
-		if b.cfg.Mix != nil {
-			if err := b.trafficPhases(ctx, m); err != nil {
-				return err
-			}
-			if err := b.settle(ctx, m, b.trafficStore(m), "traffic_", b.res.Model(m.Name)); err != nil {
-				return err
-			}
 		}
 	}
 	for _, db := range databases {
@@ -509,7 +515,36 @@ func (b *bench) writes(ctx context.Context) error {
 	return nil
 }
 
-// modelWrites measures m's submission and mixed phases (see writes).
+// readWhileWriting measures m's mixed phase at the run's read ratio and
+// its traffic phase, those of them the run has (see writes), each followed
+// by a settle.
+func (b *bench) readWhileWriting(ctx context.Context, m registry.Model) error {
+	if b.cfg.ReadRatio > 0 && m.Bench.Has(registry.PhaseMixed) && !m.Bench.Has(registry.PhaseCacheMixed) {
+		rm, s := b.res.Model(m.Name), b.open[m.Name]
+		var before map[string]int64
+		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), Mixed(s, b.data, b.cfg.ReadRatio, b.cfg.Spec.Seed), func() {
+			before = counts(s)
+			forgetLag(s)
+		})
+		if err != nil {
+			return err
+		}
+		rm.Mixed = &p
+		maps.Copy(rm.Extra, results.ActiveFigures("mixed_", before, counts(s), p.Ops))
+		if err := b.settle(ctx, m, s, "mixed_", rm); err != nil {
+			return err
+		}
+	}
+	if b.cfg.Mix == nil {
+		return nil
+	}
+	if err := b.trafficPhases(ctx, m); err != nil {
+		return err
+	}
+	return b.settle(ctx, m, b.trafficStore(m), "traffic_", b.res.Model(m.Name))
+}
+
+// modelWrites measures m's submission (see writes).
 func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[string]*results.Phase, sharedBy map[string][]string, databases *[]string) error {
 	seed := b.cfg.Spec.Seed
 	rm, s := b.res.Model(m.Name), b.open[m.Name]
@@ -564,19 +599,6 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 			}
 		}
 		sharedBy[m.Database] = append(sharedBy[m.Database], m.Name)
-	}
-	if b.cfg.ReadRatio > 0 && m.Bench.Has(registry.PhaseMixed) {
-		var before map[string]int64
-		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), Mixed(s, b.data, b.cfg.ReadRatio, seed), func() {
-			before = counts(s)
-			forgetLag(s)
-		})
-		if err != nil {
-			return err
-		}
-		rm.Mixed = &p
-		maps.Copy(rm.Extra, results.ActiveFigures("mixed_", before, counts(s), p.Ops))
-		return b.settle(ctx, m, s, "mixed_", rm)
 	}
 	return nil
 }

@@ -1,10 +1,13 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,14 +48,17 @@ func TestTrafficEveryModel(t *testing.T) {
 			cfg.Models = []string{pushModel, cached}
 			cfg.Rate, cfg.FindRate, cfg.SearchSteps, cfg.StepDuration = 300, true, 3, 200*time.Millisecond
 		}
+		var progress bytes.Buffer
+		cfg.Progress = &progress
 		if testing.Verbose() {
-			cfg.Progress = os.Stderr
+			cfg.Progress = io.MultiWriter(&progress, os.Stderr)
 		}
 		start := time.Now()
 		res, err := RunBench(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
+		phasesInOrder(t, progress.String())
 		t.Logf("open loop %v: %v", open, time.Since(start))
 		for _, f := range res.Failures {
 			// Forty no-op operations are too few to time the harness.
@@ -96,6 +102,28 @@ func TestTrafficEveryModel(t *testing.T) {
 			if !(m.Retrieve.Cost[results.CostRowsRead] > 0) || !(m.Submit.Cost[results.CostRowsWritten] >= 1) {
 				t.Fatalf("%s: rows read per page %v, written per post %v", name, m.Retrieve.Cost, m.Submit.Cost)
 			}
+		}
+	}
+}
+
+// phasesInOrder requires of a run's progress that every phase that reads
+// while it writes (traffic, mixed) starts before the first submission: a
+// submission's burst of posts would change the dataset they read.
+func phasesInOrder(t *testing.T, progress string) {
+	t.Helper()
+	var phases []string
+	for line := range strings.Lines(progress) {
+		if name, ok := strings.CutPrefix(line, "phase "); ok {
+			phases = append(phases, strings.Fields(name)[0])
+		}
+	}
+	firstSubmit := slices.IndexFunc(phases, func(p string) bool { return strings.HasSuffix(p, "/submit") })
+	if firstSubmit < 0 {
+		t.Fatalf("no submission phase in %v", phases)
+	}
+	for _, p := range phases[firstSubmit:] {
+		if strings.HasSuffix(p, "/traffic") || strings.HasSuffix(p, "/mixed") {
+			t.Fatalf("phase %s runs after a submission: %v", p, phases)
 		}
 	}
 }
