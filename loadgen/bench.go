@@ -67,9 +67,10 @@ type BenchConfig struct {
 	// phases; 0 means 0.9.
 	CacheReadRatio float64
 
-	// Mix, if set, adds for every model, after its write phases, a phase
-	// of mixed traffic in these proportions (see Traffic), measured per
-	// operation type and as long as the model's other phases. Rate or
+	// Mix, if set, adds for every model, after the read phases and before
+	// any submission (see bench.writes), a phase of mixed traffic in these
+	// proportions (see Traffic), measured per operation type and as long
+	// as the model's other phases. Rate or
 	// FindRate without a Mix use DefaultMix.
 	Mix *Mix
 	// Rate, if > 0, drives the traffic in an open loop at this many
