@@ -67,6 +67,7 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -711,7 +712,7 @@ func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Messag
 	// Merge: both lists are newest first; the page is the Fetch newest
 	// of their union (an id in both is one message).
 	out := make([]timeline.Message, 0, fetch)
-	var need []timeline.MessageID
+	var need []uint64
 	i, j := 0, 0
 	for len(out) < fetch && (i < len(msgs) || j < len(ids)) {
 		switch {
@@ -723,18 +724,22 @@ func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Messag
 			i, j = i+1, j+1
 		default:
 			out = append(out, timeline.Message{ID: ids[j]})
-			need = append(need, ids[j])
+			need = append(need, uint64(ids[j]))
 			j++
 		}
 	}
 	if len(need) == 0 {
 		return out, nil
 	}
-	bodies, err := s.bodies(ctx, need)
+	found, err := sqlread.MessagesByID(ctx, s.DB(), need)
 	if err != nil {
 		return nil, err
 	}
 	s.rowsRead.Add(int64(len(need)))
+	bodies := make(map[timeline.MessageID]timeline.Message, len(found))
+	for _, m := range found {
+		bodies[m.ID] = m
+	}
 	for k := range out {
 		if out[k].Author == 0 {
 			m, ok := bodies[out[k].ID]
@@ -828,26 +833,6 @@ func (s *Store) pulledIDs(ctx context.Context, r timeline.Request, authors []tim
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
-}
-
-// bodies reads the messages ids, by primary key.
-func (s *Store) bodies(ctx context.Context, ids []timeline.MessageID) (map[timeline.MessageID]timeline.Message, error) {
-	q := []byte(`SELECT id, author_id, body, created_at FROM messages WHERE id IN (`)
-	q = mysqlx.AppendList(q, ids)
-	q = append(q, ')')
-	rows, err := s.DB().QueryContext(ctx, string(q))
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := mysqlx.ScanMessages(rows, len(ids))
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[timeline.MessageID]timeline.Message, len(msgs))
-	for _, m := range msgs {
-		out[m.ID] = m
-	}
-	return out, nil
 }
 
 // sample adds one statement's size and time to a cost regression, unless
