@@ -14,6 +14,7 @@ import (
 
 	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/tablecache"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
@@ -296,6 +297,11 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 	opts := LoadOptions{Progress: b.cfg.Progress}
 	if local {
 		opts.Server = admin // a sandbox: the load may tune it (and puts it back)
+		if b.cfg.LoadCache != "" {
+			if opts.Cache, err = tablecache.Open(b.cfg.LoadCache, b.cfg.LoadCacheBytes, 0); err != nil {
+				return err
+			}
+		}
 	}
 	if b.res.Load, err = Load(ctx, b.data, targets, opts); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/pushpull/pushpull/internal/tablecache"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -53,6 +54,16 @@ type LoadOptions struct {
 	// means DefaultChunkRows. A mailbox no larger loads in one statement,
 	// on the bulk path.
 	ChunkRows int64
+	// Cache, if not nil, keeps the files of loaded tables of at least
+	// CacheMinRows rows (the paper's mailbox and messages), to put them
+	// in place the next time the same rows go into the same table on the
+	// same server version instead of loading them (see restoreCached).
+	// It needs the server's data directory on this machine, as a
+	// sandbox's is; tables of a server elsewhere load as without it.
+	Cache *tablecache.Cache
+	// CacheMinRows is the size from which a table is cached; 0 means
+	// DefaultCacheMinRows.
+	CacheMinRows int64
 	// Server, if not nil, is an administrative connection to a
 	// throw-away server (a sandbox) whose global settings the load may
 	// change while it runs and restores afterwards (see tuneServer). Nil
@@ -75,7 +86,9 @@ const (
 // Load writes d into the targets, runs ANALYZE TABLE, and reports rows and
 // speed per table. Every table and every chunk of the mailbox is one job;
 // opts.Workers jobs run at once, the mailbox's chunks first, since they are
-// most of the work.
+// most of the work. With opts.Cache, tables found in the cache are
+// restored from it instead, and the large tables loaded are kept in it
+// (see LoadOptions.Cache).
 func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (*results.DataLoad, error) {
 	start := time.Now()
 	if opts.Workers <= 0 {
@@ -84,7 +97,6 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 	if opts.ChunkRows <= 0 {
 		opts.ChunkRows = DefaultChunkRows
 	}
-	var big, small []loadJob
 	var tables []*tableRun
 	for _, t := range targets {
 		sts := schema.DataTables(t.Schema)
@@ -96,23 +108,45 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 			if err != nil {
 				return nil, fmt.Errorf("load %s: %w", t.Name, err)
 			}
-			run := &tableRun{target: t, table: tb}
-			tables = append(tables, run)
-			if st.Name != schema.Mailbox.Name {
-				small = append(small, loadJob{run: run, write: tb.write})
-				continue
+			run := &tableRun{target: t, table: tb, writers: []func(w *bufio.Writer, n *atomic.Int64) error{tb.write}}
+			if st.Name == schema.Mailbox.Name {
+				run.writers = mailboxChunks(d, t.Mailbox, opts.ChunkRows)
+				if len(run.writers) > 1 {
+					run.chunks = len(run.writers)
+				}
 			}
-			chunks := mailboxChunks(d, t.Mailbox, opts.ChunkRows)
-			for _, c := range chunks {
-				run.chunks++
-				big = append(big, loadJob{run: run, write: c, chunked: len(chunks) > 1})
+			tables = append(tables, run)
+		}
+	}
+	bar := newProgress(opts.Progress)
+	defer bar.close()
+	var toCache []*tableRun
+	if opts.Cache != nil {
+		var err error
+		if toCache, err = restoreCached(ctx, tables, opts, bar); err != nil {
+			return nil, err
+		}
+	}
+	var big, small []loadJob
+	var loadRows int64
+	for _, run := range tables {
+		if run.cache == results.CacheRestored {
+			continue
+		}
+		loadRows += run.table.rows
+		for _, w := range run.writers {
+			j := loadJob{run: run, write: w, chunked: run.chunks > 0}
+			if run.table.name == schema.Mailbox.Name {
+				big = append(big, j)
+			} else {
+				small = append(small, j)
 			}
 		}
 	}
 	var restore func(context.Context) error
 	if opts.Server != nil {
 		var err error
-		if restore, err = tuneServer(ctx, opts.Server, d); err != nil {
+		if restore, err = tuneServer(ctx, opts.Server, loadRows); err != nil {
 			return nil, err
 		}
 		defer func() { // after an error below (restore is nil once done)
@@ -121,8 +155,6 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 			}
 		}()
 	}
-	bar := newProgress(opts.Progress)
-	defer bar.close()
 	jobs := make(chan loadJob)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -155,9 +187,16 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 		if got := run.got.Load(); got != run.table.rows {
 			return nil, fmt.Errorf("load %s: the table holds %d rows, %d were generated", what, got, run.table.rows)
 		}
+	}
+	for _, run := range toCache {
+		if run.cache != results.CacheRestored {
+			storeCached(ctx, run, opts, bar)
+		}
+	}
+	for _, run := range tables {
 		secs := run.end.Sub(run.start).Seconds()
 		out.Tables = append(out.Tables, results.TableLoad{Database: run.target.Name, Table: run.table.name,
-			Rows: run.table.rows, Seconds: secs, RowsPerSec: float64(run.table.rows) / secs})
+			Rows: run.table.rows, Seconds: secs, RowsPerSec: float64(run.table.rows) / secs, Cache: run.cache})
 	}
 	for _, t := range targets {
 		for _, st := range schema.DataTables(t.Schema) {
@@ -184,9 +223,16 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 type tableRun struct {
 	target Target
 	table  table
-	chunks int          // mailbox chunks; 0 for a table loaded whole
-	n      atomic.Int64 // rows generated so far, for progress
-	got    atomic.Int64 // rows the server says it inserted
+	chunks int // mailbox chunks; 0 for a table loaded whole
+	// writers generate the rows: one per job (the chunks of the
+	// mailbox, else the whole table).
+	writers []func(w *bufio.Writer, n *atomic.Int64) error
+	// key names the table in the load cache; cache is how the cache
+	// served it (results.TableLoad.Cache).
+	key, cache string
+	dir        string       // the database's directory, for the cache
+	n          atomic.Int64 // rows generated so far, for progress
+	got        atomic.Int64 // rows the server says it inserted
 
 	mu         sync.Mutex
 	started    int // jobs started
@@ -583,6 +629,19 @@ func (p *progress) done(t *tracked, secs float64) {
 	}
 	done := t.n.Load()
 	fmt.Fprintf(p.w, "  loaded  %-16s %12s rows in %6.1fs  (%.2fM rows/s)\n", t.what, commas(done), secs, float64(done)/secs/1e6)
+}
+
+// note prints a line of its own, between redraws of the live line.
+func (p *progress) note(format string, args ...any) {
+	if p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
 func (p *progress) close() {

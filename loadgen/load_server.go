@@ -31,13 +31,14 @@ const maxLoadRedo = 32 << 30
 // pool (6 GB) holds the paper's push database, and the load's own sessions
 // turn unique and foreign-key checks off (see loadJobRun). The doublewrite
 // buffer would be worth turning off, but only a restart can.
-func tuneServer(ctx context.Context, db *sql.DB, d *Dataset) (restore func(context.Context) error, err error) {
+//
+// rows is how many rows the load inserts.
+func tuneServer(ctx context.Context, db *sql.DB, rows int64) (restore func(context.Context) error, err error) {
 	none := func(context.Context) error { return nil }
 	var old int64
 	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.innodb_log_file_size").Scan(&old); err != nil {
 		return nil, fmt.Errorf("load: read the redo log size: %w", err)
 	}
-	rows := d.MailboxRows() + 2*(d.Spec.Edges()+int64(d.Spec.Messages))
 	want := min(rows*redoPerRow, maxLoadRedo)
 	want = (want + 1<<28 - 1) &^ (1<<28 - 1) // in steps of 256 MiB
 	if want <= old {

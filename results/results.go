@@ -154,7 +154,18 @@ type TableLoad struct {
 	Rows       int64   `json:"rows"`
 	Seconds    float64 `json:"seconds"`
 	RowsPerSec float64 `json:"rows_per_sec"`
+	// Cache says how the load cache served the table: "restored" (its
+	// files were put in place instead of loading the rows), "stored"
+	// (loaded, then its files kept for the next load), or "" (loaded,
+	// not kept).
+	Cache string `json:"cache,omitempty"`
 }
+
+// Load cache outcomes of TableLoad.Cache.
+const (
+	CacheRestored = "restored"
+	CacheStored   = "stored"
+)
 
 // Model holds the figures of one timeline model, as package registry names
 // it, and the roles that tell how to read them.

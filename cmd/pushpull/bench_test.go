@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,6 +159,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{"bench", "--dsn", "root@tcp(127.0.0.1:1)/", "--models", "push+memcache"},
 		{"bench", "--cache-ttl", "0s"},
 		{"bench", "--extra-duration", "-1s"},
+		{"bench", "--load-cache-size", "0"},
 		{"report"},
 		{"report", "a", "b", "c"},
 	} {
@@ -167,5 +169,34 @@ func TestBenchBadFlags(t *testing.T) {
 	}
 	if r := run(t, nil, "report", filepath.Join(t.TempDir(), "nothing")); r.code != 1 || !strings.Contains(r.stderr, "nothing") {
 		t.Errorf("report of a missing run: %v", r)
+	}
+}
+
+// TestLoadCacheFlags: the load cache is on by default, in
+// $PUSHPULL_CACHE_DIR when set, and off with --no-load-cache.
+func TestLoadCacheFlags(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PUSHPULL_CACHE_DIR", dir)
+	for _, c := range []struct {
+		args  []string
+		dir   string
+		bytes int64
+	}{
+		{nil, dir, 16 << 30},
+		{[]string{"--load-cache", "/elsewhere", "--load-cache-size", "0.5"}, "/elsewhere", 1 << 29},
+		{[]string{"--no-load-cache"}, "", 0},
+	} {
+		cmd := &cobra.Command{}
+		var b benchFlags
+		b.register(cmd.Flags())
+		if err := cmd.Flags().Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.check(cmd); err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		if b.cfg.LoadCache != c.dir || b.cfg.LoadCacheBytes != c.bytes {
+			t.Errorf("%q: load cache %q of %d bytes, want %q of %d", c.args, b.cfg.LoadCache, b.cfg.LoadCacheBytes, c.dir, c.bytes)
+		}
 	}
 }

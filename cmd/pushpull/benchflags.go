@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pushpull/pushpull/internal/tablecache"
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/registry"
@@ -42,6 +43,9 @@ type benchFlags struct {
 	slo, step                  time.Duration
 	withVitess                 bool
 	shards                     int
+	loadCache                  string
+	noLoadCache                bool
+	loadCacheGiB               float64
 
 	// Set by check.
 	cfg  loadgen.BenchConfig
@@ -79,6 +83,13 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.durability, "durability", results.Durable, "durable (innodb_flush_log_at_trx_commit=1, as MySQL ships) or relaxed (=2)")
 	f.Float64Var(&b.readRatio, "read-ratio", 0, "if > 0, add a mixed phase with this share of newest-page reads (e.g. 0.9)")
 	f.StringArrayVar(&b.options, "option", nil, "model option, name=value (repeatable), given to every model measured; each reads its own and ignores the rest, e.g. --option cap=400 (a mailbox cap), --option threshold=500 (a follower threshold); the README lists them")
+	cacheDir, err := tablecache.Dir()
+	if err != nil {
+		cacheDir = ""
+	}
+	f.StringVar(&b.loadCache, "load-cache", cacheDir, "directory where a sandbox's load keeps the files of its large tables (the mailbox, the messages), so that the next run with the same dataset restores them in seconds instead of loading them (about 1.5 minutes at paper scale); default $PUSHPULL_CACHE_DIR, else /var/cache/pushpull/tables for root and the user's cache directory for others")
+	f.BoolVar(&b.noLoadCache, "no-load-cache", false, "load every table, neither restoring from nor adding to --load-cache")
+	f.Float64Var(&b.loadCacheGiB, "load-cache-size", float64(tablecache.DefaultMaxBytes>>30), "most GiB --load-cache holds; the least recently used entries go first (the paper-scale mailbox takes about 2)")
 	f.StringArrayVar(&b.set, "set", nil, "mariadbd option for the sandbox, key=value (repeatable), e.g. --set innodb_buffer_pool_size=8G")
 	f.StringVar(&b.mixSpec, "mix", "", "add a phase of production traffic per model in these proportions, e.g. "+loadgen.DefaultMixSpec+
 		" (\"default\"); one more phase per model, as long as its others: about +1 min for the default models")
@@ -202,6 +213,9 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	if b.maxInFlight < 1 || b.maxInFlight > openloop.MaxWorkers {
 		return usagef("--max-in-flight %d: want 1..%d", b.maxInFlight, openloop.MaxWorkers)
 	}
+	if b.loadCacheGiB <= 0 {
+		return usagef("--load-cache-size %g: want GiB above 0", b.loadCacheGiB)
+	}
 	if b.slo <= 0 || b.step <= 0 || b.searchSteps < 1 || b.searchSteps > 100 {
 		return usagef("--slo and --step must be positive, and --search-steps 1..100")
 	}
@@ -235,6 +249,9 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 		Mix: mix, Rate: b.rate, Arrivals: arr, MaxInFlight: b.maxInFlight,
 		FindRate: b.findRate, SLO: b.slo, StepDuration: b.step, SearchSteps: b.searchSteps,
 		Vitess: b.withVitess, Shards: b.shards,
+	}
+	if !b.noLoadCache {
+		b.cfg.LoadCache, b.cfg.LoadCacheBytes = b.loadCache, int64(b.loadCacheGiB*(1<<30))
 	}
 	return nil
 }
