@@ -120,10 +120,8 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 	}
 	bar := newProgress(opts.Progress)
 	defer bar.close()
-	var toCache []*tableRun
 	if opts.Cache != nil {
-		var err error
-		if toCache, err = restoreCached(ctx, tables, opts, bar); err != nil {
+		if err := restoreCached(ctx, tables, opts, bar); err != nil {
 			return nil, err
 		}
 	}
@@ -168,29 +166,50 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 		}
 		return nil
 	})
+	// A table to keep in the cache goes there as soon as it is loaded,
+	// while the rest load.
+	var stores sync.WaitGroup
+	var mu sync.Mutex
+	keeping := map[string]*tableRun{} // by key: tables of equal rows and definition are kept once
+	var twins [][2]*tableRun
 	for range opts.Workers {
 		g.Go(func() error {
 			for j := range jobs {
-				if err := loadJobRun(gctx, j, bar); err != nil {
+				last, err := loadJobRun(gctx, j, bar)
+				if err != nil {
 					return err
+				}
+				if !last || !j.run.store {
+					continue
+				}
+				mu.Lock()
+				first, dup := keeping[j.run.key]
+				if dup {
+					twins = append(twins, [2]*tableRun{j.run, first})
+				} else {
+					keeping[j.run.key] = j.run
+				}
+				mu.Unlock()
+				if !dup {
+					stores.Go(func() { storeCached(ctx, j.run, opts, bar) })
 				}
 			}
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
+	err := g.Wait()
+	stores.Wait()
+	if err != nil {
 		return nil, err
+	}
+	for _, t := range twins {
+		t[0].cache = t[1].cache
 	}
 	out := &results.DataLoad{}
 	for _, run := range tables {
 		what := run.target.Name + "." + run.table.name
 		if got := run.got.Load(); got != run.table.rows {
 			return nil, fmt.Errorf("load %s: the table holds %d rows, %d were generated", what, got, run.table.rows)
-		}
-	}
-	for _, run := range toCache {
-		if run.cache != results.CacheRestored {
-			storeCached(ctx, run, opts, bar)
 		}
 	}
 	for _, run := range tables {
@@ -231,6 +250,7 @@ type tableRun struct {
 	// served it (results.TableLoad.Cache).
 	key, cache string
 	dir        string       // the database's directory, for the cache
+	store      bool         // keep in the cache once loaded
 	n          atomic.Int64 // rows generated so far, for progress
 	got        atomic.Int64 // rows the server says it inserted
 
@@ -441,13 +461,14 @@ func appendEscaped(dst, s []byte) []byte {
 var readerSeq atomic.Int64
 
 // loadJobRun runs one job: a LOAD DATA of the rows job.write generates, in
-// a transaction of its own on a connection of its own.
-func loadJobRun(ctx context.Context, job loadJob, bar *progress) error {
+// a transaction of its own on a connection of its own. last says the job
+// was its table's last to finish.
+func loadJobRun(ctx context.Context, job loadJob, bar *progress) (last bool, err error) {
 	run := job.run
 	what := run.target.Name + "." + run.table.name
 	conn, err := run.target.DB.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("load %s: %w", what, err)
+		return false, fmt.Errorf("load %s: %w", what, err)
 	}
 	defer conn.Close()
 	// A whole table into an empty one takes the bulk path, which needs
@@ -458,7 +479,7 @@ func loadJobRun(ctx context.Context, job loadJob, bar *progress) error {
 		session = "SET unique_checks = 1, foreign_key_checks = 0"
 	}
 	if _, err := conn.ExecContext(ctx, session); err != nil {
-		return fmt.Errorf("load %s: %w", what, err)
+		return false, fmt.Errorf("load %s: %w", what, err)
 	}
 	pr, pw := io.Pipe()
 	name := fmt.Sprintf("pushpull-%s-%d", what, readerSeq.Add(1))
@@ -504,14 +525,13 @@ func loadJobRun(ctx context.Context, job loadJob, bar *progress) error {
 	pr.CloseWithError(io.ErrClosedPipe) // unblock the writer if the server stopped reading
 	werr := <-writeErr
 	if err != nil {
-		return fmt.Errorf("load %s: %w", what, err)
+		return false, fmt.Errorf("load %s: %w", what, err)
 	}
 	if werr != nil {
-		return fmt.Errorf("load %s: generate rows: %w", what, werr)
+		return false, fmt.Errorf("load %s: generate rows: %w", what, werr)
 	}
 	run.got.Add(got)
-	run.finish(bar)
-	return nil
+	return run.finish(bar), nil
 }
 
 // begin notes that a job of the table started; the first shows the table
@@ -527,15 +547,17 @@ func (r *tableRun) begin(bar *progress) {
 }
 
 // finish notes that a job of the table ended; the table's last reports it
-// done.
-func (r *tableRun) finish(bar *progress) {
+// done and returns true.
+func (r *tableRun) finish(bar *progress) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.finished++
-	if r.finished == max(r.chunks, 1) {
-		r.end = time.Now()
-		bar.done(r.track, r.end.Sub(r.start).Seconds())
+	if r.finished != max(r.chunks, 1) {
+		return false
 	}
+	r.end = time.Now()
+	bar.done(r.track, r.end.Sub(r.start).Seconds())
+	return true
 }
 
 // progress shows the tables being loaded: on a terminal one line redrawn

@@ -52,9 +52,9 @@ const cacheFormat = "pushpull load cache 1"
 
 // restoreCached computes the cache keys of the tables of at least
 // opts.CacheMinRows rows whose files are on this machine, restores those
-// found in opts.Cache, and returns the others, which the load is to store
-// after loading them.
-func restoreCached(ctx context.Context, tables []*tableRun, opts LoadOptions, bar *progress) (toStore []*tableRun, err error) {
+// found in opts.Cache, and marks the others for the load to store once
+// loaded (tableRun.store).
+func restoreCached(ctx context.Context, tables []*tableRun, opts LoadOptions, bar *progress) error {
 	minRows := opts.CacheMinRows
 	if minRows <= 0 {
 		minRows = DefaultCacheMinRows
@@ -67,8 +67,9 @@ func restoreCached(ctx context.Context, tables []*tableRun, opts LoadOptions, ba
 		}
 		sf, ok := servers[run.target.Name]
 		if !ok {
+			var err error
 			if sf, err = filesOf(ctx, run.target.DB); err != nil {
-				return nil, fmt.Errorf("load %s: %w", run.target.Name, err)
+				return fmt.Errorf("load %s: %w", run.target.Name, err)
 			}
 			servers[run.target.Name] = sf
 			if sf.dir == "" {
@@ -82,31 +83,31 @@ func restoreCached(ctx context.Context, tables []*tableRun, opts LoadOptions, ba
 		cands = append(cands, run)
 	}
 	if len(cands) == 0 {
-		return nil, nil
+		return nil
 	}
 	start := time.Now()
 	if err := cacheKeys(ctx, cands, servers, opts.Workers); err != nil {
-		return nil, err
+		return err
 	}
 	bar.note("  load cache %s: looked up %d tables (%.1fs to digest their rows)", opts.Cache.Path(), len(cands), time.Since(start).Seconds())
 	for _, run := range cands {
 		entry, ok := opts.Cache.Lookup(run.key)
 		if !ok {
-			toStore = append(toStore, run)
+			run.store = true
 			continue
 		}
 		if err := restoreTable(ctx, run, entry, opts.Workers); err != nil {
 			if ctx.Err() != nil {
-				return nil, err
+				return err
 			}
 			bar.note("  the load cache's %s.%s did not restore, so it loads: %v", run.target.Name, run.table.name, err)
 			opts.Cache.Remove(run.key)
-			toStore = append(toStore, run)
+			run.store = true
 			continue
 		}
 		bar.note("  restored %-15s %12s rows in %6.1fs  (from the load cache)", run.target.Name+"."+run.table.name, commas(run.table.rows), run.end.Sub(run.start).Seconds())
 	}
-	return toStore, nil
+	return nil
 }
 
 // serverFiles is what the cache needs to know of a database's server.

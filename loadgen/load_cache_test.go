@@ -36,13 +36,18 @@ func TestLoadCache(t *testing.T) {
 	}
 	opts := LoadOptions{Cache: cache, CacheMinRows: 3000, ChunkRows: d.MailboxRows() / 3}
 
-	load := func(d *Dataset) (*push.Store, *results.DataLoad) {
+	open := func() *push.Store {
 		t.Helper()
 		s, err := push.Open(ctx, push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	load := func(d *Dataset) (*push.Store, *results.DataLoad) {
+		t.Helper()
+		s := open()
 		res, err := Load(ctx, d, []Target{{Name: "push", DB: s.DB(), Schema: schema.Push}}, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -131,4 +136,25 @@ func TestLoadCache(t *testing.T) {
 	}
 	_, res = load(other)
 	check("another dataset", outcome(res), map[string]string{"mailbox": results.CacheStored, "messages": results.CacheStored})
+
+	// Two databases of the same tables in one load keep each table once.
+	spec.Seed++
+	twice, err := Generate(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := filepath.Glob(filepath.Join(cache.Path(), "*"))
+	a, b := open(), open()
+	res, err = Load(ctx, twice, []Target{{Name: "a", DB: a.DB(), Schema: schema.Push}, {Name: "b", DB: b.DB(), Schema: schema.Push}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tables {
+		if tl.Table != "follows" && tl.Cache != results.CacheStored {
+			t.Errorf("%s.%s: cache outcome %q, want %q", tl.Database, tl.Table, tl.Cache, results.CacheStored)
+		}
+	}
+	if after, _ := filepath.Glob(filepath.Join(cache.Path(), "*")); len(after) != len(before)+2 {
+		t.Fatalf("cache went from %d entries to %d, want 2 more", len(before), len(after))
+	}
 }
