@@ -169,9 +169,6 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 	// A table to keep in the cache goes there as soon as it is loaded,
 	// while the rest load.
 	var stores sync.WaitGroup
-	var mu sync.Mutex
-	keeping := map[string]*tableRun{} // by key: tables of equal rows and definition are kept once
-	var twins [][2]*tableRun
 	for range opts.Workers {
 		g.Go(func() error {
 			for j := range jobs {
@@ -179,18 +176,7 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 				if err != nil {
 					return err
 				}
-				if !last || !j.run.store {
-					continue
-				}
-				mu.Lock()
-				first, dup := keeping[j.run.key]
-				if dup {
-					twins = append(twins, [2]*tableRun{j.run, first})
-				} else {
-					keeping[j.run.key] = j.run
-				}
-				mu.Unlock()
-				if !dup {
+				if last && j.run.store {
 					stores.Go(func() { storeCached(ctx, j.run, opts, bar) })
 				}
 			}
@@ -202,17 +188,15 @@ func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range twins {
-		t[0].cache = t[1].cache
-	}
 	out := &results.DataLoad{}
 	for _, run := range tables {
 		what := run.target.Name + "." + run.table.name
 		if got := run.got.Load(); got != run.table.rows {
 			return nil, fmt.Errorf("load %s: the table holds %d rows, %d were generated", what, got, run.table.rows)
 		}
-	}
-	for _, run := range tables {
+		if run.keptBy != nil {
+			run.cache = run.keptBy.cache
+		}
 		secs := run.end.Sub(run.start).Seconds()
 		out.Tables = append(out.Tables, results.TableLoad{Database: run.target.Name, Table: run.table.name,
 			Rows: run.table.rows, Seconds: secs, RowsPerSec: float64(run.table.rows) / secs, Cache: run.cache})
@@ -251,6 +235,7 @@ type tableRun struct {
 	key, cache string
 	dir        string       // the database's directory, for the cache
 	store      bool         // keep in the cache once loaded
+	keptBy     *tableRun    // the table of equal key kept in its place
 	n          atomic.Int64 // rows generated so far, for progress
 	got        atomic.Int64 // rows the server says it inserted
 

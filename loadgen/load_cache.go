@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,7 +52,9 @@ const cacheFormat = "pushpull load cache 1"
 // restoreCached computes the cache keys of the tables of at least
 // opts.CacheMinRows rows whose files are on this machine, restores those
 // found in opts.Cache, and marks the others for the load to store once
-// loaded (tableRun.store).
+// loaded (tableRun.store): of tables with equal keys (equal rows and
+// definition, such as two models' messages) only the first, whose outcome
+// the others take (tableRun.keptBy).
 func restoreCached(ctx context.Context, tables []*tableRun, opts LoadOptions, bar *progress) error {
 	minRows := opts.CacheMinRows
 	if minRows <= 0 {
@@ -90,10 +91,19 @@ func restoreCached(ctx context.Context, tables []*tableRun, opts LoadOptions, ba
 		return err
 	}
 	bar.note("  load cache %s: looked up %d tables (%.1fs to digest their rows)", opts.Cache.Path(), len(cands), time.Since(start).Seconds())
+	storing := map[string]*tableRun{}
+	markStore := func(run *tableRun) {
+		if first := storing[run.key]; first != nil {
+			run.keptBy = first
+			return
+		}
+		storing[run.key] = run
+		run.store = true
+	}
 	for _, run := range cands {
 		entry, ok := opts.Cache.Lookup(run.key)
 		if !ok {
-			run.store = true
+			markStore(run)
 			continue
 		}
 		if err := restoreTable(ctx, run, entry, opts.Workers); err != nil {
@@ -102,7 +112,7 @@ func restoreCached(ctx context.Context, tables []*tableRun, opts LoadOptions, ba
 			}
 			bar.note("  the load cache's %s.%s did not restore, so it loads: %v", run.target.Name, run.table.name, err)
 			opts.Cache.Remove(run.key)
-			run.store = true
+			markStore(run)
 			continue
 		}
 		bar.note("  restored %-15s %12s rows in %6.1fs  (from the load cache)", run.target.Name+"."+run.table.name, commas(run.table.rows), run.end.Sub(run.start).Seconds())
@@ -169,13 +179,13 @@ func cacheKeys(ctx context.Context, runs []*tableRun, servers map[string]*server
 		}
 		sf := servers[run.target.Name]
 		h := sha256.New()
-		field := func(h hash.Hash, s string) { fmt.Fprintf(h, "%d:%s\n", len(s), s) }
-		field(h, cacheFormat)
-		field(h, sf.version)
-		field(h, strconv.FormatInt(sf.pageSize, 10))
-		field(h, ddl)
-		field(h, run.table.columns)
-		field(h, strconv.FormatInt(run.table.rows, 10))
+		field := func(s string) { fmt.Fprintf(h, "%d:%s\n", len(s), s) }
+		field(cacheFormat)
+		field(sf.version)
+		field(strconv.FormatInt(sf.pageSize, 10))
+		field(ddl)
+		field(run.table.columns)
+		field(strconv.FormatInt(run.table.rows, 10))
 		for _, d := range digests[i] {
 			h.Write(d)
 		}
@@ -209,9 +219,9 @@ func restoreTable(ctx context.Context, run *tableRun, entry string, workers int)
 		return err
 	}
 	defer conn.Close()
-	var ddl string
-	if err := conn.QueryRowContext(ctx, "SHOW CREATE TABLE `"+name+"`").Scan(new(string), &ddl); err != nil {
-		return fmt.Errorf("read the table's definition: %w", err)
+	ddl, err := tableDefinition(ctx, conn, name)
+	if err != nil {
+		return err
 	}
 	if _, err := conn.ExecContext(ctx, "SET foreign_key_checks = 0"); err != nil {
 		return err
