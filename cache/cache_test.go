@@ -874,3 +874,31 @@ func TestInvalidationOutOfTime(t *testing.T) {
 		t.Errorf("Flushes = %d, want 1", st.Flushes)
 	}
 }
+
+// TestCanceledIsNoError: a read whose caller gives up while memcached is
+// answering (its context canceled, as a benchmark does to the calls in
+// flight when a phase ends) returns the cancellation and is not counted
+// as a memcached error.
+func TestCanceledIsNoError(t *testing.T) {
+	for _, policy := range []cache.Policy{cache.PolicyTTL, cache.PolicyInvalidate} {
+		t.Run(string(policy), func(t *testing.T) {
+			mc := testserver.StartMemcached(t, 0)
+			s, _ := open(t, modelMemory, cache.Options{Policy: policy, Servers: []string{mc.Addr}})
+			timelinetest.Follow(t, s, 1, 2)
+			timelinetest.Post(t, s, 2, "a")
+			timelinetest.Newest(t, s, 1)        // fills
+			if err := mc.Freeze(); err != nil { // so that the read waits on it
+				t.Fatal(err)
+			}
+			defer mc.Thaw()
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(5*time.Millisecond, cancel)
+			if _, err := s.Timeline(ctx, 1, timeline.Query{}); !errors.Is(err, context.Canceled) {
+				t.Fatalf("read canceled while memcached answered: %v, want context.Canceled", err)
+			}
+			if st := s.Stats(); st.Errors != 0 {
+				t.Fatalf("a canceled read counted as a memcached error: %+v", st)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package pull_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -419,6 +420,39 @@ func TestRecentFrozenMemcached(t *testing.T) {
 					_, err := s.Timeline(ctx, 1, timeline.Query{})
 					return err
 				})
+			}
+		})
+	}
+}
+
+// TestRecentCanceledIsNoCacheError: a read whose caller gives up while
+// memcached is answering (its context canceled, as a benchmark does to the
+// calls in flight when a phase ends) returns the cancellation, and
+// memcached, which did nothing wrong, is not charged a cache error.
+func TestRecentCanceledIsNoCacheError(t *testing.T) {
+	for _, strategy := range []pull.Strategy{pull.StrategyRecent, pull.StrategyActive} {
+		t.Run(string(strategy), func(t *testing.T) {
+			mc := testserver.StartMemcached(t, 0)
+			cfg := config(t, strategy, testserver.Database(t))
+			cfg.Memcache = []string{mc.Addr}
+			s := openConfig(t, cfg)
+			for a := timeline.UserID(2); a <= 4; a++ {
+				timelinetest.Follow(t, s, 1, a)
+				timelinetest.Post(t, s, a, "before")
+			}
+			timelinetest.Newest(t, s, 1)        // lists and followees cached
+			if err := mc.Freeze(); err != nil { // so that the read waits on it
+				t.Fatal(err)
+			}
+			defer mc.Thaw()
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(5*time.Millisecond, cancel)
+			_, err := s.Timeline(ctx, 1, timeline.Query{})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("read canceled while memcached answered: %v, want context.Canceled", err)
+			}
+			if st := s.Stats(); st.CacheErrors != 0 {
+				t.Fatalf("a canceled read counted as a cache error: %+v", st)
 			}
 		})
 	}

@@ -119,7 +119,7 @@ func (st *State) published(ctx context.Context, author timeline.UserID, id timel
 	if err != nil {
 		// memcached failed: the list may lack the post, and whom to hint
 		// is unknown.
-		st.stats.cacheErrors.Add(1)
+		st.cacheFailed(ctx)
 		st.invalidate(ctx, author)
 		st.forgetHinted(ctx, author)
 		return
@@ -127,7 +127,7 @@ func (st *State) published(ctx context.Context, author timeline.UserID, id timel
 	var drop []string
 	if appErr != nil {
 		if !errors.Is(appErr, memcache.ErrNotStored) {
-			st.stats.cacheErrors.Add(1)
+			st.cacheFailed(ctx)
 		}
 		drop = append(drop, listKey)
 	}
@@ -168,7 +168,7 @@ func (st *State) drop(ctx context.Context, author timeline.UserID, keys []string
 		if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
 			continue
 		}
-		st.stats.cacheErrors.Add(1)
+		st.cacheFailed(ctx)
 		if keys[i] == listKey {
 			st.markDirty(author)
 		} else {
@@ -309,7 +309,7 @@ func (st *State) readIndexed(ctx context.Context, r timeline.Request, fs *follow
 	key := st.indexKey(r.User)
 	items, err := st.mc.Get(ctx, []string{key, fs.keys[len(fs.keys)-1]}) // the index, the follow token
 	if err != nil {
-		st.stats.cacheErrors.Add(1)
+		st.cacheFailed(ctx)
 		return nil, 0, errCacheDown
 	}
 	if tok := items[1]; tok == nil || string(tok.Value) != fs.token {
@@ -374,7 +374,7 @@ func (st *State) readIndexed(ctx context.Context, r timeline.Request, fs *follow
 	}
 	lists, err := st.mc.Get(ctx, st.listKeys(authors, 0))
 	if err != nil {
-		st.stats.cacheErrors.Add(1)
+		st.cacheFailed(ctx)
 		return nil, 0, errCacheDown
 	}
 	msgs, n, err := st.mergeLists(ctx, r, authors, lists, now)

@@ -115,11 +115,11 @@ func (st *State) followsChanged(ctx context.Context, user timeline.UserID) {
 	if err == nil {
 		return
 	}
-	st.stats.cacheErrors.Add(1)
+	st.cacheFailed(ctx)
 	// A deleted token works as well as a new one (readers add a fresh
 	// one), if memcached takes that.
 	if err := st.mc.Delete(ctx, key); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
-		st.stats.cacheErrors.Add(1)
+		st.cacheFailed(ctx)
 	}
 }
 

@@ -137,7 +137,7 @@ func (st *State) addTarget(ctx context.Context, user timeline.UserID, until int6
 	}
 	for _, err := range st.mc.DeleteMulti(ctx, drop) {
 		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
-			st.stats.cacheErrors.Add(1)
+			st.cacheFailed(ctx)
 			return err
 		}
 	}
@@ -241,7 +241,7 @@ func (st *State) primeTargets(ctx context.Context, authors []timeline.UserID) {
 	}
 	got, err := st.mc.Get(ctx, keys)
 	if err != nil {
-		st.stats.cacheErrors.Add(1)
+		st.cacheFailed(ctx)
 		return
 	}
 	var missing []timeline.UserID

@@ -170,7 +170,10 @@ func (rd *reader) Read(ctx context.Context, r timeline.Request) ([]timeline.Mess
 		}
 		return rd.st.fallback.Read(ctx, r)
 	}
-	return msgs, err
+	if err != nil {
+		return nil, ctx.Err() // the caller's, not memcached's
+	}
+	return msgs, nil
 }
 
 // DefaultRecentLen is how many ids an author's list holds unless
@@ -416,7 +419,7 @@ func (st *State) added(ctx context.Context, author timeline.UserID, id timeline.
 		return
 	}
 	if !errors.Is(err, memcache.ErrNotStored) {
-		st.stats.cacheErrors.Add(1)
+		st.cacheFailed(ctx)
 	}
 	st.invalidate(ctx, author)
 }
@@ -433,7 +436,7 @@ func (st *State) invalidate(ctx context.Context, author timeline.UserID) {
 	if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
 		return
 	}
-	st.stats.cacheErrors.Add(1)
+	st.cacheFailed(ctx)
 	st.markDirty(author)
 	st.mc.Distrust(key)
 }
@@ -529,7 +532,7 @@ func (st *State) takeTokens(ctx context.Context, authors []timeline.UserID, key 
 		g.Go(func() error {
 			err := st.mc.Add(ctx, &memcache.Item{Key: k, Value: placeholder, Expiration: placeholderTTL})
 			if err != nil && !errors.Is(err, memcache.ErrNotStored) {
-				st.stats.cacheErrors.Add(1)
+				st.cacheFailed(ctx)
 				failed.Store(true)
 			}
 			return nil
@@ -541,7 +544,7 @@ func (st *State) takeTokens(ctx context.Context, authors []timeline.UserID, key 
 	}
 	got, err := st.mc.Get(ctx, keys)
 	if err != nil {
-		st.stats.cacheErrors.Add(1)
+		st.cacheFailed(ctx)
 		return
 	}
 	for i, it := range got {
@@ -558,7 +561,7 @@ func (st *State) storeBuilt(ctx context.Context, it *memcache.Item, v []byte, ex
 	it.Value, it.Expiration = v, exp
 	err := st.mc.CompareAndSwap(ctx, it)
 	if err != nil && !isCASMiss(err) {
-		st.stats.cacheErrors.Add(1)
+		st.cacheFailed(ctx)
 	}
 	return err == nil
 }
@@ -675,7 +678,7 @@ func (st *State) fetchLists(ctx context.Context, user timeline.UserID, fs *follo
 			n := len(fs.followees)
 			items, err := st.mc.Get(ctx, fs.keys) // the lists, then the token
 			if err != nil {
-				st.stats.cacheErrors.Add(1)
+				st.cacheFailed(ctx)
 				return nil, nil, 0, errCacheDown
 			}
 			if tok := items[n]; tok != nil && string(tok.Value) == fs.token {
@@ -718,7 +721,7 @@ func (st *State) fetchLists(ctx context.Context, user timeline.UserID, fs *follo
 	}
 	got, err := st.mc.Get(ctx, need)
 	if err != nil {
-		st.stats.cacheErrors.Add(1)
+		st.cacheFailed(ctx)
 		return nil, nil, 0, errCacheDown
 	}
 	if len(need) == len(keys) {
@@ -741,7 +744,7 @@ func (st *State) loadFollowSet(ctx context.Context, user timeline.UserID, now ti
 	st.stats.followMisses.Add(1)
 	token, err := st.followToken(ctx, user)
 	if err != nil {
-		st.stats.cacheErrors.Add(1)
+		st.cacheFailed(ctx)
 		return nil, errCacheDown
 	}
 	followees, err := sqlread.Followees(ctx, st.db, user)

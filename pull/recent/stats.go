@@ -1,6 +1,10 @@
 package recent
 
-import "sync/atomic"
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+)
 
 // counters are a State's counters, atomics so that reads and posts on any
 // goroutine can bump them without a lock.
@@ -15,7 +19,7 @@ type Stats struct {
 	// Lists and followees (Recent and Active reads, and every post).
 	CacheHits    int64 // author lists taken from memcached
 	CacheMisses  int64 // author lists that were missing, unreadable, too old or distrusted (rebuilt)
-	CacheErrors  int64 // memcached operations that failed (the read or post went on without it)
+	CacheErrors  int64 // memcached operations that failed (the read or post went on without it), not counting those whose caller canceled
 	Rebuilds     int64 // author lists rebuilt from the database and stored
 	Fallbacks    int64 // authors whose share of a page came from the database
 	MessageHits  int64 // pages whose bodies all came from the in-process message cache
@@ -48,5 +52,16 @@ func (st *State) Stats() Stats {
 		IndexFallbacks: c.indexFallbacks.Load(),
 		Hints:          c.hints.Load(),
 		HintErrors:     c.hintErrors.Load(),
+	}
+}
+
+// cacheFailed counts a memcached operation that failed, unless it failed
+// because its caller gave up (ctx canceled: a benchmark cancels the calls
+// in flight when a phase ends), which says nothing about memcached. A
+// deadline that passed still counts: memcached used up its share of the
+// call.
+func (st *State) cacheFailed(ctx context.Context) {
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		st.stats.cacheErrors.Add(1)
 	}
 }
