@@ -23,8 +23,10 @@ servers:
 deps: servers
 	@$(GO) run ./internal/vitess/install >/dev/null
 
+# build stamps the binary with its commit (-buildvcs=auto, whatever GOFLAGS
+# says), which every saved run records.
 build:
-	$(GO) build -o $(BIN) ./cmd/pushpull
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/pushpull
 
 vet:
 	$(GO) vet ./...
