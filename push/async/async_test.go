@@ -306,6 +306,42 @@ func TestFollowsWithJobInFlight(t *testing.T) {
 	}
 }
 
+// TestChunkLocksItsFollowRows: while a chunk's transaction is open, the
+// follow rows it wrote to stay locked, so an unfollow of its author waits
+// for the commit and then removes what the chunk wrote; rows the chunk
+// did not reach stay free.
+func TestChunkLocksItsFollowRows(t *testing.T) {
+	const followers, chunk = 10, 4 // users 2..11; the first chunk is 2..5
+	s, _ := open(t, Options{Workers: -1})
+	celebrity(t, s, followers)
+	timelinetest.Post(t, s, 1, "to everyone")
+	tryUnfollow := func(user int) error {
+		ctx := timelinetest.Context(t)
+		tx, err := s.DB().BeginTx(ctx, nil) // another connection than the chunk's
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, `SET SESSION innodb_lock_wait_timeout = 1`); err != nil {
+			t.Fatal(err)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM follows WHERE follower_id = ? AND followee_id = 1`, user)
+		return err
+	}
+	w := &Worker{DB: s.DB(), Chunk: chunk}
+	w.beforeCommit = func() {
+		if err := tryUnfollow(3); err == nil || !strings.Contains(err.Error(), "Lock wait timeout") {
+			t.Errorf("unfollow of a follower in the open chunk: %v, want a lock wait timeout", err)
+		}
+		if err := tryUnfollow(7); err != nil {
+			t.Errorf("unfollow of a follower the chunk did not reach: %v", err)
+		}
+	}
+	if worked, err := w.Step(timelinetest.Context(t)); !worked || err != nil {
+		t.Fatalf("chunk: %v, %v", worked, err)
+	}
+}
+
 // TestSettleIsBounded: with no worker anywhere, Settle returns when its
 // context ends, saying so.
 func TestSettleIsBounded(t *testing.T) {
