@@ -3,6 +3,7 @@ package async
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"time"
 
@@ -102,11 +103,12 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 		claimed  bool
 		rows     int64
 		finished []time.Time // when the jobs finished were posted
+		ended    []uint64    // and their messages
 	)
 	// READ COMMITTED: the claim locks the jobs it returns and no gap, so
 	// posts queue their jobs while a chunk runs.
 	err := mysqlx.InTxOptions(ctx, w.DB, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
-		claimed, rows, finished = false, 0, finished[:0]
+		claimed, rows, finished, ended = false, 0, finished[:0], ended[:0]
 		jobs, err := claim(ctx, tx, min(chunk, maxJobsPerTransaction))
 		if err != nil || len(jobs) == 0 {
 			return err
@@ -124,10 +126,14 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 			rows += n
 			if done {
 				finished = append(finished, j.posted)
+				ended = append(ended, j.message)
 				budget -= max(n, 1)
 			} else {
 				budget = 0
 			}
+		}
+		if err := deleteJobs(ctx, tx, ended); err != nil {
+			return err
 		}
 		if w.beforeCommit != nil {
 			w.beforeCommit()
@@ -165,59 +171,65 @@ func claim(ctx context.Context, tx *sql.Tx, n int) ([]job, error) {
 
 // apply writes j's message to at most budget of its author's followers
 // above its cursor, then moves the cursor past them or, when none are
-// left, deletes the job (done). It returns the mailbox rows written.
+// left, reports the job done (the caller deletes it). It returns the
+// mailbox rows written.
+//
+// The rows go from the follows index to the mailbox inside the server,
+// with one INSERT IGNORE ... SELECT, as push's own fan-out does: no
+// follower list crosses the network and no statement grows with the
+// chunk. A first index-only read finds where the chunk ends: the
+// follower budget places past the cursor, if there is one.
 //
 // The followers are read with shared locks, so an unfollow of one of them
 // waits for the commit and then deletes what the chunk wrote; a follow
 // committed meanwhile is not waited for, as its backfill writes the
 // message (committed before its job could be claimed).
 func apply(ctx context.Context, tx *sql.Tx, j job, budget int64) (rows int64, done bool, err error) {
-	r, err := tx.QueryContext(ctx,
+	var end uint64 // the first follower past the chunk
+	err = tx.QueryRowContext(ctx,
 		`SELECT follower_id FROM follows WHERE followee_id = ? AND follower_id > ?
-		 ORDER BY follower_id LIMIT ? LOCK IN SHARE MODE`, j.author, j.done, budget+1)
+		 ORDER BY follower_id LIMIT 1 OFFSET ?`, j.author, j.done, budget).Scan(&end)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		done = true
+	case err != nil:
+		return 0, false, err
+	}
+	q := `INSERT IGNORE INTO mailbox (user_id, message_id)
+		 SELECT follower_id, ? FROM follows WHERE followee_id = ? AND follower_id > ?`
+	args := []any{j.message, j.author, j.done}
+	if !done {
+		q += ` AND follower_id < ?`
+		args = append(args, end)
+	}
+	res, err := tx.ExecContext(ctx, q+` LOCK IN SHARE MODE`, args...)
 	if err != nil {
 		return 0, false, err
 	}
-	var followers []uint64
-	for r.Next() {
-		var id uint64
-		if err := r.Scan(&id); err != nil {
-			r.Close()
-			return 0, false, err
+	if rows, err = res.RowsAffected(); err != nil || done {
+		return rows, done, err
+	}
+	// Follower ids are whole numbers: the next chunk starts at end.
+	_, err = tx.ExecContext(ctx, `UPDATE fanout_jobs SET done_through = ? WHERE message_id = ?`, end-1, j.message)
+	return rows, false, err
+}
+
+// deleteJobs deletes the finished jobs of messages, in one statement.
+func deleteJobs(ctx context.Context, tx *sql.Tx, messages []uint64) error {
+	if len(messages) == 0 {
+		return nil
+	}
+	var q strings.Builder
+	q.WriteString(`DELETE FROM fanout_jobs WHERE message_id IN (`)
+	args := make([]any, len(messages))
+	for i, m := range messages {
+		if i > 0 {
+			q.WriteByte(',')
 		}
-		followers = append(followers, id)
+		q.WriteByte('?')
+		args[i] = m
 	}
-	r.Close()
-	if err := r.Err(); err != nil {
-		return 0, false, err
-	}
-	done = int64(len(followers)) <= budget
-	if !done {
-		followers = followers[:budget]
-	}
-	if len(followers) > 0 {
-		var q strings.Builder
-		q.WriteString(`INSERT IGNORE INTO mailbox (user_id, message_id) VALUES `)
-		args := make([]any, 0, 2*len(followers))
-		for i, f := range followers {
-			if i > 0 {
-				q.WriteByte(',')
-			}
-			q.WriteString("(?,?)")
-			args = append(args, f, j.message)
-		}
-		res, err := tx.ExecContext(ctx, q.String(), args...)
-		if err != nil {
-			return 0, false, err
-		}
-		if rows, err = res.RowsAffected(); err != nil {
-			return 0, false, err
-		}
-	}
-	if done {
-		_, err = tx.ExecContext(ctx, `DELETE FROM fanout_jobs WHERE message_id = ?`, j.message)
-	} else {
-		_, err = tx.ExecContext(ctx, `UPDATE fanout_jobs SET done_through = ? WHERE message_id = ?`, followers[len(followers)-1], j.message)
-	}
-	return rows, done, err
+	q.WriteByte(')')
+	_, err := tx.ExecContext(ctx, q.String(), args...)
+	return err
 }
