@@ -262,8 +262,19 @@ func TestKilledWorkerProcess(t *testing.T) {
 	}
 	t.Logf("killed the worker process after %d of %d followers", before, followers)
 
+	// The server rolls the dead connection's chunk back when it notices
+	// the connection closed; until then the job stays locked, and a claim
+	// skips it.
 	w := &Worker{DB: s.DB(), Chunk: chunk, Stats: NewStats()}
-	drain(t, w)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		drain(t, w)
+		if n, err := Pending(timelinetest.Context(t), s.DB()); err != nil || n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed worker's job was still locked after 30 s")
+		}
+	}
 	if n := mailboxOf(t, s, m.ID); n != followers {
 		t.Errorf("after the restart: %d mailbox rows, want %d", n, followers)
 	}
@@ -309,36 +320,58 @@ func TestFollowsWithJobInFlight(t *testing.T) {
 // TestChunkLocksItsFollowRows: while a chunk's transaction is open, the
 // follow rows it wrote to stay locked, so an unfollow of its author waits
 // for the commit and then removes what the chunk wrote; rows the chunk
-// did not reach stay free.
+// did not reach stay free, but for the index entry right after those it
+// read, which InnoDB's scan locks as it stops. A chunk that takes the
+// whole job and one that takes a part of it write their rows differently;
+// both lock.
 func TestChunkLocksItsFollowRows(t *testing.T) {
-	const followers, chunk = 10, 4 // users 2..11; the first chunk is 2..5
-	s, _ := open(t, Options{Workers: -1})
-	celebrity(t, s, followers)
-	timelinetest.Post(t, s, 1, "to everyone")
-	tryUnfollow := func(user int) error {
-		ctx := timelinetest.Context(t)
-		tx, err := s.DB().BeginTx(ctx, nil) // another connection than the chunk's
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
-		if _, err := tx.ExecContext(ctx, `SET SESSION innodb_lock_wait_timeout = 1`); err != nil {
-			t.Fatal(err)
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM follows WHERE follower_id = ? AND followee_id = 1`, user)
-		return err
-	}
-	w := &Worker{DB: s.DB(), Chunk: chunk}
-	w.beforeCommit = func() {
-		if err := tryUnfollow(3); err == nil || !strings.Contains(err.Error(), "Lock wait timeout") {
-			t.Errorf("unfollow of a follower in the open chunk: %v, want a lock wait timeout", err)
-		}
-		if err := tryUnfollow(7); err != nil {
-			t.Errorf("unfollow of a follower the chunk did not reach: %v", err)
-		}
-	}
-	if worked, err := w.Step(timelinetest.Context(t)); !worked || err != nil {
-		t.Fatalf("chunk: %v, %v", worked, err)
+	for _, tc := range []struct {
+		name         string
+		chunk        int
+		locked, free []timeline.UserID // followers of user 1 (users 2..11)
+	}{
+		{"part of the job", 4, []timeline.UserID{2, 3, 5}, []timeline.UserID{7, 11}}, // 6 ends the scan
+		{"the whole job", 20, []timeline.UserID{2, 7, 11}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := open(t, Options{Workers: -1})
+			celebrity(t, s, 10)
+			timelinetest.Follow(t, s, 2, 50) // (50, 2) ends the scan of the whole job
+			timelinetest.Follow(t, s, 3, 60) // and no post of user 60 is queued
+			timelinetest.Post(t, s, 1, "to everyone")
+			tryUnfollow := func(follower, followee timeline.UserID) error {
+				ctx := timelinetest.Context(t)
+				tx, err := s.DB().BeginTx(ctx, nil) // another connection than the chunk's
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback()
+				if _, err := tx.ExecContext(ctx, `SET SESSION innodb_lock_wait_timeout = 0`); err != nil {
+					t.Fatal(err)
+				}
+				_, err = tx.ExecContext(ctx, `DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee)
+				return err
+			}
+			w := &Worker{DB: s.DB(), Chunk: tc.chunk}
+			w.beforeCommit = func() {
+				for _, u := range tc.locked {
+					if err := tryUnfollow(u, 1); err == nil || !strings.Contains(err.Error(), "Lock wait timeout") {
+						t.Errorf("unfollow by %d, whom the open chunk wrote to: %v, want a lock wait timeout", u, err)
+					}
+				}
+				for _, u := range tc.free {
+					if err := tryUnfollow(u, 1); err != nil {
+						t.Errorf("unfollow by %d, whom the open chunk did not reach: %v", u, err)
+					}
+				}
+				if err := tryUnfollow(3, 60); err != nil {
+					t.Errorf("unfollow of an author with no job: %v", err)
+				}
+			}
+			if worked, err := w.Step(timelinetest.Context(t)); !worked || err != nil {
+				t.Fatalf("chunk: %v, %v", worked, err)
+			}
+		})
 	}
 }
 
@@ -374,5 +407,27 @@ func TestBadOptions(t *testing.T) {
 	defer db.Close()
 	if err := db.QueryRow(`SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = 'never_made'`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("a refused Open created its database (%d, %v)", n, err)
+	}
+}
+
+// TestClaimSize: a worker claims about twice the jobs its average says fit
+// a chunk, within the bounds.
+func TestClaimSize(t *testing.T) {
+	for _, tc := range []struct {
+		budget int64
+		perJob float64
+		want   int
+	}{
+		{1000, 0, maxJobsPerTransaction}, // no average yet
+		{3, 0, 3},                        // a job takes at least one
+		{1000, 100, 21},
+		{1000, 2000, 2}, // celebrities: one, and the next
+		{1000, 1, maxJobsPerTransaction},
+		{1000, 0.2, maxJobsPerTransaction}, // jobs with no followers count as one
+		{5, 3, 5},
+	} {
+		if got := claimSize(tc.budget, tc.perJob); got != tc.want {
+			t.Errorf("claimSize(%d, %g) = %d, want %d", tc.budget, tc.perJob, got, tc.want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"strings"
 	"time"
 
@@ -21,13 +22,16 @@ const DefaultPoll = 100 * time.Millisecond
 // SELECT ... FOR UPDATE SKIP LOCKED, so each chunk is applied by one worker
 // at a time, and the oldest job not being worked on goes first.
 //
-// One chunk is one transaction: claim the oldest free jobs, insert each
-// one's message into the mailboxes of the next followers of its author
-// above the job's cursor (done_through), in follower id order, with INSERT
-// IGNORE, then move the cursor past them or, when none are left, delete
-// the job; at most Chunk followers in all. A worker killed before the commit leaves the job as it was; one
-// killed after leaves it a chunk further. Either way nothing is lost, and
-// a chunk written again writes no row twice.
+// One chunk is one transaction: claim the oldest free jobs, count the
+// followers each has left above its cursor (done_through), and write, for
+// the first jobs that fit a budget of Chunk followers together, their
+// messages to all of those followers in one INSERT IGNORE ... SELECT that
+// joins the jobs to the follows index inside the server; then, if the
+// budget ends inside a job, write that job's message to the followers
+// that fit, in follower id order, and move its cursor past them; then
+// delete the finished jobs. A worker killed before the commit leaves the
+// jobs as they were; one killed after leaves them a chunk further. Either
+// way nothing is lost, and a chunk written again writes no row twice.
 type Worker struct {
 	DB *sql.DB // a pool on the push database (push.Store.DB)
 	// Chunk is the followers per transaction; 0 means DefaultChunk.
@@ -44,6 +48,9 @@ type Worker struct {
 	// beforeCommit, if set, runs inside each chunk's transaction after its
 	// writes and before its commit: tests stop a worker there.
 	beforeCommit func()
+	// perJob is a running average of the followers of the jobs this
+	// worker finished (0 before the first), which sizes its claims.
+	perJob float64
 }
 
 // Run applies jobs until ctx ends. A failing database (down, restarting)
@@ -85,6 +92,22 @@ func (w *Worker) Run(ctx context.Context) {
 // followers each) share a commit.
 const maxJobsPerTransaction = 64
 
+// claimSize is how many jobs to claim for a chunk of budget followers:
+// twice what fit by the average so far (each job counted as at least one
+// follower), and one more, at most maxJobsPerTransaction, and that many
+// before the first average. Every claimed job's followers are counted
+// (plan), so claiming many more than fit costs reads for nothing: on the
+// powerlaw graph, claiming 64 jobs where about ten fit drained 15% fewer
+// posts per second.
+func claimSize(budget int64, perJob float64) int {
+	most := min(budget, maxJobsPerTransaction)
+	if perJob <= 0 {
+		return int(most)
+	}
+	n := int64(math.Ceil(2*float64(budget)/max(perJob, 1))) + 1
+	return int(min(n, most))
+}
+
 // job is a claimed row of fanout_jobs.
 type job struct {
 	message, author, done uint64
@@ -92,8 +115,8 @@ type job struct {
 }
 
 // Step applies, in one transaction, one chunk of the oldest jobs nobody
-// else is applying: at most Chunk followers' rows, over as many jobs (up
-// to 64) as that covers. It reports whether there was such a job.
+// else is applying: about Chunk followers' rows, over as many jobs (up to
+// 64) as that covers. It reports whether there was such a job.
 func (w *Worker) Step(ctx context.Context) (bool, error) {
 	chunk := w.Chunk
 	if chunk <= 0 {
@@ -109,27 +132,33 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 	// posts queue their jobs while a chunk runs.
 	err := mysqlx.InTxOptions(ctx, w.DB, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
 		claimed, rows, finished, ended = false, 0, finished[:0], ended[:0]
-		jobs, err := claim(ctx, tx, min(chunk, maxJobsPerTransaction))
+		jobs, err := claim(ctx, tx, claimSize(int64(chunk), w.perJob))
 		if err != nil || len(jobs) == 0 {
 			return err
 		}
 		claimed = true
-		budget := int64(chunk)
-		for _, j := range jobs {
-			if budget <= 0 {
-				break // the rest stay queued, released by the commit
-			}
-			n, done, err := apply(ctx, tx, j, budget)
+		whole, part, budget, err := plan(ctx, tx, jobs, int64(chunk))
+		if err != nil {
+			return err
+		}
+		n, err := applyWhole(ctx, tx, whole)
+		if err != nil {
+			return err
+		}
+		rows += n
+		for _, j := range whole {
+			finished = append(finished, j.posted)
+			ended = append(ended, j.message)
+		}
+		if part != nil {
+			n, done, err := apply(ctx, tx, *part, budget)
 			if err != nil {
 				return err
 			}
 			rows += n
-			if done {
-				finished = append(finished, j.posted)
-				ended = append(ended, j.message)
-				budget -= max(n, 1)
-			} else {
-				budget = 0
+			if done { // its followers went while the chunk was planned
+				finished = append(finished, part.posted)
+				ended = append(ended, part.message)
 			}
 		}
 		if err := deleteJobs(ctx, tx, ended); err != nil {
@@ -142,6 +171,14 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 	})
 	if err != nil {
 		return false, err
+	}
+	if len(finished) > 0 {
+		per := float64(rows) / float64(len(finished)) // near enough: a partial job's rows count too
+		if w.perJob == 0 {
+			w.perJob = per
+		} else {
+			w.perJob += (per - w.perJob) / 8
+		}
 	}
 	if claimed && w.Stats != nil {
 		w.Stats.chunk(rows, finished)
@@ -167,6 +204,92 @@ func claim(ctx context.Context, tx *sql.Tx, n int) ([]job, error) {
 		jobs = append(jobs, j)
 	}
 	return jobs, r.Err()
+}
+
+// plan splits the claimed jobs, oldest first, by the followers each has
+// left above its cursor (read without locks, so only an estimate): whole
+// are the first jobs that fit the budget of followers together, each
+// counted as at least one; part, if the budget runs out inside a job, is
+// that job, of which the chunk writes the budget left (left). Jobs after
+// those stay queued, released by the commit.
+func plan(ctx context.Context, tx *sql.Tx, jobs []job, budget int64) (whole []job, part *job, left int64, err error) {
+	q, args := inList(`SELECT j.message_id,
+		  (SELECT COUNT(*) FROM follows f WHERE f.followee_id = j.author_id AND f.follower_id > j.done_through)
+		 FROM fanout_jobs j WHERE j.message_id IN `, messages(jobs))
+	r, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer r.Close()
+	count := make(map[uint64]int64, len(jobs))
+	for r.Next() {
+		var m uint64
+		var n int64
+		if err := r.Scan(&m, &n); err != nil {
+			return nil, nil, 0, err
+		}
+		count[m] = n
+	}
+	if err := r.Err(); err != nil {
+		return nil, nil, 0, err
+	}
+	for i, j := range jobs {
+		n := max(count[j.message], 1)
+		if n > budget {
+			return whole, &jobs[i], budget, nil
+		}
+		whole = append(whole, j)
+		if budget -= n; budget == 0 {
+			break
+		}
+	}
+	return whole, nil, 0, nil
+}
+
+// applyWhole writes the message of each of jobs to every follower its
+// author has above the job's cursor, all in one INSERT IGNORE ... SELECT
+// inside the server, and returns the mailbox rows written. The followers
+// are read with shared locks, as in apply.
+func applyWhole(ctx context.Context, tx *sql.Tx, jobs []job) (int64, error) {
+	if len(jobs) == 0 {
+		return 0, nil
+	}
+	q, args := inList(`INSERT IGNORE INTO mailbox (user_id, message_id)
+		 SELECT STRAIGHT_JOIN f.follower_id, j.message_id FROM fanout_jobs j
+		 JOIN follows f ON f.followee_id = j.author_id AND f.follower_id > j.done_through
+		 WHERE j.message_id IN `, messages(jobs))
+	res, err := tx.ExecContext(ctx, q+` LOCK IN SHARE MODE`, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// inList returns prefix followed by a parenthesized list of placeholders,
+// one per id, and the ids as its arguments.
+func inList(prefix string, ids []uint64) (string, []any) {
+	var q strings.Builder
+	q.WriteString(prefix)
+	q.WriteByte('(')
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteByte('?')
+		args[i] = id
+	}
+	q.WriteByte(')')
+	return q.String(), args
+}
+
+// messages returns the message ids of jobs.
+func messages(jobs []job) []uint64 {
+	ids := make([]uint64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.message
+	}
+	return ids
 }
 
 // apply writes j's message to at most budget of its author's followers
@@ -219,17 +342,7 @@ func deleteJobs(ctx context.Context, tx *sql.Tx, messages []uint64) error {
 	if len(messages) == 0 {
 		return nil
 	}
-	var q strings.Builder
-	q.WriteString(`DELETE FROM fanout_jobs WHERE message_id IN (`)
-	args := make([]any, len(messages))
-	for i, m := range messages {
-		if i > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteByte('?')
-		args[i] = m
-	}
-	q.WriteByte(')')
-	_, err := tx.ExecContext(ctx, q.String(), args...)
+	q, args := inList(`DELETE FROM fanout_jobs WHERE message_id IN `, messages)
+	_, err := tx.ExecContext(ctx, q, args...)
 	return err
 }
