@@ -372,6 +372,28 @@ func (p *proxy) restore(t *testing.T) {
 	p.serve(ln)
 }
 
+// frozenStore opens a store of strategy on a memcached of its own, in
+// which user 1 follows users 2 to authors+1, who have posted once each,
+// and has read once (lists and followees cached); then it freezes that
+// memcached (SIGSTOP) until the test ends.
+func frozenStore(t *testing.T, strategy pull.Strategy, authors int) *pull.Store {
+	t.Helper()
+	mc := testserver.StartMemcached(t, 0)
+	cfg := config(t, strategy, testserver.Database(t))
+	cfg.Memcache = []string{mc.Addr}
+	s := openConfig(t, cfg)
+	for a := timeline.UserID(2); a <= timeline.UserID(authors+1); a++ {
+		timelinetest.Follow(t, s, 1, a)
+		timelinetest.Post(t, s, a, "before")
+	}
+	timelinetest.Newest(t, s, 1)
+	if err := mc.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mc.Thaw() })
+	return s
+}
+
 // TestRecentFrozenMemcached: with memcached frozen (SIGSTOP), every call
 // of pull-recent and pull-active with a 300 ms deadline returns soon after
 // it, writes succeed, and reads fall back to the database within the
@@ -379,19 +401,7 @@ func (p *proxy) restore(t *testing.T) {
 func TestRecentFrozenMemcached(t *testing.T) {
 	for _, strategy := range []pull.Strategy{pull.StrategyRecent, pull.StrategyActive} {
 		t.Run(string(strategy), func(t *testing.T) {
-			mc := testserver.StartMemcached(t, 0)
-			cfg := config(t, strategy, testserver.Database(t))
-			cfg.Memcache = []string{mc.Addr}
-			s := openConfig(t, cfg)
-			for a := timeline.UserID(2); a <= 6; a++ {
-				timelinetest.Follow(t, s, 1, a)
-				timelinetest.Post(t, s, a, "before")
-			}
-			timelinetest.Newest(t, s, 1)
-			if err := mc.Freeze(); err != nil {
-				t.Fatal(err)
-			}
-			defer mc.Thaw()
+			s := frozenStore(t, strategy, 5)
 			const deadline = 300 * time.Millisecond
 			bound := deadline + 2*recent.DefaultTimeout + 300*time.Millisecond // slack for a busy machine
 			call := func(what string, f func(ctx context.Context) error) {
@@ -432,19 +442,7 @@ func TestRecentFrozenMemcached(t *testing.T) {
 func TestRecentCanceledIsNoCacheError(t *testing.T) {
 	for _, strategy := range []pull.Strategy{pull.StrategyRecent, pull.StrategyActive} {
 		t.Run(string(strategy), func(t *testing.T) {
-			mc := testserver.StartMemcached(t, 0)
-			cfg := config(t, strategy, testserver.Database(t))
-			cfg.Memcache = []string{mc.Addr}
-			s := openConfig(t, cfg)
-			for a := timeline.UserID(2); a <= 4; a++ {
-				timelinetest.Follow(t, s, 1, a)
-				timelinetest.Post(t, s, a, "before")
-			}
-			timelinetest.Newest(t, s, 1)        // lists and followees cached
-			if err := mc.Freeze(); err != nil { // so that the read waits on it
-				t.Fatal(err)
-			}
-			defer mc.Thaw()
+			s := frozenStore(t, strategy, 3) // so that the read waits on memcached
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(5*time.Millisecond, cancel)
 			_, err := s.Timeline(ctx, 1, timeline.Query{})
