@@ -97,7 +97,7 @@ const maxJobsPerTransaction = 64
 // follower), and one more, at most maxJobsPerTransaction, and that many
 // before the first average. Every claimed job's followers are counted
 // (plan), so claiming many more than fit costs reads for nothing: on the
-// powerlaw graph, claiming 64 jobs where about ten fit drained 15% fewer
+// powerlaw graph, claiming 64 jobs where about ten fit drained a fifth fewer
 // posts per second.
 func claimSize(budget int64, perJob float64) int {
 	most := min(budget, maxJobsPerTransaction)
