@@ -237,15 +237,15 @@ func newLagHistogram() *hdrhistogram.Histogram {
 }
 
 // chunk counts a committed chunk that wrote rows and finished the jobs
-// posted at finished.
-func (st *Stats) chunk(rows int64, finished []time.Time) {
+// finished, whose lags end now.
+func (st *Stats) chunk(rows int64, finished []job) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.chunks++
 	st.rows += rows
-	for _, posted := range finished {
+	for _, j := range finished {
 		st.jobs++
-		lag := time.Since(posted)
+		lag := time.Since(j.posted)
 		st.lag.RecordValue(min(max(lag.Microseconds(), 1), st.lag.HighestTrackableValue()))
 	}
 }

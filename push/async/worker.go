@@ -125,13 +125,12 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 	var (
 		claimed  bool
 		rows     int64
-		finished []time.Time // when the jobs finished were posted
-		ended    []uint64    // and their messages
+		finished []job // deleted by the chunk
 	)
 	// READ COMMITTED: the claim locks the jobs it returns and no gap, so
 	// posts queue their jobs while a chunk runs.
 	err := mysqlx.InTxOptions(ctx, w.DB, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
-		claimed, rows, finished, ended = false, 0, finished[:0], ended[:0]
+		claimed, rows, finished = false, 0, nil
 		jobs, err := claim(ctx, tx, claimSize(int64(chunk), w.perJob))
 		if err != nil || len(jobs) == 0 {
 			return err
@@ -146,10 +145,7 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 			return err
 		}
 		rows += n
-		for _, j := range whole {
-			finished = append(finished, j.posted)
-			ended = append(ended, j.message)
-		}
+		finished = whole
 		if part != nil {
 			n, done, err := apply(ctx, tx, *part, budget)
 			if err != nil {
@@ -157,11 +153,10 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 			}
 			rows += n
 			if done { // its followers went while the chunk was planned
-				finished = append(finished, part.posted)
-				ended = append(ended, part.message)
+				finished = append(finished, *part)
 			}
 		}
-		if err := deleteJobs(ctx, tx, ended); err != nil {
+		if err := deleteJobs(ctx, tx, messages(finished)); err != nil {
 			return err
 		}
 		if w.beforeCommit != nil {
