@@ -234,6 +234,7 @@ type tableRun struct {
 	// served it (results.TableLoad.Cache).
 	key, cache string
 	dir        string       // the database's directory, for the cache
+	ddl        string       // the table's definition (tableDefinition), for the cache
 	store      bool         // keep in the cache once loaded
 	keptBy     *tableRun    // the table of equal key kept in its place
 	n          atomic.Int64 // rows generated so far, for progress

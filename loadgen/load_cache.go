@@ -144,8 +144,8 @@ func filesOf(ctx context.Context, db *sql.DB) (*serverFiles, error) {
 	return sf, nil
 }
 
-// cacheKeys digests each run's rows and definition into run.key, the
-// chunks of all runs side by side on workers goroutines.
+// cacheKeys digests each run's rows and definition (run.ddl) into
+// run.key, the chunks of all runs side by side on workers goroutines.
 func cacheKeys(ctx context.Context, runs []*tableRun, servers map[string]*serverFiles, workers int) error {
 	digests := make([][][]byte, len(runs))
 	g, gctx := errgroup.WithContext(ctx)
@@ -177,6 +177,7 @@ func cacheKeys(ctx context.Context, runs []*tableRun, servers map[string]*server
 		if err != nil {
 			return fmt.Errorf("load %s.%s: %w", run.target.Name, run.table.name, err)
 		}
+		run.ddl = ddl
 		sf := servers[run.target.Name]
 		h := sha256.New()
 		field := func(s string) { fmt.Fprintf(h, "%d:%s\n", len(s), s) }
@@ -198,14 +199,19 @@ var autoIncrement = regexp.MustCompile(` AUTO_INCREMENT=\d+`)
 
 // tableDefinition is SHOW CREATE TABLE's statement, without the
 // AUTO_INCREMENT counter, which is data, not definition.
-func tableDefinition(ctx context.Context, db interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, name string) (string, error) {
+func tableDefinition(ctx context.Context, db *sql.DB, name string) (string, error) {
 	var tn, ddl string
 	if err := db.QueryRowContext(ctx, "SHOW CREATE TABLE `"+name+"`").Scan(&tn, &ddl); err != nil {
 		return "", fmt.Errorf("read the table's definition: %w", err)
 	}
 	return autoIncrement.ReplaceAllString(ddl, ""), nil
+}
+
+// files are the paths of run's table's data file (.ibd) and of the
+// description FLUSH TABLES ... FOR EXPORT writes beside it (.cfg).
+func (run *tableRun) files() (ibd, cfg string) {
+	base := filepath.Join(run.dir, run.table.name)
+	return base + ".ibd", base + ".cfg"
 }
 
 // restoreTable puts the files of entry in place of run's empty table, reads
@@ -219,17 +225,13 @@ func restoreTable(ctx context.Context, run *tableRun, entry string, workers int)
 		return err
 	}
 	defer conn.Close()
-	ddl, err := tableDefinition(ctx, conn, name)
-	if err != nil {
-		return err
-	}
 	if _, err := conn.ExecContext(ctx, "SET foreign_key_checks = 0"); err != nil {
 		return err
 	}
 	if _, err := conn.ExecContext(ctx, "ALTER TABLE `"+name+"` DISCARD TABLESPACE"); err != nil {
 		return err
 	}
-	ibd, cfg := filepath.Join(run.dir, name+".ibd"), filepath.Join(run.dir, name+".cfg")
+	ibd, cfg := run.files()
 	defer func() {
 		os.Remove(cfg) // IMPORT leaves it behind
 		if err == nil {
@@ -238,7 +240,7 @@ func restoreTable(ctx context.Context, run *tableRun, entry string, workers int)
 		bg := context.WithoutCancel(ctx)
 		_, e1 := conn.ExecContext(bg, "DROP TABLE `"+name+"`")
 		os.Remove(ibd)
-		_, e2 := conn.ExecContext(bg, ddl)
+		_, e2 := conn.ExecContext(bg, run.ddl)
 		if e := errors.Join(e1, e2); e != nil {
 			err = fmt.Errorf("%w; and remaking the empty table failed: %w", err, e)
 		}
@@ -341,7 +343,8 @@ func storeCached(ctx context.Context, run *tableRun, opts LoadOptions, bar *prog
 			return err
 		}
 		defer conn.ExecContext(context.WithoutCancel(ctx), "UNLOCK TABLES")
-		return opts.Cache.Store(run.key, []string{filepath.Join(run.dir, run.table.name+".ibd"), filepath.Join(run.dir, run.table.name+".cfg")})
+		ibd, cfg := run.files()
+		return opts.Cache.Store(run.key, []string{ibd, cfg})
 	}()
 	if err != nil {
 		bar.note("  %s is not kept in the load cache: %v", what, err)
