@@ -667,13 +667,10 @@ func (s *Store) bumpAll(ctx context.Context, users func(context.Context) ([]time
 	return ok
 }
 
-// failed counts a memcached operation that failed, unless it failed
-// because its caller gave up (ctx canceled: a benchmark cancels the calls
-// in flight when a phase ends), which says nothing about memcached. A
-// deadline that passed still counts: memcached used up its share of the
-// call.
+// failed counts a memcached operation that failed, unless its caller
+// gave up (memcached.CallerGaveUp).
 func (s *Store) failed(ctx context.Context) {
-	if !errors.Is(ctx.Err(), context.Canceled) {
+	if !memcached.CallerGaveUp(ctx) {
 		s.stats.errors.Add(1)
 	}
 }

@@ -879,6 +879,15 @@ func writeKey(w *bufio.Writer, key, fence string) {
 	w.WriteString(fence)
 }
 
+// CallerGaveUp reports whether an operation that failed under ctx failed
+// because its caller canceled the call (a benchmark cancels the calls in
+// flight when a phase ends), which says nothing about memcached: such a
+// failure is not one to count. A deadline that passed is memcached's: it
+// used up its share of the call (ReadContext).
+func CallerGaveUp(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled)
+}
+
 // ReadContext bounds the memcached part of a read that can fall back to a
 // database: to half of what ctx has left when that is under timeout, so
 // that a memcached that does not answer leaves the fallback the other

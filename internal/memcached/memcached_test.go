@@ -315,3 +315,25 @@ func TestFences(t *testing.T) {
 		t.Errorf("a after the restart: %v %v", it, err)
 	}
 }
+
+// TestCallerGaveUp: only a canceled call is the caller's doing; a passed
+// deadline and a live call are not.
+func TestCallerGaveUp(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithTimeout(context.Background(), -time.Second)
+	defer cancel2()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want bool
+	}{
+		{"canceled", canceled, true},
+		{"deadline passed", expired, false},
+		{"live", context.Background(), false},
+	} {
+		if got := memcached.CallerGaveUp(tc.ctx); got != tc.want {
+			t.Errorf("%s: CallerGaveUp = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

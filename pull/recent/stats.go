@@ -2,8 +2,9 @@ package recent
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
+
+	"github.com/pushpull/pushpull/internal/memcached"
 )
 
 // counters are a State's counters, atomics so that reads and posts on any
@@ -55,13 +56,10 @@ func (st *State) Stats() Stats {
 	}
 }
 
-// cacheFailed counts a memcached operation that failed, unless it failed
-// because its caller gave up (ctx canceled: a benchmark cancels the calls
-// in flight when a phase ends), which says nothing about memcached. A
-// deadline that passed still counts: memcached used up its share of the
-// call.
+// cacheFailed counts a memcached operation that failed, unless its
+// caller gave up (memcached.CallerGaveUp).
 func (st *State) cacheFailed(ctx context.Context) {
-	if !errors.Is(ctx.Err(), context.Canceled) {
+	if !memcached.CallerGaveUp(ctx) {
 		st.stats.cacheErrors.Add(1)
 	}
 }
