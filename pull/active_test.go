@@ -18,9 +18,10 @@ import (
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
-// activeFixture is a StrategyActive store whose indexes keep 4 followees
-// (so users who follow more than 8 get one), in a fresh database where
-// user 1 follows authors 2 to 13, who have posted three messages each.
+// activeFixture is a store whose reads go through an index, in a fresh
+// database where user 1 follows authors 2 to 13, who have posted three
+// messages each: by default an Active store whose indexes keep 4
+// followees (so users who follow more than 8 get one).
 type activeFixture struct {
 	s       *pull.Store
 	cfg     pull.Config
@@ -31,8 +32,26 @@ type activeFixture struct {
 
 func newActiveFixture(t *testing.T, memcacheAddr string) *activeFixture {
 	t.Helper()
+	return newIndexFixture(t, memcacheAddr, recent.Active{ActiveLen: 4})
+}
+
+// indexStrategies are the strategies that read through an index hints
+// keep current, as the tests that hold for both run them: Active's of 4
+// followees, and Home's of 8 message ids (user 1's newest page of 2 always
+// comes from it).
+var indexStrategies = []recent.Strategy{recent.Active{ActiveLen: 4}, recent.Home{Keep: 8}}
+
+// eachIndex runs test for each of indexStrategies.
+func eachIndex(t *testing.T, test func(t *testing.T, read recent.Strategy)) {
+	for _, read := range indexStrategies {
+		t.Run(read.Name(), func(t *testing.T) { test(t, read) })
+	}
+}
+
+func newIndexFixture(t *testing.T, memcacheAddr string, read recent.Strategy) *activeFixture {
+	t.Helper()
 	cfg := config(t, pull.StrategyActive, testserver.Database(t))
-	cfg.Read = recent.Active{ActiveLen: 4}
+	cfg.Read = read
 	if memcacheAddr != "" {
 		cfg.Memcache = []string{memcacheAddr}
 	}
@@ -106,148 +125,156 @@ func (f *activeFixture) walk(t *testing.T, what string) {
 // follows every post through its hints, with no rebuild, past compaction;
 // deeper pages fall back and stay exact.
 func TestActiveHintsKeepIndex(t *testing.T) {
-	f := newActiveFixture(t, "")
-	f.newest(t, "first read") // loads the followees, builds the index
-	f.newest(t, "second read")
-	if st := f.s.Stats(); st.IndexBuilds != 1 || st.IndexReads != 2 || st.FollowMisses != 1 {
-		t.Fatalf("the first read should build the index, and both use it: %+v", st)
-	}
-	for i := range 80 { // more hints than indexCompactAt
-		// Every author in turn, most of them outside the index of 4.
-		f.post(t, timeline.UserID(2+i*5%12))
-		f.newest(t, fmt.Sprintf("after post %d", i))
-	}
-	st := f.s.Stats()
-	if st.IndexBuilds != 1 || st.IndexReads != 82 || st.IndexFallbacks != 0 || st.Hints != 80 || st.HintErrors != 0 {
-		t.Fatalf("posts should reach the index through their hints alone: %+v", st)
-	}
-	it, err := f.mc.Get(f.s.IndexKey(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(it.Value) > 30*21 { // 80 hints of 21 bytes uncompacted
-		t.Fatalf("the index holds %d bytes after 80 hints: never compacted", len(it.Value))
-	}
-	f.walk(t, "walk")
-	if st := f.s.Stats(); st.IndexFallbacks == 0 {
-		t.Fatalf("pages below the index should fall back: %+v", st)
-	}
+	eachIndex(t, func(t *testing.T, read recent.Strategy) {
+		f := newIndexFixture(t, "", read)
+		f.newest(t, "first read") // loads the followees, builds the index
+		f.newest(t, "second read")
+		if st := f.s.Stats(); st.IndexBuilds != 1 || st.IndexReads != 2 || st.FollowMisses != 1 {
+			t.Fatalf("the first read should build the index, and both use it: %+v", st)
+		}
+		for i := range 80 { // more hints than indexCompactAt
+			// Every author in turn, most of them outside the index of 4.
+			f.post(t, timeline.UserID(2+i*5%12))
+			f.newest(t, fmt.Sprintf("after post %d", i))
+		}
+		st := f.s.Stats()
+		if st.IndexBuilds != 1 || st.IndexReads != 82 || st.IndexFallbacks != 0 || st.Hints != 80 || st.HintErrors != 0 {
+			t.Fatalf("posts should reach the index through their hints alone: %+v", st)
+		}
+		it, err := f.mc.Get(f.s.IndexKey(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(it.Value) > 30*21 { // 80 hints of 21 bytes uncompacted
+			t.Fatalf("the index holds %d bytes after 80 hints: never compacted", len(it.Value))
+		}
+		f.walk(t, "walk")
+		if st := f.s.Stats(); st.IndexFallbacks == 0 {
+			t.Fatalf("pages below the index should fall back: %+v", st)
+		}
+	})
 }
 
 // TestActiveFollowsAndLateHints: a follow or unfollow retires the index;
 // and a hint from an author the user no longer follows, landing after the
 // index was rebuilt (as a post racing the unfollow can), shows nothing.
 func TestActiveFollowsAndLateHints(t *testing.T) {
-	f := newActiveFixture(t, "")
-	ctx := context.Background()
-	f.newest(t, "warm")
-	f.newest(t, "indexed")
-	f.post(t, 20) // nobody follows 20 yet
-	f.newest(t, "a post by someone not followed")
-	f.follow(t, 20, true)
-	f.newest(t, "after following 20") // reloads the followees
-	f.newest(t, "again")              // must not use the index of before
-	f.post(t, 20)
-	f.newest(t, "after 20 posts again")
-	f.follow(t, 20, false)
-	f.newest(t, "after unfollowing 20") // reloads the followees
-	f.newest(t, "again")                // rebuilds the index
-	builds := f.s.Stats().IndexBuilds
+	eachIndex(t, func(t *testing.T, read recent.Strategy) {
+		f := newIndexFixture(t, "", read)
+		ctx := context.Background()
+		f.newest(t, "warm")
+		f.newest(t, "indexed")
+		f.post(t, 20) // nobody follows 20 yet
+		f.newest(t, "a post by someone not followed")
+		f.follow(t, 20, true)
+		f.newest(t, "after following 20") // reloads the followees
+		f.newest(t, "again")              // must not use the index of before
+		f.post(t, 20)
+		f.newest(t, "after 20 posts again")
+		f.follow(t, 20, false)
+		f.newest(t, "after unfollowing 20") // reloads the followees
+		f.newest(t, "again")                // rebuilds the index
+		builds := f.s.Stats().IndexBuilds
 
-	late, err := f.s.Post(ctx, 20, "posted as the unfollow commits")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.posts = append(f.posts, late)
-	key := f.s.IndexKey(1)
-	if err := f.mc.Append(&memcache.Item{Key: key, Value: pull.EncodeHint(key, 20, uint64(late.ID))}); err != nil {
-		t.Fatal(err)
-	}
-	f.newest(t, "after a late hint from 20")
-	f.walk(t, "walk after a late hint")
-	if st := f.s.Stats(); st.IndexBuilds != builds {
-		t.Fatalf("one late entry should be dropped, not trigger a rebuild: %d builds, was %d", st.IndexBuilds, builds)
-	}
+		late, err := f.s.Post(ctx, 20, "posted as the unfollow commits")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.posts = append(f.posts, late)
+		key := f.s.IndexKey(1)
+		if err := f.mc.Append(&memcache.Item{Key: key, Value: pull.EncodeHint(key, 20, uint64(late.ID))}); err != nil {
+			t.Fatal(err)
+		}
+		f.newest(t, "after a late hint from 20")
+		f.walk(t, "walk after a late hint")
+		if st := f.s.Stats(); st.IndexBuilds != builds {
+			t.Fatalf("one late entry should be dropped, not trigger a rebuild: %d builds, was %d", st.IndexBuilds, builds)
+		}
+	})
 }
 
 // TestActiveSurvivesIndexDamage: an index that is lost, garbled, a
 // placeholder, another user's, or carries a forged hint is rebuilt, and
 // every read stays exact.
 func TestActiveSurvivesIndexDamage(t *testing.T) {
-	f := newActiveFixture(t, "")
-	ctx := context.Background()
-	// User 21 follows the same authors: an index to copy.
-	for a := timeline.UserID(2); a <= 13; a++ {
-		if err := f.s.Follow(ctx, 21, a); err != nil {
+	eachIndex(t, func(t *testing.T, read recent.Strategy) {
+		f := newIndexFixture(t, "", read)
+		ctx := context.Background()
+		// User 21 follows the same authors: an index to copy.
+		for a := timeline.UserID(2); a <= 13; a++ {
+			if err := f.s.Follow(ctx, 21, a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 2 {
+			if _, err := f.s.Timeline(ctx, 21, timeline.Query{Limit: 2}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.newest(t, "warm")
+		f.newest(t, "indexed")
+		key := f.s.IndexKey(1)
+		other, err := f.mc.Get(f.s.IndexKey(21))
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	for range 2 {
-		if _, err := f.s.Timeline(ctx, 21, timeline.Query{Limit: 2}); err != nil {
+		mine, err := f.mc.Get(key)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	f.newest(t, "warm")
-	f.newest(t, "indexed")
-	key := f.s.IndexKey(1)
-	other, err := f.mc.Get(f.s.IndexKey(21))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mine, err := f.mc.Get(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	damage := map[string]func(){
-		"deleted":        func() { f.mc.Delete(key) },
-		"garbage":        func() { f.mc.Set(&memcache.Item{Key: key, Value: []byte("I\x01garbage")}) },
-		"placeholder":    func() { f.mc.Set(&memcache.Item{Key: key, Value: []byte("P")}) },
-		"another user's": func() { f.mc.Set(&memcache.Item{Key: key, Value: other.Value}) },
-		"truncated":      func() { f.mc.Set(&memcache.Item{Key: key, Value: mine.Value[:len(mine.Value)-3]}) },
-		"a forged hint": func() {
-			bad := pull.EncodeHint(key, 5, 1)
-			bad[len(bad)-1] ^= 1
-			f.mc.Append(&memcache.Item{Key: key, Value: bad})
-		},
-	}
-	for name, do := range damage {
-		before := f.s.Stats().IndexBuilds
-		do()
-		f.post(t, 9)
-		f.newest(t, name)
-		if st := f.s.Stats(); st.IndexBuilds != before+1 {
-			t.Fatalf("%s: %d index builds, want %d", name, st.IndexBuilds, before+1)
+		damage := map[string]func(){
+			"deleted":        func() { f.mc.Delete(key) },
+			"garbage":        func() { f.mc.Set(&memcache.Item{Key: key, Value: []byte("I\x01garbage")}) },
+			"placeholder":    func() { f.mc.Set(&memcache.Item{Key: key, Value: []byte("P")}) },
+			"another user's": func() { f.mc.Set(&memcache.Item{Key: key, Value: other.Value}) },
+			"truncated":      func() { f.mc.Set(&memcache.Item{Key: key, Value: mine.Value[:len(mine.Value)-3]}) },
+			"a forged hint": func() {
+				bad := pull.EncodeHint(key, 5, 1)
+				bad[len(bad)-1] ^= 1
+				f.mc.Append(&memcache.Item{Key: key, Value: bad})
+			},
 		}
-		mine, _ = f.mc.Get(key)
-	}
-	f.walk(t, "walk")
+		for name, do := range damage {
+			before := f.s.Stats().IndexBuilds
+			do()
+			f.post(t, 9)
+			f.newest(t, name)
+			if st := f.s.Stats(); st.IndexBuilds != before+1 {
+				t.Fatalf("%s: %d index builds, want %d", name, st.IndexBuilds, before+1)
+			}
+			mine, _ = f.mc.Get(key)
+		}
+		f.walk(t, "walk")
+	})
 }
 
 // TestActiveHintsWhileMemcachedDown: posts made while memcached is cut off
 // cannot hint; they still succeed, reads stay exact, and once memcached
 // is back this process rebuilds the indexes they missed.
 func TestActiveHintsWhileMemcachedDown(t *testing.T) {
-	p := newProxy(t, testserver.Memcache(t))
-	f := newActiveFixture(t, p.addr)
-	f.newest(t, "warm")
-	f.newest(t, "indexed")
-	p.cut()
-	f.post(t, 7)
-	f.post(t, 11)
-	f.newest(t, "memcached down")
-	if st := f.s.Stats(); st.HintErrors == 0 {
-		t.Fatalf("no hint errors counted while memcached was down: %+v", st)
-	}
-	builds := f.s.Stats().IndexBuilds
-	p.restore(t)
-	waitServersUp(t, f.s, func() { f.newest(t, "memcached back") })
-	// The server's new fence retired the follow token with the index: the
-	// first read after reloads the followees, the next builds an index.
-	f.newest(t, "memcached back, read again")
-	if st := f.s.Stats(); st.IndexBuilds < builds+1 {
-		t.Fatalf("the index that missed hints was used without a rebuild: %+v", st)
-	}
-	f.walk(t, "walk")
+	eachIndex(t, func(t *testing.T, read recent.Strategy) {
+		p := newProxy(t, testserver.Memcache(t))
+		f := newIndexFixture(t, p.addr, read)
+		f.newest(t, "warm")
+		f.newest(t, "indexed")
+		p.cut()
+		f.post(t, 7)
+		f.post(t, 11)
+		f.newest(t, "memcached down")
+		if st := f.s.Stats(); st.HintErrors == 0 {
+			t.Fatalf("no hint errors counted while memcached was down: %+v", st)
+		}
+		builds := f.s.Stats().IndexBuilds
+		p.restore(t)
+		waitServersUp(t, f.s, func() { f.newest(t, "memcached back") })
+		// The server's new fence retired the follow token with the index: the
+		// first read after reloads the followees, the next builds an index.
+		f.newest(t, "memcached back, read again")
+		if st := f.s.Stats(); st.IndexBuilds < builds+1 {
+			t.Fatalf("the index that missed hints was used without a rebuild: %+v", st)
+		}
+		f.walk(t, "walk")
+	})
 }
 
 // TestActiveRacingHints posts from two stores (one namespace) while
@@ -256,98 +283,106 @@ func TestActiveHintsWhileMemcachedDown(t *testing.T) {
 // rebuilds of the targets. A read must show the newest post that had returned
 // before it began, or a full page of newer ones.
 func TestActiveRacingHints(t *testing.T) {
-	f := newActiveFixture(t, "")
-	second := openConfig(t, f.cfg)
-	stores := []*pull.Store{f.s, second}
-	ctx := context.Background()
-	var newestAcked atomic.Int64
-	var mu sync.Mutex
-	var raced []timeline.Message
-	deadline := time.Now().Add(2 * time.Second)
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for w := range 4 {
-		wg.Go(func() {
-			s := stores[w%2]
-			for i := 0; time.Now().Before(deadline); i++ {
-				m, err := s.Post(ctx, timeline.UserID(2+(w*3+i)%12), fmt.Sprintf("race %d/%d", w, i))
-				if err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				raced = append(raced, m)
-				mu.Unlock()
-				for {
-					old := newestAcked.Load()
-					if int64(m.ID) <= old || newestAcked.CompareAndSwap(old, int64(m.ID)) {
-						break
+	eachIndex(t, func(t *testing.T, read recent.Strategy) {
+		f := newIndexFixture(t, "", read)
+		second := openConfig(t, f.cfg)
+		stores := []*pull.Store{f.s, second}
+		ctx := context.Background()
+		var newestAcked atomic.Int64
+		var mu sync.Mutex
+		var raced []timeline.Message
+		deadline := time.Now().Add(2 * time.Second)
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for w := range 4 {
+			wg.Go(func() {
+				s := stores[w%2]
+				for i := 0; time.Now().Before(deadline); i++ {
+					m, err := s.Post(ctx, timeline.UserID(2+(w*3+i)%12), fmt.Sprintf("race %d/%d", w, i))
+					if err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					raced = append(raced, m)
+					mu.Unlock()
+					for {
+						old := newestAcked.Load()
+						if int64(m.ID) <= old || newestAcked.CompareAndSwap(old, int64(m.ID)) {
+							break
+						}
 					}
 				}
-			}
-		})
-	}
-	wg.Go(func() {
-		for i := 0; time.Now().Before(deadline); i++ {
-			switch i % 4 {
-			case 0:
-				f.mc.Delete(f.s.IndexKey(1))
-			case 1:
-				f.mc.Set(&memcache.Item{Key: f.s.IndexKey(1), Value: []byte("x")})
-			case 2:
-				f.mc.Delete(f.s.TargetsKey(timeline.UserID(2 + i%12)))
-			case 3:
-				f.mc.Set(&memcache.Item{Key: f.s.TargetsKey(timeline.UserID(2 + i%12)), Value: []byte("T")})
-			}
-			time.Sleep(time.Duration(5+i%5) * time.Millisecond)
+			})
 		}
-	})
-	for r := range 2 {
 		wg.Go(func() {
-			s := stores[r]
-			for time.Now().Before(deadline) {
-				want := timeline.MessageID(newestAcked.Load())
-				p, err := s.Timeline(ctx, 1, timeline.Query{Limit: 2})
-				if err != nil {
-					errs <- err
-					return
+			for i := 0; time.Now().Before(deadline); i++ {
+				switch i % 4 {
+				case 0:
+					f.mc.Delete(f.s.IndexKey(1))
+				case 1:
+					f.mc.Set(&memcache.Item{Key: f.s.IndexKey(1), Value: []byte("x")})
+				case 2:
+					f.mc.Delete(f.s.TargetsKey(timeline.UserID(2 + i%12)))
+				case 3:
+					f.mc.Set(&memcache.Item{Key: f.s.TargetsKey(timeline.UserID(2 + i%12)), Value: []byte("T")})
 				}
-				if want == 0 {
-					continue
-				}
-				ok := false
-				for _, m := range p.Messages {
-					ok = ok || m.ID == want
-				}
-				if !ok && (len(p.Messages) < 2 || p.Messages[1].ID < want) {
-					errs <- fmt.Errorf("post %d had returned before the read began; the newest page %v neither holds it nor anything newer", want, p.Messages)
-					return
-				}
+				time.Sleep(time.Duration(5+i%5) * time.Millisecond)
 			}
 		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	slices.SortFunc(raced, func(a, b timeline.Message) int { return int(a.ID - b.ID) })
-	f.posts = append(f.posts, raced...)
-	st, st2 := f.s.Stats(), second.Stats()
-	t.Logf("%+v\n%+v", st, st2)
-	if st.IndexReads+st2.IndexReads == 0 || st.IndexBuilds+st2.IndexBuilds < 3 {
-		t.Fatal("the indexes were never used, or never rebuilt: the test raced nothing")
-	}
-	f.newest(t, "after the race")
-	f.walk(t, "walk after the race")
+		for r := range 2 {
+			wg.Go(func() {
+				s := stores[r]
+				for time.Now().Before(deadline) {
+					want := timeline.MessageID(newestAcked.Load())
+					p, err := s.Timeline(ctx, 1, timeline.Query{Limit: 2})
+					if err != nil {
+						errs <- err
+						return
+					}
+					if want == 0 {
+						continue
+					}
+					ok := false
+					for _, m := range p.Messages {
+						ok = ok || m.ID == want
+					}
+					if !ok && (len(p.Messages) < 2 || p.Messages[1].ID < want) {
+						errs <- fmt.Errorf("post %d had returned before the read began; the newest page %v neither holds it nor anything newer", want, p.Messages)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		slices.SortFunc(raced, func(a, b timeline.Message) int { return int(a.ID - b.ID) })
+		f.posts = append(f.posts, raced...)
+		st, st2 := f.s.Stats(), second.Stats()
+		t.Logf("%+v\n%+v", st, st2)
+		if st.IndexReads+st2.IndexReads == 0 || st.IndexBuilds+st2.IndexBuilds < 3 {
+			t.Fatal("the indexes were never used, or never rebuilt: the test raced nothing")
+		}
+		f.newest(t, "after the race")
+		f.walk(t, "walk after the race")
+	})
 }
 
 // TestActiveHintsOnlyActiveReaders: a post hints only the followers whose
-// index_readers entry has not expired, and the next index build renews it.
-// (memcached's copy of the author's targets is deleted with the entry, as
-// if it had expired too.)
+// entry (index_readers for Active, home_readers for Home) has not
+// expired, and the next index build renews it. (memcached's copy of the
+// author's targets is deleted with the entry, as if it had expired too.)
 func TestActiveHintsOnlyActiveReaders(t *testing.T) {
-	f := newActiveFixture(t, "")
+	eachIndex(t, func(t *testing.T, read recent.Strategy) {
+		table := map[string]string{"active": "index_readers", "home": "home_readers"}[read.Name()]
+		hintsOnlyActiveReaders(t, newIndexFixture(t, "", read), table)
+	})
+}
+
+func hintsOnlyActiveReaders(t *testing.T, f *activeFixture, table string) {
 	ctx := context.Background()
 	f.newest(t, "indexed")
 	f.post(t, 5)
@@ -356,11 +391,11 @@ func TestActiveHintsOnlyActiveReaders(t *testing.T) {
 	}
 	// As if the index had outlived its age: the entry expires, and the
 	// index with it.
-	if _, err := f.s.DB().ExecContext(ctx, `UPDATE index_readers SET until = ? WHERE user_id = 1`, time.Now().UTC().Add(-time.Second)); err != nil {
+	if _, err := f.s.DB().ExecContext(ctx, `UPDATE `+table+` SET until = ? WHERE user_id = 1`, time.Now().UTC().Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	f.mc.Delete(f.s.IndexKey(1))
-	f.mc.Delete(f.s.TargetsKey(5)) // rebuilt from index_readers
+	f.mc.Delete(f.s.TargetsKey(5)) // rebuilt from the table
 	f.post(t, 5)
 	if st := f.s.Stats(); st.Hints != 1 {
 		t.Fatalf("a post after the reader's entry expired: %d hints in all, want still 1", st.Hints)
@@ -374,30 +409,32 @@ func TestActiveHintsOnlyActiveReaders(t *testing.T) {
 }
 
 // TestActiveTargetsDamage: an author's hint targets that memcached lost or
-// garbled are rebuilt from index_readers by the next post, which still
+// garbled are rebuilt from the database by the next post, which still
 // hints the index.
 func TestActiveTargetsDamage(t *testing.T) {
-	f := newActiveFixture(t, "")
-	f.newest(t, "indexed")
-	key := f.s.TargetsKey(7)
-	for name, damage := range map[string]func(){
-		"deleted":     func() { f.mc.Delete(key) },
-		"placeholder": func() { f.mc.Set(&memcache.Item{Key: key, Value: []byte("P")}) },
-		"garbage":     func() { f.mc.Set(&memcache.Item{Key: key, Value: []byte("T\x05junk")}) },
-		"a forged record": func() {
-			rec := pull.EncodeHint(key, 1, 1) // a hint is no target record
-			f.mc.Append(&memcache.Item{Key: key, Value: rec})
-		},
-	} {
-		hints := f.s.Stats().Hints
-		damage()
-		f.post(t, 7)
-		f.newest(t, name)
-		if st := f.s.Stats(); st.Hints != hints+1 || st.IndexBuilds != 1 {
-			t.Fatalf("%s: the post should hint the index from rebuilt targets: %+v", name, st)
+	eachIndex(t, func(t *testing.T, read recent.Strategy) {
+		f := newIndexFixture(t, "", read)
+		f.newest(t, "indexed")
+		key := f.s.TargetsKey(7)
+		for name, damage := range map[string]func(){
+			"deleted":     func() { f.mc.Delete(key) },
+			"placeholder": func() { f.mc.Set(&memcache.Item{Key: key, Value: []byte("P")}) },
+			"garbage":     func() { f.mc.Set(&memcache.Item{Key: key, Value: []byte("T\x05junk")}) },
+			"a forged record": func() {
+				rec := pull.EncodeHint(key, 1, 1) // a hint is no target record
+				f.mc.Append(&memcache.Item{Key: key, Value: rec})
+			},
+		} {
+			hints := f.s.Stats().Hints
+			damage()
+			f.post(t, 7)
+			f.newest(t, name)
+			if st := f.s.Stats(); st.Hints != hints+1 || st.IndexBuilds != 1 {
+				t.Fatalf("%s: the post should hint the index from rebuilt targets: %+v", name, st)
+			}
 		}
-	}
-	f.walk(t, "walk")
+		f.walk(t, "walk")
+	})
 }
 
 // TestActiveReadsPrimeTargets: a read that rebuilds authors' lists also
@@ -454,11 +491,17 @@ func TestActiveReadsPrimeTargets(t *testing.T) {
 // on the live server (they build an index, registering as hint targets of
 // authors whose targets live on the dead one), and every page is exact.
 func TestActiveOneOfTwoMemcachedDown(t *testing.T) {
+	for _, read := range []recent.Strategy{recent.Active{ActiveLen: 2}, recent.Home{Keep: 4}} {
+		t.Run(read.Name(), func(t *testing.T) { oneOfTwoMemcachedDown(t, read) })
+	}
+}
+
+func oneOfTwoMemcachedDown(t *testing.T, read recent.Strategy) {
 	ctx := timelinetest.Context(t)
 	m1, m2 := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
 	cfg := config(t, pull.StrategyActive, testserver.Database(t))
 	cfg.Memcache = []string{m1.Addr, m2.Addr}
-	cfg.Read = recent.Active{ActiveLen: 2}
+	cfg.Read = read
 	s := openConfig(t, cfg)
 	var servers memcache.ServerList
 	servers.SetServers(m1.Addr, m2.Addr)

@@ -79,6 +79,14 @@ func settings() []setting {
 		// authors reads through one, and most pages fall back.
 		with("active/1", pull.StrategyActive, recent.Active{ActiveLen: 1}),
 		with("active/1/lists-of-2", pull.StrategyActive, recent.Active{Recent: recent.Recent{RecentLen: 2}, ActiveLen: 1}),
+		// Home timelines (model hybrid-memcached): with the defaults,
+		// with an index of 3 ids (most older pages fall back), and with
+		// every author who has a follower when the store first reads the
+		// celebrities pulled.
+		with("home", pull.StrategyActive, recent.Home{}),
+		with("home/3", pull.StrategyActive, recent.Home{Keep: 3}),
+		with("home/threshold-1", pull.StrategyActive, recent.Home{Threshold: 1}),
+		with("home/3/threshold-1/lists-of-2", pull.StrategyActive, recent.Home{Recent: recent.Recent{RecentLen: 2}, Keep: 3, Threshold: 1}),
 	)
 }
 

@@ -28,6 +28,18 @@ CREATE TABLE IF NOT EXISTS index_readers (
   PRIMARY KEY (user_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+-- Readers whose home index (recent.Home, pull/recent/home.go) may be in
+-- use in memcached, per author they take hints from, and until when. Unlike
+-- index_readers it lists edges, not users: a home index takes hints only
+-- from the authors it does not pull, so a celebrity whom its readers pull
+-- sends hints to none of them once their entries expire.
+CREATE TABLE IF NOT EXISTS home_readers (
+  author_id BIGINT UNSIGNED NOT NULL,
+  user_id   BIGINT UNSIGNED NOT NULL,
+  until     DATETIME(6)     NOT NULL,
+  PRIMARY KEY (author_id, user_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 DROP PROCEDURE IF EXISTS pull_timeline_newest;
 DROP PROCEDURE IF EXISTS pull_timeline_before;
 DROP PROCEDURE IF EXISTS pull_collect_page;

@@ -76,7 +76,7 @@ func (c Active) NewReader(st *State) (sqlread.Reader, error) {
 		st.active.keep = c.ActiveLen
 	}
 	c.setUp(st)
-	return &reader{st: st, indexed: true}, nil
+	return &reader{st: st, read: st.readActive}, nil
 }
 
 // indexCompactAt: an index with this many appended hints is rewritten as a

@@ -103,12 +103,18 @@ func decodeTargets(key string, v []byte) (ts []hintTarget, records int, ok bool)
 		return nil, 0, false
 	}
 	if records > 0 {
-		slices.SortFunc(ts, func(a, b hintTarget) int {
-			return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(b.until, a.until))
-		})
-		ts = slices.CompactFunc(ts, func(a, b hintTarget) bool { return a.user == b.user })
+		ts = uniqueTargets(ts)
 	}
 	return ts, records, true
+}
+
+// uniqueTargets sorts ts by user and keeps one per user, with the latest
+// until.
+func uniqueTargets(ts []hintTarget) []hintTarget {
+	slices.SortFunc(ts, func(a, b hintTarget) int {
+		return cmp.Or(cmp.Compare(a.user, b.user), cmp.Compare(b.until, a.until))
+	})
+	return slices.CompactFunc(ts, func(a, b hintTarget) bool { return a.user == b.user })
 }
 
 // addTarget appends user, until the given time, to the targets of each of
@@ -192,8 +198,9 @@ func (st *State) buildTargets(ctx context.Context, authors []timeline.UserID, to
 	values := make(map[timeline.UserID][]byte, len(authors))
 	out := make(map[timeline.UserID][]timeline.UserID, len(authors))
 	for _, a := range authors {
-		values[a] = encodeTargets(st.targetsKey(a), targets[a])
-		for _, t := range targets[a] {
+		ts := uniqueTargets(targets[a])
+		values[a] = encodeTargets(st.targetsKey(a), ts)
+		for _, t := range ts {
 			out[a] = append(out[a], t.user)
 		}
 	}
@@ -201,19 +208,26 @@ func (st *State) buildTargets(ctx context.Context, authors []timeline.UserID, to
 	return out, nil
 }
 
-// readTargets reads the hint targets of authors from index_readers: their
-// followers whose entry has not expired.
+// readTargets reads the hint targets of authors from the database: their
+// followers in index_readers (Active) and the readers in home_readers
+// (Home) whose entry has not expired. A user in both is listed twice;
+// decodeTargets keeps one.
 func (st *State) readTargets(ctx context.Context, authors []timeline.UserID) (map[timeline.UserID][]hintTarget, error) {
-	q := make([]byte, 0, 200+12*len(authors))
-	q = append(q, `SELECT f.followee_id, f.follower_id, r.until FROM follows f JOIN index_readers r ON r.user_id = f.follower_id WHERE r.until > ? AND f.followee_id IN (`...)
+	in := make([]byte, 0, 12*len(authors))
 	for i, a := range authors {
 		if i > 0 {
-			q = append(q, ',')
+			in = append(in, ',')
 		}
-		q = strconv.AppendInt(q, int64(a), 10)
+		in = strconv.AppendInt(in, int64(a), 10)
 	}
+	q := make([]byte, 0, 300+2*len(in))
+	q = append(q, `SELECT f.followee_id, f.follower_id, r.until FROM follows f JOIN index_readers r ON r.user_id = f.follower_id WHERE r.until > ? AND f.followee_id IN (`...)
+	q = append(q, in...)
+	q = append(q, `) UNION ALL SELECT author_id, user_id, until FROM home_readers WHERE until > ? AND author_id IN (`...)
+	q = append(q, in...)
 	q = append(q, ')')
-	rows, err := st.db.QueryContext(ctx, string(q), time.Now().UTC())
+	now := time.Now().UTC()
+	rows, err := st.db.QueryContext(ctx, string(q), now, now)
 	if err != nil {
 		return nil, err
 	}

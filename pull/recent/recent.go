@@ -118,7 +118,9 @@ func (Recent) Hints() bool { return false }
 // NewReader implements Strategy.
 func (c Recent) NewReader(st *State) (sqlread.Reader, error) {
 	c.setUp(st)
-	return &reader{st: st}, nil
+	return &reader{st: st, read: func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+		return st.readLists(ctx, r, nil, time.Now())
+	}}, nil
 }
 
 // setUp gives st what reading its lists takes.
@@ -136,10 +138,11 @@ func (c Recent) setUp(st *State) {
 	st.follows = newFollowSets(c.FolloweeCache)
 }
 
-// reader is the reader of Recent and Active.
+// reader is the reader of Recent, Active and Home: read is the strategy's
+// read through memcached.
 type reader struct {
-	st      *State
-	indexed bool // Active
+	st   *State
+	read func(context.Context, timeline.Request) ([]timeline.Message, error)
 }
 
 // Read implements sqlread.Reader. When memcached fails, or a list
@@ -157,13 +160,7 @@ func (rd *reader) Read(ctx context.Context, r timeline.Request) ([]timeline.Mess
 	}
 	mctx, cancel := memcached.ReadContext(ctx, rd.st.timeout)
 	defer cancel()
-	var msgs []timeline.Message
-	var err error
-	if rd.indexed {
-		msgs, err = rd.st.readActive(mctx, r)
-	} else {
-		msgs, err = rd.st.readLists(mctx, r, nil, time.Now())
-	}
+	msgs, err := rd.read(mctx, r)
 	if err != nil && ctx.Err() == nil {
 		if !errors.Is(err, errSuspect) && !errors.Is(err, errCacheDown) && mctx.Err() == nil {
 			rd.st.stats.cacheErrors.Add(1) // counted nowhere else
@@ -215,6 +212,7 @@ type State struct {
 	follows  *followSets    // nil unless a reader keeps followees
 	messages *messageCache  // nil unless a reader keeps messages
 	active   *activeIndexes // nil unless Options.Hints
+	home     *homeState     // nil unless a Home reader is made
 
 	mu     sync.Mutex
 	dirty  map[timeline.UserID]time.Time // authors whose list may have missed a post, until when

@@ -105,6 +105,7 @@ var smallSettings = []struct {
 }{
 	{"push-capped", map[string]string{"cap": "4", "slack": "2"}},
 	{"hybrid", map[string]string{"threshold": "3"}},
+	{"hybrid-memcached", map[string]string{"threshold": "3"}},
 	{"selective", map[string]string{"h": "1", "l": "1", "flush": "5"}},
 	{"push-active", map[string]string{"window": "1ms", "rebuild": "4"}},
 }

@@ -1,0 +1,470 @@
+package recent
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/pull/sqlread"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// Home keeps every reader's timeline in memcached, as Twitter's timeline
+// cache does, and pulls only the celebrities: a post appends its id to the
+// home index of each follower who reads lately (a hint, as for Active),
+// unless the reader pulls its author; a newest page is one multi-get of
+// the user's index, follow token and followed celebrities' lists, merged,
+// with the bodies from the in-process message cache.
+//
+// Authors with Threshold followers or more are celebrities. Which they
+// are, each process learns from the database (one GROUP BY over the
+// follows' second index, every few minutes), and a reader fixes it in its
+// index when it builds one: it pulls the celebrities it follows then
+// (their lists, as Recent reads them) and registers, per edge, as a hint
+// target of the others only (home_readers). So a post never has to know
+// who counts as a celebrity: it hints whoever registered with its author,
+// and an index takes hints from exactly the followees it does not pull. An
+// author who becomes a celebrity is pulled by indexes built from then on;
+// the older ones keep taking its hints until they expire.
+//
+// The index is exact as Active's is: a base built from the database (the
+// newest Keep messages of the followees it does not pull, by merge with
+// early stop) with a floor below which it knows nothing, the follow token
+// it was built under, and registration before the token of the build is
+// taken. A page is proven when its last message is above the floor (or
+// the floor is 0); otherwise, or when the token changed, the read takes
+// every followee's list as Recent does. A page deeper than the index
+// therefore costs what Recent's does.
+type Home struct {
+	Recent
+	// Keep is how many message ids an index holds, 1 to 10,000; 0 means
+	// DefaultHomeLen. Pages deeper than that are read as with Recent.
+	Keep int
+	// Threshold is the follower count from which an author is pulled; 0
+	// means DefaultHomeThreshold.
+	Threshold int
+}
+
+// DefaultHomeLen is Home.Keep's default: the benchmark's older pages go
+// down to page 5 of 20 messages.
+const DefaultHomeLen = 128
+
+// DefaultHomeThreshold is Home.Threshold's default, as model hybrid's.
+const DefaultHomeThreshold = 1000
+
+// Name implements Strategy.
+func (Home) Name() string { return "home" }
+
+// Hints implements Strategy: posts must hint the indexes Home reads.
+func (Home) Hints() bool { return true }
+
+// NewReader implements Strategy; st must send hints (Options.Hints).
+func (c Home) NewReader(st *State) (sqlread.Reader, error) {
+	if c.Keep < 0 || c.Keep > 10_000 {
+		return nil, fmt.Errorf("home index length %d is outside 0..10000", c.Keep)
+	}
+	if c.Threshold < 0 {
+		return nil, fmt.Errorf("threshold %d: want at least 1 follower, or 0 for the default", c.Threshold)
+	}
+	if st.active == nil {
+		return nil, errors.New("strategy home needs a State that sends hints (Options.Hints)")
+	}
+	if c.Keep == 0 {
+		c.Keep = DefaultHomeLen
+	}
+	if c.Threshold == 0 {
+		c.Threshold = DefaultHomeThreshold
+	}
+	st.home = &homeState{keep: c.Keep, threshold: c.Threshold}
+	c.setUp(st)
+	return &reader{st: st, read: st.readHome}, nil
+}
+
+// homeCompactAt: a home index with this many appended hints is rewritten
+// as a base by the next reader.
+const homeCompactAt = 32
+
+// celebrityRefresh is how often a process rereads who the celebrities are.
+// Being late only costs hints: an index built with an old list takes hints
+// from an author it could have pulled.
+const celebrityRefresh = 5 * time.Minute
+
+// homeState is the part of a State that Home reads with.
+type homeState struct {
+	keep, threshold int
+
+	mu         sync.Mutex
+	celebs     []timeline.UserID // ascending
+	loadedAt   time.Time         // zero until the first load
+	refreshing bool
+}
+
+// celebrities returns the authors with threshold followers or more, as
+// last read from db: the first call reads them, and a call that finds
+// them older than celebrityRefresh has them reread in the background.
+func (h *homeState) celebrities(ctx context.Context, db *sql.DB) ([]timeline.UserID, error) {
+	h.mu.Lock()
+	loaded, stale := !h.loadedAt.IsZero(), time.Since(h.loadedAt) > celebrityRefresh
+	celebs := h.celebs
+	if loaded && stale && !h.refreshing {
+		h.refreshing = true
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cs, err := readCelebrities(ctx, db, h.threshold)
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.refreshing = false
+			if err == nil {
+				h.celebs, h.loadedAt = cs, time.Now()
+			}
+		}()
+	}
+	h.mu.Unlock()
+	if loaded {
+		return celebs, nil
+	}
+	cs, err := readCelebrities(ctx, db, h.threshold)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.celebs, h.loadedAt = cs, time.Now()
+	return cs, nil
+}
+
+// readCelebrities reads the authors with at least threshold followers,
+// ascending: a scan of the follows' (followee_id, follower_id) index. A
+// service with a billion follows would keep a follower count per user
+// instead.
+func readCelebrities(ctx context.Context, db *sql.DB, threshold int) ([]timeline.UserID, error) {
+	rows, err := db.QueryContext(ctx,
+		`SELECT followee_id FROM follows GROUP BY followee_id HAVING COUNT(*) >= ? ORDER BY followee_id`, threshold)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []timeline.UserID
+	for rows.Next() {
+		var a timeline.UserID
+		if err := rows.Scan(&a); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// splitFollowees splits fs's followees into those in celebs (ascending)
+// and the others, both ascending.
+func splitFollowees(fs *followSet, celebs []timeline.UserID) (pulled, pushed []timeline.UserID) {
+	for _, a := range fs.sorted {
+		if _, found := slices.BinarySearch(celebs, a); found {
+			pulled = append(pulled, a)
+		} else {
+			pushed = append(pushed, a)
+		}
+	}
+	return pulled, pushed
+}
+
+// registerHome makes user a hint target of each of authors until a minute
+// past the lifetime of an index built now: first in home_readers, then in
+// each author's targets in memcached. As Active's register, it comes
+// before the token of the build is taken.
+func (st *State) registerHome(ctx context.Context, user timeline.UserID, authors []timeline.UserID) error {
+	until := time.Now().UTC().Add(recentMaxAge + time.Minute)
+	for chunk := range slices.Chunk(authors, 500) {
+		q := make([]byte, 0, 120+40*len(chunk))
+		q = append(q, `INSERT INTO home_readers (author_id, user_id, until) VALUES `...)
+		for i, a := range chunk {
+			if i > 0 {
+				q = append(q, ',')
+			}
+			q = append(q, '(')
+			q = strconv.AppendInt(q, int64(a), 10)
+			q = append(q, ',')
+			q = strconv.AppendInt(q, int64(user), 10)
+			q = append(q, ",?)"...)
+		}
+		q = append(q, ` ON DUPLICATE KEY UPDATE until = GREATEST(until, VALUES(until))`...)
+		args := make([]any, len(chunk))
+		for i := range args {
+			args[i] = until
+		}
+		if _, err := st.db.ExecContext(ctx, string(q), args...); err != nil {
+			return err
+		}
+	}
+	if err := st.addTarget(ctx, user, until.UnixMilli(), authors); err != nil {
+		return fmt.Errorf("%w: %w", errCacheDown, err)
+	}
+	return nil
+}
+
+// buildHome builds user's home index from the database and stores it,
+// returning it for the read at hand, and the rows it read. fs is user's
+// followees as of fs.token (a follow since retires the index anyway); cur
+// is what the key held (a placeholder, garbage or a retired index: its own
+// CAS token), or nil.
+func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *followSet, cur *memcache.Item) (homeIndex, int64, error) {
+	h := st.home
+	celebs, err := h.celebrities(ctx, st.db)
+	if err != nil {
+		return homeIndex{}, 0, err
+	}
+	pulled, pushed := splitFollowees(fs, celebs)
+	if err := st.registerHome(ctx, user, pushed); err != nil {
+		return homeIndex{}, 0, err
+	}
+	key := st.indexKey(user)
+	if cur == nil {
+		tokens := map[timeline.UserID]*memcache.Item{}
+		st.takeTokens(ctx, []timeline.UserID{user}, st.indexKey, tokens)
+		cur = tokens[user]
+	}
+	builtAt := time.Now().UnixMilli()
+	heads, n, err := sqlread.FolloweesNewest(ctx, st.db, timeline.Request{User: user})
+	if err != nil {
+		return homeIndex{}, 0, err
+	}
+	// Only the registered followees: one followed since the followees
+	// were read is in no index built now (the token retires it).
+	heads = slices.DeleteFunc(heads, func(e sqlread.AuthorNewest) bool {
+		_, found := slices.BinarySearch(pushed, e.Author)
+		return !found
+	})
+	msgs, err := sqlread.MergeOver(ctx, st.db, timeline.Request{User: user, Limit: h.keep}, heads, nil)
+	if err != nil {
+		return homeIndex{}, 0, err
+	}
+	st.messages.putAll(msgs)
+	var floor uint64
+	if len(msgs) > h.keep {
+		floor = uint64(msgs[h.keep].ID)
+		msgs = msgs[:h.keep]
+	}
+	entries := make([]sqlread.AuthorNewest, len(msgs))
+	for i, m := range msgs {
+		entries[i] = sqlread.AuthorNewest{Author: m.Author, Newest: uint64(m.ID)}
+	}
+	v := encodeHome(key, fs.token, builtAt, floor, pulled, entries)
+	idx, ok := decodeHome(key, v)
+	if !ok {
+		panic("pull: a home index just encoded does not decode")
+	}
+	st.stats.indexBuilds.Add(1)
+	if cur != nil {
+		st.storeBuilt(ctx, cur, v, listTTL)
+	}
+	return idx, int64(n + len(msgs)), nil
+}
+
+// compactHome rewrites a home index that has accumulated hints as a base,
+// keeping its age, token and pulled authors: hints of authors it pulls are
+// dropped, and the entries past Keep too, which raises the floor to the
+// newest of them. Best effort, like list compaction.
+func (st *State) compactHome(ctx context.Context, it *memcache.Item, idx homeIndex) {
+	entries := slices.DeleteFunc(slices.Clone(idx.entries), func(e sqlread.AuthorNewest) bool { return idx.isPulled(e.Author) })
+	floor := idx.floor
+	if len(entries) > st.home.keep {
+		floor = max(floor, entries[st.home.keep].Newest)
+		entries = entries[:st.home.keep]
+	}
+	st.storeBuilt(ctx, it, encodeHome(it.Key, idx.token, idx.builtAt, floor, idx.pulled, entries), listTTL)
+}
+
+// readHome is Home's read: from the user's index when it proves the page,
+// else from every followee's list.
+func (st *State) readHome(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+	now := time.Now()
+	fs := st.follows.get(r.User, now)
+	if fs == nil && st.follows != nil {
+		var err error
+		if fs, err = st.loadFollowSet(ctx, r.User, now); err != nil {
+			return nil, err
+		}
+	}
+	if fs == nil {
+		return st.readLists(ctx, r, nil, now)
+	}
+	msgs, rows, err := st.readHomeIndex(ctx, r, fs, now)
+	if errors.Is(err, errNotProven) {
+		st.stats.indexFallbacks.Add(1)
+		return st.readLists(ctx, r, fs, now)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st.stats.indexReads.Add(1)
+	st.pages.Add(rows)
+	return msgs, nil
+}
+
+// readHomeIndex reads the page from user's home index and the lists of the
+// authors it pulls, or returns errNotProven.
+func (st *State) readHomeIndex(ctx context.Context, r timeline.Request, fs *followSet, now time.Time) (_ []timeline.Message, rows int64, err error) {
+	key := st.indexKey(r.User)
+	// The lists of the followees that are celebrities now: usually the
+	// ones the index pulls, fetched in the same request.
+	var guess []timeline.UserID
+	if h := st.home; h != nil {
+		h.mu.Lock()
+		celebs := h.celebs
+		h.mu.Unlock()
+		guess, _ = splitFollowees(fs, celebs)
+	}
+	keys := make([]string, 0, 2+len(guess))
+	keys = append(keys, key, fs.keys[len(fs.keys)-1])
+	for _, a := range guess {
+		keys = append(keys, st.key(a))
+	}
+	items, err := st.mc.Get(ctx, keys)
+	if err != nil {
+		st.cacheFailed(ctx)
+		return nil, 0, errCacheDown
+	}
+	if tok := items[1]; tok == nil || string(tok.Value) != fs.token {
+		// Followed or unfollowed since the followees were cached: the
+		// full read reloads them.
+		return nil, 0, errNotProven
+	}
+	st.stats.followHits.Add(1)
+	var idx homeIndex
+	ok := false
+	if it := items[0]; it != nil {
+		idx, ok = decodeHome(key, it.Value)
+		ok = ok && idx.token == fs.token && idx.builtAt >= st.active.distrustBefore.Load() &&
+			now.UnixMilli()-idx.builtAt <= recentMaxAge.Milliseconds()
+	}
+	if !ok {
+		if idx, rows, err = st.buildHome(ctx, r.User, fs, items[0]); err != nil {
+			return nil, 0, err
+		}
+	} else if idx.nRecords >= homeCompactAt {
+		st.compactHome(ctx, items[0], idx)
+	}
+	before, floor := uint64(r.Before), idx.floor
+	if before != 0 && before <= floor+1 {
+		// Every message below the cursor is at or below the floor.
+		return nil, rows, errNotProven
+	}
+
+	// The pulled authors' page, from their lists.
+	var pulled []timeline.Message
+	if len(idx.pulled) > 0 {
+		lists := make([]*memcache.Item, len(idx.pulled))
+		var missing []string
+		for i, a := range idx.pulled {
+			if j, found := slices.BinarySearch(guess, a); found {
+				lists[i] = items[2+j]
+			} else {
+				missing = append(missing, st.key(a))
+			}
+		}
+		if len(missing) > 0 {
+			got, err := st.mc.Get(ctx, missing)
+			if err != nil {
+				st.cacheFailed(ctx)
+				return nil, 0, errCacheDown
+			}
+			k := 0
+			for i := range lists {
+				if _, found := slices.BinarySearch(guess, idx.pulled[i]); !found {
+					lists[i] = got[k]
+					k++
+				}
+			}
+		}
+		var n int64
+		if pulled, n, err = st.mergeLists(ctx, r, idx.pulled, lists, now); err != nil {
+			return nil, 0, err
+		}
+		rows += n
+	}
+
+	// The index's entries below the cursor, then the newest Fetch() of
+	// both parts: the first k of ids and the first p of pulled.
+	fetch := r.Fetch()
+	var ids []uint64
+	var authors []timeline.UserID
+	for _, e := range idx.entries {
+		if len(ids) == fetch {
+			break
+		}
+		if (before != 0 && e.Newest >= before) || idx.isPulled(e.Author) {
+			continue
+		}
+		if _, followed := slices.BinarySearch(fs.sorted, e.Author); !followed {
+			continue // a hint that landed after an unfollow's rebuild
+		}
+		ids, authors = append(ids, e.Newest), append(authors, e.Author)
+	}
+	k, p := 0, 0
+	var last uint64 // the page's oldest id
+	for k+p < fetch && (k < len(ids) || p < len(pulled)) {
+		if p == len(pulled) || (k < len(ids) && ids[k] > uint64(pulled[p].ID)) {
+			last, k = ids[k], k+1
+		} else {
+			last, p = uint64(pulled[p].ID), p+1
+		}
+	}
+	if floor > 0 && (k+p < fetch || last <= floor) {
+		// The page reaches where the index may lack messages.
+		return nil, rows, errNotProven
+	}
+	ids, authors = ids[:k], authors[:k]
+
+	// The entries' bodies, checked against the index.
+	var own []timeline.Message
+	if len(ids) > 0 {
+		var cached bool
+		if own, cached = st.messages.getAll(ids); cached {
+			st.stats.messageHits.Add(1)
+		} else {
+			own, err = st.tables.Messages(ctx, st.db, ids, authors)
+			if err != nil {
+				return nil, 0, err
+			}
+			rows += int64(len(own))
+			st.messages.putAll(own)
+		}
+		if len(own) != len(ids) {
+			return nil, 0, st.suspectHome(ctx, key)
+		}
+		for i := range own {
+			if uint64(own[i].ID) != ids[i] || own[i].Author != authors[i] {
+				return nil, 0, st.suspectHome(ctx, key)
+			}
+		}
+	}
+	out := make([]timeline.Message, 0, k+p)
+	i, j := 0, 0
+	for len(out) < k+p {
+		if j == p || (i < k && own[i].ID > pulled[j].ID) {
+			out, i = append(out, own[i]), i+1
+		} else {
+			out, j = append(out, pulled[j]), j+1
+		}
+	}
+	return out, rows, nil
+}
+
+// suspectHome deletes a home index that named a message the database does
+// not have, or not by that author, and returns errSuspect.
+func (st *State) suspectHome(ctx context.Context, key string) error {
+	st.stats.cacheErrors.Add(1)
+	if err := st.mc.Delete(ctx, key); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+		st.cacheFailed(ctx)
+		st.active.distrust()
+	}
+	return errSuspect
+}
