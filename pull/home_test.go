@@ -3,6 +3,7 @@ package pull_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/timeline"
@@ -77,4 +78,53 @@ func TestHomePullsCelebrities(t *testing.T) {
 	f.walk(t, "walk from the second store")
 	f.s = first
 	f.walk(t, "walk from the first store")
+}
+
+// TestHomeRebuildReusesRegistration: the first read after a follow
+// reloads the followees and rebuilds the index in one go, and the rebuild
+// keeps the registration of the index before it, writing only the new
+// edge (until the same time as the others).
+func TestHomeRebuildReusesRegistration(t *testing.T) {
+	f := newIndexFixture(t, "", recent.Home{Keep: 8})
+	ctx := context.Background()
+	edges := func() map[timeline.UserID]time.Time {
+		t.Helper()
+		rows, err := f.s.DB().QueryContext(ctx, `SELECT author_id, until FROM home_readers WHERE user_id = 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		out := map[timeline.UserID]time.Time{}
+		for rows.Next() {
+			var a timeline.UserID
+			var until time.Time
+			if err := rows.Scan(&a, &until); err != nil {
+				t.Fatal(err)
+			}
+			out[a] = until
+		}
+		return out
+	}
+	f.newest(t, "first read")
+	before := edges()
+	if len(before) != 12 {
+		t.Fatalf("registered with %d authors, want 12: %v", len(before), before)
+	}
+	time.Sleep(5 * time.Millisecond) // a new registration would be later
+	f.follow(t, 20, true)
+	f.post(t, 20)
+	f.newest(t, "after following 20")
+	if st := f.s.Stats(); st.IndexBuilds != 2 || st.IndexFallbacks != 0 || st.IndexReads != 2 {
+		t.Fatalf("the read after the follow should rebuild and use the index: %+v", st)
+	}
+	after := edges()
+	if len(after) != 13 {
+		t.Fatalf("registered with %d authors after following a 13th: %v", len(after), after)
+	}
+	for a, until := range after {
+		if want := before[2]; !until.Equal(want) {
+			t.Errorf("author %d registered until %v, want %v like the rest", a, until, want)
+		}
+	}
+	f.walk(t, "walk")
 }

@@ -1,6 +1,7 @@
 package recent
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -104,6 +105,8 @@ type homeState struct {
 	celebs     []timeline.UserID // ascending
 	loadedAt   time.Time         // zero until the first load
 	refreshing bool
+
+	building sync.Map // timeline.UserID → true while this process builds the user's index
 }
 
 // celebrities returns the authors with threshold followers or more, as
@@ -176,12 +179,17 @@ func splitFollowees(fs *followSet, celebs []timeline.UserID) (pulled, pushed []t
 	return pulled, pushed
 }
 
-// registerHome makes user a hint target of each of authors until a minute
-// past the lifetime of an index built now: first in home_readers, then in
-// each author's targets in memcached. As Active's register, it comes
-// before the token of the build is taken.
-func (st *State) registerHome(ctx context.Context, user timeline.UserID, authors []timeline.UserID) error {
-	until := time.Now().UTC().Add(recentMaxAge + time.Minute)
+// homeRegistration is how long a registration as a hint target lasts
+// (registerHome): long enough that the indexes built after a follow or an
+// unfollow in the meantime reuse it, and only register what is new.
+const homeRegistration = 30 * time.Minute
+
+// registerHome makes user a hint target of each of authors until the given
+// time: first in home_readers, then in each author's targets in memcached.
+// As Active's register, it comes before the token of the build is taken.
+// An edge registered until then or later is only read, not written.
+func (st *State) registerHome(ctx context.Context, user timeline.UserID, authors []timeline.UserID, until time.Time) error {
+	until = until.UTC()
 	for chunk := range slices.Chunk(authors, 500) {
 		q := make([]byte, 0, 120+40*len(chunk))
 		q = append(q, `INSERT INTO home_readers (author_id, user_id, until) VALUES `...)
@@ -214,15 +222,25 @@ func (st *State) registerHome(ctx context.Context, user timeline.UserID, authors
 // returning it for the read at hand, and the rows it read. fs is user's
 // followees as of fs.token (a follow since retires the index anyway); cur
 // is what the key held (a placeholder, garbage or a retired index: its own
-// CAS token), or nil.
-func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *followSet, cur *memcache.Item) (homeIndex, int64, error) {
+// CAS token), or nil; old is the retired index decoded, if it was one.
+//
+// Every pushed followee is registered until regUntil, which is at least a
+// minute past the new index's lifetime: the retired index's, when it
+// reaches that far (so a rebuild after a follow writes the new edge only),
+// else homeRegistration from now.
+func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *followSet, cur *memcache.Item, old *homeIndex) (homeIndex, int64, error) {
 	h := st.home
 	celebs, err := h.celebrities(ctx, st.db)
 	if err != nil {
 		return homeIndex{}, 0, err
 	}
 	pulled, pushed := splitFollowees(fs, celebs)
-	if err := st.registerHome(ctx, user, pushed); err != nil {
+	now := time.Now()
+	regUntil := now.Add(homeRegistration).Truncate(time.Millisecond) // as the index keeps it
+	if old != nil && old.regUntil >= now.Add(recentMaxAge+2*time.Minute).UnixMilli() {
+		regUntil = time.UnixMilli(old.regUntil)
+	}
+	if err := st.registerHome(ctx, user, pushed, regUntil); err != nil {
 		return homeIndex{}, 0, err
 	}
 	key := st.indexKey(user)
@@ -256,16 +274,44 @@ func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *follow
 	for i, m := range msgs {
 		entries[i] = sqlread.AuthorNewest{Author: m.Author, Newest: uint64(m.ID)}
 	}
-	v := encodeHome(key, fs.token, builtAt, floor, pulled, entries)
+	v := encodeHome(key, homeIndex{builtAt: builtAt, regUntil: regUntil.UnixMilli(), token: fs.token, floor: floor, pulled: pulled, entries: entries})
 	idx, ok := decodeHome(key, v)
 	if !ok {
 		panic("pull: a home index just encoded does not decode")
 	}
 	st.stats.indexBuilds.Add(1)
 	if cur != nil {
-		st.storeBuilt(ctx, cur, v, listTTL)
+		st.storeHome(ctx, cur, v)
 	}
 	return idx, int64(n + len(msgs)), nil
+}
+
+// storeHome stores v, a base built from a database read that followed the
+// CAS token cur, under cur's key. Hints keep landing on a user's key (a
+// post hints every follower), so the CAS often finds the value changed;
+// when the change is hints appended to the value of the token, and only
+// that, they are appended to v and the CAS tried again with the new
+// token, up to three times. That is exact: those hints were appended
+// after the token, and every post that committed before the database
+// read is in v. Anything else (the value replaced or deleted) leaves the
+// key to the next reader.
+func (st *State) storeHome(ctx context.Context, cur *memcache.Item, v []byte) {
+	ks := keySum(cur.Key)
+	for range 3 {
+		prev := cur.Value
+		if st.storeBuilt(ctx, cur, v, listTTL) {
+			return
+		}
+		now, err := st.mc.GetOne(ctx, cur.Key)
+		if err != nil || !bytes.HasPrefix(now.Value, prev) {
+			return
+		}
+		hints := now.Value[len(prev):]
+		if !eachRecord(ks, hints, hintMagic, 2, func([]byte) bool { return true }) {
+			return
+		}
+		v, cur = append(v[:len(v):len(v)], hints...), now
+	}
 }
 
 // compactHome rewrites a home index that has accumulated hints as a base,
@@ -279,7 +325,8 @@ func (st *State) compactHome(ctx context.Context, it *memcache.Item, idx homeInd
 		floor = max(floor, entries[st.home.keep].Newest)
 		entries = entries[:st.home.keep]
 	}
-	st.storeBuilt(ctx, it, encodeHome(it.Key, idx.token, idx.builtAt, floor, idx.pulled, entries), listTTL)
+	idx.floor, idx.entries = floor, entries
+	st.storeBuilt(ctx, it, encodeHome(it.Key, idx), listTTL)
 }
 
 // readHome is Home's read: from the user's index when it proves the page,
@@ -333,25 +380,55 @@ func (st *State) readHomeIndex(ctx context.Context, r timeline.Request, fs *foll
 		return nil, 0, errCacheDown
 	}
 	if tok := items[1]; tok == nil || string(tok.Value) != fs.token {
-		// Followed or unfollowed since the followees were cached: the
-		// full read reloads them.
-		return nil, 0, errNotProven
+		// Followed or unfollowed since the followees were cached: reload
+		// them; the index, built under the old token, is rebuilt.
+		if fs, err = st.loadFollowSet(ctx, r.User, now); err != nil {
+			return nil, 0, err
+		}
+		rows += int64(len(fs.followees))
+	} else {
+		st.stats.followHits.Add(1)
 	}
-	st.stats.followHits.Add(1)
 	var idx homeIndex
 	ok := false
 	if it := items[0]; it != nil {
 		idx, ok = decodeHome(key, it.Value)
-		ok = ok && idx.token == fs.token && idx.builtAt >= st.active.distrustBefore.Load() &&
-			now.UnixMilli()-idx.builtAt <= recentMaxAge.Milliseconds()
+		if ok && (idx.token != fs.token || idx.builtAt < st.active.distrustBefore.Load() ||
+			now.UnixMilli()-idx.builtAt > recentMaxAge.Milliseconds()) {
+			old := idx
+			return st.rebuildHome(ctx, r, fs, items, guess, &old, rows, now)
+		}
 	}
 	if !ok {
-		if idx, rows, err = st.buildHome(ctx, r.User, fs, items[0]); err != nil {
-			return nil, 0, err
-		}
-	} else if idx.nRecords >= homeCompactAt {
+		return st.rebuildHome(ctx, r, fs, items, guess, nil, rows, now)
+	}
+	if idx.nRecords >= homeCompactAt {
 		st.compactHome(ctx, items[0], idx)
 	}
+	return st.pageFromHome(ctx, r, fs, idx, items, guess, rows, now)
+}
+
+// rebuildHome builds user's index for readHomeIndex, which found it
+// missing, unreadable or retired (old, if decodable), and reads the page
+// from it. A build of the same user already running in this process
+// sends this read to every list instead: one database read per user and
+// follow change is enough.
+func (st *State) rebuildHome(ctx context.Context, r timeline.Request, fs *followSet, items []*memcache.Item, guess []timeline.UserID, old *homeIndex, rows int64, now time.Time) ([]timeline.Message, int64, error) {
+	if _, busy := st.home.building.LoadOrStore(r.User, true); busy {
+		return nil, rows, errNotProven
+	}
+	defer st.home.building.Delete(r.User)
+	idx, n, err := st.buildHome(ctx, r.User, fs, items[0], old)
+	if err != nil {
+		return nil, 0, err
+	}
+	return st.pageFromHome(ctx, r, fs, idx, items, guess, rows+n, now)
+}
+
+// pageFromHome reads r's page from idx and the lists of the authors it
+// pulls (items[2:] hold guess's), or returns errNotProven.
+func (st *State) pageFromHome(ctx context.Context, r timeline.Request, fs *followSet, idx homeIndex, items []*memcache.Item, guess []timeline.UserID, rows int64, now time.Time) (_ []timeline.Message, _ int64, err error) {
+	key := st.indexKey(r.User)
 	before, floor := uint64(r.Before), idx.floor
 	if before != 0 && before <= floor+1 {
 		// Every message below the cursor is at or below the floor.

@@ -14,19 +14,23 @@ const homeMagic = 'H'
 // timeline from the followees it takes hints from, and the followees it
 // pulls instead:
 //
-//	base:   'H' | uvarint builtAt (Unix milliseconds) | uvarint token length |
+//	base:   'H' | uvarint builtAt (Unix milliseconds) |
+//	        uvarint regUntil (Unix milliseconds) | uvarint token length |
 //	        token | uvarint floor | uvarint pulled count | pulled × uvarint author |
 //	        uvarint count | count × (uvarint author, uvarint id) |
 //	        crc32c(key | everything before)            (4 bytes, big endian)
 //	record: a hint, as Active's: 'h' | author (8 bytes) | id (8 bytes) | crc
 //
-// token is the user's follow token when the base was built. pulled are the
+// regUntil is when the index's registration as a hint target of its
+// pushed followees expires (see registerHome). token is the user's follow
+// token when the base was built. pulled are the
 // followees of that moment whose messages the index does not hold: a read
 // merges their lists. floor makes the rest exact: every message of the
 // other followees above it is an entry (0: all of them are), or a hint
 // still on its way from a post that has not returned.
 type homeIndex struct {
 	builtAt  int64 // Unix milliseconds
+	regUntil int64 // Unix milliseconds
 	token    string
 	floor    uint64
 	pulled   []timeline.UserID      // ascending
@@ -34,15 +38,17 @@ type homeIndex struct {
 	nRecords int                    // hints appended since the base
 }
 
-// encodeHome encodes a base; pulled must be ascending and entries newest
-// first.
-func encodeHome(key, token string, builtAt int64, floor uint64, pulled []timeline.UserID, entries []sqlread.AuthorNewest) []byte {
-	b := make([]byte, 0, 40+len(token)+5*len(pulled)+8*len(entries))
+// encodeHome encodes x as a base (its nRecords aside); x.pulled must be
+// ascending and x.entries newest first.
+func encodeHome(key string, x homeIndex) []byte {
+	token, pulled, entries := x.token, x.pulled, x.entries
+	b := make([]byte, 0, 48+len(token)+5*len(pulled)+8*len(entries))
 	b = append(b, homeMagic)
-	b = binary.AppendUvarint(b, uint64(builtAt))
+	b = binary.AppendUvarint(b, uint64(x.builtAt))
+	b = binary.AppendUvarint(b, uint64(x.regUntil))
 	b = binary.AppendUvarint(b, uint64(len(token)))
 	b = append(b, token...)
-	b = binary.AppendUvarint(b, floor)
+	b = binary.AppendUvarint(b, x.floor)
 	b = binary.AppendUvarint(b, uint64(len(pulled)))
 	for _, a := range pulled {
 		b = binary.AppendUvarint(b, uint64(a))
@@ -73,11 +79,12 @@ func decodeHome(key string, v []byte) (homeIndex, bool) {
 		return n, true
 	}
 	built, ok1 := uvarint()
-	tokLen, ok2 := uvarint()
-	if !ok1 || !ok2 || built > 1<<62 || tokLen > 64 || tokLen > uint64(len(v)-p) {
+	regUntil, ok2 := uvarint()
+	tokLen, ok3 := uvarint()
+	if !ok1 || !ok2 || !ok3 || built > 1<<62 || regUntil > 1<<62 || tokLen > 64 || tokLen > uint64(len(v)-p) {
 		return x, false
 	}
-	x.builtAt, x.token = int64(built), string(v[p:p+int(tokLen)])
+	x.builtAt, x.regUntil, x.token = int64(built), int64(regUntil), string(v[p:p+int(tokLen)])
 	p += int(tokLen)
 	floor, ok1 := uvarint()
 	nPulled, ok2 := uvarint()

@@ -1,0 +1,88 @@
+package recent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/internal/memcached"
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/pull/sqlread"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
+
+// TestStoreHomeTakesLandedHints: a built index whose CAS lost to hints
+// appended after its token is stored with those hints; one whose key was
+// replaced, or had something other than hints appended, is not stored.
+func TestStoreHomeTakesLandedHints(t *testing.T) {
+	ctx := context.Background()
+	prefix := fmt.Sprintf("hs%d/", time.Now().UnixNano())
+	mc, err := memcached.New(memcached.Options{Servers: []string{testserver.Memcache(t)}, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	st := &State{mc: mc, timeout: time.Second}
+	base := func(key string) []byte {
+		return encodeHome(key, homeIndex{builtAt: 1, regUntil: 2, token: "tok", entries: []sqlread.AuthorNewest{{Author: 3, Newest: 10}}})
+	}
+	token := func(key string) *memcache.Item {
+		t.Helper()
+		if err := mc.Set(ctx, &memcache.Item{Key: key, Value: placeholder}); err != nil {
+			t.Fatal(err)
+		}
+		it, err := mc.GetOne(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it
+	}
+	appendTo := func(key string, v []byte) {
+		t.Helper()
+		if err := mc.Append(ctx, []*memcache.Item{{Key: key, Value: v}})[0]; err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(key string) []byte {
+		t.Helper()
+		it, err := mc.GetOne(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it.Value
+	}
+
+	key := prefix + "landed"
+	cur := token(key)
+	h1, h2 := EncodeHint(key, 4, 11), EncodeHint(key, 5, 12)
+	appendTo(key, h1)
+	appendTo(key, h2)
+	st.storeHome(ctx, cur, base(key))
+	x, ok := decodeHome(key, get(key))
+	if !ok || x.nRecords != 2 || len(x.entries) != 3 || x.entries[0].Newest != 12 || x.entries[0].Author != timeline.UserID(5) {
+		t.Fatalf("after two hints landed: %+v, %v; want the base and both hints", x, ok)
+	}
+
+	key = prefix + "replaced"
+	cur = token(key)
+	mc.Set(ctx, &memcache.Item{Key: key, Value: []byte("another build")})
+	st.storeHome(ctx, cur, base(key))
+	if v := get(key); !bytes.Equal(v, []byte("another build")) {
+		t.Fatalf("a replaced key was overwritten: %q", v)
+	}
+
+	key = prefix + "garbage"
+	cur = token(key)
+	appendTo(key, []byte("not a hint"))
+	st.storeHome(ctx, cur, base(key))
+	if v := get(key); !bytes.Equal(v, append(slices.Clone(placeholder), "not a hint"...)) {
+		t.Fatalf("a key with garbage appended was overwritten: %q", v)
+	}
+}
