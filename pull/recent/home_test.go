@@ -86,3 +86,30 @@ func TestStoreHomeTakesLandedHints(t *testing.T) {
 		t.Fatalf("a key with garbage appended was overwritten: %q", v)
 	}
 }
+
+// TestDecodeHomeMergesHints: hints appended out of order, twice, or for
+// an id the base holds come out merged into the base, newest first, each
+// id once; a base out of order is refused.
+func TestDecodeHomeMergesHints(t *testing.T) {
+	key := "k"
+	base := []sqlread.AuthorNewest{{Author: 2, Newest: 40}, {Author: 3, Newest: 30}, {Author: 2, Newest: 10}}
+	v := encodeHome(key, homeIndex{builtAt: 1, regUntil: 2, token: "t", entries: base})
+	for _, h := range [][2]uint64{{4, 35}, {5, 50}, {4, 35}, {3, 30}, {6, 20}} {
+		v = append(v, EncodeHint(key, timeline.UserID(h[0]), h[1])...)
+	}
+	x, ok := decodeHome(key, v)
+	if !ok || x.nRecords != 5 {
+		t.Fatalf("decode: %+v, %v", x, ok)
+	}
+	var got []uint64
+	for _, e := range x.entries {
+		got = append(got, e.Newest)
+	}
+	if want := []uint64{50, 40, 35, 30, 20, 10}; !slices.Equal(got, want) {
+		t.Fatalf("entries %v, want %v", got, want)
+	}
+	bad := encodeHome(key, homeIndex{token: "t", entries: []sqlread.AuthorNewest{{Author: 2, Newest: 10}, {Author: 3, Newest: 30}}})
+	if _, ok := decodeHome(key, bad); ok {
+		t.Fatal("a base out of order decoded")
+	}
+}

@@ -130,10 +130,29 @@ func decodeHome(key string, v []byte) (homeIndex, bool) {
 	if !ok {
 		return x, false
 	}
-	if x.nRecords > 0 || !slices.IsSortedFunc(x.entries, sqlread.ByNewest) {
-		// Hints arrive in any order, and a post may hint twice.
-		slices.SortStableFunc(x.entries, sqlread.ByNewest)
-		x.entries = slices.CompactFunc(x.entries, func(e, f sqlread.AuthorNewest) bool { return e.Newest == f.Newest })
+	base := x.entries[:len(x.entries)-x.nRecords]
+	if !slices.IsSortedFunc(base, sqlread.ByNewest) {
+		return x, false
+	}
+	if x.nRecords > 0 {
+		// Hints arrive in any order, and a post may hint twice: sort the
+		// few hints and merge them into the sorted base, each id once.
+		hints := slices.Clone(x.entries[len(base):])
+		slices.SortFunc(hints, sqlread.ByNewest)
+		merged := make([]sqlread.AuthorNewest, 0, len(x.entries))
+		i, j := 0, 0
+		for i < len(base) || j < len(hints) {
+			var e sqlread.AuthorNewest
+			if j == len(hints) || (i < len(base) && base[i].Newest >= hints[j].Newest) {
+				e, i = base[i], i+1
+			} else {
+				e, j = hints[j], j+1
+			}
+			if n := len(merged); n == 0 || merged[n-1].Newest != e.Newest {
+				merged = append(merged, e)
+			}
+		}
+		x.entries = merged
 	}
 	return x, true
 }
