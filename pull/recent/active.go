@@ -276,20 +276,33 @@ func (st *State) compactIndex(ctx context.Context, it *memcache.Item, idx active
 var errNotProven = errors.New("the index cannot prove this page")
 
 func (st *State) readActive(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	a := st.active
 	now := time.Now()
-	fs := st.follows.get(r.User, now)
-	if fs == nil && st.follows != nil {
-		var err error
-		if fs, err = st.loadFollowSet(ctx, r.User, now); err != nil {
-			return nil, err
-		}
+	fs, err := st.cachedFollowSet(ctx, r.User, now)
+	if err != nil {
+		return nil, err
 	}
-	if fs == nil || !a.heavy(len(fs.followees)) {
+	if fs == nil || !st.active.heavy(len(fs.followees)) {
 		// Few followees (or no followee cache): Recent's read.
 		return st.readLists(ctx, r, fs, now)
 	}
-	msgs, rows, err := st.readIndexed(ctx, r, fs, now)
+	return st.readThroughIndex(ctx, r, fs, now, st.readIndexed)
+}
+
+// cachedFollowSet returns user's followees from this process's cache,
+// loaded from the database if missing, or nil without a followee cache.
+func (st *State) cachedFollowSet(ctx context.Context, user timeline.UserID, now time.Time) (*followSet, error) {
+	if fs := st.follows.get(user, now); fs != nil || st.follows == nil {
+		return fs, nil
+	}
+	return st.loadFollowSet(ctx, user, now)
+}
+
+// readThroughIndex runs read, a read through an index (Active's or
+// Home's), and counts it; a page the index cannot prove (errNotProven)
+// is read from every followee's list.
+func (st *State) readThroughIndex(ctx context.Context, r timeline.Request, fs *followSet, now time.Time,
+	read func(context.Context, timeline.Request, *followSet, time.Time) ([]timeline.Message, int64, error)) ([]timeline.Message, error) {
+	msgs, rows, err := read(ctx, r, fs, now)
 	if errors.Is(err, errNotProven) {
 		st.stats.indexFallbacks.Add(1)
 		return st.readLists(ctx, r, fs, now)

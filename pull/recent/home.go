@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
@@ -101,47 +102,54 @@ const celebrityRefresh = 5 * time.Minute
 type homeState struct {
 	keep, threshold int
 
-	mu         sync.Mutex
-	celebs     []timeline.UserID // ascending
-	loadedAt   time.Time         // zero until the first load
-	refreshing bool
+	celebs     atomic.Pointer[celebrities] // nil until the first read
+	refreshing atomic.Bool
 
 	building sync.Map // timeline.UserID → true while this process builds the user's index
 }
 
-// celebrities returns the authors with threshold followers or more, as
-// last read from db: the first call reads them, and a call that finds
-// them older than celebrityRefresh has them reread in the background.
+// celebrities are the authors with threshold followers or more, as read
+// from the database at one moment.
+type celebrities struct {
+	authors []timeline.UserID // ascending
+	readAt  time.Time
+}
+
+// known returns the celebrities as last read, or none before the first
+// read: what a read guesses its index pulls.
+func (h *homeState) known() []timeline.UserID {
+	if c := h.celebs.Load(); c != nil {
+		return c.authors
+	}
+	return nil
+}
+
+// celebrities returns the celebrities for a build: the first call reads
+// them, and a call that finds them older than celebrityRefresh has them
+// reread in the background.
 func (h *homeState) celebrities(ctx context.Context, db *sql.DB) ([]timeline.UserID, error) {
-	h.mu.Lock()
-	loaded, stale := !h.loadedAt.IsZero(), time.Since(h.loadedAt) > celebrityRefresh
-	celebs := h.celebs
-	if loaded && stale && !h.refreshing {
-		h.refreshing = true
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cs, err := readCelebrities(ctx, db, h.threshold)
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			h.refreshing = false
-			if err == nil {
-				h.celebs, h.loadedAt = cs, time.Now()
-			}
-		}()
+	if c := h.celebs.Load(); c != nil {
+		if time.Since(c.readAt) > celebrityRefresh && h.refreshing.CompareAndSwap(false, true) {
+			go func() {
+				defer h.refreshing.Store(false)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				h.read(ctx, db)
+			}()
+		}
+		return c.authors, nil
 	}
-	h.mu.Unlock()
-	if loaded {
-		return celebs, nil
-	}
-	cs, err := readCelebrities(ctx, db, h.threshold)
+	return h.read(ctx, db)
+}
+
+// read reads the celebrities from db and keeps them.
+func (h *homeState) read(ctx context.Context, db *sql.DB) ([]timeline.UserID, error) {
+	authors, err := readCelebrities(ctx, db, h.threshold)
 	if err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.celebs, h.loadedAt = cs, time.Now()
-	return cs, nil
+	h.celebs.Store(&celebrities{authors: authors, readAt: time.Now()})
+	return authors, nil
 }
 
 // readCelebrities reads the authors with at least threshold followers,
@@ -166,17 +174,21 @@ func readCelebrities(ctx context.Context, db *sql.DB, threshold int) ([]timeline
 	return out, rows.Err()
 }
 
-// splitFollowees splits fs's followees into those in celebs (ascending)
-// and the others, both ascending.
-func splitFollowees(fs *followSet, celebs []timeline.UserID) (pulled, pushed []timeline.UserID) {
-	for _, a := range fs.sorted {
-		if _, found := slices.BinarySearch(celebs, a); found {
-			pulled = append(pulled, a)
-		} else {
-			pushed = append(pushed, a)
+// pulledOf returns fs's followees that are in celebs (ascending), in
+// ascending order, looking the shorter list up in the longer; usually
+// there are few or none, and nothing is allocated for none.
+func pulledOf(fs *followSet, celebs []timeline.UserID) []timeline.UserID {
+	short, long := celebs, fs.sorted
+	if len(short) > len(long) {
+		short, long = long, short
+	}
+	var out []timeline.UserID
+	for _, a := range short {
+		if _, found := slices.BinarySearch(long, a); found {
+			out = append(out, a)
 		}
 	}
-	return pulled, pushed
+	return out
 }
 
 // homeRegistration is how long a registration as a hint target lasts
@@ -234,7 +246,13 @@ func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *follow
 	if err != nil {
 		return homeIndex{}, 0, err
 	}
-	pulled, pushed := splitFollowees(fs, celebs)
+	pulled := pulledOf(fs, celebs)
+	pushed := make([]timeline.UserID, 0, len(fs.sorted)-len(pulled))
+	for _, a := range fs.sorted {
+		if _, found := slices.BinarySearch(pulled, a); !found {
+			pushed = append(pushed, a)
+		}
+	}
 	now := time.Now()
 	regUntil := now.Add(homeRegistration).Truncate(time.Millisecond) // as the index keeps it
 	if old != nil && old.regUntil >= now.Add(recentMaxAge+2*time.Minute).UnixMilli() {
@@ -274,7 +292,7 @@ func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *follow
 	for i, m := range msgs {
 		entries[i] = sqlread.AuthorNewest{Author: m.Author, Newest: uint64(m.ID)}
 	}
-	v := encodeHome(key, homeIndex{builtAt: builtAt, regUntil: regUntil.UnixMilli(), token: fs.token, floor: floor, pulled: pulled, entries: entries})
+	v := encodeHome(key, homeIndex{indexBase: indexBase{builtAt: builtAt, token: fs.token, floor: floor, entries: entries}, regUntil: regUntil.UnixMilli(), pulled: pulled})
 	idx, ok := decodeHome(key, v)
 	if !ok {
 		panic("pull: a home index just encoded does not decode")
@@ -333,27 +351,14 @@ func (st *State) compactHome(ctx context.Context, it *memcache.Item, idx homeInd
 // else from every followee's list.
 func (st *State) readHome(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
 	now := time.Now()
-	fs := st.follows.get(r.User, now)
-	if fs == nil && st.follows != nil {
-		var err error
-		if fs, err = st.loadFollowSet(ctx, r.User, now); err != nil {
-			return nil, err
-		}
+	fs, err := st.cachedFollowSet(ctx, r.User, now)
+	if err != nil {
+		return nil, err
 	}
 	if fs == nil {
 		return st.readLists(ctx, r, nil, now)
 	}
-	msgs, rows, err := st.readHomeIndex(ctx, r, fs, now)
-	if errors.Is(err, errNotProven) {
-		st.stats.indexFallbacks.Add(1)
-		return st.readLists(ctx, r, fs, now)
-	}
-	if err != nil {
-		return nil, err
-	}
-	st.stats.indexReads.Add(1)
-	st.pages.Add(rows)
-	return msgs, nil
+	return st.readThroughIndex(ctx, r, fs, now, st.readHomeIndex)
 }
 
 // readHomeIndex reads the page from user's home index and the lists of the
@@ -362,13 +367,7 @@ func (st *State) readHomeIndex(ctx context.Context, r timeline.Request, fs *foll
 	key := st.indexKey(r.User)
 	// The lists of the followees that are celebrities now: usually the
 	// ones the index pulls, fetched in the same request.
-	var guess []timeline.UserID
-	if h := st.home; h != nil {
-		h.mu.Lock()
-		celebs := h.celebs
-		h.mu.Unlock()
-		guess, _ = splitFollowees(fs, celebs)
-	}
+	guess := pulledOf(fs, st.home.known())
 	keys := make([]string, 0, 2+len(guess))
 	keys = append(keys, key, fs.keys[len(fs.keys)-1])
 	for _, a := range guess {
@@ -439,26 +438,23 @@ func (st *State) pageFromHome(ctx context.Context, r timeline.Request, fs *follo
 	var pulled []timeline.Message
 	if len(idx.pulled) > 0 {
 		lists := make([]*memcache.Item, len(idx.pulled))
-		var missing []string
+		var missing []int // of idx.pulled, not fetched with the index
+		var keys []string
 		for i, a := range idx.pulled {
 			if j, found := slices.BinarySearch(guess, a); found {
 				lists[i] = items[2+j]
 			} else {
-				missing = append(missing, st.key(a))
+				missing, keys = append(missing, i), append(keys, st.key(a))
 			}
 		}
-		if len(missing) > 0 {
-			got, err := st.mc.Get(ctx, missing)
+		if len(keys) > 0 {
+			got, err := st.mc.Get(ctx, keys)
 			if err != nil {
 				st.cacheFailed(ctx)
 				return nil, 0, errCacheDown
 			}
-			k := 0
-			for i := range lists {
-				if _, found := slices.BinarySearch(guess, idx.pulled[i]); !found {
-					lists[i] = got[k]
-					k++
-				}
+			for k, i := range missing {
+				lists[i] = got[k]
 			}
 		}
 		var n int64

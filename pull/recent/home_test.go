@@ -31,7 +31,7 @@ func TestStoreHomeTakesLandedHints(t *testing.T) {
 	defer mc.Close()
 	st := &State{mc: mc, timeout: time.Second}
 	base := func(key string) []byte {
-		return encodeHome(key, homeIndex{builtAt: 1, regUntil: 2, token: "tok", entries: []sqlread.AuthorNewest{{Author: 3, Newest: 10}}})
+		return encodeHome(key, homeIndex{indexBase: indexBase{builtAt: 1, token: "tok", entries: []sqlread.AuthorNewest{{Author: 3, Newest: 10}}}, regUntil: 2})
 	}
 	token := func(key string) *memcache.Item {
 		t.Helper()
@@ -93,7 +93,7 @@ func TestStoreHomeTakesLandedHints(t *testing.T) {
 func TestDecodeHomeMergesHints(t *testing.T) {
 	key := "k"
 	base := []sqlread.AuthorNewest{{Author: 2, Newest: 40}, {Author: 3, Newest: 30}, {Author: 2, Newest: 10}}
-	v := encodeHome(key, homeIndex{builtAt: 1, regUntil: 2, token: "t", entries: base})
+	v := encodeHome(key, homeIndex{indexBase: indexBase{builtAt: 1, token: "t", entries: base}, regUntil: 2})
 	for _, h := range [][2]uint64{{4, 35}, {5, 50}, {4, 35}, {3, 30}, {6, 20}} {
 		v = append(v, EncodeHint(key, timeline.UserID(h[0]), h[1])...)
 	}
@@ -108,7 +108,7 @@ func TestDecodeHomeMergesHints(t *testing.T) {
 	if want := []uint64{50, 40, 35, 30, 20, 10}; !slices.Equal(got, want) {
 		t.Fatalf("entries %v, want %v", got, want)
 	}
-	bad := encodeHome(key, homeIndex{token: "t", entries: []sqlread.AuthorNewest{{Author: 2, Newest: 10}, {Author: 3, Newest: 30}}})
+	bad := encodeHome(key, homeIndex{indexBase: indexBase{token: "t", entries: []sqlread.AuthorNewest{{Author: 2, Newest: 10}, {Author: 3, Newest: 30}}}})
 	if _, ok := decodeHome(key, bad); ok {
 		t.Fatal("a base out of order decoded")
 	}
