@@ -262,11 +262,7 @@ func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *follow
 		return homeIndex{}, 0, err
 	}
 	key := st.indexKey(user)
-	if cur == nil {
-		tokens := map[timeline.UserID]*memcache.Item{}
-		st.takeTokens(ctx, []timeline.UserID{user}, st.indexKey, tokens)
-		cur = tokens[user]
-	}
+	cur = st.homeToken(ctx, key, cur)
 	builtAt := time.Now().UnixMilli()
 	heads, n, err := sqlread.FolloweesNewest(ctx, st.db, timeline.Request{User: user})
 	if err != nil {
@@ -304,15 +300,56 @@ func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *follow
 	return idx, int64(n + len(msgs)), nil
 }
 
+// homeToken puts a placeholder of this build's own (a random value) where
+// key holds cur (what a read found: nothing, garbage or a retired index),
+// and returns it as the CAS token of the build, or nil when it cannot (the
+// build then serves its read without storing). Hints appended in between
+// only retire what is being replaced, so it tries again, up to three
+// times. A placeholder no other writer ever writes is what lets storeHome
+// tell hints appended to it from a value replaced and then rewritten the
+// same (a "P" deleted and added again, say).
+func (st *State) homeToken(ctx context.Context, key string, cur *memcache.Item) *memcache.Item {
+	mine := append([]byte{placeholder[0]}, newToken()...)
+	for range 3 {
+		var err error
+		if cur == nil {
+			err = st.mc.Add(ctx, &memcache.Item{Key: key, Value: mine, Expiration: placeholderTTL})
+		} else {
+			it := *cur
+			it.Value, it.Expiration = mine, placeholderTTL
+			err = st.mc.CompareAndSwap(ctx, &it)
+		}
+		if err == nil {
+			tok, err := st.mc.GetOne(ctx, key)
+			if err != nil || !bytes.HasPrefix(tok.Value, mine) {
+				return nil
+			}
+			return tok
+		}
+		if !isCASMiss(err) {
+			st.cacheFailed(ctx)
+			return nil
+		}
+		switch cur, err = st.mc.GetOne(ctx, key); {
+		case errors.Is(err, memcache.ErrCacheMiss):
+			cur = nil
+		case err != nil:
+			st.cacheFailed(ctx)
+			return nil
+		}
+	}
+	return nil
+}
+
 // storeHome stores v, a base built from a database read that followed the
-// CAS token cur, under cur's key. Hints keep landing on a user's key (a
-// post hints every follower), so the CAS often finds the value changed;
-// when the change is hints appended to the value of the token, and only
-// that, they are appended to v and the CAS tried again with the new
-// token, up to three times. That is exact: those hints were appended
-// after the token, and every post that committed before the database
-// read is in v. Anything else (the value replaced or deleted) leaves the
-// key to the next reader.
+// CAS token cur (homeToken's), under cur's key. Hints keep landing on a
+// user's key (a post hints every follower), so the CAS often finds the
+// value changed; when the change is hints appended to the value of the
+// token, and only that, they are appended to v and the CAS tried again
+// with the new token, up to three times. That is exact: those hints were
+// appended after the token, and every post that committed before the
+// database read is in v. Anything else (the value replaced or deleted)
+// leaves the key to the next reader.
 func (st *State) storeHome(ctx context.Context, cur *memcache.Item, v []byte) {
 	ks := keySum(cur.Key)
 	for range 3 {

@@ -113,3 +113,35 @@ func TestDecodeHomeMergesHints(t *testing.T) {
 		t.Fatal("a base out of order decoded")
 	}
 }
+
+// TestHomeTokenIsItsOwn: a build's token is a placeholder no other build
+// writes, put in place over a retired value even when hints landed on it
+// after the read that found it, and over nothing.
+func TestHomeTokenIsItsOwn(t *testing.T) {
+	ctx := context.Background()
+	prefix := fmt.Sprintf("ht%d/", time.Now().UnixNano())
+	mc, err := memcached.New(memcached.Options{Servers: []string{testserver.Memcache(t)}, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	st := &State{mc: mc, timeout: time.Second}
+	key := prefix + "k"
+	if err := mc.Set(ctx, &memcache.Item{Key: key, Value: []byte("retired")}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := mc.GetOne(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc.Append(ctx, []*memcache.Item{{Key: key, Value: EncodeHint(key, 2, 9)}})
+	a := st.homeToken(ctx, key, cur)
+	if a == nil || a.Value[0] != 'P' || len(a.Value) < 10 {
+		t.Fatalf("token over a retired value with a hint on it: %+v", a)
+	}
+	mc.Delete(ctx, key)
+	b := st.homeToken(ctx, key, nil)
+	if b == nil || bytes.Equal(a.Value, b.Value) {
+		t.Fatalf("two builds' tokens: %q and %+v", a.Value, b)
+	}
+}
