@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/pushpull/pushpull/loadgen/openloop"
@@ -86,11 +87,13 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 				m.Name, o.RatePerSec, o.AchievedPerSec, o.Late, o.Started, o.LateP99Ms, o.Missed))
 		}
 	} else {
-		p, kinds, err := b.phaseKinds(ctx, name, dur, MixOps, ClosedOp(newOp), nil)
+		var before map[string]int64
+		p, kinds, err := b.phaseKinds(ctx, name, dur, MixOps, ClosedOp(newOp), func() { before = counts(s) })
 		if err != nil {
 			return err
 		}
 		rm.Traffic = trafficFromClosed(mix, b.cfg.Concurrency, p, kinds)
+		maps.Copy(rm.Extra, results.IndexFigures("traffic_", before, counts(s), p.Ops))
 	}
 	rm.Traffic.Mix = mix.String()
 	if b.cfg.FindRate {

@@ -2,9 +2,14 @@ package pull_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
@@ -80,12 +85,14 @@ func TestHomePullsCelebrities(t *testing.T) {
 	f.walk(t, "walk from the first store")
 }
 
-// TestHomeRebuildReusesRegistration: the first read after a follow
-// reloads the followees and rebuilds the index in one go, and the rebuild
-// keeps the registration of the index before it, writing only the new
-// edge (until the same time as the others).
-func TestHomeRebuildReusesRegistration(t *testing.T) {
-	f := newIndexFixture(t, "", recent.Home{Keep: 8})
+// TestHomeFollowPatchesIndex: the first read after a few follows or
+// unfollows brings the index up to date instead of rebuilding it: an
+// unfollowed author's entries go, a followed author's newest messages above
+// the floor come from the database (one range scan), a followed celebrity
+// is pulled, and only the new edge is registered, until the same time as
+// the others. Many changes at once rebuild. Every page stays exact.
+func TestHomeFollowPatchesIndex(t *testing.T) {
+	f := newIndexFixture(t, "", recent.Home{Keep: 8, Threshold: 3})
 	ctx := context.Background()
 	edges := func() map[timeline.UserID]time.Time {
 		t.Helper()
@@ -105,18 +112,35 @@ func TestHomeRebuildReusesRegistration(t *testing.T) {
 		}
 		return out
 	}
+	// Author 30 has three followers, user 1 not among them: a celebrity
+	// from the first read on.
+	for _, u := range []timeline.UserID{40, 41, 42} {
+		if err := f.s.Follow(ctx, u, 30); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f.newest(t, "first read")
 	before := edges()
 	if len(before) != 12 {
 		t.Fatalf("registered with %d authors, want 12: %v", len(before), before)
 	}
+	expect := func(what string, builds, patches int64) {
+		t.Helper()
+		f.newest(t, what)
+		if st := f.s.Stats(); st.IndexBuilds != builds || st.IndexPatches != patches {
+			t.Fatalf("%s: %d builds and %d patches, want %d and %d: %+v", what, st.IndexBuilds, st.IndexPatches, builds, patches, st)
+		}
+		f.walk(t, what)
+	}
+
+	// 20 posts more than an index holds before user 1 follows it: the
+	// patch takes its newest and raises the floor.
+	for range 10 {
+		f.post(t, 20)
+	}
 	time.Sleep(5 * time.Millisecond) // a new registration would be later
 	f.follow(t, 20, true)
-	f.post(t, 20)
-	f.newest(t, "after following 20")
-	if st := f.s.Stats(); st.IndexBuilds != 2 || st.IndexFallbacks != 0 || st.IndexReads != 2 {
-		t.Fatalf("the read after the follow should rebuild and use the index: %+v", st)
-	}
+	expect("after following 20", 1, 1)
 	after := edges()
 	if len(after) != 13 {
 		t.Fatalf("registered with %d authors after following a 13th: %v", len(after), after)
@@ -126,5 +150,176 @@ func TestHomeRebuildReusesRegistration(t *testing.T) {
 			t.Errorf("author %d registered until %v, want %v like the rest", a, until, want)
 		}
 	}
+	f.post(t, 20)
+	f.post(t, 3)
+	expect("after 20 and 3 posted", 1, 1)
+
+	f.follow(t, 20, false)
+	f.follow(t, 5, false)
+	expect("after unfollowing 20 and 5", 1, 2)
+	f.post(t, 20) // registered still: hints an index that must not show it
+	f.post(t, 6)
+	expect("after 20 and 6 posted", 1, 2)
+
+	hints := f.s.Stats().Hints
+	f.follow(t, 30, true)
+	expect("after following the celebrity 30", 1, 3)
+	f.post(t, 30)
+	if st := f.s.Stats(); st.Hints != hints {
+		t.Fatalf("the celebrity's post sent %d hints, want none", st.Hints-hints)
+	}
+	expect("after 30 posted", 1, 3)
+	if got := edges(); len(got) != 13 {
+		t.Fatalf("registered with %d authors, want 13 (30 is pulled): %v", len(got), got)
+	}
+
+	f.follow(t, 5, true)
+	f.follow(t, 30, false)
+	expect("after following 5 again and unfollowing 30", 1, 4)
+
+	for a := timeline.UserID(50); a < 70; a++ {
+		f.follow(t, a, true)
+	}
+	f.post(t, 60)
+	expect("after 20 follows at once", 2, 4)
+}
+
+// TestHomePatchRaisesFloor: a followed author with more messages above
+// the index's floor than the index holds raises the floor to its first
+// message left out, so that a page merged with a pulled celebrity's
+// messages from below it is not taken for proven.
+func TestHomePatchRaisesFloor(t *testing.T) {
+	f := newIndexFixture(t, "", recent.Home{Keep: 8, Threshold: 3})
+	ctx := context.Background()
+	for _, u := range []timeline.UserID{40, 41} {
+		if err := f.s.Follow(ctx, u, 30); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.follow(t, 30, true) // a celebrity, pulled by the first build
+	f.newest(t, "first read")
+	for range 3 {
+		f.post(t, 30)
+	}
+	for range 10 {
+		f.post(t, 20)
+	}
+	f.follow(t, 20, true)
+	f.newest(t, "after following 20")
+	if st := f.s.Stats(); st.IndexBuilds != 1 || st.IndexPatches != 1 {
+		t.Fatalf("the read after the follow should patch: %+v", st)
+	}
 	f.walk(t, "walk")
+}
+
+// TestHomePatchRacingHints: posts race follows and unfollows of two more
+// authors, so that hints land while reads patch the index. A read must
+// show the newest post of an author followed throughout that had returned
+// before it began, or a full page of newer ones; afterwards every page is
+// exact.
+func TestHomePatchRacingHints(t *testing.T) {
+	f := newIndexFixture(t, "", recent.Home{Keep: 8})
+	second := openConfig(t, f.cfg)
+	stores := []*pull.Store{f.s, second}
+	ctx := context.Background()
+	var newestAcked atomic.Int64
+	var mu sync.Mutex
+	var raced []timeline.Message
+	var following [2]atomic.Bool
+	deadline := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	post := func(s *pull.Store, author timeline.UserID, body string) (timeline.Message, bool) {
+		m, err := s.Post(ctx, author, body)
+		if err != nil {
+			errs <- err
+			return m, false
+		}
+		mu.Lock()
+		raced = append(raced, m)
+		mu.Unlock()
+		return m, true
+	}
+	for w := range 3 {
+		wg.Go(func() {
+			s := stores[w%2]
+			for i := 0; time.Now().Before(deadline); i++ {
+				author := timeline.UserID(2 + (w*3+i)%12)
+				if i%3 == 2 {
+					author = timeline.UserID(20 + i%2) // followed on and off
+				}
+				m, ok := post(s, author, fmt.Sprintf("race %d/%d", w, i))
+				if !ok {
+					return
+				}
+				if author >= 20 {
+					continue
+				}
+				for {
+					old := newestAcked.Load()
+					if int64(m.ID) <= old || newestAcked.CompareAndSwap(old, int64(m.ID)) {
+						break
+					}
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := 0; time.Now().Before(deadline); i++ {
+			a := i % 2
+			on := !following[a].Load()
+			op := stores[i%2].Follow
+			if !on {
+				op = stores[i%2].Unfollow
+			}
+			if err := op(ctx, 1, timeline.UserID(20+a)); err != nil {
+				errs <- err
+				return
+			}
+			following[a].Store(on)
+			time.Sleep(time.Duration(2+i%5) * time.Millisecond)
+		}
+	})
+	for r := range 2 {
+		wg.Go(func() {
+			s := stores[r]
+			for time.Now().Before(deadline) {
+				want := timeline.MessageID(newestAcked.Load())
+				p, err := s.Timeline(ctx, 1, timeline.Query{Limit: 2})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if want == 0 {
+					continue
+				}
+				ok := false
+				for _, m := range p.Messages {
+					ok = ok || m.ID == want
+				}
+				if !ok && (len(p.Messages) < 2 || p.Messages[1].ID < want) {
+					errs <- fmt.Errorf("post %d had returned before the read began; the newest page %v neither holds it nor anything newer", want, p.Messages)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	slices.SortFunc(raced, func(a, b timeline.Message) int { return int(a.ID - b.ID) })
+	f.posts = append(f.posts, raced...)
+	f.follows[20], f.follows[21] = following[0].Load(), following[1].Load()
+	st, st2 := f.s.Stats(), second.Stats()
+	t.Logf("%+v\n%+v", st, st2)
+	if st.IndexPatches+st2.IndexPatches < 10 {
+		t.Fatal("the indexes were hardly ever patched: the test raced nothing")
+	}
+	for _, s := range stores {
+		f.s = s
+		f.newest(t, "after the race")
+		f.walk(t, "walk after the race")
+	}
 }

@@ -154,6 +154,7 @@ func (s *Store) Counters() map[string]int64 {
 		results.CounterIndexReads:     st.IndexReads,
 		results.CounterIndexFallbacks: st.IndexFallbacks,
 		results.CounterIndexBuilds:    st.IndexBuilds,
+		results.CounterIndexPatches:   st.IndexPatches,
 	}
 	if s.Hooks()&HookHints != 0 {
 		c[results.CounterHints] = st.Hints

@@ -30,10 +30,12 @@ const (
 	// CounterIndexReads: pages served from the lists a recently-active
 	// index named; CounterIndexFallbacks: indexed reads the index could
 	// not prove (read from every list); CounterIndexBuilds: indexes
-	// built from the database.
+	// built from the database; CounterIndexPatches: indexes brought up to
+	// date after a follow or unfollow without a build.
 	CounterIndexReads     = "index_reads"
 	CounterIndexFallbacks = "index_fallbacks"
 	CounterIndexBuilds    = "index_builds"
+	CounterIndexPatches   = "index_patches"
 	// CounterHints: hints that posts appended to their followers'
 	// indexes.
 	CounterHints = "hints"
@@ -99,6 +101,21 @@ func CounterFigures(prefix string, before, after map[string]int64) map[string]fl
 		if indexed+short > 0 {
 			out[prefix+"index_fallback_ratio"] = float64(short) / float64(indexed+short)
 		}
+	}
+	return out
+}
+
+// IndexFigures turns what a store that keeps indexes in memcached counted
+// over a phase of ops operations into figures named with prefix: the
+// indexes built from the database and patched, per operation. Nil for a
+// store that counts no builds.
+func IndexFigures(prefix string, before, after map[string]int64, ops int64) map[string]float64 {
+	if _, ok := after[CounterIndexBuilds]; !ok || ops <= 0 {
+		return nil
+	}
+	out := map[string]float64{prefix + "index_builds_per_op": float64(after[CounterIndexBuilds]-before[CounterIndexBuilds]) / float64(ops)}
+	if _, ok := after[CounterIndexPatches]; ok {
+		out[prefix+"index_patches_per_op"] = float64(after[CounterIndexPatches]-before[CounterIndexPatches]) / float64(ops)
 	}
 	return out
 }

@@ -44,6 +44,12 @@ import (
 // the floor is 0); otherwise, or when the token changed, the read takes
 // every followee's list as Recent does. A page deeper than the index
 // therefore costs what Recent's does.
+//
+// A follow or unfollow retires the index (its token), but the index names
+// the followees it was built for, so the next read patches it rather than
+// rebuilding it: an unfollowed author's entries are dropped, and a newly
+// followed author is registered and its newest messages above the floor
+// read from the database, one range scan (patchHome).
 type Home struct {
 	Recent
 	// Keep is how many message ids an index holds, 1 to 10,000; 0 means
@@ -262,7 +268,7 @@ func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *follow
 		return homeIndex{}, 0, err
 	}
 	key := st.indexKey(user)
-	cur = st.homeToken(ctx, key, cur)
+	cur, _ = st.homeToken(ctx, key, cur)
 	builtAt := time.Now().UnixMilli()
 	heads, n, err := sqlread.FolloweesNewest(ctx, st.db, timeline.Request{User: user})
 	if err != nil {
@@ -288,7 +294,8 @@ func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *follow
 	for i, m := range msgs {
 		entries[i] = sqlread.AuthorNewest{Author: m.Author, Newest: uint64(m.ID)}
 	}
-	v := encodeHome(key, homeIndex{indexBase: indexBase{builtAt: builtAt, token: fs.token, floor: floor, entries: entries}, regUntil: regUntil.UnixMilli(), pulled: pulled})
+	v := encodeHome(key, homeIndex{indexBase: indexBase{builtAt: builtAt, token: fs.token, floor: floor, entries: entries},
+		regUntil: regUntil.UnixMilli(), pulled: pulled, pushed: encodePushed(pushed)})
 	idx, ok := decodeHome(key, v)
 	if !ok {
 		panic("pull: a home index just encoded does not decode")
@@ -302,14 +309,18 @@ func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *follow
 
 // homeToken puts a placeholder of this build's own (a random value) where
 // key holds cur (what a read found: nothing, garbage or a retired index),
-// and returns it as the CAS token of the build, or nil when it cannot (the
-// build then serves its read without storing). Hints appended in between
+// and returns it as the CAS token of the build, with the value it replaced
+// (nil for none), or nil when it cannot (the build then serves its read
+// without storing). Hints appended in between
 // only retire what is being replaced, so it tries again, up to three
 // times. A placeholder no other writer ever writes is what lets storeHome
 // tell hints appended to it from a value replaced and then rewritten the
 // same (a "P" deleted and added again, say).
-func (st *State) homeToken(ctx context.Context, key string, cur *memcache.Item) *memcache.Item {
+func (st *State) homeToken(ctx context.Context, key string, cur *memcache.Item) (tok *memcache.Item, replaced []byte) {
 	mine := append([]byte{placeholder[0]}, newToken()...)
+	if len(mine) != homeTokenLen {
+		panic("pull: a home index's token has the wrong length")
+	}
 	for range 3 {
 		var err error
 		if cur == nil {
@@ -322,23 +333,42 @@ func (st *State) homeToken(ctx context.Context, key string, cur *memcache.Item) 
 		if err == nil {
 			tok, err := st.mc.GetOne(ctx, key)
 			if err != nil || !bytes.HasPrefix(tok.Value, mine) {
-				return nil
+				return nil, nil
 			}
-			return tok
+			if cur != nil {
+				replaced = cur.Value
+			}
+			return tok, replaced
 		}
 		if !isCASMiss(err) {
 			st.cacheFailed(ctx)
-			return nil
+			return nil, nil
 		}
 		switch cur, err = st.mc.GetOne(ctx, key); {
 		case errors.Is(err, memcache.ErrCacheMiss):
 			cur = nil
 		case err != nil:
 			st.cacheFailed(ctx)
-			return nil
+			return nil, nil
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// homeTokenLen is the length of homeToken's placeholder: "P" and a
+// follow token's 16 hex digits.
+const homeTokenLen = 1 + 16
+
+// tokenHints returns the hints appended to tok, homeToken's placeholder,
+// before homeToken read it back, or reports that something else was.
+func tokenHints(key string, tok *memcache.Item) ([]sqlread.AuthorNewest, bool) {
+	var out []sqlread.AuthorNewest
+	ok := eachRecord(keySum(key), tok.Value[homeTokenLen:], hintMagic, 2, func(rec []byte) bool {
+		a, id := recField(rec, 0), recField(rec, 1)
+		out = append(out, sqlread.AuthorNewest{Author: timeline.UserID(a), Newest: id})
+		return a != 0 && id != 0
+	})
+	return out, ok
 }
 
 // storeHome stores v, a base built from a database read that followed the
@@ -370,11 +400,19 @@ func (st *State) storeHome(ctx context.Context, cur *memcache.Item, v []byte) {
 }
 
 // compactHome rewrites a home index that has accumulated hints as a base,
-// keeping its age, token and pulled authors: hints of authors it pulls are
-// dropped, and the entries past Keep too, which raises the floor to the
-// newest of them. Best effort, like list compaction.
+// keeping its age, token and followees: hints of authors it does not hold
+// (pulled, or unfollowed since a patch) are dropped, and the entries past
+// Keep too, which raises the floor to the newest of them. Best effort,
+// like list compaction.
 func (st *State) compactHome(ctx context.Context, it *memcache.Item, idx homeIndex) {
-	entries := slices.DeleteFunc(slices.Clone(idx.entries), func(e sqlread.AuthorNewest) bool { return idx.isPulled(e.Author) })
+	pushed, ok := idx.pushedAuthors()
+	if !ok {
+		return
+	}
+	entries := slices.DeleteFunc(slices.Clone(idx.entries), func(e sqlread.AuthorNewest) bool {
+		_, held := slices.BinarySearch(pushed, e.Author)
+		return !held
+	})
 	floor := idx.floor
 	if len(entries) > st.home.keep {
 		floor = max(floor, entries[st.home.keep].Newest)
@@ -429,14 +467,14 @@ func (st *State) readHomeIndex(ctx context.Context, r timeline.Request, fs *foll
 	ok := false
 	if it := items[0]; it != nil {
 		idx, ok = decodeHome(key, it.Value)
-		if ok && (idx.token != fs.token || idx.builtAt < st.active.distrustBefore.Load() ||
-			now.UnixMilli()-idx.builtAt > recentMaxAge.Milliseconds()) {
+		stale := idx.builtAt < st.active.distrustBefore.Load() || now.UnixMilli()-idx.builtAt > recentMaxAge.Milliseconds()
+		if ok && (stale || idx.token != fs.token) {
 			old := idx
-			return st.rebuildHome(ctx, r, fs, items, guess, &old, rows, now)
+			return st.rebuildHome(ctx, r, fs, items, guess, &old, !stale, rows, now)
 		}
 	}
 	if !ok {
-		return st.rebuildHome(ctx, r, fs, items, guess, nil, rows, now)
+		return st.rebuildHome(ctx, r, fs, items, guess, nil, false, rows, now)
 	}
 	if idx.nRecords >= homeCompactAt {
 		st.compactHome(ctx, items[0], idx)
@@ -446,19 +484,192 @@ func (st *State) readHomeIndex(ctx context.Context, r timeline.Request, fs *foll
 
 // rebuildHome builds user's index for readHomeIndex, which found it
 // missing, unreadable or retired (old, if decodable), and reads the page
-// from it. A build of the same user already running in this process
-// sends this read to every list instead: one database read per user and
-// follow change is enough.
-func (st *State) rebuildHome(ctx context.Context, r timeline.Request, fs *followSet, items []*memcache.Item, guess []timeline.UserID, old *homeIndex, rows int64, now time.Time) ([]timeline.Message, int64, error) {
+// from it; when old is only retired by a follow or unfollow (patchable),
+// it patches old instead if it can. A build of the same user already
+// running in this process sends this read to every list instead: one
+// database read per user and follow change is enough.
+func (st *State) rebuildHome(ctx context.Context, r timeline.Request, fs *followSet, items []*memcache.Item, guess []timeline.UserID, old *homeIndex, patchable bool, rows int64, now time.Time) ([]timeline.Message, int64, error) {
 	if _, busy := st.home.building.LoadOrStore(r.User, true); busy {
 		return nil, rows, errNotProven
 	}
 	defer st.home.building.Delete(r.User)
-	idx, n, err := st.buildHome(ctx, r.User, fs, items[0], old)
+	cur := items[0]
+	if patchable {
+		idx, n, patched, err := st.patchHome(ctx, r.User, fs, cur, old, now)
+		if err != nil {
+			return nil, 0, err
+		}
+		if idx != nil {
+			return st.pageFromHome(ctx, r, fs, *idx, items, guess, rows+n, now)
+		}
+		cur = patched
+	}
+	idx, n, err := st.buildHome(ctx, r.User, fs, cur, old)
 	if err != nil {
 		return nil, 0, err
 	}
 	return st.pageFromHome(ctx, r, fs, idx, items, guess, rows+n, now)
+}
+
+// homePatchMax is the most follows and unfollows a patch takes in; more
+// since the index was built make the read rebuild it.
+const homePatchMax = 16
+
+// patchHome brings old, user's index retired by follows or unfollows,
+// up to date with fs, if they are few (homePatchMax) and old's
+// registration lasts past its lifetime: an unfollowed author's entries
+// are dropped; a followed celebrity is pulled; any other followed author
+// is registered first, until old's time, and then its newest messages
+// above the floor are read from the database (one range scan each, at
+// most Keep+1, whose last raises the floor when it is reached). The base
+// patched is the value homeToken replaced (old with the hints that landed
+// since), so it is exact as a build is. The index keeps old's age.
+//
+// It returns the patched index and the rows read, or a nil index when it
+// cannot patch, with the CAS token the build should take over (cur, or
+// the placeholder patchHome put in its place).
+func (st *State) patchHome(ctx context.Context, user timeline.UserID, fs *followSet, cur *memcache.Item, old *homeIndex, now time.Time) (_ *homeIndex, rows int64, _ *memcache.Item, _ error) {
+	h := st.home
+	if old.regUntil < now.Add(recentMaxAge+2*time.Minute).UnixMilli() {
+		return nil, 0, cur, nil
+	}
+	oldPushed, ok := old.pushedAuthors()
+	if !ok {
+		return nil, 0, cur, nil
+	}
+	oldAll := mergeSorted(oldPushed, old.pulled)
+	added, removed := sortedDiff(fs.sorted, oldAll)
+	if len(added)+len(removed) > homePatchMax {
+		return nil, 0, cur, nil
+	}
+	celebs, err := h.celebrities(ctx, st.db)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	var addPulled, addPushed []timeline.UserID
+	for _, a := range added {
+		if _, found := slices.BinarySearch(celebs, a); found {
+			addPulled = append(addPulled, a)
+		} else {
+			addPushed = append(addPushed, a)
+		}
+	}
+	if len(addPushed) > 0 {
+		if err := st.registerHome(ctx, user, addPushed, time.UnixMilli(old.regUntil)); err != nil {
+			return nil, 0, nil, err
+		}
+	}
+	key := st.indexKey(user)
+	tok, replaced := st.homeToken(ctx, key, cur)
+	base := *old
+	if tok != nil {
+		// Hints landed since old was read: take them too. Anything
+		// but old with hints is left to a build.
+		// And those that landed on the token before homeToken read it
+		// back: storeHome takes in only the ones after.
+		landed, ok := decodeHome(key, replaced)
+		if !ok || landed.token != old.token || landed.builtAt != old.builtAt {
+			return nil, 0, tok, nil
+		}
+		more, ok := tokenHints(key, tok)
+		if !ok {
+			return nil, 0, tok, nil
+		}
+		base = landed
+		if len(more) > 0 {
+			base.entries = mergeHints(base.entries, more)
+		}
+	}
+
+	floor := base.floor
+	var fresh []sqlread.AuthorNewest
+	if len(addPushed) > 0 {
+		var q sqlread.AuthorScans
+		q.Grow(len(addPushed))
+		for _, a := range addPushed {
+			q.AddAbove(a, floor, h.keep+1)
+		}
+		byAuthor, err := q.Run(ctx, st.db)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		for a, ids := range byAuthor {
+			rows += int64(len(ids))
+			slices.SortFunc(ids, sqlread.NewestFirst)
+			if len(ids) > h.keep {
+				// Below its Keep-th, the author's messages are unknown.
+				floor = max(floor, ids[h.keep])
+				ids = ids[:h.keep]
+			}
+			for _, id := range ids {
+				fresh = append(fresh, sqlread.AuthorNewest{Author: a, Newest: id})
+			}
+		}
+	}
+	pulled := mergeSorted(slices.DeleteFunc(slices.Clone(base.pulled), func(a timeline.UserID) bool {
+		_, gone := slices.BinarySearch(removed, a)
+		return gone
+	}), addPulled)
+	pushed := make([]timeline.UserID, 0, len(fs.sorted)-len(pulled))
+	for _, a := range fs.sorted {
+		if _, found := slices.BinarySearch(pulled, a); !found {
+			pushed = append(pushed, a)
+		}
+	}
+	entries := slices.DeleteFunc(slices.Clone(base.entries), func(e sqlread.AuthorNewest) bool {
+		_, held := slices.BinarySearch(pushed, e.Author)
+		return !held || e.Newest <= floor
+	})
+	entries = mergeHints(entries, slices.DeleteFunc(fresh, func(e sqlread.AuthorNewest) bool { return e.Newest <= floor }))
+	if len(entries) > h.keep {
+		floor = entries[h.keep].Newest
+		entries = entries[:h.keep]
+	}
+	v := encodeHome(key, homeIndex{indexBase: indexBase{builtAt: base.builtAt, token: fs.token, floor: floor, entries: entries},
+		regUntil: base.regUntil, pulled: pulled, pushed: encodePushed(pushed)})
+	idx, ok := decodeHome(key, v)
+	if !ok {
+		panic("pull: a home index just encoded does not decode")
+	}
+	st.stats.indexPatches.Add(1)
+	if tok != nil {
+		st.storeHome(ctx, tok, v)
+	}
+	return &idx, rows, nil, nil
+}
+
+// mergeSorted returns the union of a and b, both ascending and distinct.
+func mergeSorted(a, b []timeline.UserID) []timeline.UserID {
+	out := make([]timeline.UserID, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i] < b[j]):
+			out, i = append(out, a[i]), i+1
+		case i == len(a) || b[j] < a[i]:
+			out, j = append(out, b[j]), j+1
+		default:
+			out, i, j = append(out, a[i]), i+1, j+1
+		}
+	}
+	return out
+}
+
+// sortedDiff returns what is in now and not in was (added), and what is
+// in was and not in now (removed); both ascending and distinct.
+func sortedDiff(now, was []timeline.UserID) (added, removed []timeline.UserID) {
+	i, j := 0, 0
+	for i < len(now) || j < len(was) {
+		switch {
+		case j == len(was) || (i < len(now) && now[i] < was[j]):
+			added, i = append(added, now[i]), i+1
+		case i == len(now) || was[j] < now[i]:
+			removed, j = append(removed, was[j]), j+1
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	return added, removed
 }
 
 // pageFromHome reads r's page from idx and the lists of the authors it

@@ -134,14 +134,18 @@ func TestHomeTokenIsItsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc.Append(ctx, []*memcache.Item{{Key: key, Value: EncodeHint(key, 2, 9)}})
-	a := st.homeToken(ctx, key, cur)
+	hint := EncodeHint(key, 2, 9)
+	mc.Append(ctx, []*memcache.Item{{Key: key, Value: hint}})
+	a, replaced := st.homeToken(ctx, key, cur)
 	if a == nil || a.Value[0] != 'P' || len(a.Value) < 10 {
 		t.Fatalf("token over a retired value with a hint on it: %+v", a)
 	}
+	if want := append([]byte("retired"), hint...); !bytes.Equal(replaced, want) {
+		t.Fatalf("the token replaced %q, want %q (the value with the hint)", replaced, want)
+	}
 	mc.Delete(ctx, key)
-	b := st.homeToken(ctx, key, nil)
-	if b == nil || bytes.Equal(a.Value, b.Value) {
-		t.Fatalf("two builds' tokens: %q and %+v", a.Value, b)
+	b, replaced := st.homeToken(ctx, key, nil)
+	if b == nil || bytes.Equal(a.Value, b.Value) || replaced != nil {
+		t.Fatalf("two builds' tokens: %q and %+v (replacing %q)", a.Value, b, replaced)
 	}
 }

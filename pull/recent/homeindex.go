@@ -12,34 +12,69 @@ const homeMagic = 'H'
 
 // homeIndex is a checked home index (Home): an indexBase whose entries are
 // (author, message id), the newest ids of a user's timeline from the
-// followees it takes hints from, and two fields of its own:
+// followees it takes hints from, and three fields of its own:
 //
 //	own fields: uvarint regUntil (Unix milliseconds) | uvarint pulled count |
-//	            pulled × uvarint author
+//	            pulled × uvarint author | uvarint pushed length (bytes) |
+//	            pushed: the first author, then each one's distance from the
+//	            one before, uvarints
 //
 // regUntil is when the index's registration as a hint target of its
 // pushed followees expires (see registerHome). pulled are the followees
 // of the base's moment whose messages the index does not hold: a read
-// merges their lists. The floor makes the rest exact: every message of
-// the other followees above it is an entry, or a hint still on its way
+// merges their lists. pushed are the others, the followees the index
+// holds messages of: with pulled, the followees as of the token, which is
+// what lets a read patch the index after a follow or unfollow (patchHome)
+// rather than rebuild it. The floor makes the index exact: every message
+// of a pushed followee above it is an entry, or a hint still on its way
 // from a post that has not returned.
 type homeIndex struct {
 	indexBase                   // entries: base and records merged, newest first, each id once
 	regUntil  int64             // Unix milliseconds
 	pulled    []timeline.UserID // ascending
+	pushed    []byte            // encoded as above; decoded by pushedAuthors, when a patch needs it
 }
 
 // encodeHome encodes x as a base (its nRecords aside); x.pulled must be
-// ascending and x.entries newest first.
+// ascending, x.entries newest first, and x.pushed encoded (encodePushed).
 func encodeHome(key string, x homeIndex) []byte {
-	b := make([]byte, 0, 48+len(x.token)+5*len(x.pulled)+8*len(x.entries))
+	b := make([]byte, 0, 48+len(x.token)+5*len(x.pulled)+8*len(x.entries)+len(x.pushed))
 	b = appendIndexBase(b, homeMagic, x.indexBase)
 	b = binary.AppendUvarint(b, uint64(x.regUntil))
 	b = binary.AppendUvarint(b, uint64(len(x.pulled)))
 	for _, a := range x.pulled {
 		b = binary.AppendUvarint(b, uint64(a))
 	}
+	b = binary.AppendUvarint(b, uint64(len(x.pushed)))
+	b = append(b, x.pushed...)
 	return sealed(key, b)
+}
+
+// encodePushed encodes authors, ascending and distinct, as homeIndex.pushed.
+func encodePushed(authors []timeline.UserID) []byte {
+	b := make([]byte, 0, 2*len(authors))
+	var prev timeline.UserID
+	for _, a := range authors {
+		b = binary.AppendUvarint(b, uint64(a-prev))
+		prev = a
+	}
+	return b
+}
+
+// pushedAuthors decodes x.pushed, or reports that it is malformed.
+func (x *homeIndex) pushedAuthors() ([]timeline.UserID, bool) {
+	out := make([]timeline.UserID, 0, len(x.pushed)/2)
+	r := varints{v: x.pushed}
+	var prev uint64
+	for r.p < len(r.v) {
+		d, ok := r.next()
+		if !ok || d == 0 || prev+d < prev || prev+d > 1<<62 {
+			return nil, false
+		}
+		prev += d
+		out = append(out, timeline.UserID(prev))
+	}
+	return out, true
 }
 
 // decodeHome checks v, the value of key, or reports that it is not a
@@ -62,6 +97,12 @@ func decodeHome(key string, v []byte) (homeIndex, bool) {
 			}
 			x.pulled = append(x.pulled, timeline.UserID(a))
 		}
+		n, ok := r.next()
+		if !ok || n > uint64(len(r.v)-r.p) {
+			return false
+		}
+		x.pushed = r.v[r.p : r.p+int(n) : r.p+int(n)]
+		r.p += int(n)
 		return slices.IsSorted(x.pulled)
 	})
 	x.indexBase = base

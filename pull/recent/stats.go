@@ -10,9 +10,9 @@ import (
 // counters are a State's counters, atomics so that reads and posts on any
 // goroutine can bump them without a lock.
 type counters struct {
-	cacheHits, cacheMisses, cacheErrors, rebuilds, fallbacks, messageHits atomic.Int64
-	followHits, followMisses                                              atomic.Int64
-	indexReads, indexBuilds, indexFallbacks, hints, hintErrors            atomic.Int64
+	cacheHits, cacheMisses, cacheErrors, rebuilds, fallbacks, messageHits    atomic.Int64
+	followHits, followMisses                                                 atomic.Int64
+	indexReads, indexBuilds, indexPatches, indexFallbacks, hints, hintErrors atomic.Int64
 }
 
 // Stats is a snapshot of a State's counters.
@@ -30,6 +30,7 @@ type Stats struct {
 	// Indexes (Active reads, and posts that send hints).
 	IndexReads     int64 // pages read from the lists of the authors a user's index named
 	IndexBuilds    int64 // indexes built from the database
+	IndexPatches   int64 // home indexes brought up to date after a follow or unfollow without a build (Home)
 	IndexFallbacks int64 // indexed reads whose page the index could not prove (read from every list instead)
 	Hints          int64 // hints that posts appended to their followers' indexes
 	HintErrors     int64 // posts whose hints could not be delivered (this process then distrusts older indexes)
@@ -50,6 +51,7 @@ func (st *State) Stats() Stats {
 
 		IndexReads:     c.indexReads.Load(),
 		IndexBuilds:    c.indexBuilds.Load(),
+		IndexPatches:   c.indexPatches.Load(),
 		IndexFallbacks: c.indexFallbacks.Load(),
 		Hints:          c.hints.Load(),
 		HintErrors:     c.hintErrors.Load(),

@@ -58,6 +58,12 @@ func (b *AuthorScans) Add(author timeline.UserID, below uint64, limit int) {
 	b.s.add("", "author_id, id", author, below, 0, limit)
 }
 
+// AddAbove asks for author's newest ids above above (0: any), at most
+// limit of them.
+func (b *AuthorScans) AddAbove(author timeline.UserID, above uint64, limit int) {
+	b.s.add("", "author_id, id", author, 0, above+1, limit)
+}
+
 // Run runs the statement and returns the ids by author, in no particular
 // order. There must be at least one scan.
 func (b *AuthorScans) Run(ctx context.Context, db *sql.DB) (map[timeline.UserID][]uint64, error) {

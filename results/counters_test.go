@@ -1,0 +1,24 @@
+package results
+
+import (
+	"maps"
+	"testing"
+)
+
+// TestIndexFigures: builds and patches per operation over a phase, and
+// nothing for a store that counts no builds.
+func TestIndexFigures(t *testing.T) {
+	before := map[string]int64{CounterIndexBuilds: 10, CounterIndexPatches: 4}
+	after := map[string]int64{CounterIndexBuilds: 15, CounterIndexPatches: 24}
+	got := IndexFigures("traffic_", before, after, 1000)
+	want := map[string]float64{"traffic_index_builds_per_op": 0.005, "traffic_index_patches_per_op": 0.02}
+	if !maps.Equal(got, want) {
+		t.Fatalf("figures %v, want %v", got, want)
+	}
+	if got := IndexFigures("", nil, map[string]int64{CounterHints: 3}, 1000); got != nil {
+		t.Fatalf("a store without indexes: %v", got)
+	}
+	if got := IndexFigures("", before, after, 0); got != nil {
+		t.Fatalf("no operations: %v", got)
+	}
+}
