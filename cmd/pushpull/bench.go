@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -20,7 +21,7 @@ import (
 func newBenchCmd() *cobra.Command {
 	var (
 		bf               benchFlags
-		out              string
+		out, cpuProfile  string
 		asJSON, showCost bool
 	)
 	cmd := &cobra.Command{
@@ -49,7 +50,16 @@ func newBenchCmd() *cobra.Command {
 			defer stop()
 			cfg := bf.cfg
 			cfg.Command, cfg.Progress = commandLine(cmd), stderr
+			stopProfile, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
 			r, err := loadgen.RunBench(ctx, cfg)
+			if err := stopProfile(); err != nil {
+				fmt.Fprintf(stderr, "--cpu-profile: %v\n", err)
+			} else if cpuProfile != "" {
+				fmt.Fprintf(stderr, "saved the CPU profile of this process in %s (go tool pprof %s)\n", cpuProfile, cpuProfile)
+			}
 			if err != nil {
 				return withHint(err)
 			}
@@ -96,7 +106,29 @@ func newBenchCmd() *cobra.Command {
 	f.StringVar(&out, "out", "results/runs", "directory under which the run's result directory is made")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON on stdout instead of the table (progress stays on stderr)")
 	f.BoolVar(&showCost, "cost", false, "also print the cost per operation of every phase (always saved in result.json)")
+	f.StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of this process (the load generator and the stores' client side, not the servers) over the whole run to this file, for go tool pprof")
 	return cmd
+}
+
+// startCPUProfile starts a CPU profile of this process into path, and
+// returns what stops it and closes the file; path "" profiles nothing.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // benchSpec is the dataset --graph names, before the flags that tune it:

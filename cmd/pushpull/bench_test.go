@@ -20,10 +20,15 @@ func TestBenchSmall(t *testing.T) {
 		t.Skip("starts a MariaDB sandbox and runs the benchmark")
 	}
 	out := t.TempDir()
+	profile := filepath.Join(out, "cpu.pprof")
 	r := run(t, nil, "bench", "--scale", "0.01", "--duration", "1s", "--warmup", "100ms",
-		"--json", "--out", out, "--set", "innodb_buffer_pool_size=256M", "--set", "innodb_log_file_size=128M")
+		"--json", "--out", out, "--set", "innodb_buffer_pool_size=256M", "--set", "innodb_log_file_size=128M",
+		"--cpu-profile", profile)
 	if r.code != 0 {
 		t.Fatalf("bench: %v", r)
+	}
+	if b, err := os.ReadFile(profile); err != nil || len(b) < 100 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("--cpu-profile wrote no gzipped profile (%d bytes): %v", len(b), err)
 	}
 	var res results.Result
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
@@ -166,6 +171,9 @@ func TestBenchBadFlags(t *testing.T) {
 		if r := run(t, nil, args...); r.code != 2 {
 			t.Errorf("%q: exit %d, want 2 (usage)\n%s", args, r.code, r.stderr)
 		}
+	}
+	if r := run(t, nil, "bench", "--cpu-profile", filepath.Join(t.TempDir(), "no", "such", "dir", "cpu.pprof")); r.code != 1 || !strings.Contains(r.stderr, "--cpu-profile") || strings.Contains(r.stderr, "sandbox") {
+		t.Errorf("a profile that cannot be written should stop the run before it starts: %v", r)
 	}
 	if r := run(t, nil, "report", filepath.Join(t.TempDir(), "nothing")); r.code != 1 || !strings.Contains(r.stderr, "nothing") {
 		t.Errorf("report of a missing run: %v", r)
