@@ -306,12 +306,7 @@ func TestActiveRacingHints(t *testing.T) {
 					mu.Lock()
 					raced = append(raced, m)
 					mu.Unlock()
-					for {
-						old := newestAcked.Load()
-						if int64(m.ID) <= old || newestAcked.CompareAndSwap(old, int64(m.ID)) {
-							break
-						}
-					}
+					acked(&newestAcked, m.ID)
 				}
 			})
 		}
@@ -330,29 +325,8 @@ func TestActiveRacingHints(t *testing.T) {
 				time.Sleep(time.Duration(5+i%5) * time.Millisecond)
 			}
 		})
-		for r := range 2 {
-			wg.Go(func() {
-				s := stores[r]
-				for time.Now().Before(deadline) {
-					want := timeline.MessageID(newestAcked.Load())
-					p, err := s.Timeline(ctx, 1, timeline.Query{Limit: 2})
-					if err != nil {
-						errs <- err
-						return
-					}
-					if want == 0 {
-						continue
-					}
-					ok := false
-					for _, m := range p.Messages {
-						ok = ok || m.ID == want
-					}
-					if !ok && (len(p.Messages) < 2 || p.Messages[1].ID < want) {
-						errs <- fmt.Errorf("post %d had returned before the read began; the newest page %v neither holds it nor anything newer", want, p.Messages)
-						return
-					}
-				}
-			})
+		for _, s := range stores {
+			wg.Go(func() { readWhileRacing(ctx, s, &newestAcked, deadline, errs) })
 		}
 		wg.Wait()
 		close(errs)
@@ -369,6 +343,42 @@ func TestActiveRacingHints(t *testing.T) {
 		f.newest(t, "after the race")
 		f.walk(t, "walk after the race")
 	})
+}
+
+// acked raises newest to id, a post that returned, if it is newer.
+func acked(newest *atomic.Int64, id timeline.MessageID) {
+	for {
+		old := newest.Load()
+		if int64(id) <= old || newest.CompareAndSwap(old, int64(id)) {
+			return
+		}
+	}
+}
+
+// readWhileRacing reads user 1's newest page through s until deadline,
+// and sends an error to errs if a page lacks the newest post that had
+// returned before the read began (newest) and is not a full page of newer
+// ones.
+func readWhileRacing(ctx context.Context, s *pull.Store, newest *atomic.Int64, deadline time.Time, errs chan<- error) {
+	for time.Now().Before(deadline) {
+		want := timeline.MessageID(newest.Load())
+		p, err := s.Timeline(ctx, 1, timeline.Query{Limit: 2})
+		if err != nil {
+			errs <- err
+			return
+		}
+		if want == 0 {
+			continue
+		}
+		ok := false
+		for _, m := range p.Messages {
+			ok = ok || m.ID == want
+		}
+		if !ok && (len(p.Messages) < 2 || p.Messages[1].ID < want) {
+			errs <- fmt.Errorf("post %d had returned before the read began; the newest page %v neither holds it nor anything newer", want, p.Messages)
+			return
+		}
+	}
 }
 
 // TestActiveHintsOnlyActiveReaders: a post hints only the followers whose

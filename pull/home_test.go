@@ -255,12 +255,7 @@ func TestHomePatchRacingHints(t *testing.T) {
 				if author >= 20 {
 					continue
 				}
-				for {
-					old := newestAcked.Load()
-					if int64(m.ID) <= old || newestAcked.CompareAndSwap(old, int64(m.ID)) {
-						break
-					}
-				}
+				acked(&newestAcked, m.ID)
 			}
 		})
 	}
@@ -280,29 +275,8 @@ func TestHomePatchRacingHints(t *testing.T) {
 			time.Sleep(time.Duration(2+i%5) * time.Millisecond)
 		}
 	})
-	for r := range 2 {
-		wg.Go(func() {
-			s := stores[r]
-			for time.Now().Before(deadline) {
-				want := timeline.MessageID(newestAcked.Load())
-				p, err := s.Timeline(ctx, 1, timeline.Query{Limit: 2})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if want == 0 {
-					continue
-				}
-				ok := false
-				for _, m := range p.Messages {
-					ok = ok || m.ID == want
-				}
-				if !ok && (len(p.Messages) < 2 || p.Messages[1].ID < want) {
-					errs <- fmt.Errorf("post %d had returned before the read began; the newest page %v neither holds it nor anything newer", want, p.Messages)
-					return
-				}
-			}
-		})
+	for _, s := range stores {
+		wg.Go(func() { readWhileRacing(ctx, s, &newestAcked, deadline, errs) })
 	}
 	wg.Wait()
 	close(errs)
