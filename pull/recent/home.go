@@ -180,17 +180,30 @@ func readCelebrities(ctx context.Context, db *sql.DB, threshold int) ([]timeline
 	return out, rows.Err()
 }
 
-// pulledOf returns fs's followees that are in celebs (ascending), in
-// ascending order, looking the shorter list up in the longer; usually
-// there are few or none, and nothing is allocated for none.
-func pulledOf(fs *followSet, celebs []timeline.UserID) []timeline.UserID {
-	short, long := celebs, fs.sorted
+// common returns the authors in both a and b (each ascending), in
+// ascending order, looking the shorter list up in the longer: which of a
+// user's followees are celebrities, say. Usually there are few or none,
+// and nothing is allocated for none.
+func common(a, b []timeline.UserID) []timeline.UserID {
+	short, long := a, b
 	if len(short) > len(long) {
 		short, long = long, short
 	}
 	var out []timeline.UserID
 	for _, a := range short {
 		if _, found := slices.BinarySearch(long, a); found {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// without returns the authors of all (ascending) that are not in drop
+// (ascending), in ascending order.
+func without(all, drop []timeline.UserID) []timeline.UserID {
+	out := make([]timeline.UserID, 0, len(all)-min(len(all), len(drop)))
+	for _, a := range all {
+		if _, found := slices.BinarySearch(drop, a); !found {
 			out = append(out, a)
 		}
 	}
@@ -252,16 +265,11 @@ func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *follow
 	if err != nil {
 		return homeIndex{}, 0, err
 	}
-	pulled := pulledOf(fs, celebs)
-	pushed := make([]timeline.UserID, 0, len(fs.sorted)-len(pulled))
-	for _, a := range fs.sorted {
-		if _, found := slices.BinarySearch(pulled, a); !found {
-			pushed = append(pushed, a)
-		}
-	}
+	pulled := common(fs.sorted, celebs)
+	pushed := without(fs.sorted, pulled)
 	now := time.Now()
 	regUntil := now.Add(homeRegistration).Truncate(time.Millisecond) // as the index keeps it
-	if old != nil && old.regUntil >= now.Add(recentMaxAge+2*time.Minute).UnixMilli() {
+	if old != nil && old.registeredPast(now) {
 		regUntil = time.UnixMilli(old.regUntil)
 	}
 	if err := st.registerHome(ctx, user, pushed, regUntil); err != nil {
@@ -294,12 +302,8 @@ func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *follow
 	for i, m := range msgs {
 		entries[i] = sqlread.AuthorNewest{Author: m.Author, Newest: uint64(m.ID)}
 	}
-	v := encodeHome(key, homeIndex{indexBase: indexBase{builtAt: builtAt, token: fs.token, floor: floor, entries: entries},
+	v, idx := encodeChecked(key, homeIndex{indexBase: indexBase{builtAt: builtAt, token: fs.token, floor: floor, entries: entries},
 		regUntil: regUntil.UnixMilli(), pulled: pulled, pushed: encodePushed(pushed)})
-	idx, ok := decodeHome(key, v)
-	if !ok {
-		panic("pull: a home index just encoded does not decode")
-	}
 	st.stats.indexBuilds.Add(1)
 	if cur != nil {
 		st.storeHome(ctx, cur, v)
@@ -442,7 +446,7 @@ func (st *State) readHomeIndex(ctx context.Context, r timeline.Request, fs *foll
 	key := st.indexKey(r.User)
 	// The lists of the followees that are celebrities now: usually the
 	// ones the index pulls, fetched in the same request.
-	guess := pulledOf(fs, st.home.known())
+	guess := common(fs.sorted, st.home.known())
 	keys := make([]string, 0, 2+len(guess))
 	keys = append(keys, key, fs.keys[len(fs.keys)-1])
 	for _, a := range guess {
@@ -530,7 +534,7 @@ const homePatchMax = 16
 // the placeholder patchHome put in its place).
 func (st *State) patchHome(ctx context.Context, user timeline.UserID, fs *followSet, cur *memcache.Item, old *homeIndex, now time.Time) (_ *homeIndex, rows int64, _ *memcache.Item, _ error) {
 	h := st.home
-	if old.regUntil < now.Add(recentMaxAge+2*time.Minute).UnixMilli() {
+	if !old.registeredPast(now) {
 		return nil, 0, cur, nil
 	}
 	oldPushed, ok := old.pushedAuthors()
@@ -546,14 +550,8 @@ func (st *State) patchHome(ctx context.Context, user timeline.UserID, fs *follow
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	var addPulled, addPushed []timeline.UserID
-	for _, a := range added {
-		if _, found := slices.BinarySearch(celebs, a); found {
-			addPulled = append(addPulled, a)
-		} else {
-			addPushed = append(addPushed, a)
-		}
-	}
+	addPulled := common(added, celebs)
+	addPushed := without(added, addPulled)
 	if len(addPushed) > 0 {
 		if err := st.registerHome(ctx, user, addPushed, time.UnixMilli(old.regUntil)); err != nil {
 			return nil, 0, nil, err
@@ -563,10 +561,10 @@ func (st *State) patchHome(ctx context.Context, user timeline.UserID, fs *follow
 	tok, replaced := st.homeToken(ctx, key, cur)
 	base := *old
 	if tok != nil {
-		// Hints landed since old was read: take them too. Anything
-		// but old with hints is left to a build.
-		// And those that landed on the token before homeToken read it
-		// back: storeHome takes in only the ones after.
+		// Patch old with the hints that landed since it was read
+		// (anything else there is left to a build), and with those
+		// that landed on the token before homeToken read it back:
+		// storeHome takes in only the ones after.
 		landed, ok := decodeHome(key, replaced)
 		if !ok || landed.token != old.token || landed.builtAt != old.builtAt {
 			return nil, 0, tok, nil
@@ -606,16 +604,8 @@ func (st *State) patchHome(ctx context.Context, user timeline.UserID, fs *follow
 			}
 		}
 	}
-	pulled := mergeSorted(slices.DeleteFunc(slices.Clone(base.pulled), func(a timeline.UserID) bool {
-		_, gone := slices.BinarySearch(removed, a)
-		return gone
-	}), addPulled)
-	pushed := make([]timeline.UserID, 0, len(fs.sorted)-len(pulled))
-	for _, a := range fs.sorted {
-		if _, found := slices.BinarySearch(pulled, a); !found {
-			pushed = append(pushed, a)
-		}
-	}
+	pulled := common(mergeSorted(base.pulled, addPulled), fs.sorted) // the unfollowed go
+	pushed := without(fs.sorted, pulled)
 	entries := slices.DeleteFunc(slices.Clone(base.entries), func(e sqlread.AuthorNewest) bool {
 		_, held := slices.BinarySearch(pushed, e.Author)
 		return !held || e.Newest <= floor
@@ -625,12 +615,8 @@ func (st *State) patchHome(ctx context.Context, user timeline.UserID, fs *follow
 		floor = entries[h.keep].Newest
 		entries = entries[:h.keep]
 	}
-	v := encodeHome(key, homeIndex{indexBase: indexBase{builtAt: base.builtAt, token: fs.token, floor: floor, entries: entries},
+	v, idx := encodeChecked(key, homeIndex{indexBase: indexBase{builtAt: base.builtAt, token: fs.token, floor: floor, entries: entries},
 		regUntil: base.regUntil, pulled: pulled, pushed: encodePushed(pushed)})
-	idx, ok := decodeHome(key, v)
-	if !ok {
-		panic("pull: a home index just encoded does not decode")
-	}
 	st.stats.indexPatches.Add(1)
 	if tok != nil {
 		st.storeHome(ctx, tok, v)

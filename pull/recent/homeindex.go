@@ -3,6 +3,7 @@ package recent
 import (
 	"encoding/binary"
 	"slices"
+	"time"
 
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/timeline"
@@ -48,6 +49,17 @@ func encodeHome(key string, x homeIndex) []byte {
 	b = binary.AppendUvarint(b, uint64(len(x.pushed)))
 	b = append(b, x.pushed...)
 	return sealed(key, b)
+}
+
+// encodeChecked encodes x (see encodeHome) and returns it decoded too, as
+// a read would find it; an index that does not decode is a bug.
+func encodeChecked(key string, x homeIndex) ([]byte, homeIndex) {
+	v := encodeHome(key, x)
+	idx, ok := decodeHome(key, v)
+	if !ok {
+		panic("pull: a home index just encoded does not decode")
+	}
+	return v, idx
 }
 
 // encodePushed encodes authors, ascending and distinct, as homeIndex.pushed.
@@ -137,6 +149,13 @@ func mergeHints(base, hints []sqlread.AuthorNewest) []sqlread.AuthorNewest {
 		}
 	}
 	return merged
+}
+
+// registeredPast reports whether x's registration lasts at least two
+// minutes past the life of an index built now (recentMaxAge), so that a
+// rebuild or patch can keep it and register only new edges.
+func (x *homeIndex) registeredPast(now time.Time) bool {
+	return x.regUntil >= now.Add(recentMaxAge+2*time.Minute).UnixMilli()
 }
 
 // isPulled reports whether the index pulls author.
