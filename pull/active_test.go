@@ -328,13 +328,7 @@ func TestActiveRacingHints(t *testing.T) {
 		for _, s := range stores {
 			wg.Go(func() { readWhileRacing(ctx, s, &newestAcked, deadline, errs) })
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		slices.SortFunc(raced, func(a, b timeline.Message) int { return int(a.ID - b.ID) })
-		f.posts = append(f.posts, raced...)
+		f.endRace(t, &wg, errs, &raced)
 		st, st2 := f.s.Stats(), second.Stats()
 		t.Logf("%+v\n%+v", st, st2)
 		if st.IndexReads+st2.IndexReads == 0 || st.IndexBuilds+st2.IndexBuilds < 3 {
@@ -343,6 +337,20 @@ func TestActiveRacingHints(t *testing.T) {
 		f.newest(t, "after the race")
 		f.walk(t, "walk after the race")
 	})
+}
+
+// endRace waits for a race's goroutines, fails on any error they sent,
+// and adds the posts they made (read once they are done), in id order, to f's.
+func (f *activeFixture) endRace(t *testing.T, wg *sync.WaitGroup, errs chan error, racedp *[]timeline.Message) {
+	t.Helper()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	raced := *racedp
+	slices.SortFunc(raced, func(a, b timeline.Message) int { return int(a.ID - b.ID) })
+	f.posts = append(f.posts, raced...)
 }
 
 // acked raises newest to id, a post that returned, if it is newer.

@@ -3,7 +3,6 @@ package pull_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -278,13 +277,7 @@ func TestHomePatchRacingHints(t *testing.T) {
 	for _, s := range stores {
 		wg.Go(func() { readWhileRacing(ctx, s, &newestAcked, deadline, errs) })
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	slices.SortFunc(raced, func(a, b timeline.Message) int { return int(a.ID - b.ID) })
-	f.posts = append(f.posts, raced...)
+	f.endRace(t, &wg, errs, &raced)
 	f.follows[20], f.follows[21] = following[0].Load(), following[1].Load()
 	st, st2 := f.s.Stats(), second.Stats()
 	t.Logf("%+v\n%+v", st, st2)

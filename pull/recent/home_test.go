@@ -18,18 +18,26 @@ import (
 
 func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
 
+// memcacheState returns a State with only a memcached client, whose keys
+// start with a fresh prefix (returned too) made from name; the client is
+// closed when the test ends.
+func memcacheState(t *testing.T, name string) (*State, *memcached.Client, string) {
+	t.Helper()
+	prefix := fmt.Sprintf("%s%d/", name, time.Now().UnixNano())
+	mc, err := memcached.New(memcached.Options{Servers: []string{testserver.Memcache(t)}, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mc.Close() })
+	return &State{mc: mc, timeout: time.Second}, mc, prefix
+}
+
 // TestStoreHomeTakesLandedHints: a built index whose CAS lost to hints
 // appended after its token is stored with those hints; one whose key was
 // replaced, or had something other than hints appended, is not stored.
 func TestStoreHomeTakesLandedHints(t *testing.T) {
 	ctx := context.Background()
-	prefix := fmt.Sprintf("hs%d/", time.Now().UnixNano())
-	mc, err := memcached.New(memcached.Options{Servers: []string{testserver.Memcache(t)}, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.Close()
-	st := &State{mc: mc, timeout: time.Second}
+	st, mc, prefix := memcacheState(t, "hs")
 	base := func(key string) []byte {
 		return encodeHome(key, homeIndex{indexBase: indexBase{builtAt: 1, token: "tok", entries: []sqlread.AuthorNewest{{Author: 3, Newest: 10}}}, regUntil: 2})
 	}
@@ -119,13 +127,7 @@ func TestDecodeHomeMergesHints(t *testing.T) {
 // after the read that found it, and over nothing.
 func TestHomeTokenIsItsOwn(t *testing.T) {
 	ctx := context.Background()
-	prefix := fmt.Sprintf("ht%d/", time.Now().UnixNano())
-	mc, err := memcached.New(memcached.Options{Servers: []string{testserver.Memcache(t)}, Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.Close()
-	st := &State{mc: mc, timeout: time.Second}
+	st, mc, prefix := memcacheState(t, "ht")
 	key := prefix + "k"
 	if err := mc.Set(ctx, &memcache.Item{Key: key, Value: []byte("retired")}); err != nil {
 		t.Fatal(err)
