@@ -355,6 +355,9 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		b.vtgate, b.vtgateStatus = sb.VtgateDSN, sb.VtgateStatus
 	}
 	b.meter = cost.NewMeter(admin, b.memcache)
+	if sb != nil && sb.MariaDB() != nil {
+		b.meter.WithDatabaseProcess(sb.MariaDB().Pid())
+	}
 	if len(cfg.Options) > 0 {
 		names := slices.Sorted(maps.Keys(cfg.Options))
 		for i, k := range names {

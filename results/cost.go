@@ -62,6 +62,13 @@ const (
 	CostMCIncrs = "mc_incrs_per_op"
 	// CostMCBytes: bytes memcached received and sent.
 	CostMCBytes = "mc_bytes_per_op"
+	// CostMCCPU: memcached's CPU time, user plus system (its stats
+	// rusage_user and rusage_system, over all servers), in microseconds.
+	CostMCCPU = "mc_cpu_us_per_op"
+	// CostDBCPU: the database server process's CPU time, user plus
+	// system (/proc), in microseconds; measured only when the benchmark
+	// started the server itself, on this machine.
+	CostDBCPU = "db_cpu_us_per_op"
 	// CostCPU: the benchmark process's own CPU time, user plus system
 	// (getrusage), in microseconds: the client's share of the work,
 	// harness included.
@@ -83,6 +90,25 @@ var costColumns = []struct{ key, label string }{
 	{CostMCIncrs, "mc incrs"},
 	{CostMCBytes, "mc bytes"},
 	{CostCPU, "client CPU µs"},
+	{CostMCCPU, "mc CPU µs"},
+	{CostDBCPU, "db CPU µs"},
+	{costAllCPU, "all CPU µs"},
+}
+
+// costAllCPU is the table's column for the CPU of client, memcached and
+// database server together: what an operation cost a machine they share.
+// It is derived (AllCPU), not stored.
+const costAllCPU = "all CPU"
+
+// AllCPU is the CPU time one operation cost the benchmark process,
+// memcached (when used) and the database server together, in
+// microseconds; false when the database server's was not measured.
+func (c Cost) AllCPU() (float64, bool) {
+	db, ok := c[CostDBCPU]
+	if !ok {
+		return 0, false
+	}
+	return db + c[CostMCCPU] + c[CostCPU], true
 }
 
 // costPhases are a model's phases that carry costs, in the table's order.
@@ -118,7 +144,7 @@ func (r *Result) HasCosts() bool {
 func WriteCostTable(w io.Writer, r *Result) error {
 	var b strings.Builder
 	b.WriteString("cost per operation, from the servers' counters over each measured window\n")
-	b.WriteString("(global deltas: the benchmark's sandbox serves only the run; rows read and written, index lookups, bytes InnoDB wrote and\n wrote to its redo log, memcached keys asked, stored and incremented and bytes through it, the benchmark process's CPU)\n")
+	b.WriteString("(global deltas: the benchmark's sandbox serves only the run; rows read and written, index lookups, bytes InnoDB wrote and\n wrote to its redo log, memcached keys asked, stored and incremented and bytes through it, the CPU of the benchmark process, memcached and the database server)\n")
 	g := &grid{}
 	head := []string{"model, phase", "ops"}
 	for _, c := range costColumns {
@@ -129,6 +155,9 @@ func WriteCostTable(w io.Writer, r *Result) error {
 		cells := []string{model + ", " + phase, fmtInt(int64(c[CostOps]))}
 		for _, col := range costColumns {
 			v, ok := c[col.key]
+			if col.key == costAllCPU {
+				v, ok = c.AllCPU()
+			}
 			if !ok {
 				cells = append(cells, Dash)
 				continue

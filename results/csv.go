@@ -19,7 +19,9 @@ var CSVHeader = append([]string{
 func costKeys() []string {
 	var out []string
 	for _, c := range costColumns {
-		out = append(out, c.key)
+		if c.key != costAllCPU {
+			out = append(out, c.key)
+		}
 	}
 	return out
 }
@@ -93,8 +95,8 @@ func csvRow(model, phase string, p *Phase, data, disk int64) []string {
 		}
 	}
 	row = append(row, csvBytes(data), csvBytes(disk), strconv.FormatBool(!p.Ran()))
-	for _, c := range costColumns {
-		if v, ok := p.Cost[c.key]; ok {
+	for _, k := range costKeys() {
+		if v, ok := p.Cost[k]; ok {
 			row = append(row, csvFloat(v))
 		} else {
 			row = append(row, "")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,10 +20,10 @@ func withTraffic() *Result {
 	r := sample()
 	push, sp := r.Model("push"), r.Model("pull-sp")
 	push.Submit.Cost = Cost{CostOps: 16800, CostRowsRead: 43.9, CostRowsWritten: 43.9, CostRowsInserted: 43.9,
-		CostBytesWritten: 5200, CostLogBytesWritten: 4100, CostCPU: 60}
+		CostBytesWritten: 5200, CostLogBytesWritten: 4100, CostCPU: 60, CostDBCPU: 210}
 	sp.Submit.Cost = Cost{CostOps: 201000, CostRowsRead: 0, CostRowsWritten: 1, CostRowsInserted: 1,
 		CostBytesWritten: 420, CostLogBytesWritten: 300, CostCPU: 40}
-	sp.Retrieve.Cost = Cost{CostOps: 3600, CostRowsRead: 472, CostCPU: 95}
+	sp.Retrieve.Cost = Cost{CostOps: 3600, CostRowsRead: 472, CostCPU: 95, CostMCCPU: 5, CostDBCPU: 300}
 	phase := func(rate, p50, p99 float64) Phase {
 		return Phase{Ops: int64(rate * 10), Seconds: 10, OpsPerSec: rate, P50Ms: p50, P90Ms: p50 * 2,
 			P99Ms: p99, P999Ms: p99 * 2, MaxMs: p99 * 3}
@@ -84,9 +85,28 @@ func TestCostTable(t *testing.T) {
 	}
 	out := b.String()
 	t.Log("\n" + out)
+	col := func(label string) int {
+		for i, c := range costColumns {
+			if c.label == label {
+				return 2 + i
+			}
+		}
+		t.Fatalf("no column %q", label)
+		return 0
+	}
+	cpu, mc, db, all := col("client CPU µs"), col("mc CPU µs"), col("db CPU µs"), col("all CPU µs")
 	l := line(t, out, "push, submit")
-	if c := cells(l); len(c) != 2+len(costColumns) || c[1] != "16,800" || c[2] != "43.9" || c[len(c)-1] != "60.0" || c[10] != Dash {
+	if c := cells(l); len(c) != 2+len(costColumns) || c[1] != "16,800" || c[2] != "43.9" || c[cpu] != "60.0" || c[10] != Dash ||
+		c[mc] != Dash || c[db] != "210" || c[all] != "270" {
 		t.Errorf("push submit row %q", c)
+	}
+	// Without the database server's CPU there is no sum; with it, the
+	// sum takes memcached's in.
+	if c := cells(line(t, out, "pull-sp, submit")); c[db] != Dash || c[all] != Dash {
+		t.Errorf("pull-sp submit row %q", c)
+	}
+	if c := cells(line(t, out, "pull-sp, retrieve ")); c[all] != "400" {
+		t.Errorf("pull-sp retrieve row %q", c)
 	}
 	// H: (43.9 - 1) rows over 42.9 followers is one row per follower;
 	// (5200 - 420) / 42.9 = 111 bytes. L: 472 rows / 42.9 = 11.0.
@@ -176,12 +196,16 @@ func TestTrafficSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cpu := slices.Index(recs[0], CostCPU)
+	if cpu < 0 || slices.Contains(recs[0], costAllCPU) {
+		t.Fatalf("CSV header %q: want %s and no derived column", recs[0], CostCPU)
+	}
 	var traffic, costs int
 	for _, r := range recs[1:] {
 		if strings.HasPrefix(r[1], "traffic") {
 			traffic++
 		}
-		if r[len(CSVHeader)-1] != "" {
+		if r[cpu] != "" {
 			costs++
 		}
 	}

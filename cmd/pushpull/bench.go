@@ -308,7 +308,8 @@ stays the paper's, about 5 minutes):
                  against the offered rate. About 20 s per model.
   --cost         prints the cost per operation of every phase: rows read
                  and written, bytes written, memcached gets, sets and bytes
-                 (the servers' own counters) and the client's CPU, with the
+                 (the servers' own counters), and the CPU of the client,
+                 memcached and (in the sandbox) MariaDB, with the
                  H (one fan-out row) and L (one followee probe) they imply.
                  Always saved in result.json; printed with --mix too.
 

@@ -95,6 +95,14 @@ func TestBenchSmall(t *testing.T) {
 	if push.DataBytes <= pull.DataBytes {
 		t.Fatalf("push data %d bytes not above pull's %d: the mailbox is missing", push.DataBytes, pull.DataBytes)
 	}
+	// The run started its own MariaDB, so the cost of a post includes
+	// that server's CPU; the cached models' include memcached's.
+	if c := push.Submit.Cost; !(c[results.CostDBCPU] > 0) {
+		t.Fatalf("push's posts: no database server CPU in %v", c)
+	}
+	if m := res.Model("push+memcache"); m == nil || m.Mixed == nil || !(m.Mixed.Cost[results.CostMCCPU] > 0) {
+		t.Fatalf("push+memcache: no memcached CPU in its mixed phase: %+v", m)
+	}
 	if res.Harness == nil || res.Harness.OpsPerSec < 20*push.Retrieve.OpsPerSec {
 		t.Fatalf("harness %+v", res.Harness)
 	}

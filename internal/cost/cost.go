@@ -1,8 +1,14 @@
 // Package cost measures what a stretch of work cost the servers and the
 // benchmark's own process, from their own counters: the database server's
 // row counts and InnoDB's byte counts (SHOW GLOBAL STATUS), memcached's
-// command and byte counts (its stats command, summed over every server),
-// and the process's CPU time (getrusage).
+// command and byte counts and CPU time (its stats command, summed over
+// every server), the process's CPU time (getrusage), and, when the
+// database server runs on this machine and the caller names its process,
+// that process's CPU time (/proc).
+//
+// The three CPU times together are what an operation cost the machine
+// when client and servers share it, as in the benchmark's sandbox: rows
+// and keys say how much work each server did, CPU what it cost.
 //
 // Rows come from the server layer's counters, not InnoDB's: MariaDB 10.11
 // no longer keeps Innodb_rows_read and its siblings. Rows_read counts
@@ -20,12 +26,15 @@ package cost
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,7 +50,9 @@ var serverCounters = []string{
 }
 
 // memcachedCounters are the stats a Snapshot sums over the servers.
-var memcachedCounters = []string{"cmd_get", "cmd_set", "incr_hits", "incr_misses", "decr_hits", "decr_misses", "bytes_read", "bytes_written"}
+// memcached reports rusage_user and rusage_system in seconds with six
+// decimals; MemcachedStats gives them in microseconds.
+var memcachedCounters = []string{"cmd_get", "cmd_set", "incr_hits", "incr_misses", "decr_hits", "decr_misses", "bytes_read", "bytes_written", "rusage_user", "rusage_system"}
 
 // Meter takes snapshots of one database server (through db, which may be
 // any connection pool to it) and of the given memcached servers (none for
@@ -49,17 +60,31 @@ var memcachedCounters = []string{"cmd_get", "cmd_set", "incr_hits", "incr_misses
 type Meter struct {
 	db       *sql.DB
 	memcache []string
+	dbPid    int
 }
 
 // NewMeter returns a Meter. db may be nil: the snapshots then carry no
 // database counters.
 func NewMeter(db *sql.DB, memcache []string) *Meter { return &Meter{db: db, memcache: memcache} }
 
+// WithDatabaseProcess makes m's snapshots also take the CPU time of the
+// database server's process pid, which must run on this machine (the
+// benchmark's sandbox). A snapshot taken after the process exited lacks
+// that time, and so does the cost between it and any other.
+func (m *Meter) WithDatabaseProcess(pid int) *Meter {
+	m.dbPid = pid
+	return m
+}
+
 // Snapshot is the counters at one moment.
 type Snapshot struct {
 	Server    map[string]int64 // nil when not taken
 	Memcached map[string]int64 // summed over the servers; nil when none
 	CPU       time.Duration    // user + system time of this process
+	// ServerCPU is the user + system time of the database server's
+	// process, when HasServerCPU (a process was named and could be read).
+	ServerCPU    time.Duration
+	HasServerCPU bool
 }
 
 // Take reads every counter now.
@@ -77,6 +102,9 @@ func (m *Meter) Take(ctx context.Context) (Snapshot, error) {
 		}
 	}
 	s.CPU = ProcessCPU()
+	if m.dbPid > 0 {
+		s.ServerCPU, s.HasServerCPU = PidCPU(m.dbPid)
+	}
 	return s, nil
 }
 
@@ -113,6 +141,10 @@ func PerOp(before, after Snapshot, ops int64) results.Cost {
 		c[results.CostMCSets] = d("cmd_set") / n
 		c[results.CostMCIncrs] = d("incr_hits", "incr_misses", "decr_hits", "decr_misses") / n
 		c[results.CostMCBytes] = d("bytes_read", "bytes_written") / n
+		c[results.CostMCCPU] = d("rusage_user", "rusage_system") / n
+	}
+	if before.HasServerCPU && after.HasServerCPU && after.ServerCPU >= before.ServerCPU {
+		c[results.CostDBCPU] = float64((after.ServerCPU - before.ServerCPU).Microseconds()) / n
 	}
 	c[results.CostCPU] = float64((after.CPU - before.CPU).Microseconds()) / n
 	return c
@@ -194,7 +226,12 @@ func memcachedStats(addr string) (map[string]int64, error) {
 		if len(f) != 3 || f[0] != "STAT" {
 			continue
 		}
-		if n, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+		if strings.HasPrefix(f[1], "rusage_") {
+			// seconds.microseconds
+			if sec, err := strconv.ParseFloat(f[2], 64); err == nil {
+				out[f[1]] = int64(math.Round(sec * 1e6))
+			}
+		} else if n, err := strconv.ParseInt(f[2], 10, 64); err == nil {
 			out[f[1]] = n
 		}
 	}
@@ -212,4 +249,33 @@ func ProcessCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// userHZ is the unit of /proc's CPU times: the kernel reports them in
+// USER_HZ ticks, 100 a second on every Linux architecture Go runs on.
+const userHZ = 100
+
+// PidCPU is the user plus system CPU time of process pid, all its threads
+// together, from /proc/pid/stat (to 10 ms); false when it cannot be read.
+func PidCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name, field 2, is in parentheses and may hold spaces:
+	// the fields counted are those after its closing one, from field 3.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * time.Second / userHZ, true
 }

@@ -3,7 +3,11 @@ package cost_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
 
@@ -138,10 +142,70 @@ func TestMemcachedCounters(t *testing.T) {
 	if b := c[results.CostMCBytes]; b < 200 {
 		t.Errorf("%.0f bytes per set and get of 100 bytes", b)
 	}
+	// memcached's own CPU, from its rusage stats (seconds with six
+	// decimals): a set and a get take it microseconds, not none and not
+	// a millisecond.
+	if cpu, ok := c[results.CostMCCPU]; !ok || cpu <= 0 || cpu > 1000 {
+		t.Errorf("memcached CPU %.2f µs per set and get (present %v)", cpu, ok)
+	}
+	if _, ok := c[results.CostDBCPU]; ok {
+		t.Errorf("database CPU without a database: %v", c)
+	}
 	if _, ok := c[results.CostRowsRead]; ok {
 		t.Errorf("database figures without a database: %v", c)
 	}
 	if _, err := cost.MemcachedStats([]string{"127.0.0.1:1"}, "cmd_get"); err == nil {
 		t.Error("stats from a closed port")
+	}
+}
+
+// TestDatabaseServerCPU: with the database server's process named, a
+// query that keeps the server busy shows in the server's CPU and not in
+// the client's; a process that is gone gives no figure.
+func TestDatabaseServerCPU(t *testing.T) {
+	ctx := context.Background()
+	admin := testserver.Admin(t)
+	var pidFile string
+	if err := admin.QueryRowContext(ctx, "SELECT @@pid_file").Scan(&pidFile); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		if os.Getenv("PUSHPULL_TEST_DSN") != "" {
+			t.Skipf("the server given by PUSHPULL_TEST_DSN is not on this machine: %v", err)
+		}
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meter := cost.NewMeter(admin, nil).WithDatabaseProcess(pid)
+	start := time.Now()
+	c := measure(t, meter, 2, func(int) error {
+		_, err := admin.ExecContext(ctx, "DO BENCHMARK(1000000, MD5('pushpull'))")
+		return err
+	})
+	wall := time.Since(start)
+	t.Logf("%v in %v", c, wall)
+	db, ok := c[results.CostDBCPU]
+	// /proc counts in 10 ms ticks; the server may have done a little
+	// background work too.
+	if !ok || db <= 0 || db*2 > float64((wall+50*time.Millisecond).Microseconds()) {
+		t.Errorf("database server CPU %.0f µs per query, %v for both (present %v)", db, wall, ok)
+	}
+	if cpu := c[results.CostCPU]; cpu*10 > db {
+		t.Errorf("client CPU %.0f µs per query against the server's %.0f: the server's work counted as the client's?", cpu, db)
+	}
+	if all, ok := c.AllCPU(); !ok || all != db+c[results.CostCPU] {
+		t.Errorf("all CPU %.0f (%v), want the server's and the client's", all, ok)
+	}
+
+	// A pid no process has.
+	gone := cost.NewMeter(nil, nil).WithDatabaseProcess(1 << 30)
+	if c := measure(t, gone, 1, func(int) error { return nil }); len(c) == 0 {
+		t.Fatal("no cost at all")
+	} else if _, ok := c[results.CostDBCPU]; ok {
+		t.Errorf("a CPU figure for a process that is not there: %v", c)
 	}
 }
