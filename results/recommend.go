@@ -78,6 +78,12 @@ type Candidate struct {
 	// when the run had memcached; part of CostPerOp.
 	MemcachedGetsPerOp *float64 `json:"mc_gets_per_op,omitempty"`
 	MemcachedSetsPerOp *float64 `json:"mc_sets_per_op,omitempty"`
+	// CPUPerOpUs is the CPU time of the benchmark process, memcached and
+	// the database server together per operation, in microseconds
+	// (Cost.AllCPU), when the run started the database server itself.
+	// It is evidence the verdict does not rank by: it depends on what
+	// shares the machine, and it is noisier than the counts.
+	CPUPerOpUs *float64 `json:"cpu_all_us_per_op,omitempty"`
 	// DataBytes and DiskBytes are the model's database's, as loaded
 	// (models that share a database show the same).
 	DataBytes int64 `json:"data_bytes"`
@@ -165,16 +171,21 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 	fmt.Fprintf(w, "workload: %s users, %s messages, %s graph, %s activity\n", fmtInt(int64(wl.Users)), fmtInt(int64(wl.Messages)), wl.Graph, wl.Activity)
 	fmt.Fprintf(w, "traffic:  %s (%.0f%% reads), open loop at %s ops/s planned, objective p99 ≤ %s from intended starts\n\n",
 		wl.Mix, 100*wl.ReadShare, fmtNum(wl.RatePerSec), fmtMs(wl.SLOMs))
-	mc := false
+	mc, cpu := false, false
 	for _, c := range r.Candidates {
 		mc = mc || c.MemcachedGetsPerOp != nil
+		cpu = cpu || c.CPUPerOpUs != nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "model\theld SLO\tp99\tachieved\terrors\trows read/op\trows written/op\t"
 	if mc {
 		head += "memcached keys/op\t"
 	}
-	head += "cost/op\tdata size\t"
+	head += "cost/op\t"
+	if cpu {
+		head += "CPU/op, all\t"
+	}
+	head += "data size\t"
 	fmt.Fprintln(tw, head)
 	for _, c := range r.Candidates {
 		held := "yes"
@@ -202,12 +213,23 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 			}
 			fmt.Fprintf(tw, "%s\t", keys)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t\n", total, fmtBytes(c.Size()))
+		fmt.Fprintf(tw, "%s\t", total)
+		if cpu {
+			us := Dash
+			if c.CPUPerOpUs != nil {
+				us = fmtNum(*c.CPUPerOpUs) + " µs"
+			}
+			fmt.Fprintf(tw, "%s\t", us)
+		}
+		fmt.Fprintf(tw, "%s\t\n", fmtBytes(c.Size()))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\ncost/op, which the verdict ranks by, is rows read + written in MariaDB plus keys got + set in memcached, per operation (the servers' own counters).")
+	if cpu {
+		fmt.Fprintln(w, "CPU/op, all is the CPU time of this process, memcached and MariaDB together per operation, on this machine: what bounds the rate when they share it; not ranked by, as it depends on what shares the machine.")
+	}
 	_, err := fmt.Fprintf(w, "verdict: %s\n", r.Verdict.Reason)
 	return err
 }
@@ -259,9 +281,11 @@ func saveRecommendation(dir string, r *Recommendation) error {
 func finiteCandidates(cs []Candidate) []Candidate {
 	out := make([]Candidate, len(cs))
 	for i, c := range cs {
-		if g := c.MemcachedGetsPerOp; g != nil {
-			v := zeroIfNotFinite(*g)
-			c.MemcachedGetsPerOp = &v
+		for _, p := range []**float64{&c.MemcachedGetsPerOp, &c.MemcachedSetsPerOp, &c.CPUPerOpUs} {
+			if *p != nil {
+				v := zeroIfNotFinite(**p)
+				*p = &v
+			}
 		}
 		for _, v := range []*float64{&c.P50Ms, &c.P99Ms, &c.OfferedPerSec, &c.AchievedPerSec, &c.RowsReadPerOp, &c.RowsWrittenPerOp} {
 			*v = zeroIfNotFinite(*v)

@@ -298,8 +298,9 @@ that traffic in an open loop at the planned rate, for --duration after
 
 It prints a row per candidate (held or not and why, p99 at the planned rate,
 achieved rate, errors, rows read and written and memcached keys per
-operation, cost, data size) and
-a one-line verdict with the figures that decided it, or, when none holds,
+operation, cost, the CPU of this process, memcached and MariaDB per
+operation when it started the servers itself (shown, not ranked by), data
+size) and a one-line verdict with the figures that decided it, or, when none holds,
 which came closest. Progress goes to stderr.
 
 The candidates are every registered model on MariaDB that keeps its data on a

@@ -114,6 +114,9 @@ func TestRecommendSmall(t *testing.T) {
 				t.Errorf("slo %s: stdout lacks %q:\n%s", c.slo, want, r.stdout)
 			}
 		}
+		if strings.Contains(r.stdout, "CPU/op") {
+			t.Errorf("slo %s: a CPU column for a server given by --dsn:\n%s", c.slo, r.stdout)
+		}
 		if !strings.Contains(r.stderr, "/traffic (open loop") || !strings.Contains(r.stderr, "saved ") {
 			t.Errorf("slo %s: progress:\n%s", c.slo, r.stderr)
 		}

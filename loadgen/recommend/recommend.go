@@ -215,6 +215,9 @@ func Evidence(m *results.Model) results.Candidate {
 	if v, ok := t.Total.Cost[results.CostMCSets]; ok {
 		c.MemcachedSetsPerOp = &v
 	}
+	if v, ok := t.Total.Cost.AllCPU(); ok {
+		c.CPUPerOpUs = &v
+	}
 	return c
 }
 
