@@ -75,10 +75,12 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 	newOp := Traffic(s, b.data, mix, pool, churn, b.cfg.Spec.Seed)
 	name, dur := m.Name+"/traffic", b.duration(m)
 	if b.cfg.Rate > 0 {
-		r, c, err := b.openPhase(ctx, name, b.cfg.Rate, dur, b.cfg.Ops, newOp)
+		var before map[string]int64
+		r, c, err := b.openPhase(ctx, name, b.cfg.Rate, dur, b.cfg.Ops, newOp, func() { before = counts(s) })
 		if err != nil {
 			return err
 		}
+		maps.Copy(rm.Extra, results.IndexFigures("traffic_", before, counts(s), r.Total.Ops))
 		b.checkErrors(name, r.ErrorRate(), r.SampleErrors)
 		rm.Traffic = trafficFromOpen(mix, r)
 		rm.Traffic.Total.Cost = c
@@ -109,14 +111,15 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 
 // openPhase runs one open-loop phase with the run's arrivals and bound on
 // operations in flight, and returns it with its cost per operation. Its
-// errors are the caller's to judge.
-func (b *bench) openPhase(ctx context.Context, name string, rate float64, dur time.Duration, ops int64, newOp func(int) openloop.Op) (openloop.Result, results.Cost, error) {
+// errors are the caller's to judge. onMeasure, if not nil, runs when the
+// warm-up ends.
+func (b *bench) openPhase(ctx context.Context, name string, rate float64, dur time.Duration, ops int64, newOp func(int) openloop.Op, onMeasure func()) (openloop.Result, results.Cost, error) {
 	length := dur.String()
 	if ops > 0 {
 		length = fmt.Sprintf("%d ops", ops)
 	}
 	b.logf("phase %s (open loop, %s arrivals at %.0f/s, %s, at most %d in flight)", name, b.cfg.Arrivals, rate, length, b.cfg.MaxInFlight)
-	start, finish := b.metered(ctx, nil)
+	start, finish := b.metered(ctx, onMeasure)
 	r, err := openloop.Run(ctx, openloop.Config{
 		Name: name, Rate: rate, Arrivals: b.cfg.Arrivals, Workers: b.cfg.MaxInFlight,
 		Warmup: b.cfg.Warmup, Duration: dur, Ops: ops, Kinds: MixOps,
@@ -146,7 +149,7 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, t *results.Tra
 	sr, err := openloop.FindRate(ctx, openloop.SearchConfig{
 		SLO: b.cfg.SLO, Start: start, MaxSteps: b.cfg.SearchSteps, MaxErrorRate: MaxErrorRate,
 	}, func(ctx context.Context, rate float64) (openloop.Result, error) {
-		r, _, err := b.openPhase(ctx, fmt.Sprintf("%s/slo@%.0f", m.Name, rate), rate, b.cfg.StepDuration, 0, newOp)
+		r, _, err := b.openPhase(ctx, fmt.Sprintf("%s/slo@%.0f", m.Name, rate), rate, b.cfg.StepDuration, 0, newOp, nil)
 		return r, err
 	})
 	if err != nil {
