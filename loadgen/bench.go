@@ -106,8 +106,9 @@ type BenchConfig struct {
 	// It needs a Mix (or Rate, which implies the default one). It is
 	// what a run that compares the models on one workload at one planned
 	// rate wants (package loadgen/recommend): every model is measured
-	// for the same length, Duration, and each model's store is primed
-	// (registry.Primer) as the read phase would have primed it.
+	// for the same length, Duration, and each model's store is warmed
+	// (Bench.WarmReads) and primed (registry.Primer) as the read phase
+	// would have left it.
 	TrafficOnly bool
 
 	// Vitess starts, beside the sandbox's MariaDB, a Vitess cluster of

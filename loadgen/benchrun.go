@@ -676,7 +676,10 @@ const CachedPageBytes = 2520
 
 // trafficOnly measures every model's traffic phase and nothing else (see
 // BenchConfig.TrafficOnly), in write order as writes would, each store
-// primed first as reads would have primed it.
+// warmed and primed first as reads would have left it: a model whose reads
+// are measured warm (Bench.WarmReads) has every user's newest page read,
+// unless its traffic runs on a store of its own that fills in the phase's
+// warm-up (a cached model's, see trafficStore).
 func (b *bench) trafficOnly(ctx context.Context) error {
 	for _, m := range b.models {
 		rm := b.record(m)
@@ -688,6 +691,11 @@ func (b *bench) trafficOnly(ctx context.Context) error {
 	}
 	for _, m := range registry.WriteOrder(b.models) {
 		s := b.trafficStore(m)
+		if _, own := b.traffic[m.Name]; m.Bench.WarmReads && !own {
+			if err := b.warm(ctx, s); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
+		}
 		if p, ok := s.(registry.Primer); ok {
 			users := make([]timeline.UserID, b.users)
 			for i := range users {

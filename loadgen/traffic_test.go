@@ -412,3 +412,57 @@ func TestFollowsPreferThePopular(t *testing.T) {
 		}
 	}
 }
+
+// TestTrafficOnlyIsWarm: a run of the traffic phase alone (what a
+// recommendation runs) measures the models whose reads are measured warm
+// (Bench.WarmReads) warm too, as the full benchmark's traffic does after
+// its read phases: every user's newest page is read first, so the traffic
+// does not spend itself building what a running service already holds.
+func TestTrafficOnlyIsWarm(t *testing.T) {
+	var models []string
+	for _, m := range notOnVitess(registry.Listed()) {
+		if m.Bench.WarmReads && !m.Bench.Has(registry.PhaseCacheMixed) && m.Persistent() {
+			models = append(models, m.Name)
+		}
+	}
+	if len(models) == 0 {
+		t.Fatal("no model reads warm")
+	}
+	spec, err := PaperSpec().Scaled(0.05) // 500 users: most of them read once or not at all
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := DefaultMix()
+	var progress bytes.Buffer
+	cfg := BenchConfig{
+		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Force: true,
+		Spec: spec, Scale: 0.05, Models: models, Mix: &mix, Rate: 150, TrafficOnly: true,
+		Duration: time.Second, Warmup: 100 * time.Millisecond, Concurrency: 2, Progress: &progress,
+	}
+	res, err := RunBench(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if n := strings.Count(progress.String(), "warmed memcached: 500 newest pages"); n != len(models) {
+		t.Errorf("%d warm-ups for %d models %v:\n%s", n, len(models), models, progress.String())
+	}
+	measured := 0
+	for _, name := range models {
+		m := res.Model(name)
+		if m == nil || m.Traffic == nil || m.Traffic.Total.Ops == 0 {
+			t.Fatalf("%s: no traffic: %+v", name, m)
+		}
+		builds, ok := m.Extra["traffic_index_builds_per_op"]
+		t.Logf("%s: %v index builds per operation (reported: %v)", name, builds, ok)
+		if ok {
+			measured++
+			// Cold, nearly every read is a reader's first and builds.
+			if builds > 0.2 {
+				t.Errorf("%s: %.2f index builds per operation of the traffic: measured cold", name, builds)
+			}
+		}
+	}
+	if measured == 0 {
+		t.Errorf("none of %v reports its index builds", models)
+	}
+}
