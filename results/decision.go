@@ -77,9 +77,13 @@ const (
 var DecisionMapFiles = []string{DecisionMapJSONFile, DecisionMapCSVFile, DecisionMapPNGFile}
 
 // DecisionMapCSVHeader is the first line of decision-map.csv: a row per
-// cell and candidate.
+// cell and candidate, with the counts the verdict ranks by (rows, memcached
+// keys, and their sum, cost_per_op, as Candidate.CostPerOp) and the CPU of
+// client and servers per operation where it was measured; a figure not
+// measured is empty. Columns are only ever added at the end.
 var DecisionMapCSVHeader = []string{"skew", "read_share", "model", "best", "held", "why", "p99_ms", "offered_per_sec",
-	"achieved_per_sec", "errors", "rows_read_per_op", "rows_written_per_op", "data_bytes", "disk_bytes"}
+	"achieved_per_sec", "errors", "rows_read_per_op", "rows_written_per_op", "data_bytes", "disk_bytes",
+	"mc_gets_per_op", "mc_sets_per_op", "cost_per_op", "cpu_all_us_per_op"}
 
 // WriteDecisionMapCSV writes a row per cell and candidate; best is 1 on the
 // chosen model's row.
@@ -96,13 +100,20 @@ func WriteDecisionMapCSV(w io.Writer, m *DecisionMap) error {
 	}
 	for _, cell := range m.Cells {
 		for _, c := range cell.Candidates {
-			read, written := "", ""
+			read, written, total := "", "", ""
 			if c.Costed {
-				read, written = csvFloat(c.RowsReadPerOp), csvFloat(c.RowsWrittenPerOp)
+				read, written, total = csvFloat(c.RowsReadPerOp), csvFloat(c.RowsWrittenPerOp), csvFloat(c.CostPerOp())
+			}
+			opt := func(v *float64) string {
+				if v == nil {
+					return ""
+				}
+				return csvFloat(*v)
 			}
 			if err := cw.Write([]string{cell.Skew, csvFloat(cell.ReadShare), c.Model, b(c.Model == cell.Verdict.Best), b(c.Held), c.Why,
 				csvFloat(c.P99Ms), csvFloat(c.OfferedPerSec), csvFloat(c.AchievedPerSec), strconv.FormatInt(c.Errors, 10),
-				read, written, strconv.FormatInt(c.DataBytes, 10), strconv.FormatInt(c.DiskBytes, 10)}); err != nil {
+				read, written, strconv.FormatInt(c.DataBytes, 10), strconv.FormatInt(c.DiskBytes, 10),
+				opt(c.MemcachedGetsPerOp), opt(c.MemcachedSetsPerOp), total, opt(c.CPUPerOpUs)}); err != nil {
 				return err
 			}
 		}

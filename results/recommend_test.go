@@ -2,7 +2,9 @@ package results
 
 import (
 	"bytes"
+	"encoding/csv"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,5 +69,42 @@ func TestRecommendationCPU(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "CPU/op") {
 		t.Errorf("a CPU column with nothing in it:\n%s", b.String())
+	}
+}
+
+// TestDecisionMapCSVCosts: a candidate's row in decision-map.csv carries
+// what the verdict ranked by (rows and memcached keys, and their sum) and
+// the CPU figure, empty where not measured.
+func TestDecisionMapCSVCosts(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	m := &DecisionMap{Cells: []DecisionCell{{Skew: "uniform", ReadShare: 0.9, Candidates: []Candidate{
+		{Model: "a", Held: true, Costed: true, RowsReadPerOp: 1, RowsWrittenPerOp: 0.5, MemcachedGetsPerOp: f(8), MemcachedSetsPerOp: f(1.5), CPUPerOpUs: f(420)},
+		{Model: "b", Held: true, Costed: true, RowsReadPerOp: 40, RowsWrittenPerOp: 5},
+	}, Verdict: Verdict{Best: "a"}}}}
+	var b bytes.Buffer
+	if err := WriteDecisionMapCSV(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("%d records: %v", len(recs), err)
+	}
+	col := func(rec []string, name string) string {
+		i := slices.Index(DecisionMapCSVHeader, name)
+		if i < 0 || len(rec) != len(DecisionMapCSVHeader) {
+			t.Fatalf("column %s in %q", name, rec)
+		}
+		return rec[i]
+	}
+	for _, c := range []struct {
+		rec                   []string
+		gets, sets, cost, cpu string
+	}{
+		{recs[1], "8", "1.5", "11", "420"},
+		{recs[2], "", "", "45", ""},
+	} {
+		if g, s, total, cpu := col(c.rec, "mc_gets_per_op"), col(c.rec, "mc_sets_per_op"), col(c.rec, "cost_per_op"), col(c.rec, "cpu_all_us_per_op"); g != c.gets || s != c.sets || total != c.cost || cpu != c.cpu {
+			t.Errorf("row %q: gets %q sets %q cost %q cpu %q, want %q %q %q %q", c.rec, g, s, total, cpu, c.gets, c.sets, c.cost, c.cpu)
+		}
 	}
 }
