@@ -285,33 +285,23 @@ func TestActiveHintsWhileMemcachedDown(t *testing.T) {
 func TestActiveRacingHints(t *testing.T) {
 	eachIndex(t, func(t *testing.T, read recent.Strategy) {
 		f := newIndexFixture(t, "", read)
-		second := openConfig(t, f.cfg)
-		stores := []*pull.Store{f.s, second}
-		ctx := context.Background()
-		var newestAcked atomic.Int64
-		var mu sync.Mutex
-		var raced []timeline.Message
-		deadline := time.Now().Add(2 * time.Second)
-		var wg sync.WaitGroup
-		errs := make(chan error, 16)
+		r := newRace(t, f)
 		for w := range 4 {
-			wg.Go(func() {
-				s := stores[w%2]
-				for i := 0; time.Now().Before(deadline); i++ {
-					m, err := s.Post(ctx, timeline.UserID(2+(w*3+i)%12), fmt.Sprintf("race %d/%d", w, i))
+			r.wg.Go(func() {
+				s := r.stores[w%2]
+				for i := 0; time.Now().Before(r.deadline); i++ {
+					m, err := s.Post(r.ctx, timeline.UserID(2+(w*3+i)%12), fmt.Sprintf("race %d/%d", w, i))
 					if err != nil {
-						errs <- err
+						r.errs <- err
 						return
 					}
-					mu.Lock()
-					raced = append(raced, m)
-					mu.Unlock()
-					acked(&newestAcked, m.ID)
+					r.posted(m)
+					acked(&r.newestAcked, m.ID)
 				}
 			})
 		}
-		wg.Go(func() {
-			for i := 0; time.Now().Before(deadline); i++ {
+		r.wg.Go(func() {
+			for i := 0; time.Now().Before(r.deadline); i++ {
 				switch i % 4 {
 				case 0:
 					f.mc.Delete(f.s.IndexKey(1))
@@ -325,11 +315,9 @@ func TestActiveRacingHints(t *testing.T) {
 				time.Sleep(time.Duration(5+i%5) * time.Millisecond)
 			}
 		})
-		for _, s := range stores {
-			wg.Go(func() { readWhileRacing(ctx, s, &newestAcked, deadline, errs) })
-		}
-		f.endRace(t, &wg, errs, &raced)
-		st, st2 := f.s.Stats(), second.Stats()
+		r.read()
+		r.end(t)
+		st, st2 := r.stores[0].Stats(), r.stores[1].Stats()
 		t.Logf("%+v\n%+v", st, st2)
 		if st.IndexReads+st2.IndexReads == 0 || st.IndexBuilds+st2.IndexBuilds < 3 {
 			t.Fatal("the indexes were never used, or never rebuilt: the test raced nothing")
@@ -339,18 +327,52 @@ func TestActiveRacingHints(t *testing.T) {
 	})
 }
 
-// endRace waits for a race's goroutines, fails on any error they sent,
-// and adds the posts they made (read once they are done), in id order, to f's.
-func (f *activeFixture) endRace(t *testing.T, wg *sync.WaitGroup, errs chan error, racedp *[]timeline.Message) {
+// race is what the racing tests share: two stores on f's namespace (f's
+// own first), a deadline two seconds away, the posts that returned, the
+// newest that returned of the authors read throughout (newestAcked, see
+// acked), and the goroutines of the race with the errors they send.
+type race struct {
+	f           *activeFixture
+	ctx         context.Context
+	stores      []*pull.Store
+	deadline    time.Time
+	newestAcked atomic.Int64
+	wg          sync.WaitGroup
+	errs        chan error
+	mu          sync.Mutex
+	raced       []timeline.Message
+}
+
+func newRace(t *testing.T, f *activeFixture) *race {
+	return &race{f: f, ctx: context.Background(), stores: []*pull.Store{f.s, openConfig(t, f.cfg)},
+		deadline: time.Now().Add(2 * time.Second), errs: make(chan error, 16)}
+}
+
+// posted records m, a post that returned.
+func (r *race) posted(m timeline.Message) {
+	r.mu.Lock()
+	r.raced = append(r.raced, m)
+	r.mu.Unlock()
+}
+
+// read starts a reader on each store (readWhileRacing).
+func (r *race) read() {
+	for _, s := range r.stores {
+		r.wg.Go(func() { readWhileRacing(r.ctx, s, &r.newestAcked, r.deadline, r.errs) })
+	}
+}
+
+// end waits for the race's goroutines, fails on any error they sent, and
+// adds the posts they made, in id order, to the fixture's.
+func (r *race) end(t *testing.T) {
 	t.Helper()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	r.wg.Wait()
+	close(r.errs)
+	for err := range r.errs {
 		t.Fatal(err)
 	}
-	raced := *racedp
-	slices.SortFunc(raced, func(a, b timeline.Message) int { return int(a.ID - b.ID) })
-	f.posts = append(f.posts, raced...)
+	slices.SortFunc(r.raced, func(a, b timeline.Message) int { return int(a.ID - b.ID) })
+	r.f.posts = append(r.f.posts, r.raced...)
 }
 
 // acked raises newest to id, a post that returned, if it is newer.

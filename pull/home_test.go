@@ -3,12 +3,10 @@ package pull_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
@@ -218,73 +216,54 @@ func TestHomePatchRaisesFloor(t *testing.T) {
 // exact.
 func TestHomePatchRacingHints(t *testing.T) {
 	f := newIndexFixture(t, "", recent.Home{Keep: 8})
-	second := openConfig(t, f.cfg)
-	stores := []*pull.Store{f.s, second}
-	ctx := context.Background()
-	var newestAcked atomic.Int64
-	var mu sync.Mutex
-	var raced []timeline.Message
+	r := newRace(t, f)
 	var following [2]atomic.Bool
-	deadline := time.Now().Add(2 * time.Second)
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	post := func(s *pull.Store, author timeline.UserID, body string) (timeline.Message, bool) {
-		m, err := s.Post(ctx, author, body)
-		if err != nil {
-			errs <- err
-			return m, false
-		}
-		mu.Lock()
-		raced = append(raced, m)
-		mu.Unlock()
-		return m, true
-	}
 	for w := range 3 {
-		wg.Go(func() {
-			s := stores[w%2]
-			for i := 0; time.Now().Before(deadline); i++ {
+		r.wg.Go(func() {
+			s := r.stores[w%2]
+			for i := 0; time.Now().Before(r.deadline); i++ {
 				author := timeline.UserID(2 + (w*3+i)%12)
 				if i%3 == 2 {
 					author = timeline.UserID(20 + i%2) // followed on and off
 				}
-				m, ok := post(s, author, fmt.Sprintf("race %d/%d", w, i))
-				if !ok {
+				m, err := s.Post(r.ctx, author, fmt.Sprintf("race %d/%d", w, i))
+				if err != nil {
+					r.errs <- err
 					return
 				}
+				r.posted(m)
 				if author >= 20 {
 					continue
 				}
-				acked(&newestAcked, m.ID)
+				acked(&r.newestAcked, m.ID)
 			}
 		})
 	}
-	wg.Go(func() {
-		for i := 0; time.Now().Before(deadline); i++ {
+	r.wg.Go(func() {
+		for i := 0; time.Now().Before(r.deadline); i++ {
 			a := i % 2
 			on := !following[a].Load()
-			op := stores[i%2].Follow
+			op := r.stores[i%2].Follow
 			if !on {
-				op = stores[i%2].Unfollow
+				op = r.stores[i%2].Unfollow
 			}
-			if err := op(ctx, 1, timeline.UserID(20+a)); err != nil {
-				errs <- err
+			if err := op(r.ctx, 1, timeline.UserID(20+a)); err != nil {
+				r.errs <- err
 				return
 			}
 			following[a].Store(on)
 			time.Sleep(time.Duration(2+i%5) * time.Millisecond)
 		}
 	})
-	for _, s := range stores {
-		wg.Go(func() { readWhileRacing(ctx, s, &newestAcked, deadline, errs) })
-	}
-	f.endRace(t, &wg, errs, &raced)
+	r.read()
+	r.end(t)
 	f.follows[20], f.follows[21] = following[0].Load(), following[1].Load()
-	st, st2 := f.s.Stats(), second.Stats()
+	st, st2 := r.stores[0].Stats(), r.stores[1].Stats()
 	t.Logf("%+v\n%+v", st, st2)
 	if st.IndexPatches+st2.IndexPatches < 10 {
 		t.Fatal("the indexes were hardly ever patched: the test raced nothing")
 	}
-	for _, s := range stores {
+	for _, s := range r.stores {
 		f.s = s
 		f.newest(t, "after the race")
 		f.walk(t, "walk after the race")
