@@ -542,7 +542,7 @@ func (st *State) patchHome(ctx context.Context, user timeline.UserID, fs *follow
 		return nil, 0, cur, nil
 	}
 	oldAll := mergeSorted(oldPushed, old.pulled)
-	added, removed := sortedDiff(fs.sorted, oldAll)
+	added, removed := without(fs.sorted, oldAll), without(oldAll, fs.sorted)
 	if len(added)+len(removed) > homePatchMax {
 		return nil, 0, cur, nil
 	}
@@ -639,23 +639,6 @@ func mergeSorted(a, b []timeline.UserID) []timeline.UserID {
 		}
 	}
 	return out
-}
-
-// sortedDiff returns what is in now and not in was (added), and what is
-// in was and not in now (removed); both ascending and distinct.
-func sortedDiff(now, was []timeline.UserID) (added, removed []timeline.UserID) {
-	i, j := 0, 0
-	for i < len(now) || j < len(was) {
-		switch {
-		case j == len(was) || (i < len(now) && now[i] < was[j]):
-			added, i = append(added, now[i]), i+1
-		case i == len(now) || was[j] < now[i]:
-			removed, j = append(removed, was[j]), j+1
-		default:
-			i, j = i+1, j+1
-		}
-	}
-	return added, removed
 }
 
 // pageFromHome reads r's page from idx and the lists of the authors it
