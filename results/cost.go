@@ -76,28 +76,44 @@ const (
 )
 
 // costColumns are the figures WriteCostTable shows, in order.
-var costColumns = []struct{ key, label string }{
-	{CostRowsRead, "rows read"},
-	{CostIndexLookups, "index lookups"},
-	{CostRowsWritten, "rows written"},
-	{CostRowsInserted, "inserted"},
-	{CostRowsUpdated, "updated"},
-	{CostRowsDeleted, "deleted"},
-	{CostBytesWritten, "bytes written"},
-	{CostLogBytesWritten, "redo bytes"},
-	{CostMCGets, "mc gets"},
-	{CostMCSets, "mc sets"},
-	{CostMCIncrs, "mc incrs"},
-	{CostMCBytes, "mc bytes"},
-	{CostCPU, "client CPU µs"},
-	{CostMCCPU, "mc CPU µs"},
-	{CostDBCPU, "db CPU µs"},
-	{costAllCPU, "all CPU µs"},
+var costColumns = []costColumn{
+	{CostRowsRead, "rows read", nil},
+	{CostIndexLookups, "index lookups", nil},
+	{CostRowsWritten, "rows written", nil},
+	{CostRowsInserted, "inserted", nil},
+	{CostRowsUpdated, "updated", nil},
+	{CostRowsDeleted, "deleted", nil},
+	{CostBytesWritten, "bytes written", nil},
+	{CostLogBytesWritten, "redo bytes", nil},
+	{CostMCGets, "mc gets", nil},
+	{CostMCSets, "mc sets", nil},
+	{CostMCIncrs, "mc incrs", nil},
+	{CostMCBytes, "mc bytes", nil},
+	{CostCPU, "client CPU µs", nil},
+	{CostMCCPU, "mc CPU µs", nil},
+	{CostDBCPU, "db CPU µs", nil},
+	{costAllCPU, "all CPU µs", Cost.AllCPU},
 }
 
-// costAllCPU is the table's column for the CPU of client, memcached and
-// database server together: what an operation cost a machine they share.
-// It is derived (AllCPU), not stored.
+// costColumn is a figure of the cost table: stored in Cost under key, or
+// derived from the stored ones (then key only names the column).
+type costColumn struct {
+	key, label string
+	derived    func(Cost) (float64, bool)
+}
+
+// value is col's figure in c, false when c lacks it.
+func (col costColumn) value(c Cost) (float64, bool) {
+	if col.derived != nil {
+		return col.derived(c)
+	}
+	v, ok := c[col.key]
+	return v, ok
+}
+
+// costAllCPU names the table's column for the CPU of client, memcached
+// and database server together (AllCPU): what an operation cost a
+// machine they share.
 const costAllCPU = "all CPU"
 
 // AllCPU is the CPU time one operation cost the benchmark process,
@@ -154,10 +170,7 @@ func WriteCostTable(w io.Writer, r *Result) error {
 	row := func(model, phase string, c Cost) {
 		cells := []string{model + ", " + phase, fmtInt(int64(c[CostOps]))}
 		for _, col := range costColumns {
-			v, ok := c[col.key]
-			if col.key == costAllCPU {
-				v, ok = c.AllCPU()
-			}
+			v, ok := col.value(c)
 			if !ok {
 				cells = append(cells, Dash)
 				continue

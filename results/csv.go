@@ -19,7 +19,7 @@ var CSVHeader = append([]string{
 func costKeys() []string {
 	var out []string
 	for _, c := range costColumns {
-		if c.key != costAllCPU {
+		if c.derived == nil {
 			out = append(out, c.key)
 		}
 	}

@@ -98,17 +98,17 @@ func WriteDecisionMapCSV(w io.Writer, m *DecisionMap) error {
 		}
 		return "0"
 	}
+	opt := func(v *float64) string { // empty when not measured
+		if v == nil {
+			return ""
+		}
+		return csvFloat(*v)
+	}
 	for _, cell := range m.Cells {
 		for _, c := range cell.Candidates {
 			read, written, total := "", "", ""
 			if c.Costed {
 				read, written, total = csvFloat(c.RowsReadPerOp), csvFloat(c.RowsWrittenPerOp), csvFloat(c.CostPerOp())
-			}
-			opt := func(v *float64) string {
-				if v == nil {
-					return ""
-				}
-				return csvFloat(*v)
 			}
 			if err := cw.Write([]string{cell.Skew, csvFloat(cell.ReadShare), c.Model, b(c.Model == cell.Verdict.Best), b(c.Held), c.Why,
 				csvFloat(c.P99Ms), csvFloat(c.OfferedPerSec), csvFloat(c.AchievedPerSec), strconv.FormatInt(c.Errors, 10),
