@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/csv"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 )
@@ -28,7 +29,9 @@ func costKeys() []string {
 
 // WriteCSV writes one row per model and phase (submit, retrieve,
 // retrieve_older, and mixed and traffic where they ran, with a row
-// "traffic_<operation>" for each operation type of the traffic), then a row for the harness's
+// "traffic_<operation>" for each operation type of the traffic, and a row
+// "rate_search" where the traffic searched for its highest rate within the
+// latency objective (see csvSearchRow)), then a row for the harness's
 // no-op store (model "harness", phase "noop") if it was measured. Figures
 // that were not measured are empty cells rather than 0, so that a
 // spreadsheet's average does not count them; a phase that was not run has
@@ -63,6 +66,11 @@ func writeRows(cw *csv.Writer, r *Result, prefix []string) error {
 					if err := write(csvRow(m.Name, "traffic_"+op, &p, m.DataBytes, m.DiskBytes)); err != nil {
 						return err
 					}
+				}
+			}
+			if t.Searched() {
+				if err := write(csvSearchRow(m.Name, t.Search, m.DataBytes, m.DiskBytes)); err != nil {
+					return err
 				}
 			}
 		}
@@ -103,6 +111,27 @@ func csvRow(model, phase string, p *Phase, data, disk int64) []string {
 		}
 	}
 	return row
+}
+
+// CSVRateSearch is the phase of the CSV row that holds a model's highest
+// rate within the latency objective.
+const CSVRateSearch = "rate_search"
+
+// csvSearchRow is the row of a rate search: ops_per_sec is the highest
+// planned rate whose p99 held the objective (0 when none did), and ops,
+// errors, seconds and the p50, p99 and p99.9 latencies are those of the
+// step that ran at it (empty when none held; a step has no p90 or max).
+func csvSearchRow(model string, s *RateSearch, data, disk int64) []string {
+	row := []string{model, CSVRateSearch}
+	if st, ok := s.BestStep(); ok {
+		row = append(row, strconv.FormatInt(int64(math.Round(st.AchievedPerSec*s.StepSeconds)), 10),
+			strconv.FormatInt(st.Errors, 10), csvFloat(s.StepSeconds), csvFloat(s.BestPerSec),
+			csvFloat(st.P50Ms), "", csvFloat(st.P99Ms), csvFloat(st.P999Ms), "")
+	} else {
+		row = append(row, "", "", "", "0", "", "", "", "", "")
+	}
+	row = append(row, csvBytes(data), csvBytes(disk), "false")
+	return append(row, make([]string, len(costKeys()))...)
 }
 
 func csvFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

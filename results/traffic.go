@@ -41,6 +41,24 @@ type Traffic struct {
 	Search *RateSearch `json:"rate_search,omitempty"`
 }
 
+// Searched reports whether the traffic searched for its highest rate
+// within the latency objective: Search.BestPerSec is then a figure (0 when
+// no step held).
+func (t *Traffic) Searched() bool { return t != nil && t.Search != nil && len(t.Search.Steps) > 0 }
+
+// BestStep is the step that ran at the search's best rate, if one held.
+func (s *RateSearch) BestStep() (RateStep, bool) {
+	if s.BestPerSec <= 0 {
+		return RateStep{}, false
+	}
+	for _, st := range s.Steps {
+		if st.Held && st.RatePerSec == s.BestPerSec {
+			return st, true
+		}
+	}
+	return RateStep{}, false
+}
+
 // OpNames are the operation types of Mix, in its order.
 func (t *Traffic) OpNames() []string {
 	var out []string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"image/png"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -212,6 +213,57 @@ func TestTrafficSaveLoad(t *testing.T) {
 	// push: the total and 5 operations; pull-sp: the total and 2.
 	if traffic != 9 || costs != 3 {
 		t.Errorf("%d traffic rows and %d with a client CPU figure, want 9 and 3", traffic, costs)
+	}
+}
+
+// TestCSVRateSearch: the CSV holds each searched model's highest rate
+// within the objective and the latencies of the step that ran at it, and
+// 0 without latencies when no step held.
+func TestCSVRateSearch(t *testing.T) {
+	r := withTraffic()
+	sp := r.Model("pull-sp")
+	sp.Traffic.Search = &RateSearch{SLOMs: 50, StepSeconds: 2, Steps: []RateStep{
+		{RatePerSec: 300, OfferedPerSec: 301, AchievedPerSec: 200, P50Ms: 90, P99Ms: 700},
+	}}
+	var b bytes.Buffer
+	if err := WriteCSV(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := func(name string) int { return slices.Index(recs[0], name) }
+	got := map[string][]string{}
+	for _, rec := range recs[1:] {
+		if len(rec) != len(CSVHeader) {
+			t.Fatalf("row of %d cells, header of %d: %q", len(rec), len(CSVHeader), rec)
+		}
+		if rec[1] == CSVRateSearch {
+			got[rec[0]] = rec
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("rate search rows for %v, want push and pull-sp", slices.Sorted(maps.Keys(got)))
+	}
+	for _, c := range []struct {
+		model, column, want string
+	}{
+		{"push", "ops_per_sec", "1500"}, // the best planned rate, not the step's 1,480 achieved
+		{"push", "ops", "2960"},
+		{"push", "seconds", "2"},
+		{"push", "p50_ms", "2"},
+		{"push", "p99_ms", "41"},
+		{"push", "p90_ms", ""},
+		{"push", "data_bytes", "2000000000"},
+		{"push", "skipped", "false"},
+		{"pull-sp", "ops_per_sec", "0"},
+		{"pull-sp", "p99_ms", ""},
+		{"pull-sp", "ops", ""},
+	} {
+		if v := got[c.model][col(c.column)]; v != c.want {
+			t.Errorf("%s %s = %q, want %q", c.model, c.column, v, c.want)
+		}
 	}
 }
 
