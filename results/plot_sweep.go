@@ -65,26 +65,55 @@ func writeSweepPNGs(dir string, s *Sweep) error {
 	return nil
 }
 
+// sweepPanel is one panel of a sweep's plot: a line per model of value
+// (NaN where there is none) against the parameter.
+type sweepPanel struct {
+	label, unit string
+	value       func(m *Model) float64
+}
+
+// sweepPanels are metric's panels: one per phase that ran anywhere in s
+// (one for the data size), and for the rate, when the runs searched for
+// it, one of each model's highest rate within the latency objective.
+func sweepPanels(s *Sweep, metric sweepMetric) []sweepPanel {
+	if metric.file == SweepSizePNGFile {
+		return []sweepPanel{{metric.title, metric.unit, func(m *Model) float64 { return metric.value(m, nil) }}}
+	}
+	var out []sweepPanel
+	for _, ref := range phaseRefs {
+		if !sweepRan(s, ref) {
+			continue
+		}
+		unit := metric.unit
+		if unit == "" {
+			unit = ref.unit
+		}
+		out = append(out, sweepPanel{ref.label, unit, func(m *Model) float64 {
+			if p := ref.get(m); p != nil {
+				return metric.value(m, p)
+			}
+			return math.NaN()
+		}})
+	}
+	if slo := s.SearchSLOMs(); metric.file == SweepRatePNGFile && slo > 0 {
+		out = append(out, sweepPanel{"highest rate at p99 ≤ " + fmtMs(slo), "ops/s", func(m *Model) float64 {
+			if !m.Traffic.Searched() {
+				return math.NaN()
+			}
+			return positive(m.Traffic.Search.BestPerSec)
+		}})
+	}
+	return out
+}
+
 func writeSweepPNG(path string, s *Sweep, metric sweepMetric) error {
 	names := s.ModelNames()
-	refs := []phaseRef{{key: "size", label: metric.title}}
-	if metric.file != SweepSizePNGFile {
-		refs = nil
-		for _, ref := range phaseRefs {
-			if sweepRan(s, ref) {
-				refs = append(refs, ref)
-			}
-		}
-	}
 	var plots []*plot.Plot
-	for _, ref := range refs {
+	for _, panel := range sweepPanels(s, metric) {
 		p := plot.New()
-		p.Title.Text = ref.label
+		p.Title.Text = panel.label
 		p.X.Label.Text = s.Label
-		p.Y.Label.Text = metric.unit
-		if metric.unit == "" {
-			p.Y.Label.Text = ref.unit
-		}
+		p.Y.Label.Text = panel.unit
 		p.Legend.Top = true
 		var lo, hi float64 = math.Inf(1), 0
 		for i, name := range names {
@@ -97,13 +126,7 @@ func writeSweepPNG(path string, s *Sweep, metric sweepMetric) error {
 				if m == nil {
 					continue
 				}
-				var ph *Phase
-				if ref.get != nil {
-					if ph = ref.get(m); ph == nil {
-						continue
-					}
-				}
-				v := metric.value(m, ph)
+				v := panel.value(m)
 				if math.IsNaN(v) || (s.LogX && !(pt.Value > 0)) {
 					continue
 				}

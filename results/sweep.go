@@ -55,6 +55,22 @@ func (s *Sweep) Failed() bool {
 	return false
 }
 
+// SearchSLOMs is the p99 objective within which the sweep's runs searched
+// for each model's highest rate (bench's --find-rate), or 0 if none did.
+func (s *Sweep) SearchSLOMs() float64 {
+	for _, p := range s.Points {
+		if p.Result == nil {
+			continue
+		}
+		for i := range p.Result.Models {
+			if t := p.Result.Models[i].Traffic; t.Searched() {
+				return t.Search.SLOMs
+			}
+		}
+	}
+	return 0
+}
+
 // ModelNames lists the models measured at any point, in the order they
 // first appear.
 func (s *Sweep) ModelNames() []string {
@@ -79,8 +95,9 @@ const (
 	SweepJSONFile = "sweep.json"
 	SweepCSVFile  = "sweep.csv"
 	// SweepRatePNGFile, SweepP99PNGFile and SweepCostPNGFile have one
-	// panel per phase and one line per model; SweepSizePNGFile one panel
-	// of data sizes.
+	// panel per phase and one line per model (SweepRatePNGFile one more
+	// of the highest rate within the objective, when the runs searched
+	// for it); SweepSizePNGFile one panel of data sizes.
 	SweepRatePNGFile = "sweep-rate.png"
 	SweepP99PNGFile  = "sweep-p99.png"
 	SweepCostPNGFile = "sweep-cost.png"

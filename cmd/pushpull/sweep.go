@@ -174,29 +174,60 @@ The sweep is saved under --out as <UTC timestamp>/sweep.json (every point's
 whole result), sweep.csv (a run's CSV per point, after the parameter and its
 value), and sweep-rate.png, sweep-p99.png, sweep-cost.png (a panel per phase,
 a line per model) and sweep-size.png. Axes are logarithmic where the values
-span 10x or more. A table of the rates and costs goes to stdout.`,
+span 10x or more. A table of the rates and costs goes to stdout. With
+--find-rate, each run also searches every model's highest rate of the mixed
+traffic at p99 ≤ --slo: the table gets a section of it, sweep-rate.png a
+panel, and sweep.csv a row per model and point (phase rate_search).`,
 		params.String(), sweepScale, sweepDuration, sweepWarmup, perModel, strings.Join(sweepModels(), ", "))
 }
 
+// sweepSLO is the objective of the sweep's rate searches, e.g. "50 ms".
+func sweepSLO(s *results.Sweep) string {
+	return strconv.FormatFloat(s.SearchSLOMs(), 'g', -1, 64) + " ms"
+}
+
 // writeSweepTable prints, per phase, a row per value with each model's rate
-// and rows read and written per operation.
+// and rows read and written per operation, and, when the runs searched for
+// it (--find-rate), each model's highest rate at p99 within the objective.
 func writeSweepTable(w io.Writer, s *results.Sweep) {
 	names := s.ModelNames()
-	phases := []struct {
+	phase := func(get func(*results.Model) *results.Phase) func(*results.Model) (string, bool) {
+		return func(m *results.Model) (string, bool) {
+			p := get(m)
+			if p == nil || !p.Ran() {
+				return "", false
+			}
+			cell := fmt.Sprintf("%.0f/s", p.OpsPerSec)
+			if c := p.Cost; c != nil {
+				cell += fmt.Sprintf("; %.1f", c[results.CostRowsRead]+c[results.CostRowsWritten])
+			}
+			return cell, true
+		}
+	}
+	sections := []struct {
 		label string
-		get   func(*results.Model) *results.Phase
+		cell  func(*results.Model) (string, bool)
 	}{
-		{"submission (msg/s; rows read+written per post)", func(m *results.Model) *results.Phase { return &m.Submit }},
-		{"newest page (timelines/s; rows read+written per page)", func(m *results.Model) *results.Phase { return &m.Retrieve }},
-		{"older page (timelines/s; rows read+written per page)", func(m *results.Model) *results.Phase { return &m.RetrieveOlder }},
-		{"mixed traffic (ops/s; rows read+written per op)", func(m *results.Model) *results.Phase {
+		{"submission (msg/s; rows read+written per post)", phase(func(m *results.Model) *results.Phase { return &m.Submit })},
+		{"newest page (timelines/s; rows read+written per page)", phase(func(m *results.Model) *results.Phase { return &m.Retrieve })},
+		{"older page (timelines/s; rows read+written per page)", phase(func(m *results.Model) *results.Phase { return &m.RetrieveOlder })},
+		{"mixed traffic (ops/s; rows read+written per op)", phase(func(m *results.Model) *results.Phase {
 			if m.Traffic == nil {
 				return nil
 			}
 			return &m.Traffic.Total
+		})},
+		{fmt.Sprintf("highest rate of the mixed traffic at p99 ≤ %s (ops/s)", sweepSLO(s)), func(m *results.Model) (string, bool) {
+			if !m.Traffic.Searched() {
+				return "", false
+			}
+			if m.Traffic.Search.BestPerSec <= 0 {
+				return "none held", true
+			}
+			return fmt.Sprintf("%.0f/s", m.Traffic.Search.BestPerSec), true
 		}},
 	}
-	for _, ph := range phases {
+	for _, sec := range sections {
 		var rows []string
 		for _, pt := range s.Points {
 			cells := []string{strconv.FormatFloat(pt.Value, 'g', -1, 64)}
@@ -205,12 +236,8 @@ func writeSweepTable(w io.Writer, s *results.Sweep) {
 				cell := "–"
 				if pt.Result != nil {
 					if m := pt.Result.Model(name); m != nil {
-						if p := ph.get(m); p != nil && p.Ran() {
-							ran = true
-							cell = fmt.Sprintf("%.0f/s", p.OpsPerSec)
-							if c := p.Cost; c != nil {
-								cell += fmt.Sprintf("; %.1f", c[results.CostRowsRead]+c[results.CostRowsWritten])
-							}
+						if c, ok := sec.cell(m); ok {
+							ran, cell = true, c
 						}
 					} else if _, skipped := pt.Skipped[name]; skipped {
 						cell = "skipped"
@@ -225,7 +252,7 @@ func writeSweepTable(w io.Writer, s *results.Sweep) {
 		if len(rows) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "%s against %s\n", ph.label, s.Label)
+		fmt.Fprintf(w, "%s against %s\n", sec.label, s.Label)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "%s\t%s\t\n", s.Param, strings.Join(names, "\t"))
 		for _, r := range rows {

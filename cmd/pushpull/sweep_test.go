@@ -80,3 +80,44 @@ func TestSweepSmall(t *testing.T) {
 		t.Errorf("pull-sp rows read per page: %v at 5 followees, %v at 50", lo, hi)
 	}
 }
+
+// TestSweepTableRateSearch: a sweep whose runs searched for the highest
+// rate within the objective (--find-rate) shows it per value and model;
+// one without searches shows no such section.
+func TestSweepTableRateSearch(t *testing.T) {
+	search := func(best float64) *results.Traffic {
+		return &results.Traffic{Mix: "newest=99,post=1", Loop: results.LoopClosed,
+			Total:  results.Phase{Ops: 100, Seconds: 1, OpsPerSec: 100},
+			Search: &results.RateSearch{SLOMs: 20, BestPerSec: best, StepSeconds: 2, Steps: []results.RateStep{{RatePerSec: 4000, Held: best > 0}}}}
+	}
+	point := func(v float64, a, b *results.Traffic) results.SweepPoint {
+		return results.SweepPoint{Value: v, Result: &results.Result{Models: []results.Model{
+			{Name: "push", Traffic: a}, {Name: "pull-sp", Traffic: b}}}}
+	}
+	s := &results.Sweep{Param: "read-share", Label: "share of reads in the traffic", Points: []results.SweepPoint{
+		point(0.9, search(4000), search(0)),
+		point(0.99, search(5200), nil),
+	}}
+	var b strings.Builder
+	writeSweepTable(&b, s)
+	out := b.String()
+	t.Log("\n" + out)
+	head := "highest rate of the mixed traffic at p99 ≤ 20 ms (ops/s) against share of reads in the traffic"
+	_, section, ok := strings.Cut(out, head)
+	if !ok {
+		t.Fatalf("no section %q", head)
+	}
+	for _, want := range []string{"0.9  4000/s  none held", "0.99  5200/s  –"} {
+		if !strings.Contains(strings.Join(strings.Fields(section), "  "), strings.Join(strings.Fields(want), "  ")) {
+			t.Errorf("section lacks %q:\n%s", want, section)
+		}
+	}
+	s.Points[0].Result.Models[0].Traffic.Search = nil
+	s.Points[0].Result.Models[1].Traffic = nil
+	s.Points[1].Result.Models[0].Traffic = nil
+	b.Reset()
+	writeSweepTable(&b, s)
+	if strings.Contains(b.String(), "highest rate") {
+		t.Errorf("a sweep without searches shows one:\n%s", b.String())
+	}
+}
