@@ -86,6 +86,25 @@ func modelNames(a, b *Result) []string {
 	return names
 }
 
+// searchLabel names the row of the highest rate within the latency
+// objective, if either model searched for it: with the objective, or both
+// when the runs' differ.
+func searchLabel(ma, mb *Model) (string, bool) {
+	var slos []float64
+	for _, m := range []*Model{ma, mb} {
+		if m != nil && m.Traffic.Searched() {
+			slos = append(slos, m.Traffic.Search.SLOMs)
+		}
+	}
+	switch {
+	case len(slos) == 0:
+		return "", false
+	case len(slos) == 2 && slos[0] != slos[1]:
+		return fmt.Sprintf("highest rate within p99 objective (a ≤ %s, b ≤ %s)", fmtMs(slos[0]), fmtMs(slos[1])), true
+	}
+	return "highest rate at p99 ≤ " + fmtMs(slos[0]), true
+}
+
 // compareRows are the rows of one model: label, a, b, b/a. ma or mb may be
 // nil when the model is missing from that run.
 func compareRows(ma, mb *Model) [][]string {
@@ -132,6 +151,20 @@ func compareRows(ma, mb *Model) [][]string {
 		}
 		add(ref.label, val(ma, rate), val(mb, rate), func(v float64) string { return fmtRate(v, ref.unit) })
 		add("  latency p99", val(ma, p99), val(mb, p99), fmtMs)
+	}
+	if label, ok := searchLabel(ma, mb); ok {
+		best := func(m *Model) float64 {
+			if !m.Traffic.Searched() {
+				return math.NaN()
+			}
+			return m.Traffic.Search.BestPerSec
+		}
+		add(label, val(ma, best), val(mb, best), func(v float64) string {
+			if v <= 0 {
+				return "none held"
+			}
+			return fmtRate(v, "ops/s")
+		})
 	}
 	errs := func(m *Model) string {
 		if m == nil {

@@ -498,6 +498,34 @@ func TestWriteComparison(t *testing.T) {
 	}
 }
 
+// TestComparisonRateSearch: two runs that searched for the highest rate
+// within the objective are compared on it; an objective that differs is
+// named on both sides, and runs without searches have no such row.
+func TestComparisonRateSearch(t *testing.T) {
+	a, b := withTraffic(), withTraffic()
+	b.Model("push").Traffic.Search.BestPerSec = 3000
+	compare := func(a, b *Result) string {
+		var buf bytes.Buffer
+		if err := WriteComparison(&buf, a, b); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	out := compare(a, b)
+	t.Log("\n" + out)
+	if l := line(t, out, "  highest rate at p99 ≤ 50.0 ms"); !strings.Contains(l, "1,500 ops/s") ||
+		!strings.Contains(l, "3,000 ops/s") || !strings.HasSuffix(l, "2.00x") {
+		t.Errorf("rate search comparison = %q", l)
+	}
+	b.Model("push").Traffic.Search.SLOMs = 20
+	if l := line(t, compare(a, b), "  highest rate within p99 objective (a ≤ 50.0 ms, b ≤ 20.0 ms)"); !strings.Contains(l, "3,000 ops/s") {
+		t.Errorf("differing objectives = %q", l)
+	}
+	if plain := compare(sample(), sample()); strings.Contains(plain, "highest rate") {
+		t.Errorf("runs without searches compared on one:\n%s", plain)
+	}
+}
+
 // TestJudgeCachedSubmission: the cached push model's post rate is judged
 // against push's, met at 0.8 of it; a cached pull model's is not judged.
 func TestJudgeCachedSubmission(t *testing.T) {

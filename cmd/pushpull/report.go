@@ -15,7 +15,9 @@ func newReportCmd() *cobra.Command {
 		Short: "Show a saved benchmark run, or compare two",
 		Long: `report re-renders the table of a run saved by 'pushpull bench' (a directory
 holding result.json, or the file itself). Given two runs it shows them side by
-side, per model and figure, with the ratio of the second to the first.`,
+side, per model and figure (sizes, each phase's rate and p99, and the highest
+rate within the latency objective where a run searched for it, --find-rate),
+with the ratio of the second to the first.`,
 		Example: `  pushpull report results/reference
   pushpull report results/reference results/runs/20261123T101500Z`,
 		Args: func(cmd *cobra.Command, args []string) error {
