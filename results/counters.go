@@ -107,15 +107,21 @@ func CounterFigures(prefix string, before, after map[string]int64) map[string]fl
 
 // IndexFigures turns what a store that keeps indexes in memcached counted
 // over a phase of ops operations into figures named with prefix: the
-// indexes built from the database and patched, per operation. Nil for a
-// store that counts no builds.
+// indexes built from the database and patched, and the reads an index
+// could not prove (read from every list instead), per operation. Nil for
+// a store that counts no builds.
 func IndexFigures(prefix string, before, after map[string]int64, ops int64) map[string]float64 {
 	if _, ok := after[CounterIndexBuilds]; !ok || ops <= 0 {
 		return nil
 	}
 	out := map[string]float64{prefix + "index_builds_per_op": float64(after[CounterIndexBuilds]-before[CounterIndexBuilds]) / float64(ops)}
-	if _, ok := after[CounterIndexPatches]; ok {
-		out[prefix+"index_patches_per_op"] = float64(after[CounterIndexPatches]-before[CounterIndexPatches]) / float64(ops)
+	for _, c := range []struct{ counter, figure string }{
+		{CounterIndexPatches, "index_patches_per_op"},
+		{CounterIndexFallbacks, "index_fallbacks_per_op"},
+	} {
+		if _, ok := after[c.counter]; ok {
+			out[prefix+c.figure] = float64(after[c.counter]-before[c.counter]) / float64(ops)
+		}
 	}
 	return out
 }

@@ -5,13 +5,14 @@ import (
 	"testing"
 )
 
-// TestIndexFigures: builds and patches per operation over a phase, and
-// nothing for a store that counts no builds.
+// TestIndexFigures: builds, patches and fallbacks per operation over a
+// phase, and nothing for a store that counts no builds.
 func TestIndexFigures(t *testing.T) {
-	before := map[string]int64{CounterIndexBuilds: 10, CounterIndexPatches: 4}
-	after := map[string]int64{CounterIndexBuilds: 15, CounterIndexPatches: 24}
+	before := map[string]int64{CounterIndexBuilds: 10, CounterIndexPatches: 4, CounterIndexFallbacks: 100}
+	after := map[string]int64{CounterIndexBuilds: 15, CounterIndexPatches: 24, CounterIndexFallbacks: 140}
 	got := IndexFigures("traffic_", before, after, 1000)
-	want := map[string]float64{"traffic_index_builds_per_op": 0.005, "traffic_index_patches_per_op": 0.02}
+	want := map[string]float64{"traffic_index_builds_per_op": 0.005, "traffic_index_patches_per_op": 0.02,
+		"traffic_index_fallbacks_per_op": 0.04}
 	if !maps.Equal(got, want) {
 		t.Fatalf("figures %v, want %v", got, want)
 	}
