@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/pushpull/pushpull/loadgen/openloop"
@@ -19,7 +20,16 @@ import (
 // way), follows and unfollows through churn. The kind it returns is the operation's
 // index in MixOps. The result suits openloop.Run directly and RunPhase
 // through ClosedOp.
+//
+// An older page is a pool entry's user and depth, read from the cursor the
+// traffic's latest read of the page before it returned (the user's newest
+// page, for page 2), as a reader pages down from what they just saw; the
+// pool's own cursor only until the traffic has read that page. Cursors
+// walked once before the phase would sink deeper into the timeline with
+// every post, the longer the phase the deeper, and a store that keeps a
+// user's newest entries in an index would fall back more and more.
 func Traffic(s timeline.Store, d *Dataset, mix Mix, pool []OlderPage, churn *Churn, seed int64) func(worker int) openloop.Op {
+	latest := newLatestCursors(len(d.Followees))
 	return func(worker int) openloop.Op {
 		rng := workerRand(seed, "traffic", worker)
 		var buf []byte
@@ -28,13 +38,20 @@ func Traffic(s timeline.Store, d *Dataset, mix Mix, pool []OlderPage, churn *Chu
 			var err error
 			switch MixOps[kind] {
 			case OpNewest:
-				_, err = s.Timeline(ctx, d.PickReader(rng), timeline.Query{})
+				u := d.PickReader(rng)
+				var p timeline.Page
+				if p, err = s.Timeline(ctx, u, timeline.Query{}); err == nil {
+					latest.put(u, 2, p.Next)
+				}
 			case OpOlder:
 				if len(pool) == 0 {
 					return kind, ErrNoOlderPages
 				}
-				p := pool[rng.IntN(len(pool))]
-				_, err = s.Timeline(ctx, p.User, timeline.Query{Before: p.Cursor})
+				o := pool[rng.IntN(len(pool))]
+				var p timeline.Page
+				if p, err = s.Timeline(ctx, o.User, timeline.Query{Before: latest.get(o.User, o.Depth, o.Cursor)}); err == nil {
+					latest.put(o.User, o.Depth+1, p.Next)
+				}
 			case OpPost:
 				buf = d.AppendBody(buf[:0], rng.Uint64N(1<<40)+1)
 				_, err = s.Post(ctx, d.PickAuthor(rng), string(buf))
@@ -46,6 +63,44 @@ func Traffic(s timeline.Store, d *Dataset, mix Mix, pool []OlderPage, churn *Chu
 			return kind, err
 		}
 	}
+}
+
+// latestCursors holds, per user and page depth 2 to 5 (OlderPage.Depth),
+// the cursor to that page that the traffic's latest read returned.
+type latestCursors struct {
+	mu     sync.Mutex
+	byUser [][4]timeline.Cursor // user u at index u-1; depth d at d-2
+}
+
+func newLatestCursors(users int) *latestCursors {
+	return &latestCursors{byUser: make([][4]timeline.Cursor, users)}
+}
+
+// put keeps c as the cursor to user's page at depth, if it is one: a depth
+// out of 2..5, a user outside the dataset or an empty cursor (no such
+// page) keeps nothing.
+func (l *latestCursors) put(user timeline.UserID, depth int, c timeline.Cursor) {
+	if c == "" || depth < 2 || depth > 5 || user < 1 || int(user) > len(l.byUser) {
+		return
+	}
+	l.mu.Lock()
+	l.byUser[user-1][depth-2] = c
+	l.mu.Unlock()
+}
+
+// get returns the latest cursor to user's page at depth, or pooled when
+// the traffic has not read there yet.
+func (l *latestCursors) get(user timeline.UserID, depth int, pooled timeline.Cursor) timeline.Cursor {
+	if depth < 2 || depth > 5 || user < 1 || int(user) > len(l.byUser) {
+		return pooled
+	}
+	l.mu.Lock()
+	c := l.byUser[user-1][depth-2]
+	l.mu.Unlock()
+	if c == "" {
+		return pooled
+	}
+	return c
 }
 
 // ClosedOp adapts operations that report their kind to RunPhase, which

@@ -466,3 +466,79 @@ func TestTrafficOnlyIsWarm(t *testing.T) {
 		t.Errorf("none of %v reports its index builds", models)
 	}
 }
+
+// cursorStore records which cursor of each user's page at each depth its
+// reads returned last, and counts the older reads that used it and those
+// that used an earlier one.
+type cursorStore struct {
+	timeline.Store
+	mu           sync.Mutex
+	depth        map[userCursor]int            // a cursor returned for a user: the depth of the page it leads to
+	latest       map[userDepth]timeline.Cursor // the cursor last returned for a user's page at a depth
+	fresh, stale int
+}
+
+type userCursor struct {
+	u timeline.UserID
+	c timeline.Cursor
+}
+
+type userDepth struct {
+	u timeline.UserID
+	d int
+}
+
+func (s *cursorStore) Timeline(ctx context.Context, u timeline.UserID, q timeline.Query) (timeline.Page, error) {
+	p, err := s.Store.Timeline(ctx, u, q)
+	if err != nil {
+		return p, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := 1
+	if q.Before != "" {
+		d = s.depth[userCursor{u, q.Before}]
+		if s.latest[userDepth{u, d}] == q.Before {
+			s.fresh++
+		} else {
+			s.stale++
+		}
+	}
+	if p.Next != "" {
+		s.depth[userCursor{u, p.Next}] = d + 1
+		s.latest[userDepth{u, d + 1}] = p.Next
+	}
+	return p, nil
+}
+
+// TestTrafficOlderPagesFollowReads: an older page of the mixed traffic
+// continues from the cursor the traffic's latest read of the page before
+// it returned, not from one walked before the phase, which new posts
+// would push ever deeper (an index that keeps a user's newest entries
+// then cannot prove the page, the longer the phase the more often).
+func TestTrafficOlderPagesFollowReads(t *testing.T) {
+	ctx := context.Background()
+	d := mustGenerate(t, Spec{Users: 20, Messages: 2_000, AvgFollowees: 8, Seed: 5})
+	s := &cursorStore{Store: timeline.NewMemory(), depth: map[userCursor]int{}, latest: map[userDepth]timeline.Cursor{}}
+	if err := d.Apply(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := CollectOlderPages(ctx, s, d, 20, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix, err := ParseMix("newest=40,older=40,post=20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := Traffic(s, d, mix, pool, NewChurn(d), 1)(0)
+	for range 5_000 {
+		if _, err := op(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("older reads from the latest cursor: %d, from an earlier one: %d", s.fresh, s.stale)
+	if s.stale > 0 || s.fresh < 1_000 {
+		t.Errorf("%d older reads continued from an earlier cursor than the latest read returned (%d from the latest)", s.stale, s.fresh)
+	}
+}
