@@ -159,12 +159,7 @@ func compareRows(ma, mb *Model) [][]string {
 			}
 			return m.Traffic.Search.BestPerSec
 		}
-		add(label, val(ma, best), val(mb, best), func(v float64) string {
-			if v <= 0 {
-				return "none held"
-			}
-			return fmtRate(v, "ops/s")
-		})
+		add(label, val(ma, best), val(mb, best), fmtBestRate)
 	}
 	errs := func(m *Model) string {
 		if m == nil {

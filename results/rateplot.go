@@ -17,7 +17,7 @@ import (
 // rate within the latency objective.
 func (r *Result) HasRateSearch() bool {
 	for i := range r.Models {
-		if t := r.Models[i].Traffic; t != nil && t.Search != nil && len(t.Search.Steps) > 0 {
+		if r.Models[i].Traffic.Searched() {
 			return true
 		}
 	}
@@ -51,7 +51,7 @@ func writeRatePNG(path string, r *Result) error {
 	n := 0
 	for i := range r.Models {
 		m := &r.Models[i]
-		if m.Traffic == nil || m.Traffic.Search == nil || len(m.Traffic.Search.Steps) == 0 {
+		if !m.Traffic.Searched() {
 			continue
 		}
 		s := m.Traffic.Search

@@ -506,13 +506,10 @@ func trafficRows(ms []Model, row func(label string, cell func(m *Model) string))
 			}
 		}
 		row("highest rate at p99 ≤ "+fmtMs(slo), traffic(func(t *Traffic) string {
-			switch {
-			case t.Search == nil:
+			if t.Search == nil {
 				return Dash
-			case t.Search.BestPerSec <= 0:
-				return "none held"
 			}
-			return fmtRate(t.Search.BestPerSec, "ops/s")
+			return fmtBestRate(t.Search.BestPerSec)
 		}))
 		row("  search steps", traffic(func(t *Traffic) string {
 			if t.Search == nil {

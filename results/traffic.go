@@ -46,6 +46,15 @@ type Traffic struct {
 // no step held).
 func (t *Traffic) Searched() bool { return t != nil && t.Search != nil && len(t.Search.Steps) > 0 }
 
+// fmtBestRate formats a search's best rate (RateSearch.BestPerSec): "none
+// held" when no step held.
+func fmtBestRate(perSec float64) string {
+	if perSec <= 0 {
+		return "none held"
+	}
+	return fmtRate(perSec, "ops/s")
+}
+
 // BestStep is the step that ran at the search's best rate, if one held.
 func (s *RateSearch) BestStep() (RateStep, bool) {
 	if s.BestPerSec <= 0 {
