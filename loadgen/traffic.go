@@ -76,26 +76,34 @@ func newLatestCursors(users int) *latestCursors {
 	return &latestCursors{byUser: make([][4]timeline.Cursor, users)}
 }
 
-// put keeps c as the cursor to user's page at depth, if it is one: a depth
-// out of 2..5, a user outside the dataset or an empty cursor (no such
-// page) keeps nothing.
-func (l *latestCursors) put(user timeline.UserID, depth int, c timeline.Cursor) {
-	if c == "" || depth < 2 || depth > 5 || user < 1 || int(user) > len(l.byUser) {
-		return
+// slot is where user's cursor to the page at depth is kept, nil for a
+// depth out of 2..5 or a user outside the dataset.
+func (l *latestCursors) slot(user timeline.UserID, depth int) *timeline.Cursor {
+	if depth < 2 || depth > 5 || user < 1 || int(user) > len(l.byUser) {
+		return nil
 	}
-	l.mu.Lock()
-	l.byUser[user-1][depth-2] = c
-	l.mu.Unlock()
+	return &l.byUser[user-1][depth-2]
+}
+
+// put keeps c as the cursor to user's page at depth; an empty cursor (no
+// such page), or a page slot cannot hold, keeps nothing.
+func (l *latestCursors) put(user timeline.UserID, depth int, c timeline.Cursor) {
+	if p := l.slot(user, depth); p != nil && c != "" {
+		l.mu.Lock()
+		*p = c
+		l.mu.Unlock()
+	}
 }
 
 // get returns the latest cursor to user's page at depth, or pooled when
 // the traffic has not read there yet.
 func (l *latestCursors) get(user timeline.UserID, depth int, pooled timeline.Cursor) timeline.Cursor {
-	if depth < 2 || depth > 5 || user < 1 || int(user) > len(l.byUser) {
+	p := l.slot(user, depth)
+	if p == nil {
 		return pooled
 	}
 	l.mu.Lock()
-	c := l.byUser[user-1][depth-2]
+	c := *p
 	l.mu.Unlock()
 	if c == "" {
 		return pooled
