@@ -110,38 +110,48 @@ func (m *Meter) Take(ctx context.Context) (Snapshot, error) {
 
 // PerOp is what each of ops operations cost between before and after, by
 // the keys of results.Cost. Figures whose counters either snapshot lacks
-// are left out. ops <= 0 gives nil.
+// are left out, and so are those with a counter lower after than before:
+// the counters only grow, so such a pair measured something else: a
+// memcached server restarted in between, or a MariaDB sum that was off
+// (the server adds up its connections' counts when asked; one run's first
+// phase after the load measured Rows_read 18.6 million lower at its end,
+// about what one of the load's warm-up connections had read). ops <= 0
+// gives nil.
 func PerOp(before, after Snapshot, ops int64) results.Cost {
 	if ops <= 0 {
 		return nil
 	}
 	n := float64(ops)
 	c := results.Cost{results.CostOps: n}
-	if before.Server != nil && after.Server != nil {
-		d := func(k string) float64 { return float64(after.Server[k] - before.Server[k]) }
-		ins, upd, del := d("Handler_write"), d("Handler_update"), d("Handler_delete")
-		c[results.CostRowsRead] = d("Rows_read") / n
-		c[results.CostIndexLookups] = d("Handler_read_key") / n
-		c[results.CostRowsInserted] = ins / n
-		c[results.CostRowsUpdated] = upd / n
-		c[results.CostRowsDeleted] = del / n
-		c[results.CostRowsWritten] = (ins + upd + del) / n
-		c[results.CostBytesWritten] = d("Innodb_data_written") / n
-		c[results.CostLogBytesWritten] = d("Innodb_os_log_written") / n
-	}
-	if before.Memcached != nil && after.Memcached != nil {
-		d := func(keys ...string) float64 {
-			var sum int64
-			for _, k := range keys {
-				sum += after.Memcached[k] - before.Memcached[k]
+	// set puts the counters' summed deltas per operation under key,
+	// unless one of them went backward.
+	set := func(b, a map[string]int64, key string, counters ...string) {
+		var sum int64
+		for _, k := range counters {
+			d := a[k] - b[k]
+			if d < 0 {
+				return
 			}
-			return float64(sum)
+			sum += d
 		}
-		c[results.CostMCGets] = d("cmd_get") / n
-		c[results.CostMCSets] = d("cmd_set") / n
-		c[results.CostMCIncrs] = d("incr_hits", "incr_misses", "decr_hits", "decr_misses") / n
-		c[results.CostMCBytes] = d("bytes_read", "bytes_written") / n
-		c[results.CostMCCPU] = d("rusage_user", "rusage_system") / n
+		c[key] = float64(sum) / n
+	}
+	if b, a := before.Server, after.Server; b != nil && a != nil {
+		set(b, a, results.CostRowsRead, "Rows_read")
+		set(b, a, results.CostIndexLookups, "Handler_read_key")
+		set(b, a, results.CostRowsInserted, "Handler_write")
+		set(b, a, results.CostRowsUpdated, "Handler_update")
+		set(b, a, results.CostRowsDeleted, "Handler_delete")
+		set(b, a, results.CostRowsWritten, "Handler_write", "Handler_update", "Handler_delete")
+		set(b, a, results.CostBytesWritten, "Innodb_data_written")
+		set(b, a, results.CostLogBytesWritten, "Innodb_os_log_written")
+	}
+	if b, a := before.Memcached, after.Memcached; b != nil && a != nil {
+		set(b, a, results.CostMCGets, "cmd_get")
+		set(b, a, results.CostMCSets, "cmd_set")
+		set(b, a, results.CostMCIncrs, "incr_hits", "incr_misses", "decr_hits", "decr_misses")
+		set(b, a, results.CostMCBytes, "bytes_read", "bytes_written")
+		set(b, a, results.CostMCCPU, "rusage_user", "rusage_system")
 	}
 	if before.HasServerCPU && after.HasServerCPU && after.ServerCPU >= before.ServerCPU {
 		c[results.CostDBCPU] = float64((after.ServerCPU - before.ServerCPU).Microseconds()) / n
