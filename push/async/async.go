@@ -31,8 +31,13 @@ const (
 	// DefaultChunk is the followers written per transaction: a
 	// celebrity's post is many transactions of this size (Instagram
 	// batches its fan-out likewise), so no lock or undo log grows with
-	// the audience.
-	DefaultChunk = 1000
+	// the audience. A transaction also claims, counts, deletes and
+	// commits, so larger chunks spread that over more rows: on the
+	// powerlaw graph at paper scale, four workers drained a backlog of
+	// 25,210 posts (3.7 million rows) in 13.3 s on average with chunks
+	// of 4,000 against 16.0 s with 1,000 (three runs each, alternated),
+	// with 0.9 s of the fan-out process's CPU against 2.3 s.
+	DefaultChunk = 4000
 	// MaxChunk bounds Options.Chunk.
 	MaxChunk = 100000
 	// MaxWorkers bounds Options.Workers.
