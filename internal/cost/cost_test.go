@@ -212,9 +212,9 @@ func TestDatabaseServerCPU(t *testing.T) {
 
 // TestCountersThatWentBackward: the servers' counters only grow, so one
 // that is lower after than before (memcached restarted, or MariaDB's sum
-// over its connections caught one of them between its own count and the
-// global one) says nothing about the operations in between. Its figures
-// are left out, never given as negative; the others stay.
+// over its connections came out short) says nothing about the operations
+// in between. Its figures are left out, never given as negative; the
+// others stay.
 func TestCountersThatWentBackward(t *testing.T) {
 	server := func(read, write int64) map[string]int64 {
 		return map[string]int64{"Rows_read": read, "Handler_read_key": 10, "Handler_write": write,
