@@ -165,7 +165,8 @@ func retryable(err error) bool {
 }
 
 // InTx runs fn in a transaction, committing if it returns nil, and runs it
-// again (up to 10 times, with a short growing pause) after a deadlock.
+// again (up to 10 times, with a short growing pause) after a deadlock or
+// a lock wait timeout.
 func InTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 	return InTxOptions(ctx, db, nil, fn)
 }
@@ -185,7 +186,7 @@ func InTxOptions(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*
 		case <-time.After(time.Duration(i+1) * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("gave up after %d deadlocks: %w", attempts, err)
+	return fmt.Errorf("gave up after %d tries, each ended by a deadlock or a lock wait timeout: %w", attempts, err)
 }
 
 func inTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
