@@ -345,10 +345,8 @@ func apply(ctx context.Context, tx *sql.Tx, j job, budget int64) (rows int64, do
 }
 
 // deleteJobs deletes the finished jobs of messages, in one statement.
-// Its LIMIT, which no more rows could match, makes the server find them
-// by the primary key whatever it believes of the queue's size (it takes
-// no index hint in a DELETE): planned as a scan of the whole queue, the
-// statement would wait on the jobs that others hold (see Worker).
+// Its LIMIT, which no more rows could match, stands for the index hint
+// that a DELETE does not take (see Worker).
 func deleteJobs(ctx context.Context, tx *sql.Tx, messages []uint64) error {
 	if len(messages) == 0 {
 		return nil
