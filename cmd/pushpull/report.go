@@ -18,8 +18,8 @@ holding result.json, or the file itself). Given two runs it shows them side by
 side, per model and figure (sizes, each phase's rate and p99, and the highest
 rate within the latency objective where a run searched for it, --find-rate),
 with the ratio of the second to the first.`,
-		Example: `  pushpull report results/reference
-  pushpull report results/reference results/runs/20261123T101500Z`,
+		Example: `  pushpull report evidence/bench
+  pushpull report evidence/bench results/runs/20261123T101500Z`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return usagef("report takes one run directory, or two to compare; got %d arguments", len(args))

@@ -319,7 +319,7 @@ var fullMailbox = map[schema.Model]bool{
 
 // bytesPerMailboxRow is what a mailbox row takes on disk, primary key and
 // page overhead included, as measured on the paper's dataset (1.85 GB on
-// disk for 42.9 million rows, results/reference).
+// disk for 42.9 million rows, evidence).
 const bytesPerMailboxRow = 43
 
 // mailboxRows is the number of rows spec's push mailbox holds. It
