@@ -16,7 +16,6 @@ import (
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
-	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
@@ -165,7 +164,7 @@ func openBenchStore(b *testing.B, model string) (timeline.Store, *sql.DB) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	return s, s.(registry.DBHolder).DB()
+	return s, s.(timeline.DBHolder).DB()
 }
 
 // bodiesByID is what a hit of an ids-only cache must do next.

@@ -17,9 +17,8 @@ import (
 
 	"github.com/pushpull/pushpull/internal/mckey"
 	"github.com/pushpull/pushpull/internal/memcached"
-	"github.com/pushpull/pushpull/registry"
-	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/counter"
 )
 
 // Policy says how cached first pages are kept fresh.
@@ -145,7 +144,7 @@ type Store struct {
 
 var (
 	_ timeline.Store    = (*Store)(nil)
-	_ registry.Degraded = (*Store)(nil)
+	_ timeline.Degraded = (*Store)(nil)
 )
 
 // New wraps inner. It checks opts and asks every server for its fence: an
@@ -286,11 +285,11 @@ func (s *Store) Stats() Stats {
 	}
 }
 
-// DownServers implements registry.Degraded: the memcached servers failing
+// DownServers implements timeline.Degraded: the memcached servers failing
 // now, as given in Options.Servers, and those of the wrapped store.
 func (s *Store) DownServers() []string {
 	down := s.mc.Down()
-	if d, ok := s.inner.(registry.Degraded); ok {
+	if d, ok := s.inner.(timeline.Degraded); ok {
 		for _, addr := range d.DownServers() {
 			if !slices.Contains(down, addr) {
 				down = append(down, addr)
@@ -300,22 +299,22 @@ func (s *Store) DownServers() []string {
 	return down
 }
 
-// Counters implements registry.Counting with the first-page hits and misses
+// Counters implements timeline.Counting with the first-page hits and misses
 // and the memcached errors.
 func (s *Store) Counters() map[string]int64 {
 	st := s.Stats()
 	return map[string]int64{
-		results.CounterPageHits:    int64(st.Hits),
-		results.CounterPageMisses:  int64(st.Misses),
-		results.CounterCacheErrors: int64(st.Errors),
+		counter.PageHits:    int64(st.Hits),
+		counter.PageMisses:  int64(st.Misses),
+		counter.CacheErrors: int64(st.Errors),
 	}
 }
 
-// Settle implements registry.Settler for a wrapped store that applies
+// Settle implements timeline.Settler for a wrapped store that applies
 // writes later: it waits for that store. (The decorator's own work is done
 // before each call returns.)
 func (s *Store) Settle(ctx context.Context) error {
-	if settler, ok := s.inner.(registry.Settler); ok {
+	if settler, ok := s.inner.(timeline.Settler); ok {
 		return settler.Settle(ctx)
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push"
-	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
@@ -195,8 +194,8 @@ func TestReadStopsAtTheMailbox(t *testing.T) {
 	// pull_follows range (a row per pulled author), and a probe per
 	// pulled author, which reads its newest message to find it is below
 	// the mailbox's oldest entry.
-	if want := float64(2*(limit+1) + 2*pulled + 10); c[results.CostRowsRead] > want {
-		t.Errorf("%.1f rows read per newest page, want at most %.0f: the pulled authors were read below the mailbox's page", c[results.CostRowsRead], want)
+	if want := float64(2*(limit+1) + 2*pulled + 10); c[cost.RowsRead] > want {
+		t.Errorf("%.1f rows read per newest page, want at most %.0f: the pulled authors were read below the mailbox's page", c[cost.RowsRead], want)
 	}
 
 	// A reader with no mailbox at all: the pulled authors are merged
@@ -224,7 +223,7 @@ func TestReadStopsAtTheMailbox(t *testing.T) {
 	// The pull_follows range and a probe per pulled author (a row or
 	// two each), and the merge's few pages of ids and bodies; reading
 	// each author a page deep took 361.
-	if want := float64(3*pulled + 4*(limit+1)); c[results.CostRowsRead] > want {
-		t.Errorf("%.1f rows read per newest page without a mailbox, want at most %.0f: each pulled author was read a page deep", c[results.CostRowsRead], want)
+	if want := float64(3*pulled + 4*(limit+1)); c[cost.RowsRead] > want {
+		t.Errorf("%.1f rows read per newest page without a mailbox, want at most %.0f: each pulled author was read a page deep", c[cost.RowsRead], want)
 	}
 }

@@ -107,7 +107,7 @@ type BenchConfig struct {
 	// what a run that compares the models on one workload at one planned
 	// rate wants (package loadgen/recommend): every model is measured
 	// for the same length, Duration, and each model's store is warmed
-	// (Bench.WarmReads) and primed (registry.Primer) as the read phase
+	// (Bench.WarmReads) and primed (timeline.Primer) as the read phase
 	// would have left it.
 	TrafficOnly bool
 
@@ -131,7 +131,7 @@ func VitessBenchModels() []string {
 		if !m.OnVitess() {
 			continue
 		}
-		if plain, ok := strings.CutSuffix(m.Name, results.VitessSuffix); ok {
+		if plain, ok := strings.CutSuffix(m.Name, registry.VitessSuffix); ok {
 			if _, err := registry.Lookup(plain); err == nil {
 				out = append(out, plain)
 			}

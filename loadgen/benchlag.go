@@ -13,15 +13,15 @@ import (
 )
 
 // SettleTimeout bounds the wait for a store that applies posts later
-// (registry.Settler) to apply a write phase's posts.
+// (timeline.Settler) to apply a write phase's posts.
 const SettleTimeout = 10 * time.Minute
 
 // settle waits, for a store that applies posts later, until what the
 // phase just ended acknowledged is applied, so that its backlog does not
 // burden the next phase; it saves how long that took and, for a
-// registry.Lagging store, the phase's lags, as figures named with prefix.
+// timeline.Lagging store, the phase's lags, as figures named with prefix.
 func (b *bench) settle(ctx context.Context, m registry.Model, s timeline.Store, prefix string, rm *results.Model) error {
-	st, ok := s.(registry.Settler)
+	st, ok := s.(timeline.Settler)
 	if !ok {
 		return nil
 	}
@@ -32,7 +32,7 @@ func (b *bench) settle(ctx context.Context, m registry.Model, s timeline.Store, 
 		return fmt.Errorf("%s: %w", m.Name, err)
 	}
 	rm.Extra[prefix+"settle_s"] = time.Since(start).Seconds()
-	if l, ok := s.(registry.Lagging); ok {
+	if l, ok := s.(timeline.Lagging); ok {
 		lag := results.LagFigures(prefix, l.TakeLag())
 		maps.Copy(rm.Extra, lag)
 		b.logf("  settled in %.1fs; fan-out lag p50 %.1f ms, p99 %.1f ms, max %.1f ms",
@@ -44,7 +44,7 @@ func (b *bench) settle(ctx context.Context, m registry.Model, s timeline.Store, 
 // forgetLag drops the lags a Lagging store recorded so far: called as a
 // phase starts measuring.
 func forgetLag(s timeline.Store) {
-	if l, ok := s.(registry.Lagging); ok {
+	if l, ok := s.(timeline.Lagging); ok {
 		l.TakeLag()
 	}
 }

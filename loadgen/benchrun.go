@@ -182,7 +182,7 @@ func (b *bench) checkErrors(name string, rate float64, samples []string) {
 // a function for when the phase has ended, which snapshots them again and
 // returns the cost of each of ops operations. A snapshot that fails is
 // reported once, in the run's notes, and the run goes on without costs.
-func (b *bench) metered(ctx context.Context, onMeasure func()) (start func(), finish func(ops int64) results.Cost) {
+func (b *bench) metered(ctx context.Context, onMeasure func()) (start func(), finish func(ops int64) cost.Cost) {
 	var before cost.Snapshot
 	ok := false
 	take := func() (cost.Snapshot, bool) {
@@ -203,7 +203,7 @@ func (b *bench) metered(ctx context.Context, onMeasure func()) (start func(), fi
 		}
 		before, ok = take()
 	}
-	finish = func(ops int64) results.Cost {
+	finish = func(ops int64) cost.Cost {
 		if !ok {
 			return nil
 		}
@@ -273,9 +273,9 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 			return err
 		}
 		b.open[m.Name] = s
-		holder, ok := s.(registry.DBHolder)
+		holder, ok := s.(timeline.DBHolder)
 		if !ok {
-			return fmt.Errorf("load %s: model %s lives on a database but does not hand out its connection pool (registry.DBHolder)", m.Database, m.Name)
+			return fmt.Errorf("load %s: model %s lives on a database but does not hand out its connection pool (timeline.DBHolder)", m.Database, m.Name)
 		}
 		if m.OnVitess() {
 			vtTargets = append(vtTargets, Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema})
@@ -355,9 +355,9 @@ func loadThroughStore(ctx context.Context, s timeline.Store, d *Dataset) error {
 }
 
 // counts snapshots what a store counts about its own work
-// (registry.Counting), or nil.
+// (timeline.Counting), or nil.
 func counts(s timeline.Store) map[string]int64 {
-	if c, ok := s.(registry.Counting); ok {
+	if c, ok := s.(timeline.Counting); ok {
 		return c.Counters()
 	}
 	return nil
@@ -366,7 +366,7 @@ func counts(s timeline.Store) map[string]int64 {
 // record is the result entry of m, with its roles.
 func (b *bench) record(m registry.Model) results.Model {
 	return results.Model{
-		Name: m.Name, Family: string(m.Family), PaperModel: m.Bench.Paper, Base: m.Base,
+		Name: m.Name, Family: m.Family, PaperModel: m.Bench.Paper, Base: m.Base,
 		SharedSubmit: m.Bench.Has(registry.PhaseSubmit) && !m.Bench.OwnSubmission,
 		DataBytes:    b.sizes[m.Database][0], DiskBytes: b.sizes[m.Database][1], Extra: map[string]float64{},
 	}
@@ -400,7 +400,7 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 			return rm, err
 		}
 	}
-	if p, ok := s.(registry.Primer); ok {
+	if p, ok := s.(timeline.Primer); ok {
 		users := make([]timeline.UserID, b.users)
 		for i := range users {
 			users[i] = timeline.UserID(i + 1)
@@ -696,7 +696,7 @@ func (b *bench) trafficOnly(ctx context.Context) error {
 				return fmt.Errorf("%s: %w", m.Name, err)
 			}
 		}
-		if p, ok := s.(registry.Primer); ok {
+		if p, ok := s.(timeline.Primer); ok {
 			users := make([]timeline.UserID, b.users)
 			for i := range users {
 				users[i] = timeline.UserID(i + 1)

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -113,7 +114,7 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 // operations in flight, and returns it with its cost per operation. Its
 // errors are the caller's to judge. onMeasure, if not nil, runs when the
 // warm-up ends.
-func (b *bench) openPhase(ctx context.Context, name string, rate float64, dur time.Duration, ops int64, newOp func(int) openloop.Op, onMeasure func()) (openloop.Result, results.Cost, error) {
+func (b *bench) openPhase(ctx context.Context, name string, rate float64, dur time.Duration, ops int64, newOp func(int) openloop.Op, onMeasure func()) (openloop.Result, cost.Cost, error) {
 	length := dur.String()
 	if ops > 0 {
 		length = fmt.Sprintf("%d ops", ops)

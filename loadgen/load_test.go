@@ -167,7 +167,7 @@ func TestLoadShapedMatchesMemory(t *testing.T) {
 		}
 		shaped++
 		shape := pm.MailboxShape()
-		target := Target{Name: db, DB: s.(registry.DBHolder).DB(), Schema: m.Schema, Mailbox: shape}
+		target := Target{Name: db, DB: s.(timeline.DBHolder).DB(), Schema: m.Schema, Mailbox: shape}
 		if _, err := Load(ctx, d, []Target{target}, LoadOptions{}); err != nil {
 			t.Fatalf("%s: %v", m.Name, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/cache"
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/registry"
@@ -82,10 +83,10 @@ func TestTrafficEveryModel(t *testing.T) {
 			if sum != 40 || tr.Ops[OpNewest].Ops == 0 || !tr.Ops[OpNewest].HasLatency() {
 				t.Fatalf("%s: per-operation figures %+v", name, tr.Ops)
 			}
-			if c := tr.Total.Cost; c == nil || c[results.CostOps] != 40 || !(c[results.CostCPU] > 0) {
+			if c := tr.Total.Cost; c == nil || c[cost.Ops] != 40 || !(c[cost.CPU] > 0) {
 				t.Fatalf("%s: traffic cost %v", name, c)
 			}
-			if c := m.Retrieve.Cost; c == nil || c[results.CostOps] != 40 {
+			if c := m.Retrieve.Cost; c == nil || c[cost.Ops] != 40 {
 				t.Fatalf("%s: retrieval cost %v", name, c)
 			}
 			if open {
@@ -99,7 +100,7 @@ func TestTrafficEveryModel(t *testing.T) {
 			if mm, _ := registry.Lookup(name); m.Base != "" || !mm.Persistent() || mm.Needs&registry.Memcached != 0 {
 				continue // reads from memory or memcached
 			}
-			if !(m.Retrieve.Cost[results.CostRowsRead] > 0) || !(m.Submit.Cost[results.CostRowsWritten] >= 1) {
+			if !(m.Retrieve.Cost[cost.RowsRead] > 0) || !(m.Submit.Cost[cost.RowsWritten] >= 1) {
 				t.Fatalf("%s: rows read per page %v, written per post %v", name, m.Retrieve.Cost, m.Submit.Cost)
 			}
 		}

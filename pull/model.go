@@ -10,9 +10,9 @@ import (
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/registry"
-	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/counter"
 )
 
 // ModelPrefix starts the registry name of every pull model: "pull-" and the
@@ -100,7 +100,7 @@ func init() {
 
 // VitessModelName is the registry name of the pull model on Vitess
 // reading with strategy: "pull-client@vitess", ...
-func VitessModelName(strategy Strategy) string { return ModelName(strategy) + "@vitess" }
+func VitessModelName(strategy Strategy) string { return ModelName(strategy) + registry.VitessSuffix }
 
 // openVitess opens a pull store on Vitess reading with read. As
 // openStrategy, every store gets the memcached servers when there are
@@ -133,31 +133,31 @@ func openStrategy(strategy Strategy) registry.Open {
 }
 
 var (
-	_ registry.DBHolder = (*Store)(nil)
-	_ registry.Counting = (*Store)(nil)
-	_ registry.Primer   = (*Store)(nil)
-	_ registry.Degraded = (*Store)(nil)
+	_ timeline.DBHolder = (*Store)(nil)
+	_ timeline.Counting = (*Store)(nil)
+	_ timeline.Primer   = (*Store)(nil)
+	_ timeline.Degraded = (*Store)(nil)
 )
 
-// Counters implements registry.Counting: the rows the reads examined, and
+// Counters implements timeline.Counting: the rows the reads examined, and
 // the memcached lists, followee caches and indexes they used.
 func (s *Store) Counters() map[string]int64 {
 	st := s.Stats()
 	c := map[string]int64{
-		results.CounterPages:          st.Pages,
-		results.CounterRowsRead:       st.RowsRead,
-		results.CounterListHits:       st.CacheHits,
-		results.CounterListMisses:     st.CacheMisses,
-		results.CounterCacheErrors:    st.CacheErrors,
-		results.CounterFolloweeHits:   st.FollowHits,
-		results.CounterFolloweeMisses: st.FollowMisses,
-		results.CounterIndexReads:     st.IndexReads,
-		results.CounterIndexFallbacks: st.IndexFallbacks,
-		results.CounterIndexBuilds:    st.IndexBuilds,
-		results.CounterIndexPatches:   st.IndexPatches,
+		counter.Pages:          st.Pages,
+		counter.RowsRead:       st.RowsRead,
+		counter.ListHits:       st.CacheHits,
+		counter.ListMisses:     st.CacheMisses,
+		counter.CacheErrors:    st.CacheErrors,
+		counter.FolloweeHits:   st.FollowHits,
+		counter.FolloweeMisses: st.FollowMisses,
+		counter.IndexReads:     st.IndexReads,
+		counter.IndexFallbacks: st.IndexFallbacks,
+		counter.IndexBuilds:    st.IndexBuilds,
+		counter.IndexPatches:   st.IndexPatches,
 	}
 	if s.Hooks()&HookHints != 0 {
-		c[results.CounterHints] = st.Hints
+		c[counter.Hints] = st.Hints
 	}
 	if s.status != "" {
 		if calls, err := vtstats.Calls(context.Background(), s.status, s.keyspace, schema.SequenceKeyspace); err == nil {
@@ -167,7 +167,7 @@ func (s *Store) Counters() map[string]int64 {
 	return c
 }
 
-// Prime implements registry.Primer: it builds the hint targets that
+// Prime implements timeline.Primer: it builds the hint targets that
 // memcached lacks for users as authors (see recent.State.PrimeHintTargets),
 // which a running service's posts keep built as they keep the lists.
 // Stores that send no hints have nothing to prime.

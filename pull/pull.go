@@ -241,7 +241,7 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Strategy returns the read strategy's name.
 func (s *Store) Strategy() Strategy { return s.strategy }
 
-// DownServers implements registry.Degraded: the memcached servers failing
+// DownServers implements timeline.Degraded: the memcached servers failing
 // now, whose keys are read from the database until they answer again.
 func (s *Store) DownServers() []string {
 	if s.hooks == nil {

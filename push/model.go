@@ -48,7 +48,7 @@ func init() {
 }
 
 // VitessModelName is VitessStore's name in package registry.
-const VitessModelName = ModelName + "@vitess"
+const VitessModelName = ModelName + registry.VitessSuffix
 
 // Followers implements cache.FollowerLister from the follows index.
 func (s *Store) Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {

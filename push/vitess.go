@@ -91,7 +91,7 @@ func OpenVitess(ctx context.Context, cfg Config) (*VitessStore, error) {
 	return &VitessStore{db: db, codec: codec, now: time.Now, chunk: chunk, keyspace: cfg.Database, status: cfg.VtgateStatus}, nil
 }
 
-// Counters implements registry.Counting: the calls vtgate has made to the
+// Counters implements timeline.Counting: the calls vtgate has made to the
 // tablets of the store's keyspace and of the message sequence's (see
 // package vtstats), or nothing without Config.VtgateStatus.
 func (s *VitessStore) Counters() map[string]int64 {

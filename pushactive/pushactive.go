@@ -73,9 +73,9 @@ import (
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/pushcapped"
 	"github.com/pushpull/pushpull/registry"
-	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/counter"
 )
 
 // ModelName is the model's name in package registry.
@@ -178,7 +178,7 @@ type Store struct {
 var (
 	_ timeline.Store          = (*Store)(nil)
 	_ registry.PartialMailbox = (*Store)(nil)
-	_ registry.Counting       = (*Store)(nil)
+	_ timeline.Counting       = (*Store)(nil)
 )
 
 // Open checks cfg, connects to the server, creates the database and
@@ -242,16 +242,16 @@ func (s *Store) MailboxShape() registry.MailboxShape {
 // merge below a floor.
 func (s *Store) PullPages() int64 { return s.pullPages.Pages() }
 
-// Counters implements registry.Counting: the rows posts wrote and skipped,
-// the rebuilds and their rows, and the users expired (results.CounterPushedRows
+// Counters implements timeline.Counting: the rows posts wrote and skipped,
+// the rebuilds and their rows, and the users expired (counter.PushedRows
 // and the keys after it).
 func (s *Store) Counters() map[string]int64 {
 	return map[string]int64{
-		results.CounterPushedRows:  s.pushed.Load(),
-		results.CounterSkippedRows: s.skipped.Load(),
-		results.CounterRebuilds:    s.rebuilds.Load(),
-		results.CounterRebuildRows: s.rebuildRow.Load(),
-		results.CounterExpired:     s.expired.Load(),
+		counter.PushedRows:  s.pushed.Load(),
+		counter.SkippedRows: s.skipped.Load(),
+		counter.Rebuilds:    s.rebuilds.Load(),
+		counter.RebuildRows: s.rebuildRow.Load(),
+		counter.Expired:     s.expired.Load(),
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/pushactive"
 	"github.com/pushpull/pushpull/registry"
-	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/counter"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
@@ -177,7 +177,7 @@ func TestRebuild(t *testing.T) {
 	p.post(2, 7)
 	p.post(3, 6)
 	wantDelta(t, "posts to readers who never read", before, s, map[string]int64{
-		results.CounterSkippedRows: 7*2 + 6,
+		counter.SkippedRows: 7*2 + 6,
 	})
 	if got := mailbox(t, s, 1); len(got) != 0 {
 		t.Fatalf("an inactive reader's mailbox holds %v", got)
@@ -186,7 +186,7 @@ func TestRebuild(t *testing.T) {
 	before = counters(s)
 	p.check(1)
 	wantDelta(t, "the first read", before, s, map[string]int64{
-		results.CounterRebuilds: 1, results.CounterRebuildRows: rebuild,
+		counter.Rebuilds: 1, counter.RebuildRows: rebuild,
 	})
 	active, floor := state(t, s, 1)
 	box := mailbox(t, s, 1)
@@ -201,7 +201,7 @@ func TestRebuild(t *testing.T) {
 	before = counters(s)
 	p.post(2, 2)
 	wantDelta(t, "posts to one active reader", before, s, map[string]int64{
-		results.CounterPushedRows: 2, results.CounterSkippedRows: 2,
+		counter.PushedRows: 2, counter.SkippedRows: 2,
 	})
 	if got := len(mailbox(t, s, 1)); got != rebuild+2 {
 		t.Fatalf("the active reader's mailbox holds %d rows, want %d", got, rebuild+2)
@@ -229,7 +229,7 @@ func TestWindowExpiry(t *testing.T) {
 		p.check(1)
 		before := counters(s)
 		p.post(2, 1)
-		wantDelta(t, "a post within the window", before, s, map[string]int64{results.CounterPushedRows: 1})
+		wantDelta(t, "a post within the window", before, s, map[string]int64{counter.PushedRows: 1})
 	}
 
 	// A window without a read: the next post expires the user and
@@ -238,7 +238,7 @@ func TestWindowExpiry(t *testing.T) {
 	before := counters(s)
 	p.post(3, 1)
 	wantDelta(t, "a post after the window", before, s, map[string]int64{
-		results.CounterExpired: 1, results.CounterSkippedRows: 1,
+		counter.Expired: 1, counter.SkippedRows: 1,
 	})
 	if active, _ := state(t, s, 1); active {
 		t.Fatal("user 1 is still active after the window")
@@ -258,7 +258,7 @@ func TestWindowExpiry(t *testing.T) {
 	before = counters(s)
 	p.check(1)
 	wantDelta(t, "the read after the window", before, s, map[string]int64{
-		results.CounterRebuilds: 1, results.CounterRebuildRows: 4, // 3's skipped post and 4's three
+		counter.Rebuilds: 1, counter.RebuildRows: 4, // 3's skipped post and 4's three
 	})
 	// Active again: a follow backfills.
 	p.post(5, 2)
@@ -308,7 +308,7 @@ func TestRandomAgainstMemory(t *testing.T) {
 	}
 	p.check(all...)
 	got := counters(s)
-	for _, k := range []string{results.CounterPushedRows, results.CounterSkippedRows, results.CounterRebuilds, results.CounterExpired} {
+	for _, k := range []string{counter.PushedRows, counter.SkippedRows, counter.Rebuilds, counter.Expired} {
 		if got[k] == 0 {
 			t.Fatalf("counters %v: no %s, the stream did not exercise the design", got, k)
 		}
@@ -375,7 +375,7 @@ func TestRebuildUnderConcurrentPosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := counters(s)
-	if got[results.CounterRebuilds] < readers*2 || got[results.CounterSkippedRows] == 0 || got[results.CounterPushedRows] == 0 {
+	if got[counter.Rebuilds] < readers*2 || got[counter.SkippedRows] == 0 || got[counter.PushedRows] == 0 {
 		t.Fatalf("counters %v: the posts did not race rebuilds", got)
 	}
 	var below int
@@ -407,8 +407,8 @@ func TestRebuildUnderConcurrentPosts(t *testing.T) {
 	}
 	before := counters(s)
 	timelinetest.SameTimelines(t, s, mem, us, []int{1, 5, 50}, ids)
-	if d := delta(before, counters(s)); d[results.CounterRebuilds] != int64(readers-actives) {
-		t.Fatalf("%d readers were active after the race, and the walks rebuilt %d", actives, d[results.CounterRebuilds])
+	if d := delta(before, counters(s)); d[counter.Rebuilds] != int64(readers-actives) {
+		t.Fatalf("%d readers were active after the race, and the walks rebuilt %d", actives, d[counter.Rebuilds])
 	}
 }
 

@@ -14,9 +14,9 @@
 // of its newest pages. A base model lists the variants it offers (Offers);
 // Lookup builds any base+variant pair whose needs the variant can serve.
 //
-// What a store can do beyond timeline.Store is a named ability in this
-// package (DBHolder, Counting, Primer, Settler, Lagging); each one's
-// fallback is written on it.
+// What a store can do beyond timeline.Store is a named ability of package
+// timeline (Settler, Counting, Primer, ...); what the benchmark's loader
+// must know of a store's mailbox is PartialMailbox, here.
 package registry
 
 import (
@@ -126,13 +126,18 @@ func (c Config) IntOption(name string, def int) (int, error) {
 	return n, nil
 }
 
+// VitessSuffix ends the name of every model on Vitess ("push@vitess");
+// without it, the name is the same design on MariaDB, which the benchmark
+// sets it against.
+const VitessSuffix = "@vitess"
+
 // Open opens a store of a model.
 type Open func(ctx context.Context, cfg Config) (timeline.Store, error)
 
 // Model describes one model.
 type Model struct {
 	// Name is how users and the benchmark name the model: lower case
-	// letters, digits and '-', and "@vitess" for a model on Vitess (a
+	// letters, digits and '-', and VitessSuffix for a model on Vitess (a
 	// variant adds "+" and its name).
 	Name   string
 	Family Family
@@ -354,6 +359,8 @@ func check(m Model) error {
 		return fmt.Errorf("model %s: needs a database but names no Database and Schema", m.Name)
 	case m.Needs&MariaDB != 0 && m.Needs&Vitess != 0:
 		return fmt.Errorf("model %s: needs both MariaDB and Vitess", m.Name)
+	case m.OnVitess() != strings.HasSuffix(m.Name, VitessSuffix):
+		return fmt.Errorf("model %s: a model on Vitess, and only one, is named ...%s", m.Name, VitessSuffix)
 	}
 	return nil
 }

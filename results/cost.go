@@ -5,105 +5,40 @@ import (
 	"io"
 	"math"
 	"strings"
-)
 
-// Cost is what one measured operation of a phase cost on average, from the
-// servers' own counters taken before and after the measured window, by the
-// keys below (Cost*). A key is absent when its source was not measured (no
-// memcached in the run, say): absent is "not measured", 0 is a
-// measurement.
-//
-// The database figures are global deltas of SHOW GLOBAL STATUS: in the
-// benchmark's own sandbox the server serves nothing but the run, so they
-// are the run's; against a shared server (--dsn) they include whatever
-// else it did meanwhile, and the run says so in its notes. Rows counted
-// by operations still in flight at either edge of the window are charged
-// to it, which is small beside the thousands of operations a phase runs.
-//
-// These are the inputs a cost model of push against pull needs (Feeding
-// Frenzy's rule pushes an edge when its consumer reads more often than
-// H/L times its producer posts): H, the cost of one fan-out row, from a
-// push post's rows and bytes written over its followers, and L, the cost
-// of probing one followee on a pull read, from the rows a read examines
-// over the reader's followees. WriteCostTable derives both.
-type Cost map[string]float64
-
-// Cost keys, stable for scripts that read result.json.
-const (
-	// CostOps is the number of operations the figures are divided by.
-	CostOps = "ops"
-	// CostRowsRead: rows read (the server's Rows_read: requests to read a
-	// row of a table, temporary tables excluded).
-	CostRowsRead = "rows_read_per_op"
-	// CostIndexLookups: index lookups (Handler_read_key), each the start
-	// of a range or point read: a pull read's probes of its followees.
-	CostIndexLookups = "index_lookups_per_op"
-	// CostRowsWritten: rows inserted, updated and deleted (Handler_write,
-	// Handler_update, Handler_delete: through any engine, so the pull
-	// stored procedures' MEMORY scratch tables count too).
-	CostRowsWritten  = "rows_written_per_op"
-	CostRowsInserted = "rows_inserted_per_op"
-	CostRowsUpdated  = "rows_updated_per_op"
-	CostRowsDeleted  = "rows_deleted_per_op"
-	// CostBytesWritten: bytes InnoDB wrote (Innodb_data_written: data
-	// files, doublewrite buffer and redo log). Page flushes lag behind
-	// commits, so this is noisier per phase than CostLogBytesWritten.
-	CostBytesWritten = "bytes_written_per_op"
-	// CostLogBytesWritten: bytes written to the redo log
-	// (Innodb_os_log_written), which every commit waits for.
-	CostLogBytesWritten = "log_bytes_written_per_op"
-	// CostMCGets: keys asked of memcached (cmd_get, over all servers;
-	// a multi-get of n keys counts n).
-	CostMCGets = "mc_gets_per_op"
-	// CostMCSets: stores (cmd_set: set, add, replace, append, prepend,
-	// cas).
-	CostMCSets = "mc_sets_per_op"
-	// CostMCIncrs: increments and decrements (the cache's generations).
-	CostMCIncrs = "mc_incrs_per_op"
-	// CostMCBytes: bytes memcached received and sent.
-	CostMCBytes = "mc_bytes_per_op"
-	// CostMCCPU: memcached's CPU time, user plus system (its stats
-	// rusage_user and rusage_system, over all servers), in microseconds.
-	CostMCCPU = "mc_cpu_us_per_op"
-	// CostDBCPU: the database server process's CPU time, user plus
-	// system (/proc), in microseconds; measured only when the benchmark
-	// started the server itself, on this machine.
-	CostDBCPU = "db_cpu_us_per_op"
-	// CostCPU: the benchmark process's own CPU time, user plus system
-	// (getrusage), in microseconds: the client's share of the work,
-	// harness included.
-	CostCPU = "cpu_us_per_op"
+	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/registry"
 )
 
 // costColumns are the figures WriteCostTable shows, in order.
 var costColumns = []costColumn{
-	{CostRowsRead, "rows read", nil},
-	{CostIndexLookups, "index lookups", nil},
-	{CostRowsWritten, "rows written", nil},
-	{CostRowsInserted, "inserted", nil},
-	{CostRowsUpdated, "updated", nil},
-	{CostRowsDeleted, "deleted", nil},
-	{CostBytesWritten, "bytes written", nil},
-	{CostLogBytesWritten, "redo bytes", nil},
-	{CostMCGets, "mc gets", nil},
-	{CostMCSets, "mc sets", nil},
-	{CostMCIncrs, "mc incrs", nil},
-	{CostMCBytes, "mc bytes", nil},
-	{CostCPU, "client CPU µs", nil},
-	{CostMCCPU, "mc CPU µs", nil},
-	{CostDBCPU, "db CPU µs", nil},
-	{costAllCPU, "all CPU µs", Cost.AllCPU},
+	{cost.RowsRead, "rows read", nil},
+	{cost.IndexLookups, "index lookups", nil},
+	{cost.RowsWritten, "rows written", nil},
+	{cost.RowsInserted, "inserted", nil},
+	{cost.RowsUpdated, "updated", nil},
+	{cost.RowsDeleted, "deleted", nil},
+	{cost.BytesWritten, "bytes written", nil},
+	{cost.LogBytesWritten, "redo bytes", nil},
+	{cost.MCGets, "mc gets", nil},
+	{cost.MCSets, "mc sets", nil},
+	{cost.MCIncrs, "mc incrs", nil},
+	{cost.MCBytes, "mc bytes", nil},
+	{cost.CPU, "client CPU µs", nil},
+	{cost.MCCPU, "mc CPU µs", nil},
+	{cost.DBCPU, "db CPU µs", nil},
+	{costAllCPU, "all CPU µs", cost.Cost.AllCPU},
 }
 
 // costColumn is a figure of the cost table: stored in Cost under key, or
 // derived from the stored ones (then key only names the column).
 type costColumn struct {
 	key, label string
-	derived    func(Cost) (float64, bool)
+	derived    func(cost.Cost) (float64, bool)
 }
 
 // value is col's figure in c, false when c lacks it.
-func (col costColumn) value(c Cost) (float64, bool) {
+func (col costColumn) value(c cost.Cost) (float64, bool) {
 	if col.derived != nil {
 		return col.derived(c)
 	}
@@ -115,17 +50,6 @@ func (col costColumn) value(c Cost) (float64, bool) {
 // and database server together (AllCPU): what an operation cost a
 // machine they share.
 const costAllCPU = "all CPU"
-
-// AllCPU is the CPU time one operation cost the benchmark process,
-// memcached (when used) and the database server together, in
-// microseconds; false when the database server's was not measured.
-func (c Cost) AllCPU() (float64, bool) {
-	db, ok := c[CostDBCPU]
-	if !ok {
-		return 0, false
-	}
-	return db + c[CostMCCPU] + c[CostCPU], true
-}
 
 // costPhases are a model's phases that carry costs, in the table's order.
 func costPhases(m *Model) []struct {
@@ -167,8 +91,8 @@ func WriteCostTable(w io.Writer, r *Result) error {
 		head = append(head, c.label)
 	}
 	g.add(head...)
-	row := func(model, phase string, c Cost) {
-		cells := []string{model + ", " + phase, fmtInt(int64(c[CostOps]))}
+	row := func(model, phase string, c cost.Cost) {
+		cells := []string{model + ", " + phase, fmtInt(int64(c[cost.Ops]))}
 		for _, col := range costColumns {
 			v, ok := col.value(c)
 			if !ok {
@@ -218,9 +142,9 @@ func costModelInputs(r *Result) []string {
 		return nil
 	}
 	var out []string
-	push, plain := r.paperModel(FamilyPush), (*Model)(nil)
+	push, plain := r.paperModel(registry.FamilyPush), (*Model)(nil)
 	for i := range r.Models {
-		if m := &r.Models[i]; m.Family == FamilyPull && m.Base == "" && m.SharedSubmit && m.Submit.Cost != nil {
+		if m := &r.Models[i]; m.Family == registry.FamilyPull && m.Base == "" && m.SharedSubmit && m.Submit.Cost != nil {
 			plain = m
 			break
 		}
@@ -228,24 +152,24 @@ func costModelInputs(r *Result) []string {
 	if push != nil && push.Submit.Cost != nil {
 		pc := push.Submit.Cost
 		line := fmt.Sprintf("H, one fan-out row: %s rows written per post by %s over %s %s",
-			fmtNum(pc[CostRowsWritten]), push.Name, fmtNum(fan), fanWhat)
+			fmtNum(pc[cost.RowsWritten]), push.Name, fmtNum(fan), fanWhat)
 		if plain != nil {
 			qc := plain.Submit.Cost
 			line += fmt.Sprintf("; less %s's plain post (%s rows, %s bytes, %s redo bytes): %s rows, %s bytes, %s redo bytes per follower",
-				plain.Name, fmtNum(qc[CostRowsWritten]), fmtNum(qc[CostBytesWritten]), fmtNum(qc[CostLogBytesWritten]),
-				fmtNum((pc[CostRowsWritten]-qc[CostRowsWritten])/fan),
-				fmtNum(math.Max(0, pc[CostBytesWritten]-qc[CostBytesWritten])/fan),
-				fmtNum(math.Max(0, pc[CostLogBytesWritten]-qc[CostLogBytesWritten])/fan))
+				plain.Name, fmtNum(qc[cost.RowsWritten]), fmtNum(qc[cost.BytesWritten]), fmtNum(qc[cost.LogBytesWritten]),
+				fmtNum((pc[cost.RowsWritten]-qc[cost.RowsWritten])/fan),
+				fmtNum(math.Max(0, pc[cost.BytesWritten]-qc[cost.BytesWritten])/fan),
+				fmtNum(math.Max(0, pc[cost.LogBytesWritten]-qc[cost.LogBytesWritten])/fan))
 		}
 		out = append(out, line)
 	}
 	var probes []string
 	for i := range r.Models {
 		m := &r.Models[i]
-		if m.Family != FamilyPull || m.Base != "" || m.Retrieve.Cost == nil {
+		if m.Family != registry.FamilyPull || m.Base != "" || m.Retrieve.Cost == nil {
 			continue
 		}
-		rows := m.Retrieve.Cost[CostRowsRead]
+		rows := m.Retrieve.Cost[cost.RowsRead]
 		probes = append(probes, fmt.Sprintf("%s %s (%s rows per newest page)", m.Name, fmtNum(rows/probed), fmtNum(rows)))
 	}
 	if len(probes) > 0 {

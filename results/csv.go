@@ -9,7 +9,7 @@ import (
 )
 
 // CSVHeader is the first line WriteCSV writes: the phase's figures, then
-// its cost per operation (results.Cost, by its keys), empty when not
+// its cost per operation (cost.Cost, by its keys), empty when not
 // measured. Columns are only ever added at the end.
 var CSVHeader = append([]string{
 	"model", "phase", "ops", "errors", "seconds", "ops_per_sec",

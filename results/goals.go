@@ -1,6 +1,10 @@
 package results
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pushpull/pushpull/registry"
+)
 
 // Targets of the goals Judge records, as ratios of rates measured in one
 // run.
@@ -41,7 +45,7 @@ func (r *Result) Judge() {
 	add := func(name string, value, target float64, detail string) {
 		r.Goals = append(r.Goals, Goal{Name: name, Value: value, Target: target, Met: value >= target, Detail: detail})
 	}
-	pushM, paperPull := r.paperModel(FamilyPush), r.paperModel(FamilyPull)
+	pushM, paperPull := r.paperModel(registry.FamilyPush), r.paperModel(registry.FamilyPull)
 	push := rate(pushM)
 
 	// The cache: its best model against push and against memcached itself.
@@ -79,7 +83,7 @@ func (r *Result) Judge() {
 	var best *Model
 	for i := range r.Models {
 		m := &r.Models[i]
-		if m.Family == FamilyPull && m.Base == "" && m != paperPull && (best == nil || rate(m) > rate(best)) {
+		if m.Family == registry.FamilyPull && m.Base == "" && m != paperPull && (best == nil || rate(m) > rate(best)) {
 			best = m
 		}
 	}
@@ -96,7 +100,7 @@ func (r *Result) Judge() {
 	}
 	var plain float64
 	for i := range r.Models {
-		if m := &r.Models[i]; m.Family == FamilyPull && m.Base == "" && m.SharedSubmit && m.Submit.Ran() {
+		if m := &r.Models[i]; m.Family == registry.FamilyPull && m.Base == "" && m.SharedSubmit && m.Submit.Ran() {
 			plain = m.Submit.OpsPerSec
 			break
 		}

@@ -1,5 +1,7 @@
 package results
 
+import "github.com/pushpull/pushpull/registry"
+
 // PaperFigures are the figures one design reached in the paper.
 type PaperFigures struct {
 	DataBytes      int64   // size of the database
@@ -17,19 +19,12 @@ const PaperSource = `"Implementing Timeline in Web Services", Kazuho Oku, 2008 `
 // Paper holds the published figures of "Implementing Timeline in Web
 // Services", Kazuho Oku, 2008, measured with MySQL 5.1 on a Pentium 4 3.0 GHz
 // with 2 GB RAM, for 10,000 users, 1,000,000 messages and 42.9 followees per
-// user. Keys are the families of registry.Family that the paper measured;
+// user. Keys are the families the paper measured;
 // use PaperFor to find a model's row.
-var Paper = map[string]PaperFigures{
-	FamilyPush: {DataBytes: 2.0e9, SubmitPerSec: 560, RetrievePerSec: 1300},
-	FamilyPull: {DataBytes: 130e6, SubmitPerSec: 6700, RetrievePerSec: 120},
+var Paper = map[registry.Family]PaperFigures{
+	registry.FamilyPush: {DataBytes: 2.0e9, SubmitPerSec: 560, RetrievePerSec: 1300},
+	registry.FamilyPull: {DataBytes: 130e6, SubmitPerSec: 6700, RetrievePerSec: 120},
 }
-
-// The two designs the paper compares, as package registry names their
-// families (Model.Family).
-const (
-	FamilyPush = "push"
-	FamilyPull = "pull"
-)
 
 // PaperFor returns the paper's figures for the design m implements (its
 // Family).

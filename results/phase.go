@@ -1,6 +1,10 @@
 package results
 
-import hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+import (
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/pushpull/pushpull/internal/cost"
+)
 
 // Phase is the outcome of one timed phase: a fixed time (or count) of load
 // against one model. Latencies are per operation, in milliseconds: from the
@@ -19,7 +23,7 @@ type Phase struct {
 	Skipped   bool    `json:"skipped,omitempty"`
 	// Cost is what an operation cost the servers and the client, when
 	// measured.
-	Cost Cost `json:"cost,omitempty"`
+	Cost cost.Cost `json:"cost,omitempty"`
 }
 
 // Ran reports whether the phase was run at all. A phase that ran but whose

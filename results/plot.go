@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/pushpull/pushpull/registry"
 )
 
 // Image size of WritePNG, in pixels. The width grows beyond PNGWidth by
@@ -87,9 +89,9 @@ func writePNG(path string, r *Result) error {
 			v := c.value(m)
 			bars = append(bars, bar{m.Name, v, labelOf(v, c.label), familyColor(m)})
 		}
-		for _, fam := range []string{FamilyPush, FamilyPull} {
+		for _, fam := range []registry.Family{registry.FamilyPush, registry.FamilyPull} {
 			v := c.paper(Paper[fam])
-			bars = append(bars, bar{"paper " + fam, v, c.label(v), paperColor})
+			bars = append(bars, bar{"paper " + string(fam), v, c.label(v), paperColor})
 		}
 		p, err := barPlot(c.title, c.unit, bars)
 		if err != nil {
@@ -213,9 +215,9 @@ func labelOf(v float64, f func(float64) string) string {
 // familyColor colours a model by the paper's family it belongs to.
 func familyColor(m *Model) color.Color {
 	switch m.Family {
-	case FamilyPush:
+	case registry.FamilyPush:
 		return pushColor
-	case FamilyPull:
+	case registry.FamilyPull:
 		return pullColor
 	}
 	return otherColor

@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/pushpull/pushpull/internal/cost"
 )
 
 // sweepMetric is one figure a sweep plots against its parameter.
@@ -39,8 +41,8 @@ var sweepMetrics = []sweepMetric{
 		return positive(p.P99Ms)
 	}},
 	{SweepCostPNGFile, "rows read + written per operation", "rows/op", func(_ *Model, p *Phase) float64 {
-		r, okR := p.Cost[CostRowsRead]
-		w, okW := p.Cost[CostRowsWritten]
+		r, okR := p.Cost[cost.RowsRead]
+		w, okW := p.Cost[cost.RowsWritten]
 		if !okR && !okW {
 			return math.NaN()
 		}

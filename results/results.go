@@ -14,7 +14,11 @@
 // all) and is rendered as "–", never as 0.
 package results
 
-import "time"
+import (
+	"time"
+
+	"github.com/pushpull/pushpull/registry"
+)
 
 // FormatVersion is the version of the result.json format written by Save.
 // Load refuses other versions rather than misread them.
@@ -173,7 +177,7 @@ type Model struct {
 	Name string `json:"name"`
 	// Family is the design the model implements ("push", "pull": the
 	// keys of Paper), which its figures are set against.
-	Family string `json:"family,omitempty"`
+	Family registry.Family `json:"family,omitempty"`
 	// PaperModel: one of the four models of the paper's own table. The
 	// first of each family is that family's reference in the push : pull
 	// ratios.

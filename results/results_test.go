@@ -14,6 +14,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/pushpull/pushpull/registry"
 )
 
 // sample is a run shaped like the paper's: push and pull-sp at the paper's
@@ -49,16 +51,16 @@ func sample() *Result {
 			{Name: "cached retrieval / raw memcached get", Value: 0.8, Target: 0.5, Met: true},
 		},
 		Models: []Model{
-			{Name: "push", Family: FamilyPush, PaperModel: true, DataBytes: 2.0e9, DiskBytes: 2.2e9,
+			{Name: "push", Family: registry.FamilyPush, PaperModel: true, DataBytes: 2.0e9, DiskBytes: 2.2e9,
 				Submit: phase(560, 20, 80), Retrieve: phase(1300.4, 5, 30), RetrieveOlder: phase(1100, 6, 35),
 				Extra: map[string]float64{"rows_per_page": 20}},
-			{Name: "pull-sp", Family: FamilyPull, PaperModel: true, SharedSubmit: true, DataBytes: 130e6,
+			{Name: "pull-sp", Family: registry.FamilyPull, PaperModel: true, SharedSubmit: true, DataBytes: 130e6,
 				Submit: phase(6700, 1.5, 9), Retrieve: phase(120, 100, 400), RetrieveOlder: phase(110, 110, 420),
 				Mixed: &Phase{Ops: 100, Errors: 2, Seconds: 30, OpsPerSec: 3.33, P50Ms: 1, P99Ms: 2}},
-			{Name: "pull-client", Family: FamilyPull, PaperModel: true, SharedSubmit: true, DataBytes: 131e6,
+			{Name: "pull-client", Family: registry.FamilyPull, PaperModel: true, SharedSubmit: true, DataBytes: 131e6,
 				Submit: phase(6500, 1.6, 9.5), Retrieve: phase(240, 50, 200), RetrieveOlder: phase(230, 55, 210),
 				Extra: map[string]float64{"hit_ratio": 0.953}},
-			{Name: "pull-naive", Family: FamilyPull, PaperModel: true, SharedSubmit: true, DataBytes: 129e6,
+			{Name: "pull-naive", Family: registry.FamilyPull, PaperModel: true, SharedSubmit: true, DataBytes: 129e6,
 				Submit: phase(6600, 1.5, 9), Retrieve: phase(12, 900, 2500), RetrieveOlder: Phase{Skipped: true}},
 		},
 		Notes: []string{"pull-naive older pages skipped: too slow"},
@@ -421,7 +423,7 @@ func TestFailedAndModel(t *testing.T) {
 
 func TestPaperFor(t *testing.T) {
 	for _, m := range sample().Models {
-		want := map[string]float64{FamilyPush: 1300, FamilyPull: 120}[m.Family]
+		want := map[registry.Family]float64{registry.FamilyPush: 1300, registry.FamilyPull: 120}[m.Family]
 		f, ok := PaperFor(&m)
 		if !ok || f.RetrievePerSec != want {
 			t.Errorf("PaperFor(%s) = %+v, %v", m.Name, f, ok)
@@ -457,7 +459,7 @@ func TestFormat(t *testing.T) {
 func TestWriteComparison(t *testing.T) {
 	a, b := sample(), sample()
 	b.Models[0].Retrieve.OpsPerSec = 2600.8 // push retrieval doubled
-	b.Models = append(b.Models[:3], Model{Name: "push+memcache", Family: FamilyPush, Base: "push", DataBytes: 2.1e9,
+	b.Models = append(b.Models[:3], Model{Name: "push+memcache", Family: registry.FamilyPush, Base: "push", DataBytes: 2.1e9,
 		Submit: Phase{Ops: 1, Seconds: 1, OpsPerSec: 500}})
 	b.Environment.Durability = Relaxed
 	var buf bytes.Buffer
@@ -531,10 +533,10 @@ func TestComparisonRateSearch(t *testing.T) {
 func TestJudgeCachedSubmission(t *testing.T) {
 	phase := func(rate float64) Phase { return Phase{Ops: int64(rate), Seconds: 1, OpsPerSec: rate} }
 	r := &Result{Models: []Model{
-		{Name: "a", Family: FamilyPush, PaperModel: true, Submit: phase(2000)},
-		{Name: "a+c", Family: FamilyPush, Base: "a", Submit: phase(1700)},
-		{Name: "b", Family: FamilyPull, PaperModel: true, Submit: phase(1000)},
-		{Name: "b+c", Family: FamilyPull, Base: "b", Submit: phase(500)},
+		{Name: "a", Family: registry.FamilyPush, PaperModel: true, Submit: phase(2000)},
+		{Name: "a+c", Family: registry.FamilyPush, Base: "a", Submit: phase(1700)},
+		{Name: "b", Family: registry.FamilyPull, PaperModel: true, Submit: phase(1000)},
+		{Name: "b+c", Family: registry.FamilyPull, Base: "b", Submit: phase(500)},
 	}}
 	r.Judge()
 	got := map[string]Goal{}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/pushpull/pushpull/internal/cost"
 )
 
 // File names inside a run directory.
@@ -105,15 +107,15 @@ func sanitized(r *Result) *Result {
 			"p90_ms": &p.P90Ms, "p99_ms": &p.P99Ms, "p999_ms": &p.P999Ms, "max_ms": &p.MaxMs,
 		})
 		if p.Cost != nil {
-			cost := make(Cost, len(p.Cost))
+			kept := make(cost.Cost, len(p.Cost))
 			for _, k := range sortedKeys(p.Cost) {
 				if v := p.Cost[k]; finite(v) {
-					cost[k] = v
+					kept[k] = v
 				} else {
 					note("%s cost %s was %v", where, k, v)
 				}
 			}
-			p.Cost = cost
+			p.Cost = kept
 		}
 	}
 	fixTraffic := func(where string, t *Traffic) *Traffic {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pushpull/pushpull/registry"
 )
 
 // WriteTable writes r as a plain-text table shaped like the paper's: one
@@ -288,8 +290,8 @@ func modelGrid(r *Result) *grid {
 
 func paperGrid() *grid {
 	g := &grid{}
-	push, pull := Paper[FamilyPush], Paper[FamilyPull]
-	g.add("", FamilyPush, FamilyPull)
+	push, pull := Paper[registry.FamilyPush], Paper[registry.FamilyPull]
+	g.add("", string(registry.FamilyPush), string(registry.FamilyPull))
 	g.add("data size", fmtBytes(push.DataBytes), fmtBytes(pull.DataBytes))
 	g.add("submission", fmtRate(push.SubmitPerSec, "msg/s"), fmtRate(pull.SubmitPerSec, "msg/s"))
 	g.add("retrieval", fmtRate(push.RetrievePerSec, "timelines/s"), fmtRate(pull.RetrievePerSec, "timelines/s"))
@@ -324,7 +326,7 @@ func rateOf(p *Phase) float64 {
 // paperModel is the model of family that the push : pull ratios take: the
 // first of the paper's models in that family, or failing that the first
 // uncached model of the family.
-func (r *Result) paperModel(family string) *Model {
+func (r *Result) paperModel(family registry.Family) *Model {
 	var first *Model
 	for i := range r.Models {
 		m := &r.Models[i]
@@ -347,7 +349,7 @@ func (r *Result) bestPull(f figure) *Model {
 	for i := range r.Models {
 		m := &r.Models[i]
 		v := f.value(m)
-		if m.Family != FamilyPull || m.Base != "" || !(v > 0) {
+		if m.Family != registry.FamilyPull || m.Base != "" || !(v > 0) {
 			continue
 		}
 		if best == nil || (f.lower && v < f.value(best)) || (!f.lower && v > f.value(best)) {
@@ -368,8 +370,8 @@ func pushPullRatio(f figure, push, pull *Model) float64 {
 
 func ratioGrid(r *Result) *grid {
 	g := &grid{}
-	push, pull := r.paperModel(FamilyPush), r.paperModel(FamilyPull)
-	pushName, pullName := FamilyPush, FamilyPull
+	push, pull := r.paperModel(registry.FamilyPush), r.paperModel(registry.FamilyPull)
+	pushName, pullName := string(registry.FamilyPush), string(registry.FamilyPull)
 	if push != nil {
 		pushName = push.Name
 	}
@@ -382,7 +384,7 @@ func ratioGrid(r *Result) *grid {
 	vsBest := []string{"ours, " + pushName + " : best pull"}
 	for _, f := range figures {
 		head = append(head, f.label)
-		paper = append(paper, fmtRatio(ratio(f.paper(Paper[FamilyPush]), f.paper(Paper[FamilyPull]))))
+		paper = append(paper, fmtRatio(ratio(f.paper(Paper[registry.FamilyPush]), f.paper(Paper[registry.FamilyPull]))))
 		vsPaper = append(vsPaper, fmtRatio(pushPullRatio(f, push, pull)))
 		best := r.bestPull(f)
 		s := fmtRatio(pushPullRatio(f, push, best))

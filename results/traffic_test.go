@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pushpull/pushpull/internal/cost"
 )
 
 // withTraffic is sample() with costs on push's and pull-sp's phases and
@@ -20,11 +22,11 @@ import (
 func withTraffic() *Result {
 	r := sample()
 	push, sp := r.Model("push"), r.Model("pull-sp")
-	push.Submit.Cost = Cost{CostOps: 16800, CostRowsRead: 43.9, CostRowsWritten: 43.9, CostRowsInserted: 43.9,
-		CostBytesWritten: 5200, CostLogBytesWritten: 4100, CostCPU: 60, CostDBCPU: 210}
-	sp.Submit.Cost = Cost{CostOps: 201000, CostRowsRead: 0, CostRowsWritten: 1, CostRowsInserted: 1,
-		CostBytesWritten: 420, CostLogBytesWritten: 300, CostCPU: 40}
-	sp.Retrieve.Cost = Cost{CostOps: 3600, CostRowsRead: 472, CostCPU: 95, CostMCCPU: 5, CostDBCPU: 300}
+	push.Submit.Cost = cost.Cost{cost.Ops: 16800, cost.RowsRead: 43.9, cost.RowsWritten: 43.9, cost.RowsInserted: 43.9,
+		cost.BytesWritten: 5200, cost.LogBytesWritten: 4100, cost.CPU: 60, cost.DBCPU: 210}
+	sp.Submit.Cost = cost.Cost{cost.Ops: 201000, cost.RowsRead: 0, cost.RowsWritten: 1, cost.RowsInserted: 1,
+		cost.BytesWritten: 420, cost.LogBytesWritten: 300, cost.CPU: 40}
+	sp.Retrieve.Cost = cost.Cost{cost.Ops: 3600, cost.RowsRead: 472, cost.CPU: 95, cost.MCCPU: 5, cost.DBCPU: 300}
 	phase := func(rate, p50, p99 float64) Phase {
 		return Phase{Ops: int64(rate * 10), Seconds: 10, OpsPerSec: rate, P50Ms: p50, P90Ms: p50 * 2,
 			P99Ms: p99, P999Ms: p99 * 2, MaxMs: p99 * 3}
@@ -43,7 +45,7 @@ func withTraffic() *Result {
 			{RatePerSec: 1500, OfferedPerSec: 1480, AchievedPerSec: 1480, P50Ms: 2, P99Ms: 41, Held: true},
 		}},
 	}
-	push.Traffic.Total.Cost = Cost{CostOps: 10000, CostRowsRead: 30, CostRowsWritten: 1.2}
+	push.Traffic.Total.Cost = cost.Cost{cost.Ops: 10000, cost.RowsRead: 30, cost.RowsWritten: 1.2}
 	sp.Traffic = &Traffic{Mix: mix, Loop: LoopClosed, Workers: 8, Total: phase(300, 10, 40),
 		Ops: map[string]Phase{"newest": phase(228, 11, 40), "post": phase(6, 1, 4)}}
 	return r
@@ -129,7 +131,7 @@ func TestCostTable(t *testing.T) {
 	// followees: H and L divide by those.
 	r := withTraffic()
 	r.Dataset.PostAudience, r.Dataset.ReadFollowees = 85.8, 118
-	r.Model("push").Submit.Cost[CostRowsWritten] = 86.8
+	r.Model("push").Submit.Cost[cost.RowsWritten] = 86.8
 	b.Reset()
 	if err := WriteCostTable(&b, r); err != nil {
 		t.Fatal(err)
@@ -197,9 +199,9 @@ func TestTrafficSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := slices.Index(recs[0], CostCPU)
+	cpu := slices.Index(recs[0], cost.CPU)
 	if cpu < 0 || slices.Contains(recs[0], costAllCPU) {
-		t.Fatalf("CSV header %q: want %s and no derived column", recs[0], CostCPU)
+		t.Fatalf("CSV header %q: want %s and no derived column", recs[0], cost.CPU)
 	}
 	var traffic, costs int
 	for _, r := range recs[1:] {

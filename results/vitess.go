@@ -3,11 +3,9 @@ package results
 import (
 	"fmt"
 	"strings"
-)
 
-// VitessSuffix ends the name of a model on Vitess; without it, the name is
-// the same model on MariaDB, which the Vitess table sets it against.
-const VitessSuffix = "@vitess"
+	"github.com/pushpull/pushpull/registry"
+)
 
 // Vitess describes the Vitess cluster of a run that had one.
 type Vitess struct {
@@ -27,7 +25,7 @@ func vitessGrid(r *Result) *grid {
 	rows := 0
 	for i := range r.Models {
 		m := &r.Models[i]
-		plainName, ok := strings.CutSuffix(m.Name, VitessSuffix)
+		plainName, ok := strings.CutSuffix(m.Name, registry.VitessSuffix)
 		if !ok {
 			continue
 		}

@@ -70,9 +70,9 @@ import (
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
-	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/counter"
 )
 
 // ModelName is the model's name in package registry.
@@ -218,8 +218,8 @@ const (
 var (
 	_ timeline.Store          = (*Store)(nil)
 	_ registry.PartialMailbox = (*Store)(nil)
-	_ registry.Counting       = (*Store)(nil)
-	_ registry.DBHolder       = (*Store)(nil)
+	_ timeline.Counting       = (*Store)(nil)
+	_ timeline.DBHolder       = (*Store)(nil)
 )
 
 // Open checks cfg (a *ConfigError, before anything is written), connects
@@ -879,26 +879,26 @@ func (r *regression) slope() (float64, bool) {
 	return b, b > 0
 }
 
-// Counters implements registry.Counting: pages read and the rows they
+// Counters implements timeline.Counting: pages read and the rows they
 // returned, edges pushed and pulled now, flips so far and the rows they
 // wrote, and H and L in nanoseconds.
 func (s *Store) Counters() map[string]int64 {
 	h, l := s.Costs()
 	c := map[string]int64{
-		results.CounterPages:         s.pages.Load(),
-		results.CounterRowsRead:      s.rowsRead.Load(),
-		results.CounterEdgeFlipsPush: s.toPush.Load(),
-		results.CounterEdgeFlipsPull: s.toPull.Load(),
-		results.CounterFlipRows:      s.flipRows.Load(),
-		results.CounterCostH:         int64(h * 1e3),
-		results.CounterCostL:         int64(l * 1e3),
-		"flushes":                    s.flushes.Load(),
-		"flush_errors":               s.flushErrors.Load(),
+		counter.Pages:         s.pages.Load(),
+		counter.RowsRead:      s.rowsRead.Load(),
+		counter.EdgeFlipsPush: s.toPush.Load(),
+		counter.EdgeFlipsPull: s.toPull.Load(),
+		counter.FlipRows:      s.flipRows.Load(),
+		counter.CostH:         int64(h * 1e3),
+		counter.CostL:         int64(l * 1e3),
+		"flushes":             s.flushes.Load(),
+		"flush_errors":        s.flushErrors.Load(),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if pushed, pulled, err := s.Edges(ctx); err == nil {
-		c[results.CounterEdgesPushed], c[results.CounterEdgesPulled] = pushed, pulled
+		c[counter.EdgesPushed], c[counter.EdgesPulled] = pushed, pulled
 	}
 	return c
 }

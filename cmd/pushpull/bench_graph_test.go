@@ -132,7 +132,7 @@ func TestBenchEdges(t *testing.T) {
 func pushDatabase(t *testing.T) string {
 	t.Helper()
 	for _, m := range registry.Models() {
-		if string(m.Family) == results.FamilyPush && m.Persistent() && m.Base == "" {
+		if m.Family == registry.FamilyPush && m.Persistent() && m.Base == "" {
 			return m.Database
 		}
 	}

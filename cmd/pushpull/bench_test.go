@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/results"
 )
@@ -97,10 +99,10 @@ func TestBenchSmall(t *testing.T) {
 	}
 	// The run started its own MariaDB, so the cost of a post includes
 	// that server's CPU; the cached models' include memcached's.
-	if c := push.Submit.Cost; !(c[results.CostDBCPU] > 0) {
+	if c := push.Submit.Cost; !(c[cost.DBCPU] > 0) {
 		t.Fatalf("push's posts: no database server CPU in %v", c)
 	}
-	if m := res.Model("push+memcache"); m == nil || m.Mixed == nil || !(m.Mixed.Cost[results.CostMCCPU] > 0) {
+	if m := res.Model("push+memcache"); m == nil || m.Mixed == nil || !(m.Mixed.Cost[cost.MCCPU] > 0) {
 		t.Fatalf("push+memcache: no memcached CPU in its mixed phase: %+v", m)
 	}
 	if res.Harness == nil || res.Harness.OpsPerSec < 20*push.Retrieve.OpsPerSec {

@@ -16,6 +16,7 @@ import (
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/push/async"
 	"github.com/pushpull/pushpull/results"
+	"github.com/pushpull/pushpull/timeline/counter"
 )
 
 func newFanoutCmd(getenv func(string) string) *cobra.Command {
@@ -112,8 +113,8 @@ func runFanout(ctx context.Context, s *async.Store, workers, chunk int, poll, ev
 // progressLine describes the counts, the queue (if known, >= 0) and the
 // lags of the jobs finished in a stretch (nil or empty for none).
 func progressLine(c map[string]int64, queued int64, lag *hdrhistogram.Histogram) string {
-	line := fmt.Sprintf("%d jobs, %d chunks, %d rows, %d errors", c[results.CounterFanoutJobs], c[results.CounterFanoutChunks],
-		c[results.CounterFanoutRows], c[results.CounterFanoutErrors])
+	line := fmt.Sprintf("%d jobs, %d chunks, %d rows, %d errors", c[counter.FanoutJobs], c[counter.FanoutChunks],
+		c[counter.FanoutRows], c[counter.FanoutErrors])
 	if queued >= 0 {
 		line += fmt.Sprintf(", %d queued", queued)
 	}

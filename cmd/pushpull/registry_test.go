@@ -46,7 +46,7 @@ func TestThrowawayModel(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("bench --json printed no JSON: %v\n%s", err, r.stdout)
 	}
-	if len(res.Models) != 1 || res.Models[0].Name != name || res.Models[0].Family != string(registry.FamilyReference) {
+	if len(res.Models) != 1 || res.Models[0].Name != name || res.Models[0].Family != registry.FamilyReference {
 		t.Fatalf("measured %+v, want %s alone", res.Models, name)
 	}
 	m := res.Models[0]

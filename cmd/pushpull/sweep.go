@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/loadgen/sweep"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -199,7 +200,7 @@ func writeSweepTable(w io.Writer, s *results.Sweep) {
 			}
 			cell := fmt.Sprintf("%.0f/s", p.OpsPerSec)
 			if c := p.Cost; c != nil {
-				cell += fmt.Sprintf("; %.1f", c[results.CostRowsRead]+c[results.CostRowsWritten])
+				cell += fmt.Sprintf("; %.1f", c[cost.RowsRead]+c[cost.RowsWritten])
 			}
 			return cell, true
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/results"
 )
@@ -74,8 +75,8 @@ func TestSweepSmall(t *testing.T) {
 	}
 	// pull-sp reads a row per followee it probes: ten times the
 	// followees, several times the rows.
-	lo := s.Points[0].Result.Model("pull-sp").Retrieve.Cost[results.CostRowsRead]
-	hi := s.Points[1].Result.Model("pull-sp").Retrieve.Cost[results.CostRowsRead]
+	lo := s.Points[0].Result.Model("pull-sp").Retrieve.Cost[cost.RowsRead]
+	hi := s.Points[1].Result.Model("pull-sp").Retrieve.Cost[cost.RowsRead]
 	if !(hi > 3*lo) {
 		t.Errorf("pull-sp rows read per page: %v at 5 followees, %v at 50", lo, hi)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/results"
 )
@@ -74,7 +75,7 @@ func TestBenchTraffic(t *testing.T) {
 			}
 		}
 		// A server given by --dsn may not run here: its CPU is not taken.
-		if _, ok := m.Submit.Cost[results.CostDBCPU]; ok {
+		if _, ok := m.Submit.Cost[cost.DBCPU]; ok {
 			t.Errorf("%s: database server CPU measured on a server given by --dsn: %v", m.Name, m.Submit.Cost)
 		}
 	}

@@ -17,7 +17,7 @@
 // newest message), and Handler_write, Handler_update and Handler_delete
 // the rows written through any engine, which includes the pull stored
 // procedures' MEMORY scratch tables: work the server does for a read. A Snapshot before and one after, divided by the operations
-// in between, give results.Cost.
+// in between, give Cost.
 //
 // The counters are global. That is exact in the benchmark's sandbox, whose
 // servers serve nothing else, and an overestimate on a shared server:
@@ -39,8 +39,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/pushpull/pushpull/results"
 )
 
 // serverCounters are the SHOW GLOBAL STATUS counters a Snapshot takes.
@@ -109,7 +107,7 @@ func (m *Meter) Take(ctx context.Context) (Snapshot, error) {
 }
 
 // PerOp is what each of ops operations cost between before and after, by
-// the keys of results.Cost. Figures whose counters either snapshot lacks
+// the keys of Cost. Figures whose counters either snapshot lacks
 // are left out, and so are those with a counter lower after than before:
 // the counters only grow, so such a pair measured something else: a
 // memcached server restarted in between, or a MariaDB sum that was off
@@ -117,12 +115,12 @@ func (m *Meter) Take(ctx context.Context) (Snapshot, error) {
 // phase after the load measured Rows_read 18.6 million lower at its end,
 // about what one of the load's warm-up connections had read). ops <= 0
 // gives nil.
-func PerOp(before, after Snapshot, ops int64) results.Cost {
+func PerOp(before, after Snapshot, ops int64) Cost {
 	if ops <= 0 {
 		return nil
 	}
 	n := float64(ops)
-	c := results.Cost{results.CostOps: n}
+	c := Cost{Ops: n}
 	// set puts the counters' summed deltas per operation under key,
 	// unless one of them went backward.
 	set := func(b, a map[string]int64, key string, counters ...string) {
@@ -137,26 +135,26 @@ func PerOp(before, after Snapshot, ops int64) results.Cost {
 		c[key] = float64(sum) / n
 	}
 	if b, a := before.Server, after.Server; b != nil && a != nil {
-		set(b, a, results.CostRowsRead, "Rows_read")
-		set(b, a, results.CostIndexLookups, "Handler_read_key")
-		set(b, a, results.CostRowsInserted, "Handler_write")
-		set(b, a, results.CostRowsUpdated, "Handler_update")
-		set(b, a, results.CostRowsDeleted, "Handler_delete")
-		set(b, a, results.CostRowsWritten, "Handler_write", "Handler_update", "Handler_delete")
-		set(b, a, results.CostBytesWritten, "Innodb_data_written")
-		set(b, a, results.CostLogBytesWritten, "Innodb_os_log_written")
+		set(b, a, RowsRead, "Rows_read")
+		set(b, a, IndexLookups, "Handler_read_key")
+		set(b, a, RowsInserted, "Handler_write")
+		set(b, a, RowsUpdated, "Handler_update")
+		set(b, a, RowsDeleted, "Handler_delete")
+		set(b, a, RowsWritten, "Handler_write", "Handler_update", "Handler_delete")
+		set(b, a, BytesWritten, "Innodb_data_written")
+		set(b, a, LogBytesWritten, "Innodb_os_log_written")
 	}
 	if b, a := before.Memcached, after.Memcached; b != nil && a != nil {
-		set(b, a, results.CostMCGets, "cmd_get")
-		set(b, a, results.CostMCSets, "cmd_set")
-		set(b, a, results.CostMCIncrs, "incr_hits", "incr_misses", "decr_hits", "decr_misses")
-		set(b, a, results.CostMCBytes, "bytes_read", "bytes_written")
-		set(b, a, results.CostMCCPU, "rusage_user", "rusage_system")
+		set(b, a, MCGets, "cmd_get")
+		set(b, a, MCSets, "cmd_set")
+		set(b, a, MCIncrs, "incr_hits", "incr_misses", "decr_hits", "decr_misses")
+		set(b, a, MCBytes, "bytes_read", "bytes_written")
+		set(b, a, MCCPU, "rusage_user", "rusage_system")
 	}
 	if before.HasServerCPU && after.HasServerCPU && after.ServerCPU >= before.ServerCPU {
-		c[results.CostDBCPU] = float64((after.ServerCPU - before.ServerCPU).Microseconds()) / n
+		c[DBCPU] = float64((after.ServerCPU - before.ServerCPU).Microseconds()) / n
 	}
-	c[results.CostCPU] = float64((after.CPU - before.CPU).Microseconds()) / n
+	c[CPU] = float64((after.CPU - before.CPU).Microseconds()) / n
 	return c
 }
 

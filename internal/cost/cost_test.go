@@ -15,7 +15,6 @@ import (
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/push"
-	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -23,7 +22,7 @@ func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: t
 
 // measure runs op n times between two snapshots and returns the cost of
 // one.
-func measure(t *testing.T, meter *cost.Meter, n int, op func(i int) error) results.Cost {
+func measure(t *testing.T, meter *cost.Meter, n int, op func(i int) error) cost.Cost {
 	t.Helper()
 	ctx := context.Background()
 	before, err := meter.Take(ctx)
@@ -65,16 +64,16 @@ func TestPushPostWritesARowPerFollower(t *testing.T) {
 		})
 		t.Logf("%d followers: %v", followers, c)
 		want := float64(followers + 1)
-		if w := c[results.CostRowsWritten]; w < want-0.5 || w > want+0.5 {
+		if w := c[cost.RowsWritten]; w < want-0.5 || w > want+0.5 {
 			t.Errorf("%d followers: %.2f rows written per post, want %.0f (the message and a mailbox row each)", followers, w, want)
 		}
-		if c[results.CostRowsInserted] != c[results.CostRowsWritten] || c[results.CostRowsDeleted] != 0 {
+		if c[cost.RowsInserted] != c[cost.RowsWritten] || c[cost.RowsDeleted] != 0 {
 			t.Errorf("%d followers: %v: a post only inserts", followers, c)
 		}
-		if !(c[results.CostLogBytesWritten] > 0) || !(c[results.CostCPU] > 0) {
+		if !(c[cost.LogBytesWritten] > 0) || !(c[cost.CPU] > 0) {
 			t.Errorf("%d followers: no redo bytes or CPU: %v", followers, c)
 		}
-		if _, ok := c[results.CostMCGets]; ok {
+		if _, ok := c[cost.MCGets]; ok {
 			t.Errorf("memcached figures without memcached: %v", c)
 		}
 	}
@@ -110,7 +109,7 @@ func TestPullReadProbesEveryFollowee(t *testing.T) {
 			_, err := s.Timeline(ctx, reader, timeline.Query{})
 			return err
 		})
-		rows[followees] = c[results.CostRowsRead]
+		rows[followees] = c[cost.RowsRead]
 		t.Logf("%d followees: %v", followees, c)
 		if rows[followees] < float64(followees) {
 			t.Errorf("%d followees: %.1f rows read per page, fewer than one probe each", followees, rows[followees])
@@ -136,22 +135,22 @@ func TestMemcachedCounters(t *testing.T) {
 		return err
 	})
 	t.Logf("%v", c)
-	if g, s := c[results.CostMCGets], c[results.CostMCSets]; g < 1 || g > 1.1 || s < 1 || s > 1.1 {
+	if g, s := c[cost.MCGets], c[cost.MCSets]; g < 1 || g > 1.1 || s < 1 || s > 1.1 {
 		t.Errorf("%.2f gets and %.2f sets per operation, want 1 each", g, s)
 	}
-	if b := c[results.CostMCBytes]; b < 200 {
+	if b := c[cost.MCBytes]; b < 200 {
 		t.Errorf("%.0f bytes per set and get of 100 bytes", b)
 	}
 	// memcached's own CPU, from its rusage stats (seconds with six
 	// decimals): a set and a get take it microseconds, not none and not
 	// a millisecond.
-	if cpu, ok := c[results.CostMCCPU]; !ok || cpu <= 0 || cpu > 1000 {
+	if cpu, ok := c[cost.MCCPU]; !ok || cpu <= 0 || cpu > 1000 {
 		t.Errorf("memcached CPU %.2f µs per set and get (present %v)", cpu, ok)
 	}
-	if _, ok := c[results.CostDBCPU]; ok {
+	if _, ok := c[cost.DBCPU]; ok {
 		t.Errorf("database CPU without a database: %v", c)
 	}
-	if _, ok := c[results.CostRowsRead]; ok {
+	if _, ok := c[cost.RowsRead]; ok {
 		t.Errorf("database figures without a database: %v", c)
 	}
 	if _, err := cost.MemcachedStats([]string{"127.0.0.1:1"}, "cmd_get"); err == nil {
@@ -188,16 +187,16 @@ func TestDatabaseServerCPU(t *testing.T) {
 	})
 	wall := time.Since(start)
 	t.Logf("%v in %v", c, wall)
-	db, ok := c[results.CostDBCPU]
+	db, ok := c[cost.DBCPU]
 	// /proc counts in 10 ms ticks; the server may have done a little
 	// background work too.
 	if !ok || db <= 0 || db*2 > float64((wall+50*time.Millisecond).Microseconds()) {
 		t.Errorf("database server CPU %.0f µs per query, %v for both (present %v)", db, wall, ok)
 	}
-	if cpu := c[results.CostCPU]; cpu*10 > db {
+	if cpu := c[cost.CPU]; cpu*10 > db {
 		t.Errorf("client CPU %.0f µs per query against the server's %.0f: the server's work counted as the client's?", cpu, db)
 	}
-	if all, ok := c.AllCPU(); !ok || all != db+c[results.CostCPU] {
+	if all, ok := c.AllCPU(); !ok || all != db+c[cost.CPU] {
 		t.Errorf("all CPU %.0f (%v), want the server's and the client's", all, ok)
 	}
 
@@ -205,7 +204,7 @@ func TestDatabaseServerCPU(t *testing.T) {
 	gone := cost.NewMeter(nil, nil).WithDatabaseProcess(1 << 30)
 	if c := measure(t, gone, 1, func(int) error { return nil }); len(c) == 0 {
 		t.Fatal("no cost at all")
-	} else if _, ok := c[results.CostDBCPU]; ok {
+	} else if _, ok := c[cost.DBCPU]; ok {
 		t.Errorf("a CPU figure for a process that is not there: %v", c)
 	}
 }
@@ -228,13 +227,13 @@ func TestCountersThatWentBackward(t *testing.T) {
 	after := cost.Snapshot{Server: server(400_000, 60), Memcached: mc(100), CPU: 2 * time.Second}
 	after.Server["Innodb_data_written"] = 300
 	c := cost.PerOp(before, after, 10)
-	for _, k := range []string{results.CostRowsRead, results.CostMCGets} {
+	for _, k := range []string{cost.RowsRead, cost.MCGets} {
 		if v, ok := c[k]; ok {
 			t.Errorf("%s = %v from a counter that went backward; want it left out", k, v)
 		}
 	}
-	want := map[string]float64{results.CostRowsInserted: 2, results.CostRowsWritten: 2, results.CostBytesWritten: 20,
-		results.CostIndexLookups: 0, results.CostMCSets: 0, results.CostCPU: 100_000}
+	want := map[string]float64{cost.RowsInserted: 2, cost.RowsWritten: 2, cost.BytesWritten: 20,
+		cost.IndexLookups: 0, cost.MCSets: 0, cost.CPU: 100_000}
 	for k, v := range want {
 		if got, ok := c[k]; !ok || got != v {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)

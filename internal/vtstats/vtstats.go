@@ -13,12 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pushpull/pushpull/results"
+	"github.com/pushpull/pushpull/timeline/counter"
 )
 
 // TabletCalls names the count Calls returns: every call vtgate made to a
 // tablet of the keyspaces asked about.
-const TabletCalls = results.CounterTabletCalls
+const TabletCalls = counter.TabletCalls
 
 // Calls returns the tablet calls vtgate at status (host:port of its status
 // pages) has made so far to the shards of keyspaces, waiting at most two

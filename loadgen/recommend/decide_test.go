@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -254,14 +255,14 @@ func TestCheckMap(t *testing.T) {
 func TestEvidence(t *testing.T) {
 	m := &results.Model{Name: "m", DataBytes: 1 << 20, Traffic: &results.Traffic{Total: results.Phase{
 		Ops: 900, Errors: 1, OpsPerSec: 450, P50Ms: 1, P99Ms: 9,
-		Cost: results.Cost{results.CostOps: 901, results.CostRowsRead: 3, results.CostRowsWritten: 0.5,
-			results.CostMCGets: 8, results.CostCPU: 50, results.CostMCCPU: 20},
+		Cost: cost.Cost{cost.Ops: 901, cost.RowsRead: 3, cost.RowsWritten: 0.5,
+			cost.MCGets: 8, cost.CPU: 50, cost.MCCPU: 20},
 	}}}
 	c := Evidence(m)
 	if !c.Costed || c.RowsPerOp() != 3.5 || c.MemcachedKeysPerOp() != 8 || c.P99Ms != 9 || c.Errors != 1 || c.CPUPerOpUs != nil {
 		t.Fatalf("without the server's CPU: %+v", c)
 	}
-	m.Traffic.Total.Cost[results.CostDBCPU] = 30
+	m.Traffic.Total.Cost[cost.DBCPU] = 30
 	if c := Evidence(m); c.CPUPerOpUs == nil || *c.CPUPerOpUs != 100 {
 		t.Fatalf("with the server's CPU: %+v", c)
 	}

@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/registry"
@@ -204,15 +205,15 @@ func Evidence(m *results.Model) results.Candidate {
 	if o := t.Open; o != nil {
 		c.OfferedPerSec, c.AchievedPerSec, c.Missed = o.OfferedPerSec, o.AchievedPerSec, o.Missed
 	}
-	read, okR := t.Total.Cost[results.CostRowsRead]
-	written, okW := t.Total.Cost[results.CostRowsWritten]
+	read, okR := t.Total.Cost[cost.RowsRead]
+	written, okW := t.Total.Cost[cost.RowsWritten]
 	if okR && okW {
 		c.Costed, c.RowsReadPerOp, c.RowsWrittenPerOp = true, read, written
 	}
-	if g, ok := t.Total.Cost[results.CostMCGets]; ok {
+	if g, ok := t.Total.Cost[cost.MCGets]; ok {
 		c.MemcachedGetsPerOp = &g
 	}
-	if v, ok := t.Total.Cost[results.CostMCSets]; ok {
+	if v, ok := t.Total.Cost[cost.MCSets]; ok {
 		c.MemcachedSetsPerOp = &v
 	}
 	if v, ok := t.Total.Cost.AllCPU(); ok {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/registry"
@@ -139,8 +140,8 @@ func TestFollowersSweep(t *testing.T) {
 		if p.Result.Dataset.MaxFollowers < int(p.Value) {
 			t.Errorf("followers %v: the dataset's most followed has %d", p.Value, p.Result.Dataset.MaxFollowers)
 		}
-		pw := p.Result.Model(push).Submit.Cost[results.CostRowsWritten]
-		lw := p.Result.Model(pull).Submit.Cost[results.CostRowsWritten]
+		pw := p.Result.Model(push).Submit.Cost[cost.RowsWritten]
+		lw := p.Result.Model(pull).Submit.Cost[cost.RowsWritten]
 		t.Logf("followers %v: rows written per post: %s %.1f, %s %.1f", p.Value, push, pw, pull, lw)
 		// A post writes the message and one mailbox row per follower
 		// (and the author's own), give or take secondary indexes.
@@ -209,7 +210,7 @@ func TestOptionSweep(t *testing.T) {
 		if m == nil {
 			t.Fatalf("threshold %v: no hybrid", p.Value)
 		}
-		w := m.Submit.Cost[results.CostRowsWritten]
+		w := m.Submit.Cost[cost.RowsWritten]
 		t.Logf("threshold %v: %.1f rows written per post", p.Value, w)
 		written = append(written, w)
 		if want := fmt.Sprintf("threshold=%v", p.Value); !strings.Contains(strings.Join(p.Result.Notes, "\n"), want) {

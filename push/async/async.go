@@ -16,9 +16,8 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/pushpull/pushpull/push"
-	"github.com/pushpull/pushpull/registry"
-	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/counter"
 )
 
 // Defaults of Options.
@@ -127,10 +126,10 @@ type Store struct {
 
 var (
 	_ timeline.Store    = (*Store)(nil)
-	_ registry.Settler  = (*Store)(nil)
-	_ registry.Counting = (*Store)(nil)
-	_ registry.Lagging  = (*Store)(nil)
-	_ registry.DBHolder = (*Store)(nil)
+	_ timeline.Settler  = (*Store)(nil)
+	_ timeline.Counting = (*Store)(nil)
+	_ timeline.Lagging  = (*Store)(nil)
+	_ timeline.DBHolder = (*Store)(nil)
 )
 
 // Open opens the push model's database (see push.Open, whose schema holds
@@ -173,7 +172,7 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	return msg, nil
 }
 
-// Settle implements registry.Settler: it waits until every fan-out job
+// Settle implements timeline.Settler: it waits until every fan-out job
 // committed before the call is applied, by whichever worker (of this
 // store, another store, or `pushpull fanout`), or ctx ends. With no worker
 // running anywhere it waits for ctx.
@@ -211,11 +210,11 @@ func Settle(ctx context.Context, db *sql.DB) error {
 	}
 }
 
-// Counters implements registry.Counting with the workers' counts
-// (results.CounterFanout*).
+// Counters implements timeline.Counting with the workers' counts
+// (counter.Fanout*).
 func (s *Store) Counters() map[string]int64 { return s.stats.Counters() }
 
-// TakeLag implements registry.Lagging: the fan-out lags this store's
+// TakeLag implements timeline.Lagging: the fan-out lags this store's
 // workers recorded since the previous call.
 func (s *Store) TakeLag() *hdrhistogram.Histogram { return s.stats.TakeLag() }
 
@@ -264,15 +263,15 @@ func (st *Stats) failed() {
 	st.errors++
 }
 
-// Counters returns the counts by results.CounterFanout* keys.
+// Counters returns the counts by counter.Fanout* keys.
 func (st *Stats) Counters() map[string]int64 {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return map[string]int64{
-		results.CounterFanoutJobs:   st.jobs,
-		results.CounterFanoutChunks: st.chunks,
-		results.CounterFanoutRows:   st.rows,
-		results.CounterFanoutErrors: st.errors,
+		counter.FanoutJobs:   st.jobs,
+		counter.FanoutChunks: st.chunks,
+		counter.FanoutRows:   st.rows,
+		counter.FanoutErrors: st.errors,
 	}
 }
 

@@ -37,7 +37,7 @@ const (
 // faultLog is what one model's traffic saw.
 type faultLog struct {
 	model string
-	// settles: the store applies posts later (registry.Settler), so a
+	// settles: the store applies posts later (timeline.Settler), so a
 	// read right after a post may lack it; only the end is checked.
 	settles bool
 
@@ -116,7 +116,7 @@ func (w *faultWindow) now() string {
 // memcached (one of two) is frozen and thawed, killed and restarted; then
 // the MariaDB is frozen and thawed, killed (-9) and restarted. For every
 // model on those servers: no read fails while the database is up, no page
-// read after a post was acknowledged lacks it (but for a registry.Settler,
+// read after a post was acknowledged lacks it (but for a timeline.Settler,
 // which promises its posts once settled), no acknowledged post is lost,
 // and every call returns within its deadline plus faultMargin.
 func TestFaults(t *testing.T) {
@@ -152,7 +152,7 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("open %s: %v", m.Name, err)
 			}
 			t.Cleanup(func() { s.Close() })
-			_, log.settles = s.(registry.Settler)
+			_, log.settles = s.(timeline.Settler)
 			instances = append(instances, instance{s, log})
 		}
 		s := instances[len(instances)-1].s
@@ -268,7 +268,7 @@ func TestFaults(t *testing.T) {
 
 	// No acknowledged post lost: every reader's whole timeline has them
 	// all, read through either instance (once it has settled: Walk
-	// settles a registry.Settler, within a bounded wait).
+	// settles a timeline.Settler, within a bounded wait).
 	lost := make(map[string]int)
 	for i, in := range instances {
 		if i%2 == 0 {

@@ -12,17 +12,7 @@ import (
 	"testing"
 
 	"github.com/pushpull/pushpull/registry"
-	"github.com/pushpull/pushpull/results"
 )
-
-// TestFamiliesAgree: package results sets families against the paper by
-// the names package registry gives them.
-func TestFamiliesAgree(t *testing.T) {
-	if string(registry.FamilyPush) != results.FamilyPush || string(registry.FamilyPull) != results.FamilyPull {
-		t.Fatalf("registry families %q, %q; results families %q, %q",
-			registry.FamilyPush, registry.FamilyPull, results.FamilyPush, results.FamilyPull)
-	}
-}
 
 // TestNoModelNamesOutsideModels: the benchmark, the results and the command
 // line learn models from the registry, so none of their Go files (tests
@@ -31,7 +21,7 @@ func TestFamiliesAgree(t *testing.T) {
 // plain word (such as "pull-sp" or "push+memcache"). A family's name may
 // be a model's too ("push" is both): results names the paper's families.
 func TestNoModelNamesOutsideModels(t *testing.T) {
-	families := map[string]bool{results.FamilyPush: true, results.FamilyPull: true}
+	families := map[string]bool{string(registry.FamilyPush): true, string(registry.FamilyPull): true}
 	// The generator's vocabulary of message bodies holds English words, one
 	// of which names the memory model.
 	vocabulary := filepath.Join("../../loadgen", "dataset_body.go")

@@ -57,7 +57,7 @@ func TestLoadVitess(t *testing.T) {
 		stores[m.Name] = s
 		readers = append(readers, m)
 		if !slices.ContainsFunc(targets, func(x loadgen.Target) bool { return x.Schema == m.Schema }) {
-			targets = append(targets, loadgen.Target{Name: keyspaces[m.Schema], DB: s.(registry.DBHolder).DB(), Schema: m.Schema})
+			targets = append(targets, loadgen.Target{Name: keyspaces[m.Schema], DB: s.(timeline.DBHolder).DB(), Schema: m.Schema})
 		}
 	}
 	if len(targets) != 2 || len(readers) < 4 {

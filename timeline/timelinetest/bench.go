@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -66,10 +65,10 @@ func RunBenchmarks(b *testing.B, open func(b *testing.B) timeline.Store) {
 //   - older: a page 2 to 4 deep, through a cursor found before measuring;
 //   - post: a post by each user in turn (last: it changes the timelines).
 //
-// Before measuring it settles a registry.Settler, reads every user's newest
+// Before measuring it settles a timeline.Settler, reads every user's newest
 // page once (caches warm, as a running service has them) and primes a
-// registry.Primer with every user, as the benchmark command does. Each
-// sub-benchmark reports allocations and, for a registry.Counting store,
+// timeline.Primer with every user, as the benchmark command does. Each
+// sub-benchmark reports allocations and, for a timeline.Counting store,
 // every counter that moved, per operation (such as rows_read/op). Reads
 // check the length of the page they get, so a broken store fails instead
 // of measuring fast.
@@ -100,7 +99,7 @@ func RunBenchmarksOn(b *testing.B, d Dataset, open func(b *testing.B) timeline.S
 			b.Fatalf("newest page of %d holds %d messages, want %d", u, len(p.Messages), d.pageLen(1))
 		}
 	}
-	if p, ok := s.(registry.Primer); ok {
+	if p, ok := s.(timeline.Primer); ok {
 		if err := p.Prime(Context(b), users); err != nil {
 			b.Fatalf("Prime: %v", err)
 		}
@@ -199,7 +198,7 @@ func measure(b *testing.B, s timeline.Store, op func(i int) error) {
 }
 
 func counters(s timeline.Store) map[string]int64 {
-	if c, ok := s.(registry.Counting); ok {
+	if c, ok := s.(timeline.Counting); ok {
 		return c.Counters()
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -16,7 +15,7 @@ import (
 // Call them from the test's own goroutine only, as t.Fatal requires.
 //
 // The read helpers (Page, Newest, Walk, WalkIDs) see what was written before
-// them: a store that applies writes later (a registry.Settler) is settled
+// them: a store that applies writes later (a timeline.Settler) is settled
 // first. To observe a store before it settles, call Store.Timeline directly.
 
 // Context returns a context for one call of a test, canceled when the test
@@ -28,11 +27,11 @@ func Context(t testing.TB) context.Context {
 	return ctx
 }
 
-// Settle waits, if s is a registry.Settler, until every write acknowledged
+// Settle waits, if s is a timeline.Settler, until every write acknowledged
 // so far is applied. For any other store it returns at once.
 func Settle(t testing.TB, s timeline.Store) {
 	t.Helper()
-	if st, ok := s.(registry.Settler); ok {
+	if st, ok := s.(timeline.Settler); ok {
 		if err := st.Settle(Context(t)); err != nil {
 			t.Fatalf("Settle: %v", err)
 		}

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
@@ -19,7 +18,7 @@ type lateFollows struct {
 	pending []func(context.Context) error
 }
 
-var _ registry.Settler = (*lateFollows)(nil)
+var _ timeline.Settler = (*lateFollows)(nil)
 
 func newLateFollows(t *testing.T) *lateFollows {
 	s := &lateFollows{Memory: timeline.NewMemory()}

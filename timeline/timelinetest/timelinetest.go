@@ -10,7 +10,7 @@
 //     small dataset it writes through the store.
 //
 // A store that applies part of a write after acknowledging it (a
-// registry.Settler, such as an asynchronous fan-out) is settled before every
+// timeline.Settler, such as an asynchronous fan-out) is settled before every
 // read of the suite and of the read helpers, so that it is held to the same
 // contract as a synchronous store once its writes have landed.
 package timelinetest
@@ -35,7 +35,7 @@ type NewStore func(t *testing.T) timeline.Store
 
 // Run runs every conformance check as a subtest, each on its own fresh store.
 // Before it reads what it wrote, it calls Settle on a store that is a
-// registry.Settler; reads that race writes on purpose (paging while posting)
+// timeline.Settler; reads that race writes on purpose (paging while posting)
 // only settle before they begin.
 func Run(t *testing.T, newStore NewStore) {
 	tests := []struct {

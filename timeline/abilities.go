@@ -1,0 +1,78 @@
+package timeline
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// What a store may do beyond Store. Callers check for an ability with a
+// type assertion to one of these interfaces, never to an anonymous one,
+// and fall back as each says. The conformance kit (package timelinetest),
+// the benchmark and the command line all use these.
+
+// Settler is a store that applies part of an acknowledged write later
+// (asynchronous fan-out). Settle returns once everything acknowledged before
+// the call is applied, or ctx ends. The conformance suite and the
+// benchmark's checks call it before they read what they wrote.
+//
+// Fallback: the store applies every write before it returns; there is
+// nothing to wait for.
+type Settler interface {
+	Settle(ctx context.Context) error
+}
+
+// Lagging is a Settler that measures how late it applies what it
+// acknowledged: TakeLag returns the lags recorded since the previous call,
+// in microseconds (for asynchronous fan-out: from a post to its last
+// follower's mailbox row), and starts a new histogram. The benchmark
+// settles the store after each write phase, takes the histogram and saves
+// its percentiles among the model's figures; it also measures them below
+// saturation, at half the rate the model's posts reached.
+//
+// Fallback: no lag figures.
+type Lagging interface {
+	TakeLag() *hdrhistogram.Histogram
+}
+
+// Counting is a store that counts its own work. Counters returns cumulative
+// counts since the store was opened, under the keys package
+// timeline/counter names; the benchmark takes their difference over a
+// phase and turns it into figures.
+//
+// Fallback: the phase has no such figures.
+type Counting interface {
+	Counters() map[string]int64
+}
+
+// Primer is a store with state that a running service keeps warm and that
+// reading every user's newest page does not build (pull-active's hint
+// targets, which posts would build). The benchmark and the kit's
+// benchmarks call Prime for every user before they measure, after reading
+// every user's newest page once.
+//
+// Fallback: nothing beyond the warm reads.
+type Primer interface {
+	Prime(ctx context.Context, users []UserID) error
+}
+
+// Degraded is a store that keeps working while some of its servers fail
+// (a memcached of several that is down): DownServers names those failing
+// now. The command line warns about them, and the benchmark records them.
+//
+// Fallback: the store has no server it can do without.
+type Degraded interface {
+	DownServers() []string
+}
+
+// DBHolder is a store on MariaDB or MySQL that hands out its connection
+// pool. The benchmark bulk-loads its dataset through it and measures the
+// database's size; the memcache variant keys its entries by the
+// database's identity.
+//
+// Fallback: the benchmark loads the dataset through Follow and Post and
+// reports no size; the memcache variant does not wrap the store.
+type DBHolder interface {
+	DB() *sql.DB
+}

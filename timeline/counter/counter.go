@@ -1,0 +1,95 @@
+// Package counter names the counts a store reports through
+// timeline.Counting: cumulative since the store was opened, each under one
+// of the keys below. A store reports only the keys that apply to it. The
+// benchmark takes their difference over a phase and turns it into figures
+// (package results); a service may export them as metrics.
+package counter
+
+// Counts of a store that reads pages, and of the memcached state it keeps.
+const (
+	// Pages: timeline pages served by a read that counts rows.
+	Pages = "pages"
+	// RowsRead: index entries and rows those pages made the
+	// database examine.
+	RowsRead = "rows_read"
+	// PageHits, PageMisses: newest pages served from a page
+	// cache, and read from the store behind it.
+	PageHits   = "page_hits"
+	PageMisses = "page_misses"
+	// ListHits, ListMisses: per-author lists of recent ids
+	// taken from memcached, and rebuilt from the database.
+	ListHits   = "list_hits"
+	ListMisses = "list_misses"
+	// CacheErrors: memcached operations that failed (the call went
+	// on without memcached).
+	CacheErrors = "cache_errors"
+	// FolloweeHits, FolloweeMisses: reads whose followee
+	// list came from the process's cache, and from the database.
+	FolloweeHits   = "followee_hits"
+	FolloweeMisses = "followee_misses"
+	// IndexReads: pages served from the lists a recently-active
+	// index named; IndexFallbacks: indexed reads the index could
+	// not prove (read from every list); IndexBuilds: indexes
+	// built from the database; IndexPatches: indexes brought up to
+	// date after a follow or unfollow without a build.
+	IndexReads     = "index_reads"
+	IndexFallbacks = "index_fallbacks"
+	IndexBuilds    = "index_builds"
+	IndexPatches   = "index_patches"
+	// Hints: hints that posts appended to their followers'
+	// indexes.
+	Hints = "hints"
+)
+
+// Edge counters of a store that decides push or pull per follow edge
+// (selective). EdgesPushed and EdgesPulled are how many
+// edges are each now (levels, not cumulative); the flips are cumulative,
+// and FlipRows the mailbox rows they backfilled or removed.
+// CostH and CostL are the store's current H and L (one
+// fan-out row, one pulled author's probe) in nanoseconds.
+const (
+	EdgesPushed   = "edges_pushed"
+	EdgesPulled   = "edges_pulled"
+	EdgeFlipsPush = "edge_flips_push"
+	EdgeFlipsPull = "edge_flips_pull"
+	FlipRows      = "flip_rows"
+	CostH         = "cost_h_ns"
+	CostL         = "cost_l_ns"
+)
+
+// Fan-out counters of a store that fans out asynchronously (push-async).
+const (
+	// FanoutJobs: fan-out jobs finished (every follower written).
+	FanoutJobs = "fanout_jobs"
+	// FanoutChunks: chunk transactions committed.
+	FanoutChunks = "fanout_chunks"
+	// FanoutRows: mailbox rows those chunks wrote.
+	FanoutRows = "fanout_rows"
+	// FanoutErrors: chunks that failed (the database down, say)
+	// and were retried.
+	FanoutErrors = "fanout_errors"
+)
+
+// The counts of a store on Vitess, from vtgate (package internal/vtstats).
+const (
+	// TabletCalls counts vtgate's calls to tablets: one statement
+	// on one shard each.
+	TabletCalls = "tablet_calls"
+)
+
+// Counters of a store that fans out to active readers only (push-active).
+const (
+	// PushedRows: mailbox rows posts wrote (their active
+	// followers).
+	PushedRows = "pushed_rows"
+	// SkippedRows: followers posts passed over as inactive: the
+	// rows push would have written on top.
+	SkippedRows = "skipped_rows"
+	// Rebuilds: mailboxes rebuilt by pull on an inactive user's
+	// read; RebuildRows: the rows those rebuilds wrote.
+	Rebuilds    = "rebuilds"
+	RebuildRows = "rebuild_rows"
+	// Expired: users flagged inactive, their last read older than
+	// the window.
+	Expired = "expired"
+)
