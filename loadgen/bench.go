@@ -17,12 +17,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/sandbox"
 	"github.com/pushpull/pushpull/internal/vitess"
 	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -67,7 +67,7 @@ type BenchConfig struct {
 	// DSN is set; a sandbox starts its own memcached.
 	Memcache []string
 	// CacheTTL is the page lifetime of the cached models' ttl-policy
-	// phase; 0 means cache.DefaultTTL.
+	// phase; 0 means memcache.DefaultTTL.
 	CacheTTL time.Duration
 	// CacheReadRatio is the share of reads in the cached models' mixed
 	// phases; 0 means 0.9.
@@ -169,7 +169,7 @@ func (c *BenchConfig) defaults() {
 	}
 	c.ExtraDuration = min(c.ExtraDuration, c.Duration)
 	if c.CacheTTL <= 0 {
-		c.CacheTTL = cache.DefaultTTL
+		c.CacheTTL = memcache.DefaultTTL
 	}
 	if c.CacheReadRatio <= 0 {
 		c.CacheReadRatio = 0.9

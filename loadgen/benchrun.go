@@ -12,9 +12,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/tablecache"
+	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
@@ -101,12 +101,12 @@ func (b *bench) openStores(ctx context.Context) error {
 			b.open[m.Name] = s
 		}
 		if m.Bench.Has(registry.PhaseCacheMixed) {
-			for j, policy := range []cache.Policy{cache.PolicyInvalidate, cache.PolicyTTL} {
-				opts := map[string]string{cache.OptionPolicy: string(policy)}
-				if policy == cache.PolicyTTL {
+			for j, policy := range []memcache.Policy{memcache.PolicyInvalidate, memcache.PolicyTTL} {
+				opts := map[string]string{memcache.OptionPolicy: string(policy)}
+				if policy == memcache.PolicyTTL {
 					// Under invalidate the TTL only bounds staleness
 					// when an invalidation fails; the default stays.
-					opts[cache.OptionTTL] = b.cfg.CacheTTL.String()
+					opts[memcache.OptionTTL] = b.cfg.CacheTTL.String()
 				}
 				s, err := b.openModel(ctx, m, fmt.Sprintf("w%d.%d/", i, j), opts)
 				if err != nil {
@@ -671,7 +671,7 @@ func (b *bench) rawGets(ctx context.Context) error {
 }
 
 // CachedPageBytes is about the size of a cached default page of the
-// paper's dataset (20 messages; see package cache).
+// paper's dataset (20 messages; see package memcache).
 const CachedPageBytes = 2520
 
 // trafficOnly measures every model's traffic phase and nothing else (see

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
@@ -38,7 +38,7 @@ func TestTrafficEveryModel(t *testing.T) {
 			break
 		}
 	}
-	cached := registry.Offered(cache.Variant)[0].Name
+	cached := registry.Offered(memcache.Variant)[0].Name
 	for _, open := range []bool{false, true} {
 		mix := DefaultMix()
 		cfg := BenchConfig{

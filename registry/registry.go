@@ -9,7 +9,7 @@
 // The command line, the benchmark and the results learn everything about
 // models from here, so adding a model is one package and one Register call.
 //
-// A variant wraps other models: package cache registers the variant
+// A variant wraps other models: package memcache registers the variant
 // "memcache", and "push+memcache" is the push model with memcached in front
 // of its newest pages. A base model lists the variants it offers (Offers);
 // Lookup builds any base+variant pair whose needs the variant can serve.

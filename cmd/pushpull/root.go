@@ -12,7 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 
-	"github.com/pushpull/pushpull/cache"
+	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
 	_ "github.com/pushpull/pushpull/registry/all" // every model
 	"github.com/pushpull/pushpull/timeline"
@@ -247,7 +247,7 @@ func (f *serverFlags) resolveMemcache(model registry.Model) ([]string, error) {
 }
 
 // parseServers splits a comma-separated list of memcached addresses and
-// checks them as package cache does (host:port, or a unix socket path).
+// checks them as package memcache does (host:port, or a unix socket path).
 func parseServers(list string) ([]string, error) {
 	var out []string
 	for _, a := range strings.Split(list, ",") {
@@ -258,7 +258,7 @@ func parseServers(list string) ([]string, error) {
 	if len(out) == 0 {
 		return nil, nil
 	}
-	if err := cache.CheckServers(out); err != nil {
+	if err := memcache.CheckServers(out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -106,6 +106,23 @@ const FenceLen = 11
 // MaxKeyLen is the longest key a caller may use.
 const MaxKeyLen = 250 - FenceLen
 
+// Item is a key with its value, flags, expiry and CAS id: gomemcache's
+// type, which this client's calls take and return, so that only this
+// package imports gomemcache.
+type Item = memcache.Item
+
+// What a call reports beside ErrServerDown: gomemcache's errors, under
+// this package's names.
+var (
+	// ErrCacheMiss: the key is not there.
+	ErrCacheMiss = memcache.ErrCacheMiss
+	// ErrNotStored: a conditional store (add, append) found its
+	// condition false.
+	ErrNotStored = memcache.ErrNotStored
+	// ErrCASConflict: a compare-and-swap lost to another writer.
+	ErrCASConflict = memcache.ErrCASConflict
+)
+
 // ErrServerDown marks calls that failed at once because the key's server
 // failed lately (see the package doc).
 var ErrServerDown = errors.New("memcached server down")

@@ -9,8 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bradfitz/gomemcache/memcache"
-
+	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -115,7 +114,7 @@ func (a *activeIndexes) distrust() {
 // a failed append leaves the value unknown.
 func (st *State) published(ctx context.Context, author timeline.UserID, id timeline.MessageID) {
 	listKey := st.key(author)
-	appErr, tgt, err := st.mc.AppendGet(ctx, &memcache.Item{Key: listKey, Value: encodeRecord(listKey, uint64(id))}, st.targetsKey(author))
+	appErr, tgt, err := st.mc.AppendGet(ctx, &memcached.Item{Key: listKey, Value: encodeRecord(listKey, uint64(id))}, st.targetsKey(author))
 	if err != nil {
 		// memcached failed: the list may lack the post, and whom to hint
 		// is unknown.
@@ -126,7 +125,7 @@ func (st *State) published(ctx context.Context, author timeline.UserID, id timel
 	}
 	var drop []string
 	if appErr != nil {
-		if !errors.Is(appErr, memcache.ErrNotStored) {
+		if !errors.Is(appErr, memcached.ErrNotStored) {
 			st.cacheFailed(ctx)
 		}
 		drop = append(drop, listKey)
@@ -139,11 +138,11 @@ func (st *State) published(ctx context.Context, author timeline.UserID, id timel
 		return
 	}
 	if len(targets) > 0 {
-		items := make([]memcache.Item, len(targets))
-		ptrs := make([]*memcache.Item, len(targets))
+		items := make([]memcached.Item, len(targets))
+		ptrs := make([]*memcached.Item, len(targets))
 		for i, u := range targets {
 			k := st.indexKey(u)
-			items[i] = memcache.Item{Key: k, Value: EncodeHint(k, author, uint64(id))}
+			items[i] = memcached.Item{Key: k, Value: EncodeHint(k, author, uint64(id))}
 			ptrs[i] = &items[i]
 		}
 		st.stats.hints.Add(int64(len(targets)))
@@ -165,7 +164,7 @@ func (st *State) drop(ctx context.Context, author timeline.UserID, keys []string
 	listKey := st.key(author)
 	hintLost := false
 	for i, err := range st.mc.DeleteMulti(ctx, keys) {
-		if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
+		if err == nil || errors.Is(err, memcached.ErrCacheMiss) {
 			continue
 		}
 		st.cacheFailed(ctx)
@@ -222,7 +221,7 @@ func (st *State) register(ctx context.Context, user timeline.UserID, followees [
 // user's as of token: a follow since then retires the index anyway. cur is what the key
 // held (a placeholder, garbage or a retired index: its own CAS token), or
 // nil.
-func (st *State) buildIndex(ctx context.Context, user timeline.UserID, followees []timeline.UserID, token string, cur *memcache.Item) (activeIndex, int64, error) {
+func (st *State) buildIndex(ctx context.Context, user timeline.UserID, followees []timeline.UserID, token string, cur *memcached.Item) (activeIndex, int64, error) {
 	a := st.active
 	if err := st.register(ctx, user, followees); err != nil {
 		return activeIndex{}, 0, err
@@ -231,7 +230,7 @@ func (st *State) buildIndex(ctx context.Context, user timeline.UserID, followees
 	if cur == nil {
 		// As for lists: a token taken before the database read, so that
 		// a hint that lands after it makes the CAS fail.
-		tokens := map[timeline.UserID]*memcache.Item{}
+		tokens := map[timeline.UserID]*memcached.Item{}
 		st.takeTokens(ctx, []timeline.UserID{user}, st.indexKey, tokens)
 		cur = tokens[user]
 	}
@@ -262,7 +261,7 @@ func (st *State) buildIndex(ctx context.Context, user timeline.UserID, followees
 // keeping its age and token. The entries past ActiveLen are dropped and
 // raise the floor to the newest of them. Best effort, like list
 // compaction.
-func (st *State) compactIndex(ctx context.Context, it *memcache.Item, idx activeIndex) {
+func (st *State) compactIndex(ctx context.Context, it *memcached.Item, idx activeIndex) {
 	entries, floor := idx.entries, idx.floor
 	if len(entries) > st.active.keep {
 		floor = max(floor, entries[st.active.keep].Newest)

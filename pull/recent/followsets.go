@@ -7,8 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/bradfitz/gomemcache/memcache"
-
+	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -111,14 +110,14 @@ func newToken() []byte {
 func (st *State) followsChanged(ctx context.Context, user timeline.UserID) {
 	st.follows.forget(user)
 	key := st.followKey(user)
-	err := st.mc.Set(ctx, &memcache.Item{Key: key, Value: newToken()})
+	err := st.mc.Set(ctx, &memcached.Item{Key: key, Value: newToken()})
 	if err == nil {
 		return
 	}
 	st.cacheFailed(ctx)
 	// A deleted token works as well as a new one (readers add a fresh
 	// one), if memcached takes that.
-	if err := st.mc.Delete(ctx, key); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+	if err := st.mc.Delete(ctx, key); err != nil && !errors.Is(err, memcached.ErrCacheMiss) {
 		st.cacheFailed(ctx)
 	}
 }
@@ -132,14 +131,14 @@ func (st *State) followToken(ctx context.Context, user timeline.UserID) (string,
 		if err == nil {
 			return string(it.Value), nil
 		}
-		if !errors.Is(err, memcache.ErrCacheMiss) {
+		if !errors.Is(err, memcached.ErrCacheMiss) {
 			return "", err
 		}
 		tok := newToken()
-		switch err := st.mc.Add(ctx, &memcache.Item{Key: key, Value: tok}); {
+		switch err := st.mc.Add(ctx, &memcached.Item{Key: key, Value: tok}); {
 		case err == nil:
 			return string(tok), nil
-		case !errors.Is(err, memcache.ErrNotStored):
+		case !errors.Is(err, memcached.ErrNotStored):
 			return "", err
 		}
 		// Another reader or a follow set one first: read it.

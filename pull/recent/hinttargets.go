@@ -9,8 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/bradfitz/gomemcache/memcache"
-
+	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -125,11 +124,11 @@ func (st *State) addTarget(ctx context.Context, user timeline.UserID, until int6
 	if len(authors) == 0 {
 		return nil
 	}
-	items := make([]memcache.Item, len(authors))
-	ptrs := make([]*memcache.Item, len(authors))
+	items := make([]memcached.Item, len(authors))
+	ptrs := make([]*memcached.Item, len(authors))
 	for i, a := range authors {
 		k := st.targetsKey(a)
-		items[i] = memcache.Item{Key: k, Value: encodeTargetRecord(k, user, until)}
+		items[i] = memcached.Item{Key: k, Value: encodeTargetRecord(k, user, until)}
 		ptrs[i] = &items[i]
 	}
 	var drop []string
@@ -142,7 +141,7 @@ func (st *State) addTarget(ctx context.Context, user timeline.UserID, until int6
 		return nil
 	}
 	for _, err := range st.mc.DeleteMulti(ctx, drop) {
-		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+		if err != nil && !errors.Is(err, memcached.ErrCacheMiss) {
 			st.cacheFailed(ctx)
 			return err
 		}
@@ -152,7 +151,7 @@ func (st *State) addTarget(ctx context.Context, user timeline.UserID, until int6
 
 // hintTargets returns the users whose index a post by author must hint,
 // from it, the value of author's targets (nil if memcached has none).
-func (st *State) hintTargets(ctx context.Context, author timeline.UserID, it *memcache.Item) ([]timeline.UserID, error) {
+func (st *State) hintTargets(ctx context.Context, author timeline.UserID, it *memcached.Item) ([]timeline.UserID, error) {
 	key := st.targetsKey(author)
 	now := time.Now().UnixMilli()
 	if it != nil {
@@ -173,9 +172,9 @@ func (st *State) hintTargets(ctx context.Context, author timeline.UserID, it *me
 			return users, nil
 		}
 	}
-	var tokens map[timeline.UserID]*memcache.Item
+	var tokens map[timeline.UserID]*memcached.Item
 	if it != nil {
-		tokens = map[timeline.UserID]*memcache.Item{author: it}
+		tokens = map[timeline.UserID]*memcached.Item{author: it}
 	}
 	built, err := st.buildTargets(ctx, []timeline.UserID{author}, tokens)
 	return built[author], err
@@ -186,9 +185,9 @@ func (st *State) hintTargets(ctx context.Context, author timeline.UserID, it *me
 // authors, the value their key held (a placeholder or garbage) with its
 // CAS id; the others get one before the database read (takeTokens; see
 // the top for why).
-func (st *State) buildTargets(ctx context.Context, authors []timeline.UserID, tokens map[timeline.UserID]*memcache.Item) (map[timeline.UserID][]timeline.UserID, error) {
+func (st *State) buildTargets(ctx context.Context, authors []timeline.UserID, tokens map[timeline.UserID]*memcached.Item) (map[timeline.UserID][]timeline.UserID, error) {
 	if tokens == nil {
-		tokens = make(map[timeline.UserID]*memcache.Item)
+		tokens = make(map[timeline.UserID]*memcached.Item)
 	}
 	st.takeTokens(ctx, authors, st.targetsKey, tokens)
 	targets, err := st.readTargets(ctx, authors)
@@ -259,13 +258,13 @@ func (st *State) primeTargets(ctx context.Context, authors []timeline.UserID) {
 		return
 	}
 	var missing []timeline.UserID
-	var tokens map[timeline.UserID]*memcache.Item
+	var tokens map[timeline.UserID]*memcached.Item
 	for i, a := range authors {
 		if it := got[i]; it == nil {
 			missing = append(missing, a)
 		} else if _, _, ok := decodeTargets(keys[i], it.Value); !ok {
 			if tokens == nil {
-				tokens = make(map[timeline.UserID]*memcache.Item)
+				tokens = make(map[timeline.UserID]*memcached.Item)
 			}
 			missing, tokens[a] = append(missing, a), it
 		}

@@ -12,8 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bradfitz/gomemcache/memcache"
-
+	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -259,7 +258,7 @@ func (st *State) registerHome(ctx context.Context, user timeline.UserID, authors
 // minute past the new index's lifetime: the retired index's, when it
 // reaches that far (so a rebuild after a follow writes the new edge only),
 // else homeRegistration from now.
-func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *followSet, cur *memcache.Item, old *homeIndex) (homeIndex, int64, error) {
+func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *followSet, cur *memcached.Item, old *homeIndex) (homeIndex, int64, error) {
 	h := st.home
 	celebs, err := h.celebrities(ctx, st.db)
 	if err != nil {
@@ -320,7 +319,7 @@ func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *follow
 // times. A placeholder no other writer ever writes is what lets storeHome
 // tell hints appended to it from a value replaced and then rewritten the
 // same (a "P" deleted and added again, say).
-func (st *State) homeToken(ctx context.Context, key string, cur *memcache.Item) (tok *memcache.Item, replaced []byte) {
+func (st *State) homeToken(ctx context.Context, key string, cur *memcached.Item) (tok *memcached.Item, replaced []byte) {
 	mine := append([]byte{placeholder[0]}, newToken()...)
 	if len(mine) != homeTokenLen {
 		panic("pull: a home index's token has the wrong length")
@@ -328,7 +327,7 @@ func (st *State) homeToken(ctx context.Context, key string, cur *memcache.Item) 
 	for range 3 {
 		var err error
 		if cur == nil {
-			err = st.mc.Add(ctx, &memcache.Item{Key: key, Value: mine, Expiration: placeholderTTL})
+			err = st.mc.Add(ctx, &memcached.Item{Key: key, Value: mine, Expiration: placeholderTTL})
 		} else {
 			it := *cur
 			it.Value, it.Expiration = mine, placeholderTTL
@@ -349,7 +348,7 @@ func (st *State) homeToken(ctx context.Context, key string, cur *memcache.Item) 
 			return nil, nil
 		}
 		switch cur, err = st.mc.GetOne(ctx, key); {
-		case errors.Is(err, memcache.ErrCacheMiss):
+		case errors.Is(err, memcached.ErrCacheMiss):
 			cur = nil
 		case err != nil:
 			st.cacheFailed(ctx)
@@ -365,7 +364,7 @@ const homeTokenLen = 1 + 16
 
 // tokenHints returns the hints appended to tok, homeToken's placeholder,
 // before homeToken read it back, or reports that something else was.
-func tokenHints(key string, tok *memcache.Item) ([]sqlread.AuthorNewest, bool) {
+func tokenHints(key string, tok *memcached.Item) ([]sqlread.AuthorNewest, bool) {
 	var out []sqlread.AuthorNewest
 	ok := eachRecord(keySum(key), tok.Value[homeTokenLen:], hintMagic, 2, func(rec []byte) bool {
 		a, id := recField(rec, 0), recField(rec, 1)
@@ -384,7 +383,7 @@ func tokenHints(key string, tok *memcache.Item) ([]sqlread.AuthorNewest, bool) {
 // appended after the token, and every post that committed before the
 // database read is in v. Anything else (the value replaced or deleted)
 // leaves the key to the next reader.
-func (st *State) storeHome(ctx context.Context, cur *memcache.Item, v []byte) {
+func (st *State) storeHome(ctx context.Context, cur *memcached.Item, v []byte) {
 	ks := keySum(cur.Key)
 	for range 3 {
 		prev := cur.Value
@@ -408,7 +407,7 @@ func (st *State) storeHome(ctx context.Context, cur *memcache.Item, v []byte) {
 // (pulled, or unfollowed since a patch) are dropped, and the entries past
 // Keep too, which raises the floor to the newest of them. Best effort,
 // like list compaction.
-func (st *State) compactHome(ctx context.Context, it *memcache.Item, idx homeIndex) {
+func (st *State) compactHome(ctx context.Context, it *memcached.Item, idx homeIndex) {
 	pushed, ok := idx.pushedAuthors()
 	if !ok {
 		return
@@ -492,7 +491,7 @@ func (st *State) readHomeIndex(ctx context.Context, r timeline.Request, fs *foll
 // it patches old instead if it can. A build of the same user already
 // running in this process sends this read to every list instead: one
 // database read per user and follow change is enough.
-func (st *State) rebuildHome(ctx context.Context, r timeline.Request, fs *followSet, items []*memcache.Item, guess []timeline.UserID, old *homeIndex, patchable bool, rows int64, now time.Time) ([]timeline.Message, int64, error) {
+func (st *State) rebuildHome(ctx context.Context, r timeline.Request, fs *followSet, items []*memcached.Item, guess []timeline.UserID, old *homeIndex, patchable bool, rows int64, now time.Time) ([]timeline.Message, int64, error) {
 	if _, busy := st.home.building.LoadOrStore(r.User, true); busy {
 		return nil, rows, errNotProven
 	}
@@ -532,7 +531,7 @@ const homePatchMax = 16
 // It returns the patched index and the rows read, or a nil index when it
 // cannot patch, with the CAS token the build should take over (cur, or
 // the placeholder patchHome put in its place).
-func (st *State) patchHome(ctx context.Context, user timeline.UserID, fs *followSet, cur *memcache.Item, old *homeIndex, now time.Time) (_ *homeIndex, rows int64, _ *memcache.Item, _ error) {
+func (st *State) patchHome(ctx context.Context, user timeline.UserID, fs *followSet, cur *memcached.Item, old *homeIndex, now time.Time) (_ *homeIndex, rows int64, _ *memcached.Item, _ error) {
 	h := st.home
 	if !old.registeredPast(now) {
 		return nil, 0, cur, nil
@@ -643,7 +642,7 @@ func mergeSorted(a, b []timeline.UserID) []timeline.UserID {
 
 // pageFromHome reads r's page from idx and the lists of the authors it
 // pulls (items[2:] hold guess's), or returns errNotProven.
-func (st *State) pageFromHome(ctx context.Context, r timeline.Request, fs *followSet, idx homeIndex, items []*memcache.Item, guess []timeline.UserID, rows int64, now time.Time) (_ []timeline.Message, _ int64, err error) {
+func (st *State) pageFromHome(ctx context.Context, r timeline.Request, fs *followSet, idx homeIndex, items []*memcached.Item, guess []timeline.UserID, rows int64, now time.Time) (_ []timeline.Message, _ int64, err error) {
 	key := st.indexKey(r.User)
 	before, floor := uint64(r.Before), idx.floor
 	if before != 0 && before <= floor+1 {
@@ -654,7 +653,7 @@ func (st *State) pageFromHome(ctx context.Context, r timeline.Request, fs *follo
 	// The pulled authors' page, from their lists.
 	var pulled []timeline.Message
 	if len(idx.pulled) > 0 {
-		lists := make([]*memcache.Item, len(idx.pulled))
+		lists := make([]*memcached.Item, len(idx.pulled))
 		var missing []int // of idx.pulled, not fetched with the index
 		var keys []string
 		for i, a := range idx.pulled {
@@ -752,7 +751,7 @@ func (st *State) pageFromHome(ctx context.Context, r timeline.Request, fs *follo
 // not have, or not by that author, and returns errSuspect.
 func (st *State) suspectHome(ctx context.Context, key string) error {
 	st.stats.cacheErrors.Add(1)
-	if err := st.mc.Delete(ctx, key); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+	if err := st.mc.Delete(ctx, key); err != nil && !errors.Is(err, memcached.ErrCacheMiss) {
 		st.cacheFailed(ctx)
 		st.active.distrust()
 	}

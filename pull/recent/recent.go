@@ -41,7 +41,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bradfitz/gomemcache/memcache"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pushpull/pushpull/internal/mckey"
@@ -412,11 +411,11 @@ func (st *State) markDirty(author timeline.UserID) {
 // trusting it once it is older than recentMaxAge.
 func (st *State) added(ctx context.Context, author timeline.UserID, id timeline.MessageID) {
 	key := st.key(author)
-	err := st.mc.Append(ctx, []*memcache.Item{{Key: key, Value: encodeRecord(key, uint64(id))}})[0]
+	err := st.mc.Append(ctx, []*memcached.Item{{Key: key, Value: encodeRecord(key, uint64(id))}})[0]
 	if err == nil {
 		return
 	}
-	if !errors.Is(err, memcache.ErrNotStored) {
+	if !errors.Is(err, memcached.ErrNotStored) {
 		st.cacheFailed(ctx)
 	}
 	st.invalidate(ctx, author)
@@ -431,7 +430,7 @@ func (st *State) added(ctx context.Context, author timeline.UserID, id timeline.
 func (st *State) invalidate(ctx context.Context, author timeline.UserID) {
 	key := st.key(author)
 	err := st.mc.Delete(ctx, key)
-	if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
+	if err == nil || errors.Is(err, memcached.ErrCacheMiss) {
 		return
 	}
 	st.cacheFailed(ctx)
@@ -454,7 +453,7 @@ func (st *State) invalidate(ctx context.Context, author timeline.UserID) {
 // racing each other: only one CAS can succeed, and both read the database
 // after their token. A failed CAS is not retried: this read already has
 // correct lists from the database, and the next reader rebuilds.
-func (st *State) rebuild(ctx context.Context, authors []timeline.UserID, tokens map[timeline.UserID]*memcache.Item) (map[timeline.UserID]authorList, int64, error) {
+func (st *State) rebuild(ctx context.Context, authors []timeline.UserID, tokens map[timeline.UserID]*memcached.Item) (map[timeline.UserID]authorList, int64, error) {
 	st.takeTokens(ctx, authors, st.key, tokens)
 
 	// One statement for all of them: RecentLen+1 ids each, the one extra
@@ -512,7 +511,7 @@ const listTTL = int32((recentMaxAge + time.Minute) / time.Second)
 // where there was none. It must come before the database read whose result
 // will be stored with it (see rebuild). An author memcached gives none
 // keeps none: its value is built, used, and not stored.
-func (st *State) takeTokens(ctx context.Context, authors []timeline.UserID, key func(timeline.UserID) string, tokens map[timeline.UserID]*memcache.Item) {
+func (st *State) takeTokens(ctx context.Context, authors []timeline.UserID, key func(timeline.UserID) string, tokens map[timeline.UserID]*memcached.Item) {
 	var need []timeline.UserID
 	var keys []string
 	for _, a := range authors {
@@ -528,8 +527,8 @@ func (st *State) takeTokens(ctx context.Context, authors []timeline.UserID, key 
 	var failed atomic.Bool
 	for _, k := range keys {
 		g.Go(func() error {
-			err := st.mc.Add(ctx, &memcache.Item{Key: k, Value: placeholder, Expiration: placeholderTTL})
-			if err != nil && !errors.Is(err, memcache.ErrNotStored) {
+			err := st.mc.Add(ctx, &memcached.Item{Key: k, Value: placeholder, Expiration: placeholderTTL})
+			if err != nil && !errors.Is(err, memcached.ErrNotStored) {
 				st.cacheFailed(ctx)
 				failed.Store(true)
 			}
@@ -555,7 +554,7 @@ func (st *State) takeTokens(ctx context.Context, authors []timeline.UserID, key 
 // storeBuilt stores v under it, a token or a value read earlier, unless
 // the key changed since (a post or another rebuild got there first: not
 // an error, the next reader tries again). It reports whether v was stored.
-func (st *State) storeBuilt(ctx context.Context, it *memcache.Item, v []byte, exp int32) bool {
+func (st *State) storeBuilt(ctx context.Context, it *memcached.Item, v []byte, exp int32) bool {
 	it.Value, it.Expiration = v, exp
 	err := st.mc.CompareAndSwap(ctx, it)
 	if err != nil && !isCASMiss(err) {
@@ -567,7 +566,7 @@ func (st *State) storeBuilt(ctx context.Context, it *memcache.Item, v []byte, ex
 // storeAll runs storeBuilt for every author with a token and a value,
 // eight at a time (independent keys, and a cold page can have dozens),
 // calling stored (if not nil) for each one stored.
-func (st *State) storeAll(ctx context.Context, tokens map[timeline.UserID]*memcache.Item, values map[timeline.UserID][]byte, exp int32, stored func(timeline.UserID)) {
+func (st *State) storeAll(ctx context.Context, tokens map[timeline.UserID]*memcached.Item, values map[timeline.UserID][]byte, exp int32, stored func(timeline.UserID)) {
 	g := new(errgroup.Group)
 	g.SetLimit(8)
 	for a, tok := range tokens {
@@ -588,14 +587,14 @@ func (st *State) storeAll(ctx context.Context, tokens map[timeline.UserID]*memca
 // isCASMiss reports whether a CompareAndSwap failed because the value
 // changed or vanished since it was read: the expected outcome of a race.
 func isCASMiss(err error) bool {
-	return errors.Is(err, memcache.ErrCASConflict) || errors.Is(err, memcache.ErrNotStored) || errors.Is(err, memcache.ErrCacheMiss)
+	return errors.Is(err, memcached.ErrCASConflict) || errors.Is(err, memcached.ErrNotStored) || errors.Is(err, memcached.ErrCacheMiss)
 }
 
 // compact rewrites a list that has accumulated appended records as a base,
 // keeping its age: compacting must not make a list live longer than its
 // last database read allows. Best effort: a post in between makes the CAS
 // fail, and the next reader tries again.
-func (st *State) compact(ctx context.Context, it *memcache.Item, l authorList) {
+func (st *State) compact(ctx context.Context, it *memcached.Item, l authorList) {
 	ids, ok := l.all()
 	if !ok {
 		return
@@ -661,9 +660,9 @@ func zeroed[T any](s []T, n int) []T {
 // token included; otherwise the followees come from the database first
 // (rows is how many rows that read). fs is user's cached followees if the
 // caller has looked them up already, else nil.
-func (st *State) fetchLists(ctx context.Context, user timeline.UserID, fs *followSet, now time.Time) (followees []timeline.UserID, lists []*memcache.Item, rows int64, err error) {
-	var earlier map[string]*memcache.Item // lists fetched for followees that changed
-	var keys []string                     // of followees' lists
+func (st *State) fetchLists(ctx context.Context, user timeline.UserID, fs *followSet, now time.Time) (followees []timeline.UserID, lists []*memcached.Item, rows int64, err error) {
+	var earlier map[string]*memcached.Item // lists fetched for followees that changed
+	var keys []string                      // of followees' lists
 	if st.follows == nil {
 		if followees, err = sqlread.Followees(ctx, st.db, user); err != nil {
 			return nil, nil, 0, err
@@ -685,7 +684,7 @@ func (st *State) fetchLists(ctx context.Context, user timeline.UserID, fs *follo
 			}
 			// Followed or unfollowed since: the lists fetched stay good
 			// for the authors still followed.
-			earlier = make(map[string]*memcache.Item, n)
+			earlier = make(map[string]*memcached.Item, n)
 			for i, it := range items[:n] {
 				if it != nil {
 					earlier[fs.keys[i]] = it
@@ -725,7 +724,7 @@ func (st *State) fetchLists(ctx context.Context, user timeline.UserID, fs *follo
 	if len(need) == len(keys) {
 		return followees, got, rows, nil
 	}
-	lists = make([]*memcache.Item, len(keys))
+	lists = make([]*memcached.Item, len(keys))
 	j := 0
 	for i, k := range keys {
 		if lists[i] = earlier[k]; lists[i] == nil {
@@ -801,7 +800,7 @@ func (st *State) readLists(ctx context.Context, r timeline.Request, fs *followSe
 // missing ones, merges, reads from the database what the lists do not
 // cover, and checks the lists against the rows it fetched. rows is how
 // many rows the database examined.
-func (st *State) mergeLists(ctx context.Context, r timeline.Request, followees []timeline.UserID, items []*memcache.Item, now time.Time) (_ []timeline.Message, rows int64, err error) {
+func (st *State) mergeLists(ctx context.Context, r timeline.Request, followees []timeline.UserID, items []*memcached.Item, now time.Time) (_ []timeline.Message, rows int64, err error) {
 	if len(followees) == 0 {
 		return nil, 0, nil
 	}
@@ -810,7 +809,7 @@ func (st *State) mergeLists(ctx context.Context, r timeline.Request, followees [
 	defer sc.release()
 	lists := sc.lists
 	var stale []timeline.UserID
-	var tokens map[timeline.UserID]*memcache.Item
+	var tokens map[timeline.UserID]*memcached.Item
 	for i, a := range followees {
 		it := items[i]
 		if it == nil || st.isDirty(a, now) {
@@ -824,7 +823,7 @@ func (st *State) mergeLists(ctx context.Context, r timeline.Request, followees [
 			// A placeholder, garbage, or too old: it is its own token.
 			stale = append(stale, a)
 			if tokens == nil {
-				tokens = make(map[timeline.UserID]*memcache.Item)
+				tokens = make(map[timeline.UserID]*memcached.Item)
 			}
 			tokens[a] = it
 			continue
@@ -838,7 +837,7 @@ func (st *State) mergeLists(ctx context.Context, r timeline.Request, followees [
 	if len(stale) > 0 {
 		st.stats.cacheMisses.Add(int64(len(stale)))
 		if tokens == nil {
-			tokens = make(map[timeline.UserID]*memcache.Item)
+			tokens = make(map[timeline.UserID]*memcached.Item)
 		}
 		built, n, err := st.rebuild(ctx, stale, tokens)
 		if err != nil {

@@ -4,9 +4,9 @@
 package all
 
 import (
-	_ "github.com/pushpull/pushpull/cache"          // the memcache variant
 	_ "github.com/pushpull/pushpull/hybrid"         // hybrid
 	_ "github.com/pushpull/pushpull/hybrid/cached"  // hybrid-memcached
+	_ "github.com/pushpull/pushpull/memcache"       // the memcache variant
 	_ "github.com/pushpull/pushpull/pull"           // pull-sp, pull-client, ... pull-active
 	_ "github.com/pushpull/pushpull/push"           // push
 	_ "github.com/pushpull/pushpull/push/async"     // push-async

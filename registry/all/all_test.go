@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
 	_ "github.com/pushpull/pushpull/registry/all"
 	schema "github.com/pushpull/pushpull/sql"
@@ -400,7 +400,7 @@ func TestUnreachableServer(t *testing.T) {
 // page cached for an earlier database of the same name.
 func TestCachedModels(t *testing.T) {
 	ctx := context.Background()
-	cached := registry.Offered(cache.Variant)
+	cached := registry.Offered(memcache.Variant)
 	if len(cached) == 0 {
 		t.Fatal("no model is offered with the memcache variant")
 	}
@@ -409,14 +409,14 @@ func TestCachedModels(t *testing.T) {
 		t.Run(model, func(t *testing.T) {
 			db := testserver.Database(t)
 			cfg := registry.Config{DSN: testserver.DSN(t), Database: db, Memcache: []string{testserver.Memcache(t)}, Namespace: "t/"}
-			open := func() *cache.Store {
+			open := func() *memcache.Store {
 				s, err := m.Open(ctx, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { s.Close() })
-				cs, ok := s.(*cache.Store)
-				if !ok || cs.Policy() != cache.PolicyInvalidate {
+				cs, ok := s.(*memcache.Store)
+				if !ok || cs.Policy() != memcache.PolicyInvalidate {
 					t.Fatalf("%s opened %T", model, s)
 				}
 				return cs
@@ -476,7 +476,7 @@ func TestBadConfig(t *testing.T) {
 		return registry.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)}
 	}
 	badPolicy := withMemcache(fresh())
-	badPolicy.Options = map[string]string{cache.OptionPolicy: "sometimes"}
+	badPolicy.Options = map[string]string{memcache.OptionPolicy: "sometimes"}
 	badNamespace := withMemcache(fresh())
 	badNamespace.Namespace = "a b"
 	for name, tc := range map[string]struct {

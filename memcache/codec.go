@@ -1,4 +1,4 @@
-package cache
+package memcache
 
 import (
 	"encoding/binary"

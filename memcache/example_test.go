@@ -1,4 +1,4 @@
-package cache_test
+package memcache_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/pushpull/pushpull/cache"
+	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -15,7 +15,7 @@ import (
 // New puts memcached in front of any store's newest page. Under
 // PolicyInvalidate a post bumps its author's followers' generations before
 // it returns, so the next read is never served a page without it; the
-// followers come from the wrapped store (a cache.FollowerLister). The
+// followers come from the wrapped store (a memcache.FollowerLister). The
 // servers here come from $PUSHPULL_DSN and $PUSHPULL_MEMCACHE, as `pushpull
 // sandbox` prints them.
 func Example() {
@@ -27,10 +27,10 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := cache.New(inner, cache.Options{
+	s, err := memcache.New(inner, memcache.Options{
 		Servers:      strings.Split(os.Getenv("PUSHPULL_MEMCACHE"), ","),
 		Namespace:    fmt.Sprintf("example-%d", os.Getpid()),
-		Policy:       cache.PolicyInvalidate,
+		Policy:       memcache.PolicyInvalidate,
 		MaxIdleConns: 8, // about the number of concurrent callers
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package cache_test
+package memcache_test
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bradfitz/gomemcache/memcache"
+	gomemcache "github.com/bradfitz/gomemcache/memcache"
 
-	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
@@ -89,11 +89,11 @@ const (
 
 // openInner opens a fresh, empty store of model (SQL ones in a database of
 // their own) and its follower lister.
-func openInner(t testing.TB, model string) (timeline.Store, cache.FollowersFunc) {
+func openInner(t testing.TB, model string) (timeline.Store, memcache.FollowersFunc) {
 	t.Helper()
 	var (
 		s         timeline.Store
-		followers cache.FollowersFunc
+		followers memcache.FollowersFunc
 	)
 	switch model {
 	case modelMemory:
@@ -120,7 +120,7 @@ func openInner(t testing.TB, model string) (timeline.Store, cache.FollowersFunc)
 
 // wrap wraps inner with opts, filling in the shared memcached and a fresh
 // namespace when opts leaves them empty.
-func wrap(t testing.TB, inner timeline.Store, opts cache.Options) *cache.Store {
+func wrap(t testing.TB, inner timeline.Store, opts memcache.Options) *memcache.Store {
 	t.Helper()
 	if opts.Servers == nil {
 		opts.Servers = []string{testserver.Memcache(t)}
@@ -128,16 +128,16 @@ func wrap(t testing.TB, inner timeline.Store, opts cache.Options) *cache.Store {
 	if opts.Namespace == "" {
 		opts.Namespace = namespace(string(opts.Policy))
 	}
-	s, err := cache.New(inner, opts)
+	s, err := memcache.New(inner, opts)
 	if err != nil {
-		t.Fatalf("cache.New: %v", err)
+		t.Fatalf("memcache.New: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
 }
 
 // open opens a cached store of model under policy.
-func open(t testing.TB, model string, opts cache.Options) (*cache.Store, timeline.Store) {
+func open(t testing.TB, model string, opts memcache.Options) (*memcache.Store, timeline.Store) {
 	t.Helper()
 	inner, followers := openInner(t, model)
 	if opts.Followers == nil {
@@ -174,7 +174,7 @@ type gate struct {
 // gated returns a tracked memory store, a gate in front of it, and the
 // cache (with opts, learning followers from the memory store) in front of
 // the gate.
-func gated(t testing.TB, opts cache.Options) (*tracked, *gate, *cache.Store) {
+func gated(t testing.TB, opts memcache.Options) (*tracked, *gate, *memcache.Store) {
 	t.Helper()
 	mem := newTracked()
 	g := newGate(mem)
@@ -238,8 +238,8 @@ func newRawCache(t testing.TB, ns string, servers ...string) rawCache {
 	return rawCache{c}
 }
 
-func (r rawCache) Get(key string) (*memcache.Item, error) {
+func (r rawCache) Get(key string) (*gomemcache.Item, error) {
 	return r.c.GetOne(context.Background(), key)
 }
-func (r rawCache) Set(it *memcache.Item) error { return r.c.Set(context.Background(), it) }
-func (r rawCache) Delete(key string) error     { return r.c.Delete(context.Background(), key) }
+func (r rawCache) Set(it *gomemcache.Item) error { return r.c.Set(context.Background(), it) }
+func (r rawCache) Delete(key string) error       { return r.c.Delete(context.Background(), key) }

@@ -1,4 +1,4 @@
-// Package cache puts memcached in front of any timeline.Store.
+// Package memcache puts memcached in front of any timeline.Store.
 //
 // New wraps a store. The newest page of a home timeline at the default size
 // (a Query with no cursor and Limit 0 or timeline.DefaultLimit), which is
@@ -177,4 +177,4 @@
 // socket path is a plain error; a list none of whose servers can be
 // reached, or answers within the timeout, gives an error matching
 // timeline.ErrUnavailable that names them.
-package cache
+package memcache

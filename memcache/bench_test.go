@@ -1,4 +1,4 @@
-package cache
+package memcache
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bradfitz/gomemcache/memcache"
+	gomemcache "github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
@@ -83,11 +83,11 @@ func BenchmarkFirstPage(b *testing.B) {
 			}
 
 			b.Run("cached-ids", func(b *testing.B) {
-				mc := memcache.New(testserver.Memcache(b))
+				mc := gomemcache.New(testserver.Memcache(b))
 				mc.MaxIdleConns = 4
 				defer mc.Close()
 				key := fmt.Sprintf("pushpull:bench-ids-%d:page:1", time.Now().UnixNano())
-				if err := mc.Set(&memcache.Item{Key: key, Value: appendIDs(nil, &entry{fetchedAt: time.Now(), page: want})}); err != nil {
+				if err := mc.Set(&gomemcache.Item{Key: key, Value: appendIDs(nil, &entry{fetchedAt: time.Now(), page: want})}); err != nil {
 					b.Fatal(err)
 				}
 				for b.Loop() {

@@ -1,4 +1,4 @@
-package cache_test
+package memcache_test
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bradfitz/gomemcache/memcache"
+	gomemcache "github.com/bradfitz/gomemcache/memcache"
 
-	"github.com/pushpull/pushpull/cache"
 	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
@@ -27,7 +27,7 @@ import (
 // (unless a write came in between) is a cache hit. The conformance suite
 // rarely reads a first page twice without a write in between, so without
 // this it would mostly check the wrapped store through cache misses.
-type readTwice struct{ *cache.Store }
+type readTwice struct{ *memcache.Store }
 
 func (r readTwice) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
 	if q.Before == "" && (q.Limit == 0 || q.Limit == timeline.DefaultLimit) {
@@ -49,17 +49,17 @@ func TestConformance(t *testing.T) {
 	var configs []timelinetest.Config
 	for _, model := range []string{modelMemory, modelPush, modelPullSP} {
 		var mu sync.Mutex
-		var total cache.Stats
+		var total memcache.Stats
 		configs = append(configs, timelinetest.Config{
 			Name: model,
 			Open: func(t *testing.T) timeline.Store {
-				s, _ := open(t, model, cache.Options{Policy: cache.PolicyInvalidate})
+				s, _ := open(t, model, memcache.Options{Policy: memcache.PolicyInvalidate})
 				return s
 			},
 		}, timelinetest.Config{
 			Name: model + "/read-twice",
 			Open: func(t *testing.T) timeline.Store {
-				s, _ := open(t, model, cache.Options{Policy: cache.PolicyInvalidate})
+				s, _ := open(t, model, memcache.Options{Policy: memcache.PolicyInvalidate})
 				t.Cleanup(func() {
 					st := s.Stats()
 					mu.Lock()
@@ -86,8 +86,8 @@ func TestConformance(t *testing.T) {
 	configs = append(configs, timelinetest.Config{
 		Name: modelMemory + "/two-servers",
 		Open: func(t *testing.T) timeline.Store {
-			s, _ := open(t, modelMemory, cache.Options{
-				Policy:  cache.PolicyInvalidate,
+			s, _ := open(t, modelMemory, memcache.Options{
+				Policy:  memcache.PolicyInvalidate,
 				Servers: []string{testserver.Memcache(t), second.Addr},
 			})
 			return s
@@ -101,7 +101,7 @@ func TestConformance(t *testing.T) {
 func TestServersShareKeys(t *testing.T) {
 	a, b := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
 	ns := namespace("shard")
-	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Servers: []string{a.Addr, b.Addr}, Namespace: ns})
+	s, inner := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyInvalidate, Servers: []string{a.Addr, b.Addr}, Namespace: ns})
 	const users = 40
 	for u := timeline.UserID(2); u <= users; u++ {
 		timelinetest.Follow(t, s, u, 1)
@@ -133,9 +133,9 @@ func TestServersShareKeys(t *testing.T) {
 // wrapped store, returns the same page field for field, and its cursor
 // continues the walk.
 func TestHitServedFromCache(t *testing.T) {
-	for _, policy := range []cache.Policy{cache.PolicyTTL, cache.PolicyInvalidate} {
+	for _, policy := range []memcache.Policy{memcache.PolicyTTL, memcache.PolicyInvalidate} {
 		t.Run(string(policy), func(t *testing.T) {
-			mem, g, s := gated(t, cache.Options{Policy: policy, TTL: time.Minute})
+			mem, g, s := gated(t, memcache.Options{Policy: policy, TTL: time.Minute})
 			timelinetest.Follow(t, s, 1, 2)
 			var posted []timeline.Message
 			for i := range 25 {
@@ -177,7 +177,7 @@ func TestHitServedFromCache(t *testing.T) {
 // TestPassThrough: pages other than the newest at the default limit, and
 // invalid queries, go to the wrapped store and are counted.
 func TestPassThrough(t *testing.T) {
-	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate})
+	s, inner := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyInvalidate})
 	timelinetest.Follow(t, s, 1, 2)
 	timelinetest.PostN(t, s, 2, 30)
 	p0 := timelinetest.Newest(t, s, 1)
@@ -212,7 +212,7 @@ func TestReadAfterWriteConcurrent(t *testing.T) {
 			if testing.Short() {
 				ops /= 4
 			}
-			s, inner := open(t, model, cache.Options{Policy: cache.PolicyInvalidate})
+			s, inner := open(t, model, memcache.Options{Policy: memcache.PolicyInvalidate})
 			const users = 6
 			rng := rand.New(rand.NewPCG(1, 2))
 			for u := timeline.UserID(1); u <= users; u++ {
@@ -284,9 +284,9 @@ func TestReadAfterWriteConcurrent(t *testing.T) {
 // not be served that page; under ttl it is (within the TTL), which shows the
 // scenario really produces a stale page.
 func TestRacingFill(t *testing.T) {
-	for _, policy := range []cache.Policy{cache.PolicyInvalidate, cache.PolicyTTL} {
+	for _, policy := range []memcache.Policy{memcache.PolicyInvalidate, memcache.PolicyTTL} {
 		t.Run(string(policy), func(t *testing.T) {
-			_, g, s := gated(t, cache.Options{Policy: policy, TTL: time.Minute})
+			_, g, s := gated(t, memcache.Options{Policy: policy, TTL: time.Minute})
 			timelinetest.Follow(t, s, 1, 2)
 			timelinetest.Post(t, s, 2, "a")
 			g.arm(1)
@@ -303,11 +303,11 @@ func TestRacingFill(t *testing.T) {
 			}
 			p := timelinetest.Newest(t, s, 1)
 			switch policy {
-			case cache.PolicyInvalidate:
+			case memcache.PolicyInvalidate:
 				if !has(p, c.ID) {
 					t.Fatalf("read after Post returned lacks the post: %v (stats %+v)", timelinetest.IDs(p.Messages), s.Stats())
 				}
-			case cache.PolicyTTL:
+			case memcache.PolicyTTL:
 				if has(p, c.ID) || s.Stats().Hits != 1 {
 					t.Fatalf("ttl: expected the racing reader's stale page as a hit, got %v, %+v", timelinetest.IDs(p.Messages), s.Stats())
 				}
@@ -321,7 +321,7 @@ func TestRacingFill(t *testing.T) {
 // that another caller started under the previous generation), or it would
 // be served a page without the post.
 func TestCoalescingRespectsGeneration(t *testing.T) {
-	_, g, s := gated(t, cache.Options{Policy: cache.PolicyInvalidate})
+	_, g, s := gated(t, memcache.Options{Policy: memcache.PolicyInvalidate})
 	timelinetest.Follow(t, s, 1, 2)
 	timelinetest.Post(t, s, 2, "a")
 	g.arm(1)
@@ -359,7 +359,7 @@ func TestCoalescingRespectsGeneration(t *testing.T) {
 // come back, whatever was posted meanwhile.
 func TestEvictedGeneration(t *testing.T) {
 	ns := namespace("evict")
-	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Namespace: ns})
+	s, inner := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyInvalidate, Namespace: ns})
 	timelinetest.Follow(t, s, 1, 2)
 	timelinetest.Post(t, s, 2, "a")
 	timelinetest.Newest(t, s, 1) // page under generation g
@@ -387,9 +387,9 @@ func TestEvictedGeneration(t *testing.T) {
 // TestCoalescing: concurrent misses for one page make one read of the
 // wrapped store.
 func TestCoalescing(t *testing.T) {
-	for _, policy := range []cache.Policy{cache.PolicyTTL, cache.PolicyInvalidate} {
+	for _, policy := range []memcache.Policy{memcache.PolicyTTL, memcache.PolicyInvalidate} {
 		t.Run(string(policy), func(t *testing.T) {
-			_, g, s := gated(t, cache.Options{Policy: policy, TTL: time.Minute})
+			_, g, s := gated(t, memcache.Options{Policy: policy, TTL: time.Minute})
 			timelinetest.Follow(t, s, 1, 2)
 			m := timelinetest.Post(t, s, 2, "hello")
 			g.arm(1)
@@ -425,7 +425,7 @@ func TestCoalescing(t *testing.T) {
 // TestCanceledLeader: the caller whose miss is reading the store gives up;
 // those waiting for it still get the page.
 func TestCanceledLeader(t *testing.T) {
-	_, g, s := gated(t, cache.Options{Policy: cache.PolicyInvalidate})
+	_, g, s := gated(t, memcache.Options{Policy: memcache.PolicyInvalidate})
 	timelinetest.Follow(t, s, 1, 2)
 	m := timelinetest.Post(t, s, 2, "hello")
 	g.arm(1)
@@ -461,7 +461,7 @@ func TestCanceledLeader(t *testing.T) {
 func TestTTLStalenessBounded(t *testing.T) {
 	for _, ttl := range []time.Duration{300 * time.Millisecond, time.Second} {
 		t.Run(ttl.String(), func(t *testing.T) {
-			s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyTTL, TTL: ttl})
+			s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyTTL, TTL: ttl})
 			timelinetest.Follow(t, s, 1, 2)
 			timelinetest.Post(t, s, 2, "a")
 			timelinetest.Newest(t, s, 1) // fill
@@ -499,7 +499,7 @@ func TestTTLStalenessBounded(t *testing.T) {
 // (the staleness the policy allows), and the TTL ends it.
 func TestTTLFollowNotInvalidated(t *testing.T) {
 	const ttl = 300 * time.Millisecond
-	s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyTTL, TTL: ttl})
+	s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyTTL, TTL: ttl})
 	m := timelinetest.Post(t, s, 2, "a")
 	timelinetest.Newest(t, s, 1)
 	timelinetest.Follow(t, s, 1, 2)
@@ -519,10 +519,10 @@ func TestTTLFollowNotInvalidated(t *testing.T) {
 // writes keep working from the store, errors are counted; when memcached
 // comes back, the cache is used again and invalidation still holds.
 func TestMemcachedKilled(t *testing.T) {
-	for _, policy := range []cache.Policy{cache.PolicyInvalidate, cache.PolicyTTL} {
+	for _, policy := range []memcache.Policy{memcache.PolicyInvalidate, memcache.PolicyTTL} {
 		t.Run(string(policy), func(t *testing.T) {
 			mc := testserver.StartMemcached(t, 0)
-			s, inner := open(t, modelMemory, cache.Options{Policy: policy, Servers: []string{mc.Addr}, TTL: time.Minute})
+			s, inner := open(t, modelMemory, memcache.Options{Policy: policy, Servers: []string{mc.Addr}, TTL: time.Minute})
 			timelinetest.Follow(t, s, 1, 2)
 			timelinetest.Post(t, s, 2, "before")
 			timelinetest.Newest(t, s, 1)
@@ -563,7 +563,7 @@ func TestMemcachedKilled(t *testing.T) {
 				}
 				timelinetest.Newest(t, s, 1)
 			}
-			if policy == cache.PolicyInvalidate {
+			if policy == memcache.PolicyInvalidate {
 				m := timelinetest.Post(t, s, 2, "after")
 				if p := timelinetest.Newest(t, s, 1); !has(p, m.ID) {
 					t.Fatalf("after restart: post missing: %v", timelinetest.IDs(p.Messages))
@@ -577,7 +577,7 @@ func TestMemcachedKilled(t *testing.T) {
 // its 1 KB limit are refused with SERVER_ERROR) costs hits, never reads.
 func TestServerErrors(t *testing.T) {
 	mc := testserver.StartMemcached(t, 0, "-I", "1k", "-o", "slab_chunk_max=512")
-	s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Servers: []string{mc.Addr}})
+	s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyInvalidate, Servers: []string{mc.Addr}})
 	timelinetest.Follow(t, s, 1, 2)
 	var last timeline.Message
 	for i := range 10 {
@@ -597,7 +597,7 @@ func TestServerErrors(t *testing.T) {
 // an error and never served; the cache recovers by itself.
 func TestCorruptValues(t *testing.T) {
 	ns := namespace("corrupt")
-	s, inner := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Namespace: ns})
+	s, inner := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyInvalidate, Namespace: ns})
 	timelinetest.Follow(t, s, 1, 2)
 	timelinetest.Post(t, s, 2, "a")
 	mc := newRawCache(t, ns, testserver.Memcache(t))
@@ -623,7 +623,7 @@ func TestCorruptValues(t *testing.T) {
 		t.Fatalf("not refilled after a corrupt value: %v, %+v", timelinetest.IDs(p.Messages), s.Stats())
 	}
 
-	if err := mc.Set(&memcache.Item{Key: genKey, Value: []byte("not a number")}); err != nil {
+	if err := mc.Set(&gomemcache.Item{Key: genKey, Value: []byte("not a number")}); err != nil {
 		t.Fatal(err)
 	}
 	m := timelinetest.Post(t, s, 2, "b") // incr fails on a non-number: counted, page deleted
@@ -643,7 +643,7 @@ func TestCorruptValues(t *testing.T) {
 // TestNewValidates: bad options fail in New with a clear error; servers
 // that cannot be reached fail with timeline.ErrUnavailable.
 func TestNewValidates(t *testing.T) {
-	good := cache.Options{Servers: []string{testserver.Memcache(t)}, Namespace: "ok", Policy: cache.PolicyTTL}
+	good := memcache.Options{Servers: []string{testserver.Memcache(t)}, Namespace: "ok", Policy: memcache.PolicyTTL}
 	closed := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t)) // nothing listens there
 	silent, err := net.Listen("tcp", "127.0.0.1:0")               // accepts, never answers
 	if err != nil {
@@ -673,42 +673,42 @@ func TestNewValidates(t *testing.T) {
 	followers := func(context.Context, timeline.UserID) ([]timeline.UserID, error) { return nil, nil }
 	for _, tc := range []struct {
 		name        string
-		edit        func(*cache.Options)
+		edit        func(*memcache.Options)
 		unavailable bool
 		mention     string
 	}{
-		{"no servers", func(o *cache.Options) { o.Servers = nil }, false, "no memcached servers"},
-		{"empty address", func(o *cache.Options) { o.Servers = []string{""} }, false, `""`},
-		{"no port", func(o *cache.Options) { o.Servers = []string{"localhost"} }, false, "localhost"},
-		{"named port", func(o *cache.Options) { o.Servers = []string{"localhost:memcache"} }, false, "port"},
-		{"port out of range", func(o *cache.Options) { o.Servers = []string{"127.0.0.1:70000"} }, false, "70000"},
-		{"no host", func(o *cache.Options) { o.Servers = []string{":11211"} }, false, "no host"},
-		{"space", func(o *cache.Options) { o.Servers = []string{"127.0.0.1:11211 127.0.0.1:11212"} }, false, "127.0.0.1:11211 127.0.0.1:11212"},
-		{"twice", func(o *cache.Options) { o.Servers = append(o.Servers, o.Servers[0]) }, false, "twice"},
-		{"nothing listening", func(o *cache.Options) { o.Servers = []string{closed} }, true, closed},
-		{"silent server", func(o *cache.Options) {
+		{"no servers", func(o *memcache.Options) { o.Servers = nil }, false, "no memcached servers"},
+		{"empty address", func(o *memcache.Options) { o.Servers = []string{""} }, false, `""`},
+		{"no port", func(o *memcache.Options) { o.Servers = []string{"localhost"} }, false, "localhost"},
+		{"named port", func(o *memcache.Options) { o.Servers = []string{"localhost:memcache"} }, false, "port"},
+		{"port out of range", func(o *memcache.Options) { o.Servers = []string{"127.0.0.1:70000"} }, false, "70000"},
+		{"no host", func(o *memcache.Options) { o.Servers = []string{":11211"} }, false, "no host"},
+		{"space", func(o *memcache.Options) { o.Servers = []string{"127.0.0.1:11211 127.0.0.1:11212"} }, false, "127.0.0.1:11211 127.0.0.1:11212"},
+		{"twice", func(o *memcache.Options) { o.Servers = append(o.Servers, o.Servers[0]) }, false, "twice"},
+		{"nothing listening", func(o *memcache.Options) { o.Servers = []string{closed} }, true, closed},
+		{"silent server", func(o *memcache.Options) {
 			o.Servers = []string{silent.Addr().String()}
 			o.Timeout = 100 * time.Millisecond
 		}, true, silent.Addr().String()},
-		{"unknown host", func(o *cache.Options) { o.Servers = []string{"no-such-host.invalid:11211"} }, true, "no-such-host.invalid"},
-		{"no namespace", func(o *cache.Options) { o.Namespace = "" }, false, "namespace"},
-		{"namespace with space", func(o *cache.Options) { o.Namespace = "a b" }, false, "namespace"},
-		{"namespace with newline", func(o *cache.Options) { o.Namespace = "a\nb" }, false, "namespace"},
-		{"long namespace", func(o *cache.Options) { o.Namespace = strings.Repeat("n", cache.MaxNamespaceLen+1) }, false, "namespace"},
-		{"no policy", func(o *cache.Options) { o.Policy = "" }, false, "policy"},
-		{"unknown policy", func(o *cache.Options) { o.Policy = "lru" }, false, "lru"},
-		{"invalidate without followers", func(o *cache.Options) { o.Policy = cache.PolicyInvalidate }, false, "Followers"},
-		{"negative TTL", func(o *cache.Options) { o.TTL = -time.Second }, false, "TTL"},
-		{"TTL over 30 days", func(o *cache.Options) { o.TTL = 31 * 24 * time.Hour }, false, "TTL"},
-		{"negative timeout", func(o *cache.Options) { o.Timeout = -1 }, false, "Timeout"},
-		{"negative idle conns", func(o *cache.Options) { o.MaxIdleConns = -1 }, false, "MaxIdleConns"},
+		{"unknown host", func(o *memcache.Options) { o.Servers = []string{"no-such-host.invalid:11211"} }, true, "no-such-host.invalid"},
+		{"no namespace", func(o *memcache.Options) { o.Namespace = "" }, false, "namespace"},
+		{"namespace with space", func(o *memcache.Options) { o.Namespace = "a b" }, false, "namespace"},
+		{"namespace with newline", func(o *memcache.Options) { o.Namespace = "a\nb" }, false, "namespace"},
+		{"long namespace", func(o *memcache.Options) { o.Namespace = strings.Repeat("n", memcache.MaxNamespaceLen+1) }, false, "namespace"},
+		{"no policy", func(o *memcache.Options) { o.Policy = "" }, false, "policy"},
+		{"unknown policy", func(o *memcache.Options) { o.Policy = "lru" }, false, "lru"},
+		{"invalidate without followers", func(o *memcache.Options) { o.Policy = memcache.PolicyInvalidate }, false, "Followers"},
+		{"negative TTL", func(o *memcache.Options) { o.TTL = -time.Second }, false, "TTL"},
+		{"TTL over 30 days", func(o *memcache.Options) { o.TTL = 31 * 24 * time.Hour }, false, "TTL"},
+		{"negative timeout", func(o *memcache.Options) { o.Timeout = -1 }, false, "Timeout"},
+		{"negative idle conns", func(o *memcache.Options) { o.MaxIdleConns = -1 }, false, "MaxIdleConns"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := good
 			opts.Servers = slices.Clone(good.Servers)
 			tc.edit(&opts)
 			start := time.Now()
-			s, err := cache.New(timeline.NewMemory(), opts)
+			s, err := memcache.New(timeline.NewMemory(), opts)
 			if err == nil {
 				s.Close()
 				t.Fatal("New succeeded")
@@ -726,8 +726,8 @@ func TestNewValidates(t *testing.T) {
 		})
 	}
 	// And the good options, with every policy, work.
-	for _, opts := range []cache.Options{good, {Servers: good.Servers, Namespace: "ok", Policy: cache.PolicyInvalidate, Followers: followers}} {
-		s, err := cache.New(timeline.NewMemory(), opts)
+	for _, opts := range []memcache.Options{good, {Servers: good.Servers, Namespace: "ok", Policy: memcache.PolicyInvalidate, Followers: followers}} {
+		s, err := memcache.New(timeline.NewMemory(), opts)
 		if err != nil {
 			t.Fatalf("New(%+v): %v", opts, err)
 		}
@@ -747,7 +747,7 @@ func TestNewValidates(t *testing.T) {
 func TestOpensWithOneServerDown(t *testing.T) {
 	up, down := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
 	down.Kill()
-	s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Servers: []string{up.Addr, down.Addr}})
+	s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyInvalidate, Servers: []string{up.Addr, down.Addr}})
 	if got := s.DownServers(); len(got) != 1 || got[0] != down.Addr {
 		t.Fatalf("DownServers = %v, want [%s]", got, down.Addr)
 	}
@@ -786,8 +786,8 @@ func TestOpensWithOneServerDown(t *testing.T) {
 // TestLongKeys: the longest namespace and the largest user id still make
 // legal memcached keys, and they are used (the page is a hit).
 func TestLongKeys(t *testing.T) {
-	ns := strings.Repeat("n", cache.MaxNamespaceLen-20) + namespace("")[:20]
-	s, _ := open(t, modelMemory, cache.Options{Policy: cache.PolicyInvalidate, Namespace: ns})
+	ns := strings.Repeat("n", memcache.MaxNamespaceLen-20) + namespace("")[:20]
+	s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyInvalidate, Namespace: ns})
 	const u, v = timeline.UserID(math.MaxInt64), timeline.UserID(math.MaxInt64 - 1)
 	timelinetest.Follow(t, s, u, v)
 	m := timelinetest.Post(t, s, v, "far away")
@@ -812,7 +812,7 @@ func TestFollowersFailure(t *testing.T) {
 	fail := func(context.Context, timeline.UserID) ([]timeline.UserID, error) {
 		return nil, errors.New("follower lookup down")
 	}
-	s := wrap(t, mem, cache.Options{Policy: cache.PolicyInvalidate, TTL: ttl, Followers: fail})
+	s := wrap(t, mem, memcache.Options{Policy: memcache.PolicyInvalidate, TTL: ttl, Followers: fail})
 	timelinetest.Follow(t, s, 1, 2)
 	timelinetest.Newest(t, s, 1)
 	m := timelinetest.Post(t, s, 2, "hello")
@@ -833,8 +833,8 @@ func TestFollowersFailure(t *testing.T) {
 func TestInvalidationOutOfTime(t *testing.T) {
 	inner, followers := openInner(t, modelMemory)
 	var frozen atomic.Bool
-	s := wrap(t, inner, cache.Options{
-		Policy:  cache.PolicyInvalidate,
+	s := wrap(t, inner, memcache.Options{
+		Policy:  memcache.PolicyInvalidate,
 		Timeout: 100 * time.Millisecond,
 		Followers: func(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
 			if frozen.Load() {
@@ -880,10 +880,10 @@ func TestInvalidationOutOfTime(t *testing.T) {
 // flight when a phase ends) returns the cancellation and is not counted
 // as a memcached error.
 func TestCanceledIsNoError(t *testing.T) {
-	for _, policy := range []cache.Policy{cache.PolicyTTL, cache.PolicyInvalidate} {
+	for _, policy := range []memcache.Policy{memcache.PolicyTTL, memcache.PolicyInvalidate} {
 		t.Run(string(policy), func(t *testing.T) {
 			mc := testserver.StartMemcached(t, 0)
-			s, _ := open(t, modelMemory, cache.Options{Policy: policy, Servers: []string{mc.Addr}})
+			s, _ := open(t, modelMemory, memcache.Options{Policy: policy, Servers: []string{mc.Addr}})
 			timelinetest.Follow(t, s, 1, 2)
 			timelinetest.Post(t, s, 2, "a")
 			timelinetest.Newest(t, s, 1)        // fills

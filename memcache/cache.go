@@ -1,4 +1,4 @@
-package cache
+package memcache
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bradfitz/gomemcache/memcache"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/pushpull/pushpull/internal/mckey"
@@ -383,7 +382,7 @@ func (s *Store) fresh(e *entry, start time.Time) bool {
 }
 
 // decode decodes a page item; a corrupt one is counted as an error.
-func (s *Store) decode(it *memcache.Item) (entry, bool) {
+func (s *Store) decode(it *memcached.Item) (entry, bool) {
 	e, err := decodeEntry(it.Value)
 	if err != nil {
 		if !errors.Is(err, errVersion) {
@@ -399,7 +398,7 @@ func (s *Store) decode(it *memcache.Item) (entry, bool) {
 func (s *Store) lookupTTL(ctx context.Context, user timeline.UserID, start time.Time) (hit *timeline.Page, usable bool) {
 	it, err := s.mc.GetOne(ctx, s.pageKey(user))
 	switch {
-	case errors.Is(err, memcache.ErrCacheMiss):
+	case errors.Is(err, memcached.ErrCacheMiss):
 		return nil, true
 	case err != nil:
 		s.failed(ctx)
@@ -433,7 +432,7 @@ func (s *Store) lookupGen(ctx context.Context, user timeline.UserID, start time.
 		// Not a number: incr would fail on it too. Remove it; the next
 		// read starts a fresh generation.
 		s.stats.errors.Add(1)
-		if err := s.mc.Delete(ctx, gk); err != nil && !errors.Is(err, memcache.ErrCacheMiss) {
+		if err := s.mc.Delete(ctx, gk); err != nil && !errors.Is(err, memcached.ErrCacheMiss) {
 			s.failed(ctx)
 		}
 		return 0, nil, false
@@ -454,17 +453,17 @@ func (s *Store) lookupGen(ctx context.Context, user timeline.UserID, start time.
 // generation.
 func (s *Store) initGen(ctx context.Context, gk string) (uint64, bool) {
 	gen := rand.Uint64()>>2 + 1
-	err := s.mc.Add(ctx, &memcache.Item{Key: gk, Value: strconv.AppendUint(nil, gen, 10)})
+	err := s.mc.Add(ctx, &memcached.Item{Key: gk, Value: strconv.AppendUint(nil, gen, 10)})
 	if err == nil {
 		return gen, true
 	}
-	if !errors.Is(err, memcache.ErrNotStored) {
+	if !errors.Is(err, memcached.ErrNotStored) {
 		s.failed(ctx)
 		return 0, false
 	}
 	it, err := s.mc.GetOne(ctx, gk) // lost the race to another reader
 	if err != nil {
-		if !errors.Is(err, memcache.ErrCacheMiss) {
+		if !errors.Is(err, memcached.ErrCacheMiss) {
 			s.failed(ctx)
 		}
 		return 0, false
@@ -556,7 +555,7 @@ func (s *Store) load(ctx context.Context, user timeline.UserID, gen uint64) (any
 	val, err := appendEntry(nil, &entry{gen: gen, fetchedAt: fetchedAt, page: p})
 	if err == nil {
 		mctx, cancel := memcached.ReadContext(ctx, s.timeout)
-		err = s.mc.Set(mctx, &memcache.Item{Key: s.pageKey(user), Value: val, Expiration: s.expiry})
+		err = s.mc.Set(mctx, &memcached.Item{Key: s.pageKey(user), Value: val, Expiration: s.expiry})
 		cancel()
 	}
 	if err != nil {
@@ -640,7 +639,7 @@ func (s *Store) bumpAll(ctx context.Context, users func(context.Context) ([]time
 	}
 	var pages []string
 	for i, err := range s.mc.Increment(ctx, keys, 1) {
-		if err == nil || errors.Is(err, memcache.ErrCacheMiss) {
+		if err == nil || errors.Is(err, memcached.ErrCacheMiss) {
 			s.stats.invalidations.Add(1)
 			continue
 		}
@@ -658,7 +657,7 @@ func (s *Store) bumpAll(ctx context.Context, users func(context.Context) ([]time
 	}
 	ok := true
 	for _, err := range s.mc.DeleteMulti(ctx, pages) {
-		if err != nil && !errors.Is(err, memcache.ErrCacheMiss) && !errors.Is(err, memcached.ErrServerDown) {
+		if err != nil && !errors.Is(err, memcached.ErrCacheMiss) && !errors.Is(err, memcached.ErrServerDown) {
 			s.failed(ctx)
 			ok = false
 		}
