@@ -34,6 +34,16 @@ func init() {
 		Offers: []registry.Offer{{Variant: "memcache", Bench: true}},
 	})
 	registry.Register(registry.Model{
+		Name:     CompressedModelName,
+		Family:   registry.FamilyPush,
+		Schema:   schema.PushCompressed,
+		Database: DefaultCompressedDatabase,
+		Needs:    registry.MariaDB,
+		Summary:  "push with the mailbox in compressed InnoDB pages (PAGE_COMPRESSED): less disk for CPU on page writes and reads",
+		Open:     openCompressed,
+		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+	})
+	registry.Register(registry.Model{
 		Name:     VitessModelName,
 		Family:   registry.FamilyPush,
 		Schema:   schema.PushVitess,

@@ -4,14 +4,12 @@
 package all
 
 import (
-	_ "github.com/pushpull/pushpull/hybrid"         // hybrid
-	_ "github.com/pushpull/pushpull/hybrid/cached"  // hybrid-memcached
-	_ "github.com/pushpull/pushpull/memcache"       // the memcache variant
-	_ "github.com/pushpull/pushpull/pull"           // pull-sp, pull-client, ... pull-active
-	_ "github.com/pushpull/pushpull/push"           // push
-	_ "github.com/pushpull/pushpull/push/async"     // push-async
-	_ "github.com/pushpull/pushpull/pushactive"     // push-active
-	_ "github.com/pushpull/pushpull/pushcapped"     // push-capped
-	_ "github.com/pushpull/pushpull/pushcompressed" // push-compressed
-	_ "github.com/pushpull/pushpull/selective"      // selective
+	_ "github.com/pushpull/pushpull/hybrid"           // hybrid
+	_ "github.com/pushpull/pushpull/hybrid/selective" // selective
+	_ "github.com/pushpull/pushpull/memcache"         // the memcache variant
+	_ "github.com/pushpull/pushpull/pull"             // pull-sp, pull-client, ... pull-active
+	_ "github.com/pushpull/pushpull/push"             // push, push-compressed, push@vitess
+	_ "github.com/pushpull/pushpull/push/active"      // push-active
+	_ "github.com/pushpull/pushpull/push/async"       // push-async
+	_ "github.com/pushpull/pushpull/push/capped"      // push-capped
 )

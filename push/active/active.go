@@ -1,4 +1,4 @@
-// Package pushactive is the push model that fans out only to active
+// Package active is the push model that fans out only to active
 // readers, as Mastodon does (home feeds are kept for users who signed in
 // within the last 7 days) and Twitter did (RPUSHX appends a tweet only to
 // the timelines already in Redis): a post writes its id into the mailboxes
@@ -23,7 +23,7 @@
 // mailbox holds: while it is set, the mailbox holds every message of the
 // user's timeline with an id at or above the floor, and nothing below it.
 // Older pages come from sqlread.Merge below the floor, as in push-capped
-// (pushcapped.ReadAboveFloor); keyset cursors are message ids throughout.
+// (capped.ReadAboveFloor); keyset cursors are message ids throughout.
 //
 // The flag changes only under the state row's exclusive lock, and a post's
 // fan-out reads its followers' state rows under shared locks (the fan-out
@@ -56,7 +56,7 @@
 //
 // The clock (Config.Now) decides only when users expire: a wrong clock
 // costs writes or rebuilds, never a wrong page.
-package pushactive
+package active
 
 import (
 	"context"
@@ -71,7 +71,7 @@ import (
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
-	"github.com/pushpull/pushpull/pushcapped"
+	"github.com/pushpull/pushpull/push/capped"
 	"github.com/pushpull/pushpull/registry"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
@@ -347,7 +347,7 @@ func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Messag
 	if err := s.activate(ctx, r.User); err != nil {
 		return nil, err
 	}
-	return pushcapped.ReadAboveFloor(ctx, s.DB(), s.pull, r, func(ctx context.Context) (timeline.MessageID, error) {
+	return capped.ReadAboveFloor(ctx, s.DB(), s.pull, r, func(ctx context.Context) (timeline.MessageID, error) {
 		var floor timeline.MessageID
 		err := s.DB().QueryRowContext(ctx, `SELECT floor_id FROM reader_state WHERE user_id = ?`, r.User).Scan(&floor)
 		return floor, err

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pushpull/pushpull/hybrid/selective"
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
-	"github.com/pushpull/pushpull/selective"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )

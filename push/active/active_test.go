@@ -1,4 +1,4 @@
-package pushactive_test
+package active_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push"
-	"github.com/pushpull/pushpull/pushactive"
+	"github.com/pushpull/pushpull/push/active"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/counter"
@@ -38,16 +38,16 @@ func (c *clock) Advance(d time.Duration) { c.us.Add(d.Microseconds()) }
 
 // open opens a store in a fresh database and closes it when t ends; a
 // nil clock is time.Now.
-func open(t testing.TB, window time.Duration, rebuild int, c *clock) *pushactive.Store {
+func open(t testing.TB, window time.Duration, rebuild int, c *clock) *active.Store {
 	t.Helper()
-	cfg := pushactive.Config{
+	cfg := active.Config{
 		Config: push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)},
 		Window: window, Rebuild: rebuild,
 	}
 	if c != nil {
 		cfg.Now = c.Now
 	}
-	s, err := pushactive.Open(context.Background(), cfg)
+	s, err := active.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestConformance(t *testing.T) {
 }
 
 // counters returns s's counts.
-func counters(s *pushactive.Store) map[string]int64 { return s.Counters() }
+func counters(s *active.Store) map[string]int64 { return s.Counters() }
 
 // delta is after minus before for the push-active counters.
 func delta(before, after map[string]int64) map[string]int64 {
@@ -81,7 +81,7 @@ func delta(before, after map[string]int64) map[string]int64 {
 	return out
 }
 
-func wantDelta(t *testing.T, what string, before map[string]int64, s *pushactive.Store, want map[string]int64) {
+func wantDelta(t *testing.T, what string, before map[string]int64, s *active.Store, want map[string]int64) {
 	t.Helper()
 	if got := delta(before, counters(s)); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("%s: counters changed by %v, want %v", what, got, want)
@@ -89,7 +89,7 @@ func wantDelta(t *testing.T, what string, before map[string]int64, s *pushactive
 }
 
 // state returns user's flag and floor.
-func state(t *testing.T, s *pushactive.Store, user timeline.UserID) (bool, timeline.MessageID) {
+func state(t *testing.T, s *active.Store, user timeline.UserID) (bool, timeline.MessageID) {
 	t.Helper()
 	var active bool
 	var floor timeline.MessageID
@@ -100,7 +100,7 @@ func state(t *testing.T, s *pushactive.Store, user timeline.UserID) (bool, timel
 }
 
 // mailbox returns user's mailbox ids, ascending.
-func mailbox(t *testing.T, s *pushactive.Store, user timeline.UserID) []timeline.MessageID {
+func mailbox(t *testing.T, s *active.Store, user timeline.UserID) []timeline.MessageID {
 	t.Helper()
 	rows, err := s.DB().Query(`SELECT message_id FROM mailbox WHERE user_id = ? ORDER BY message_id`, user)
 	if err != nil {
@@ -121,12 +121,12 @@ func mailbox(t *testing.T, s *pushactive.Store, user timeline.UserID) []timeline
 // pair applies every call to a store and to the in-memory reference.
 type pair struct {
 	t   *testing.T
-	s   *pushactive.Store
+	s   *active.Store
 	mem timeline.Store
 	ids map[timeline.MessageID]timeline.MessageID // s's ids -> mem's
 }
 
-func newPair(t *testing.T, s *pushactive.Store) *pair {
+func newPair(t *testing.T, s *active.Store) *pair {
 	return &pair{t: t, s: s, mem: timeline.NewMemory(), ids: map[timeline.MessageID]timeline.MessageID{}}
 }
 
@@ -422,12 +422,12 @@ func TestBadOptions(t *testing.T) {
 		{"active_reads": "x"}, {"active_reads": "-1"}, {"active_reads": "NaN"}, {"active_reads": "1e9"},
 	} {
 		db := testserver.Database(t)
-		s, err := registry.OpenModel(ctx, pushactive.ModelName, registry.Config{DSN: testserver.DSN(t), Database: db, Options: opts})
+		s, err := registry.OpenModel(ctx, active.ModelName, registry.Config{DSN: testserver.DSN(t), Database: db, Options: opts})
 		if err == nil {
 			s.Close()
 			t.Fatalf("%v: opened", opts)
 		}
-		var oe *pushactive.OptionError
+		var oe *active.OptionError
 		if !errors.As(err, &oe) {
 			t.Fatalf("%v: error %v (%T) is not an *OptionError", opts, err, err)
 		}
@@ -441,10 +441,10 @@ func TestBadOptions(t *testing.T) {
 			t.Fatalf("%v: database %s was created", opts, db)
 		}
 	}
-	for _, cfg := range []pushactive.Config{{Window: -time.Second}, {Rebuild: -1}, {ActiveReads: -2}} {
+	for _, cfg := range []active.Config{{Window: -time.Second}, {Rebuild: -1}, {ActiveReads: -2}} {
 		cfg.Config = push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)}
-		var oe *pushactive.OptionError
-		if _, err := pushactive.Open(ctx, cfg); !errors.As(err, &oe) {
+		var oe *active.OptionError
+		if _, err := active.Open(ctx, cfg); !errors.As(err, &oe) {
 			t.Fatalf("%+v: error %v, want an *OptionError", cfg, err)
 		}
 	}

@@ -1,4 +1,4 @@
-// Package pushcapped is the push model with capped mailboxes, as Twitter
+// Package capped is the push model with capped mailboxes, as Twitter
 // and Mastodon keep them (about 800 entries per home timeline): each
 // user's mailbox holds their newest Cap entries, and older pages come from
 // the pull model's merge over the same database's follows and messages.
@@ -33,7 +33,7 @@
 // the follower's floor; when the followee has more, it raises the floor to
 // the oldest of them and deletes the rows below it: the older messages
 // are the pull merge's.
-package pushcapped
+package capped
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package pushcapped_test
+package capped_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push"
-	"github.com/pushpull/pushpull/pushcapped"
+	"github.com/pushpull/pushpull/push/capped"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
@@ -18,9 +18,9 @@ func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{}) }
 
 // open opens a store with the given cap and slack in a fresh database and
 // closes it when t ends.
-func open(t testing.TB, limit, slack int) *pushcapped.Store {
+func open(t testing.TB, limit, slack int) *capped.Store {
 	t.Helper()
-	s, err := pushcapped.Open(context.Background(), pushcapped.Config{
+	s, err := capped.Open(context.Background(), capped.Config{
 		Config: push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)},
 		Cap:    limit, Slack: slack,
 	})
@@ -41,8 +41,8 @@ func TestConformance(t *testing.T) {
 }
 
 func TestBadConfig(t *testing.T) {
-	for _, c := range [][2]int{{-1, 0}, {3, -2}, {pushcapped.MaxCap + 1, 0}} {
-		_, err := pushcapped.Open(context.Background(), pushcapped.Config{
+	for _, c := range [][2]int{{-1, 0}, {3, -2}, {capped.MaxCap + 1, 0}} {
+		_, err := capped.Open(context.Background(), capped.Config{
 			Config: push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)},
 			Cap:    c[0], Slack: c[1],
 		})
@@ -53,7 +53,7 @@ func TestBadConfig(t *testing.T) {
 }
 
 // mailboxRows returns the mailbox rows per user.
-func mailboxRows(t *testing.T, s *pushcapped.Store) map[timeline.UserID]int {
+func mailboxRows(t *testing.T, s *capped.Store) map[timeline.UserID]int {
 	t.Helper()
 	rows, err := s.DB().Query(`SELECT user_id, COUNT(*) FROM mailbox GROUP BY user_id`)
 	if err != nil {

@@ -1,4 +1,4 @@
-package pushcapped
+package capped
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package pushactive
+package active
 
 import (
 	"context"

@@ -1,13 +1,11 @@
-package cached_test
+package pull_test
 
 import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 
-	"github.com/pushpull/pushpull/hybrid/cached"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/registry"
@@ -15,11 +13,10 @@ import (
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
-
-var namespaces atomic.Int64
-
-func config(t testing.TB) pull.Config {
+// hybridMemcachedConfig is the Config of a hybrid-memcached store on a
+// database of its own, with the test memcached and a namespace no other
+// store in this run uses.
+func hybridMemcachedConfig(t testing.TB) pull.Config {
 	return pull.Config{
 		DSN: testserver.DSN(t), Database: testserver.Database(t),
 		Memcache:  []string{testserver.Memcache(t)},
@@ -27,9 +24,11 @@ func config(t testing.TB) pull.Config {
 	}
 }
 
-func open(t testing.TB, threshold int) timeline.Store {
+// openHybridMemcached opens hybrid-memcached at threshold (0: the
+// default) on a database and namespace of its own.
+func openHybridMemcached(t testing.TB, threshold int) timeline.Store {
 	t.Helper()
-	s, err := cached.Open(context.Background(), config(t), threshold)
+	s, err := pull.OpenHybridMemcached(context.Background(), hybridMemcachedConfig(t), threshold)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,20 +36,20 @@ func open(t testing.TB, threshold int) timeline.Store {
 	return s
 }
 
-// TestConformance runs the suite at the default threshold, where nobody
+// TestHybridMemcachedConformance runs the suite at the default threshold, where nobody
 // is pulled, and at a threshold of 1, where every author who has a
 // follower when the store first reads the celebrities is.
-func TestConformance(t *testing.T) {
+func TestHybridMemcachedConformance(t *testing.T) {
 	timelinetest.RunConfigs(t, []timelinetest.Config{
-		{Name: "threshold 1000", Open: func(t *testing.T) timeline.Store { return open(t, 0) }},
-		{Name: "threshold 1", Open: func(t *testing.T) timeline.Store { return open(t, 1) }},
+		{Name: "threshold 1000", Open: func(t *testing.T) timeline.Store { return openHybridMemcached(t, 0) }},
+		{Name: "threshold 1", Open: func(t *testing.T) timeline.Store { return openHybridMemcached(t, 1) }},
 	})
 }
 
-// TestOpenFromRegistry: the registry opens the model with its option, and
+// TestHybridMemcachedFromRegistry: the registry opens the model with its option, and
 // refuses a bad threshold with an error that names it.
-func TestOpenFromRegistry(t *testing.T) {
-	m, err := registry.Lookup(cached.ModelName)
+func TestHybridMemcachedFromRegistry(t *testing.T) {
+	m, err := registry.Lookup(pull.HybridMemcachedModelName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,10 +57,10 @@ func TestOpenFromRegistry(t *testing.T) {
 		t.Fatalf("model %+v", m)
 	}
 	open := func(threshold string) (timeline.Store, error) {
-		c := config(t)
+		c := hybridMemcachedConfig(t)
 		return m.Open(context.Background(), registry.Config{
 			DSN: c.DSN, Database: c.Database, Memcache: c.Memcache, Namespace: c.Namespace,
-			Options: map[string]string{cached.OptionThreshold: threshold},
+			Options: map[string]string{pull.OptionThreshold: threshold},
 		})
 	}
 	s, err := open("5")

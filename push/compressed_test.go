@@ -1,4 +1,4 @@
-package pushcompressed_test
+package push_test
 
 import (
 	"context"
@@ -7,16 +7,16 @@ import (
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push"
-	"github.com/pushpull/pushpull/pushcompressed"
+	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{}) }
-
-func open(t *testing.T) *push.Store {
+// openCompressed opens a push store on the compressed mailbox, as
+// push-compressed does.
+func openCompressed(t *testing.T) *push.Store {
 	t.Helper()
-	s, err := pushcompressed.Open(context.Background(), push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
+	s, err := push.Open(context.Background(), push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Schema: schema.PushCompressed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,14 +24,14 @@ func open(t *testing.T) *push.Store {
 	return s
 }
 
-func TestConformance(t *testing.T) {
-	timelinetest.Run(t, func(t *testing.T) timeline.Store { return open(t) })
+func TestCompressedConformance(t *testing.T) {
+	timelinetest.Run(t, func(t *testing.T) timeline.Store { return openCompressed(t) })
 }
 
 // TestMailboxCompressed: the server really created the mailbox with page
 // compression, and nothing else.
 func TestMailboxCompressed(t *testing.T) {
-	s := open(t)
+	s := openCompressed(t)
 	rows, err := s.DB().Query(`SELECT table_name, create_options FROM information_schema.tables WHERE table_schema = DATABASE()`)
 	if err != nil {
 		t.Fatal(err)
