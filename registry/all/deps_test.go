@@ -20,7 +20,7 @@ var embedded = []string{
 	"./push/...",
 	"./pull/...",
 	"./hybrid/...",
-	"./cache/...",
+	"./memcache/...",
 	"./registry/...",
 }
 
