@@ -1,13 +1,10 @@
 package results
 
 import (
-	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"image/color"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -124,63 +121,32 @@ func WriteDecisionMapCSV(w io.Writer, m *DecisionMap) error {
 
 // SaveDecisionMap creates dir and writes m there: decision-map.json,
 // decision-map.csv and decision-map.png.
-func SaveDecisionMap(dir string, m *DecisionMap) error {
-	if err := saveDecisionMap(dir, m); err != nil {
-		return fmt.Errorf("save decision map: %w", err)
-	}
-	return nil
-}
-
-func saveDecisionMap(dir string, m *DecisionMap) error {
-	c := *m
-	if c.Version == 0 {
-		c.Version = DecisionMapFormatVersion
-	}
-	c.StartedAt, c.FinishedAt = c.StartedAt.UTC(), c.FinishedAt.UTC()
-	c.Cells = make([]DecisionCell, len(m.Cells))
-	for i, cell := range m.Cells {
-		cell.Candidates = finiteCandidates(cell.Candidates)
-		c.Cells[i] = cell
-	}
-	data, err := json.MarshalIndent(&c, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, DecisionMapJSONFile), append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if err := WriteDecisionMapCSV(&buf, &c); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, DecisionMapCSVFile), buf.Bytes(), 0o644); err != nil {
-		return err
-	}
-	return writeDecisionMapPNG(filepath.Join(dir, DecisionMapPNGFile), &c)
-}
+func SaveDecisionMap(dir string, m *DecisionMap) error { return saveDoc(decisionMapDoc, dir, m) }
 
 // LoadDecisionMap reads the map saved in dir (or the path of its
 // decision-map.json).
-func LoadDecisionMap(dir string) (*DecisionMap, error) {
-	path, err := fileIn(dir, DecisionMapJSONFile)
-	if err != nil {
-		return nil, fmt.Errorf("load decision map: %w", err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load decision map: %w", err)
-	}
-	var m DecisionMap
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("load decision map: %s: %w", path, err)
-	}
-	if m.Version != DecisionMapFormatVersion {
-		return nil, fmt.Errorf("load decision map: %s: format version %d, want %d", path, m.Version, DecisionMapFormatVersion)
-	}
-	return &m, nil
+func LoadDecisionMap(dir string) (*DecisionMap, error) { return loadDoc(decisionMapDoc, dir) }
+
+// decisionMapDoc saves and loads a decision map.
+var decisionMapDoc = docKind[DecisionMap]{
+	name: "decision map", jsonFile: DecisionMapJSONFile, version: DecisionMapFormatVersion,
+	versionOf: func(m *DecisionMap) *int { return &m.Version },
+	prepare: func(m *DecisionMap) *DecisionMap {
+		c := *m
+		c.StartedAt, c.FinishedAt = c.StartedAt.UTC(), c.FinishedAt.UTC()
+		c.Cells = make([]DecisionCell, len(m.Cells))
+		for i, cell := range m.Cells {
+			cell.Candidates = finiteCandidates(cell.Candidates)
+			c.Cells[i] = cell
+		}
+		return &c
+	},
+	derived: func(dir string, m *DecisionMap) error {
+		if err := writeFile(dir, DecisionMapCSVFile, func(w io.Writer) error { return WriteDecisionMapCSV(w, m) }); err != nil {
+			return err
+		}
+		return writeDecisionMapPNG(filepath.Join(dir, DecisionMapPNGFile), m)
+	},
 }
 
 // noneColor fills a cell where no design held the objective.

@@ -1,13 +1,9 @@
 package results
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -238,43 +234,40 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 // recommendation.txt (WriteRecommendation), and the run it comes from as
 // Save writes a run. Non-finite figures are saved as 0 (JSON has no NaN).
 func SaveRecommendation(dir string, r *Recommendation) error {
-	if err := saveRecommendation(dir, r); err != nil {
-		return fmt.Errorf("save recommendation: %w", err)
-	}
-	return nil
+	return saveDoc(recommendationDoc, dir, r)
 }
 
-func saveRecommendation(dir string, r *Recommendation) error {
-	c := *r
-	if c.Version == 0 {
-		c.Version = RecommendationFormatVersion
-	}
-	c.StartedAt, c.FinishedAt = c.StartedAt.UTC(), c.FinishedAt.UTC()
-	c.Candidates = finiteCandidates(r.Candidates)
-	if r.Run != nil {
-		c.Run = sanitized(r.Run)
-	}
-	data, err := json.MarshalIndent(&c, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, RecommendationJSONFile), append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	var table strings.Builder
-	if err := WriteRecommendation(&table, &c); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, RecommendationTableFile), []byte(table.String()), 0o644); err != nil {
-		return err
-	}
-	if c.Run != nil {
-		return save(dir, c.Run)
-	}
-	return nil
+// recommendationDoc saves and loads a recommendation.
+var recommendationDoc = docKind[Recommendation]{
+	name: "recommendation", jsonFile: RecommendationJSONFile, version: RecommendationFormatVersion,
+	versionOf: func(r *Recommendation) *int { return &r.Version },
+	prepare: func(r *Recommendation) *Recommendation {
+		c := *r
+		c.StartedAt, c.FinishedAt = c.StartedAt.UTC(), c.FinishedAt.UTC()
+		c.Candidates = finiteCandidates(r.Candidates)
+		if r.Run != nil {
+			c.Run = sanitized(r.Run)
+		}
+		return &c
+	},
+	derived: func(dir string, r *Recommendation) error {
+		if err := writeFile(dir, RecommendationTableFile, func(w io.Writer) error { return WriteRecommendation(w, r) }); err != nil {
+			return err
+		}
+		if r.Run != nil {
+			return saveDocFiles(resultDoc, dir, r.Run)
+		}
+		return nil
+	},
+	upgrade: func(r *Recommendation) error {
+		if r.Version != RecommendationFormatVersion {
+			return fmt.Errorf("format version %d, want %d", r.Version, RecommendationFormatVersion)
+		}
+		if r.Run != nil {
+			return upgrade(r.Run)
+		}
+		return nil
+	},
 }
 
 // finiteCandidates returns a copy of cs with non-finite figures set to 0.
@@ -298,25 +291,5 @@ func finiteCandidates(cs []Candidate) []Candidate {
 // LoadRecommendation reads the recommendation saved in dir (or the path of
 // its recommendation.json).
 func LoadRecommendation(dir string) (*Recommendation, error) {
-	path, err := fileIn(dir, RecommendationJSONFile)
-	if err != nil {
-		return nil, fmt.Errorf("load recommendation: %w", err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load recommendation: %w", err)
-	}
-	var r Recommendation
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("load recommendation: %s: %w", path, err)
-	}
-	if r.Version != RecommendationFormatVersion {
-		return nil, fmt.Errorf("load recommendation: %s: format version %d, want %d", path, r.Version, RecommendationFormatVersion)
-	}
-	if r.Run != nil {
-		if err := upgrade(r.Run); err != nil {
-			return nil, fmt.Errorf("load recommendation: %s: %w", path, err)
-		}
-	}
-	return &r, nil
+	return loadDoc(recommendationDoc, dir)
 }

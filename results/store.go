@@ -1,10 +1,9 @@
 package results
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,46 +35,43 @@ func RunDir(base string, t time.Time) string {
 
 // Save creates dir and writes r there as result.json (indented), result.csv
 // and result.png, rate.png when the run searched for rates, and degrees.png
-// when the dataset records its degree distributions. Times are stored in UTC. JSON cannot hold NaN or infinity,
-// and a benchmark's result is too costly to lose over one bad ratio, so such
-// values are saved as absent (an Extra key) or 0 (a Phase field) and each
-// replacement is recorded in Notes. r itself is not modified.
-func Save(dir string, r *Result) error {
-	if err := save(dir, r); err != nil {
-		return fmt.Errorf("save result: %w", err)
-	}
-	return nil
+// when the dataset records its degree distributions. Times are stored in
+// UTC. JSON cannot hold NaN or infinity, and a benchmark's result is too
+// costly to lose over one bad ratio, so such values are saved as absent (an
+// Extra key) or 0 (a Phase field) and each replacement is recorded in
+// Notes. r itself is not modified.
+func Save(dir string, r *Result) error { return saveDoc(resultDoc, dir, r) }
+
+// Load reads the result saved in dir by Save. dir may also be the path of
+// the result.json file itself. A result of an older format that can be
+// read without guessing (version 2) is converted to the current one.
+func Load(dir string) (*Result, error) { return loadDoc(resultDoc, dir) }
+
+// resultDoc saves and loads a run.
+var resultDoc = docKind[Result]{
+	name: "result", jsonFile: JSONFile, version: FormatVersion,
+	versionOf: func(r *Result) *int { return &r.Version },
+	prepare:   sanitized,
+	derived:   writeRunFiles,
+	upgrade:   upgrade,
 }
 
-func save(dir string, r *Result) error {
-	c := sanitized(r)
-	data, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
+// writeRunFiles writes the files derived from a run saved in dir: its CSV
+// and plots.
+func writeRunFiles(dir string, r *Result) error {
+	if err := writeFile(dir, CSVFile, func(w io.Writer) error { return WriteCSV(w, r) }); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := WritePNG(filepath.Join(dir, PNGFile), r); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, JSONFile), append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	var csvBuf bytes.Buffer
-	if err := WriteCSV(&csvBuf, c); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, CSVFile), csvBuf.Bytes(), 0o644); err != nil {
-		return err
-	}
-	if err := WritePNG(filepath.Join(dir, PNGFile), c); err != nil {
-		return err
-	}
-	if c.HasRateSearch() {
-		if err := WriteRatePNG(filepath.Join(dir, RatePNGFile), c); err != nil {
+	if r.HasRateSearch() {
+		if err := WriteRatePNG(filepath.Join(dir, RatePNGFile), r); err != nil {
 			return err
 		}
 	}
-	if c.Dataset.HasDegrees() {
-		return WriteDegreesPNG(filepath.Join(dir, DegreesPNGFile), c)
+	if r.Dataset.HasDegrees() {
+		return WriteDegreesPNG(filepath.Join(dir, DegreesPNGFile), r)
 	}
 	return nil
 }
@@ -226,17 +222,6 @@ func zeroIfNotFinite(v float64) float64 {
 	return 0
 }
 
-// Load reads the result saved in dir by Save. dir may also be the path of
-// the result.json file itself. A result of an older format that can be
-// read without guessing (version 2) is converted to the current one.
-func Load(dir string) (*Result, error) {
-	r, err := load(dir)
-	if err != nil {
-		return nil, fmt.Errorf("load result: %w", err)
-	}
-	return r, nil
-}
-
 // fileIn is path itself, or the file name inside it when path is a
 // directory.
 func fileIn(path, name string) (string, error) {
@@ -246,25 +231,6 @@ func fileIn(path, name string) (string, error) {
 		return "", err
 	}
 	return path, nil
-}
-
-func load(path string) (*Result, error) {
-	path, err := fileIn(path, JSONFile)
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var r Result
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := upgrade(&r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &r, nil
 }
 
 // OldestReadable is the oldest format version Load converts.

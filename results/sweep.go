@@ -1,13 +1,9 @@
 package results
 
 import (
-	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -133,67 +129,46 @@ func WriteSweepCSV(w io.Writer, s *Sweep) error {
 // SaveSweep creates dir and writes s there: sweep.json (every point's
 // whole result, as Save would, non-finite values replaced and noted),
 // sweep.csv and the four plots.
-func SaveSweep(dir string, s *Sweep) error {
-	if err := saveSweep(dir, s); err != nil {
-		return fmt.Errorf("save sweep: %w", err)
-	}
-	return nil
-}
+func SaveSweep(dir string, s *Sweep) error { return saveDoc(sweepDoc, dir, s) }
 
-func saveSweep(dir string, s *Sweep) error {
-	c := *s
-	c.Points = make([]SweepPoint, len(s.Points))
-	for i, p := range s.Points {
-		c.Points[i] = p
-		if p.Result != nil {
-			c.Points[i].Result = sanitized(p.Result)
+// sweepDoc saves and loads a sweep.
+var sweepDoc = docKind[Sweep]{
+	name: "sweep", jsonFile: SweepJSONFile, version: SweepFormatVersion,
+	versionOf: func(s *Sweep) *int { return &s.Version },
+	prepare: func(s *Sweep) *Sweep {
+		c := *s
+		c.StartedAt, c.FinishedAt = c.StartedAt.UTC(), c.FinishedAt.UTC()
+		c.Points = make([]SweepPoint, len(s.Points))
+		for i, p := range s.Points {
+			c.Points[i] = p
+			if p.Result != nil {
+				c.Points[i].Result = sanitized(p.Result)
+			}
 		}
-	}
-	data, err := json.MarshalIndent(&c, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, SweepJSONFile), append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if err := WriteSweepCSV(&buf, &c); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, SweepCSVFile), buf.Bytes(), 0o644); err != nil {
-		return err
-	}
-	return writeSweepPNGs(dir, &c)
+		return &c
+	},
+	derived: func(dir string, s *Sweep) error {
+		if err := writeFile(dir, SweepCSVFile, func(w io.Writer) error { return WriteSweepCSV(w, s) }); err != nil {
+			return err
+		}
+		return writeSweepPNGs(dir, s)
+	},
+	upgrade: func(s *Sweep) error {
+		if s.Version != SweepFormatVersion {
+			return fmt.Errorf("format version %d, want %d", s.Version, SweepFormatVersion)
+		}
+		for _, p := range s.Points {
+			if p.Result == nil {
+				continue
+			}
+			if err := upgrade(p.Result); err != nil {
+				return fmt.Errorf("point %s: %w", strconv.FormatFloat(p.Value, 'g', -1, 64), err)
+			}
+		}
+		return nil
+	},
 }
 
 // LoadSweep reads the sweep saved in dir by SaveSweep (or the path of its
 // sweep.json).
-func LoadSweep(dir string) (*Sweep, error) {
-	path, err := fileIn(dir, SweepJSONFile)
-	if err != nil {
-		return nil, fmt.Errorf("load sweep: %w", err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load sweep: %w", err)
-	}
-	var s Sweep
-	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("load sweep: %s: %w", path, err)
-	}
-	if s.Version != SweepFormatVersion {
-		return nil, fmt.Errorf("load sweep: %s: format version %d, want %d", path, s.Version, SweepFormatVersion)
-	}
-	for _, p := range s.Points {
-		if p.Result == nil {
-			continue
-		}
-		if err := upgrade(p.Result); err != nil {
-			return nil, fmt.Errorf("load sweep: %s: point %s: %w", path, strconv.FormatFloat(p.Value, 'g', -1, 64), err)
-		}
-	}
-	return &s, nil
-}
+func LoadSweep(dir string) (*Sweep, error) { return loadDoc(sweepDoc, dir) }
