@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
@@ -16,7 +17,7 @@ func init() {
 		Schema:   schema.Hybrid,
 		Database: DefaultDatabase,
 		Needs:    registry.MariaDB,
-		Summary:  "push, except for authors with 1,000 followers or more (option threshold), whose posts their followers pull at read time",
+		Summary:  fmt.Sprintf("push, except for authors with %d followers or more (option threshold), whose posts their followers pull at read time", DefaultThreshold),
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})

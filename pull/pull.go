@@ -8,9 +8,11 @@
 //
 //   - package sqlread: SP, Client, Naive, Union and Merge, stateless
 //     strategies that read the tables alone;
-//   - package recent: Recent and Active, which read state kept in
+//   - package recent: Recent, Active and Home, which read state kept in
 //     memcached (each author's newest ids, indexes of the followees who
-//     posted last) that every write to the database must keep current.
+//     posted last, home indexes) that every write to the database must
+//     keep current. A store reading with Home is the hybrid-memcached
+//     model, registered here (HybridMemcachedModelName).
 //
 // Which write hooks a database needs is recorded in its pushpull_meta (see
 // WriteHooks), so that no store writes to it without them.

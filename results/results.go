@@ -1,4 +1,7 @@
-// Package results records one run of the pushpull benchmark and renders it.
+// Package results holds the documents the benchmark's commands save (a run
+// as a Result, a Sweep, a Recommendation, a DecisionMap), saves and loads
+// them, and renders them as tables, CSV and plots. It stands above the
+// designs: no package a service embeds imports it.
 //
 // A run is measured once but read many times, by people and by programs, long
 // after the database that produced it is gone. So a Result carries everything

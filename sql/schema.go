@@ -1,5 +1,6 @@
-// Package schema holds the SQL schema and stored procedures of both models
-// as .sql files (embedded with go:embed) and applies them to a database.
+// Package schema holds the SQL schema and stored procedures of every
+// design as .sql files (embedded with go:embed), one Model per data model,
+// and applies them to a database or writes them out for Vitess.
 //
 // The directory is sql/ so the files sit where people look for them; the
 // package is named schema so that importing it never shadows database/sql.

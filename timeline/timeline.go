@@ -2,11 +2,13 @@
 // people I follow") as one interface, Store, with its contract written down
 // here and enforced by the conformance suite in package timelinetest.
 //
-// Two very different designs sit behind the interface: the push model (package
-// push) fans every message out to its author's followers when it is posted,
-// and the pull model (package pull) stores only messages and merges the
-// followees' newest messages when a timeline is read. Memory is the reference
-// implementation that both are checked against.
+// Many designs sit behind the interface, between two ends: the push model
+// (package push) fans every message out to its author's followers when it
+// is posted, and the pull model (package pull) stores only messages and
+// merges the followees' newest messages when a timeline is read; package
+// registry lists them all. Memory is the reference implementation that
+// every one is checked against. What a store may do beyond Store (settle,
+// count its work, ...) is a named ability, in abilities.go.
 package timeline
 
 import (

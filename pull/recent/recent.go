@@ -1,5 +1,6 @@
 // Package recent is the memcached-derived state of the pull model and the
-// two read strategies that read it, Recent and Active.
+// three read strategies that read it: Recent (pull-recent), Active
+// (pull-active) and Home (hybrid-memcached, registered in package pull).
 //
 // The state is kept in memcached, derived from the database, which stays
 // the system of record: per author, the ids of their newest messages (a

@@ -16,6 +16,12 @@
 // index entries however large the tables grow. The strategies differ in
 // where it runs: SP, Client, Naive, Union and Merge.
 //
+// The same pieces (Merge, MergeOver, MessagesByID, the Vitess tables) are
+// how the designs between push and pull pull the part of a page their
+// mailboxes leave out: push-capped and push-active below a mailbox's floor,
+// hybrid for celebrities, selective for the edges it pulls; push@vitess
+// fetches its page's bodies with them.
+//
 // Statements that carry many ids are built as text with the ids written in
 // as decimal literals. Every value is an integer the store produced itself
 // (user ids, message ids, limits), so there is nothing to escape, and a

@@ -2,6 +2,7 @@ package active
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -18,7 +19,7 @@ func init() {
 		Schema:   schema.PushActive,
 		Database: DefaultDatabase,
 		Needs:    registry.MariaDB,
-		Summary:  "push to the followers who read within 7 days (option window) only; an inactive reader's next read rebuilds their mailbox by pull",
+		Summary:  fmt.Sprintf("push to the followers who read within %d days (option window) only; an inactive reader's next read rebuilds their mailbox by pull", DefaultWindow/(24*time.Hour)),
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})

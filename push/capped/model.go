@@ -2,6 +2,7 @@ package capped
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
@@ -16,7 +17,7 @@ func init() {
 		Schema:   schema.PushCapped,
 		Database: DefaultDatabase,
 		Needs:    registry.MariaDB,
-		Summary:  "push with each mailbox capped at its newest 800 entries (option cap); older pages come from the pull merge",
+		Summary:  fmt.Sprintf("push with each mailbox capped at its newest %d entries (option cap); older pages come from the pull merge", DefaultCap),
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
