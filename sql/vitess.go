@@ -82,7 +82,7 @@ func checkVSchema(ctx context.Context, db *sql.DB, m Model) error {
 	}
 	for _, t := range append(DataTables(PushVitess), Table{Name: "pushpull_meta"}) {
 		if !slices.Contains(have, t.Name) {
-			return fmt.Errorf("%w: its VSchema has no table %s (apply `pushpull schema --vitess --print` to it: see the README)", ErrNoVSchema, t.Name)
+			return fmt.Errorf("%w: its VSchema has no table %s (apply `pushpull schema --vitess --print` to it: see docs/scale-out.md)", ErrNoVSchema, t.Name)
 		}
 	}
 	return nil

@@ -82,7 +82,7 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&b.followees, "followees", 0, "if > 0, every user follows exactly this many authors (overrides --avg-followees)")
 	f.StringVar(&b.durability, "durability", results.Durable, "durable (innodb_flush_log_at_trx_commit=1, as MySQL ships) or relaxed (=2)")
 	f.Float64Var(&b.readRatio, "read-ratio", 0, "if > 0, add a mixed phase with this share of newest-page reads (e.g. 0.9)")
-	f.StringArrayVar(&b.options, "option", nil, "model option, name=value (repeatable), given to every model measured; each reads its own and ignores the rest, e.g. --option cap=400 (a mailbox cap), --option threshold=500 (a follower threshold); the README lists them")
+	f.StringArrayVar(&b.options, "option", nil, "model option, name=value (repeatable), given to every model measured; each reads its own and ignores the rest, e.g. --option cap=400 (a mailbox cap), --option threshold=500 (a follower threshold); docs/designs.md lists them")
 	cacheDir, _ := tablecache.Dir() // "" (no cache) without a cache directory
 	f.StringVar(&b.loadCache, "load-cache", cacheDir, "directory where a sandbox's load keeps the files of its large tables (the mailbox, the messages), so that the next run with the same dataset restores them in seconds instead of loading them (about 1.5 minutes at paper scale); default $PUSHPULL_CACHE_DIR, else /var/cache/pushpull/tables for root and the user's cache directory for others")
 	f.BoolVar(&b.noLoadCache, "no-load-cache", false, "load every table, neither restoring from nor adding to --load-cache")

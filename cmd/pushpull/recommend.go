@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/loadgen/recommend"
 	"github.com/pushpull/pushpull/loadgen/sweep"
 	"github.com/pushpull/pushpull/registry"
@@ -284,17 +285,12 @@ the p99 from each operation's intended start). recommend generates one
 dataset, loads it into every candidate's database on one private MariaDB (and
 memcached, for the models that use it), and drives each candidate in turn with
 that traffic in an open loop at the planned rate, for --duration after
---warmup. Then it decides:
-
-  1. a candidate holds the objective when at most 1%% of its operations
-     failed, it kept up with the plan (no operation left unstarted, at least
-     90%% of the offered rate completed) and its p99 is within --slo;
-  2. of those, the one that touches the fewest items per operation wins:
-     rows read + written in MariaDB plus keys got + set in memcached (the
-     servers' own counters); a design over the objective never wins,
-     however cheap;
-  3. costs within 5%% of each other are a tie, which goes to the smaller data
-     size on disk, then the lower p99.
+--warmup. Then it decides by the rule that docs/recommend.md states: a
+candidate holds the objective when at most %s of its operations failed, it
+kept up with the plan (at least %s of the offered rate completed) and its
+p99 is within --slo; of those, the one that touches the fewest items per
+operation wins (rows read and written in MariaDB plus keys got and set in
+memcached), costs within %s of each other being a tie.
 
 It prints a row per candidate (held or not and why, p99 at the planned rate,
 achieved rate, errors, rows read and written and memcached keys per
@@ -332,10 +328,16 @@ half a minute to a minute of loading each, about %v in all.
 
 A bad flag or workload is refused (exit 2) before anything runs, and nothing
 is saved. Ctrl-C or SIGTERM ends the run and stops the servers it started.`,
+		percent(recommend.MaxErrorRate), percent(openloop.SaturationShare), percent(recommend.TieShare),
 		n, "  "+strings.Join(wrap(strings.Join(recommend.Candidates(), ", "), 74), "\n  "), recommendScale, recommendDuration, recommendWarmup,
 		perRun.Round(time.Second), candidateDatabases(), (perRun + 75*time.Second).Round(time.Minute),
 		mapScale, mapDuration, mapReadShares, mapSkews, shares*skews, perCell.Round(time.Second),
 		(time.Duration(shares*skews) * (perCell + 45*time.Second)).Round(time.Minute))
+}
+
+// percent formats a share as a percentage: 0.05 is "5%".
+func percent(share float64) string {
+	return strconv.FormatFloat(100*share, 'g', 4, 64) + "%"
 }
 
 // candidateDatabases counts the databases the default candidates live in:
