@@ -22,9 +22,7 @@ func Example() {
 		s.Post(ctx, author, fmt.Sprintf("message %d", i+1))
 	}
 
-	q := timeline.Query{Limit: 2}
-	for {
-		page, err := s.Timeline(ctx, 1, q)
+	for page, err := range timeline.Pages(ctx, s, 1, timeline.Query{Limit: 2}) {
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -32,11 +30,9 @@ func Example() {
 		for _, m := range page.Messages {
 			fmt.Printf("%d by user %d: %s\n", m.ID, m.Author, m.Body)
 		}
-		if page.Next == "" {
-			break
+		if page.Next != "" {
+			fmt.Println("-- next page")
 		}
-		fmt.Println("-- next page")
-		q.Before = page.Next
 	}
 	// Output:
 	// 3 by user 2: message 3

@@ -387,21 +387,15 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 // walk reads user's whole timeline in pages of limit.
 func walk(ctx context.Context, s timeline.Store, user timeline.UserID, limit int) ([]timeline.Page, error) {
 	var pages []timeline.Page
-	q := timeline.Query{Limit: limit}
-	for {
-		p, err := s.Timeline(ctx, user, q)
+	for p, err := range timeline.Pages(ctx, s, user, timeline.Query{Limit: limit}) {
 		if err != nil {
 			return nil, err
 		}
-		pages = append(pages, p)
-		if p.Next == "" {
-			return pages, nil
-		}
-		if len(pages) > 1000 {
+		if pages = append(pages, p); len(pages) > 1000 {
 			return nil, errors.New("walk did not end after 1000 pages")
 		}
-		q.Before = p.Next
 	}
+	return pages, nil
 }
 
 // diffPages describes the first difference between two sequences of pages,

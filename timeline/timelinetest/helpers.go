@@ -107,12 +107,15 @@ func Walk(t testing.TB, s timeline.Store, user timeline.UserID, limit int) []tim
 	t.Helper()
 	Settle(t, s)
 	var all []timeline.Message
-	q := timeline.Query{Limit: limit}
-	for pages := 0; ; pages++ {
-		if pages > 100000 {
+	pages := 0
+	for p, err := range timeline.Pages(Context(t), s, user, timeline.Query{Limit: limit}) {
+		if err != nil {
+			t.Fatalf("walking the timeline of %d after %d pages: %v", user, pages, err)
+		}
+		if pages++; pages > 100000 {
 			t.Fatalf("timeline of %d does not end", user)
 		}
-		p := read(t, s, user, q)
+		checkOrder(t, p.Messages)
 		if limit > 0 && len(p.Messages) > limit {
 			t.Fatalf("page of %d messages, limit %d", len(p.Messages), limit)
 		}
@@ -120,10 +123,6 @@ func Walk(t testing.TB, s timeline.Store, user timeline.UserID, limit int) []tim
 			t.Fatalf("empty page with a Next cursor")
 		}
 		all = append(all, p.Messages...)
-		if p.Next == "" {
-			break
-		}
-		q.Before = p.Next
 	}
 	checkOrder(t, all)
 	return all

@@ -1,0 +1,93 @@
+package timeline_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// TestPages: the walk yields every page in order and ends after the last;
+// it stops when the loop does; an error ends it; a store that repeats a
+// cursor cannot make it loop.
+func TestPages(t *testing.T) {
+	ctx := context.Background()
+	s := timeline.NewMemory()
+	defer s.Close()
+	if err := s.Follow(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	for range 7 {
+		if _, err := s.Post(ctx, 2, "m"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sizes []int
+	var last timeline.MessageID
+	for page, err := range timeline.Pages(ctx, s, 1, timeline.Query{Limit: 3}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Messages {
+			if last != 0 && m.ID >= last {
+				t.Fatalf("id %d after %d", m.ID, last)
+			}
+			last = m.ID
+		}
+		sizes = append(sizes, len(page.Messages))
+	}
+	if len(sizes) != 3 || sizes[0] != 3 || sizes[1] != 3 || sizes[2] != 1 {
+		t.Fatalf("page sizes %v, want [3 3 1]", sizes)
+	}
+
+	pages := 0
+	for range timeline.Pages(ctx, s, 1, timeline.Query{Limit: 3}) {
+		pages++
+		break
+	}
+	if pages != 1 {
+		t.Fatalf("%d pages after a break", pages)
+	}
+
+	pages = 0
+	for page, err := range timeline.Pages(ctx, s, 9, timeline.Query{}) {
+		if err != nil || len(page.Messages) != 0 {
+			t.Fatalf("empty timeline: %+v, %v", page, err)
+		}
+		pages++
+	}
+	if pages != 1 {
+		t.Fatalf("empty timeline: %d pages, want 1", pages)
+	}
+
+	var errs []error
+	for _, err := range timeline.Pages(ctx, s, 0, timeline.Query{}) {
+		errs = append(errs, err)
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], timeline.ErrInvalidUser) {
+		t.Fatalf("bad user: %v", errs)
+	}
+
+	stuck := stuckStore{s}
+	n := 0
+	for _, err := range timeline.Pages(ctx, stuck, 1, timeline.Query{Limit: 3}) {
+		if n++; n > 10 {
+			t.Fatal("the walk did not end")
+		}
+		if err != nil && !errors.Is(err, timeline.ErrNoProgress) {
+			t.Fatal(err)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d steps over a store that repeats its cursor, want 2 (a page, then ErrNoProgress)", n)
+	}
+}
+
+// stuckStore answers every page with the first page's cursor.
+type stuckStore struct{ timeline.Store }
+
+func (s stuckStore) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
+	p, err := s.Store.Timeline(ctx, user, timeline.Query{Limit: q.Limit})
+	return p, err
+}
