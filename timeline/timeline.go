@@ -77,8 +77,9 @@ type Page struct {
 //   - Walking a timeline by Page.Next never repeats a message and never skips
 //     one that existed when the first page was read, even while new messages
 //     are posted. (Pages are keyset pages on the message id, never offsets.)
-//   - Bodies are valid UTF-8 of 1..MaxBodyChars characters and are stored and
-//     returned whole, byte for byte.
+//   - Bodies are valid UTF-8 of 1..MaxBodyChars characters, not blank, with
+//     no control character but tab, line feed and carriage return; they are
+//     stored and returned whole, byte for byte.
 //   - Invalid input is rejected with an error that matches ErrInvalidInput and
 //     the specific sentinel (ErrInvalidUser, ErrInvalidBody, ErrInvalidLimit,
 //     ErrInvalidCursor, ErrSelfFollow) under errors.Is, names the bad field

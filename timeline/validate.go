@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -17,8 +18,10 @@ func CheckUser(field string, id UserID) error {
 	return nil
 }
 
-// CheckBody rejects bodies that are not valid UTF-8 or not 1..MaxBodyChars
-// characters long.
+// CheckBody rejects bodies that are not valid UTF-8, not 1..MaxBodyChars
+// characters long, blank (white space only) or holding a control character
+// other than a tab, a line feed or a carriage return (which multi-line
+// posts carry).
 func CheckBody(body string) error {
 	if !utf8.ValidString(body) {
 		return inputError("body", ErrInvalidBody, "not valid UTF-8")
@@ -29,6 +32,16 @@ func CheckBody(body string) error {
 		return inputError("body", ErrInvalidBody, "empty")
 	case n > MaxBodyChars:
 		return inputError("body", ErrInvalidBody, "%d characters, at most %d allowed", n, MaxBodyChars)
+	}
+	blank := true
+	for i, r := range []rune(body) {
+		if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
+			return inputError("body", ErrInvalidBody, "control character %U at character %d", r, i+1)
+		}
+		blank = blank && unicode.IsSpace(r)
+	}
+	if blank {
+		return inputError("body", ErrInvalidBody, "blank: white space only")
 	}
 	return nil
 }
