@@ -15,31 +15,32 @@ import (
 // and the tables that say which part.
 
 // pulled reports whether shape leaves author's messages out of every
-// mailbox.
+// mailbox, by the model's rule (MailboxShape.PullAuthor).
 func (d *Dataset) pulled(shape registry.MailboxShape, author uint32) bool {
-	return shape.PullFrom > 0 && d.followers.count(int(author)) >= shape.PullFrom
+	return shape.PullAuthor != nil && shape.PullAuthor(d.followers.count(int(author)))
 }
 
 // pulledEdge reports whether shape leaves author's messages out of
-// follower's mailbox: the author is pulled, or the edge is (PushRatio).
+// follower's mailbox: the author is pulled, or the model's edge rule
+// (MailboxShape.PushEdge) does not push the edge.
 func (d *Dataset) pulledEdge(shape registry.MailboxShape, follower, author uint32) bool {
 	if d.pulled(shape, author) {
 		return true
 	}
-	return shape.PushRatio > 0 && d.startReads(shape, follower) < shape.PushRatio*d.startPosts(author)
+	return shape.PushEdge != nil && !shape.PushEdge(d.startReads(shape, follower), d.startPosts(author))
 }
 
-// startPosts is the post count a selective store (MailboxShape.PushRatio)
-// starts from for user u: the messages u wrote in the dataset, as if just
-// posted.
+// startPosts is the post count a store that decides edges
+// (MailboxShape.PushEdge) starts from for user u: the messages u wrote in
+// the dataset, as if just posted.
 func (d *Dataset) startPosts(u uint32) float64 { return float64(d.byAuthor.count(int(u))) }
 
-// startReads is the read count a selective store starts from for user u:
-// ReadsPerPost times the messages per user, spread over the users by their
-// read rates (Activity: uniform, or growing with the follower count as
-// the workload's PickReader draws them). The weights are the fixed-point
-// ones of the workload's own tables, so that the decisions are the same
-// on every machine.
+// startReads is the read count a store that decides edges starts from
+// for user u: ReadsPerPost times the messages per user, spread over the
+// users by their read rates (Activity: uniform, or growing with the
+// follower count as the workload's PickReader draws them). The weights
+// are the fixed-point ones of the workload's own tables, so that the
+// decisions are the same on every machine.
 func (d *Dataset) startReads(shape registry.MailboxShape, u uint32) float64 {
 	d.readSharesOnce.Do(func() {
 		n := d.Spec.Users
@@ -79,7 +80,7 @@ func (mb *mailboxer) shapedMailbox(d *Dataset, u uint32, shape registry.MailboxS
 	if d.inactive(shape, u) {
 		return nil, 0
 	}
-	if shape.PullFrom == 0 && shape.PushRatio == 0 {
+	if shape.PullAuthor == nil && shape.PushEdge == nil {
 		ids = mb.mailbox(d, u)
 	} else {
 		ids = mb.mailboxOf(d, u, func(f uint32) bool { return !d.pulledEdge(shape, u, f) })
@@ -111,7 +112,7 @@ func (d *Dataset) shapedRows(u uint32, shape registry.MailboxShape) int64 {
 
 // shapedMailboxRows is the mailbox rows of every user under shape.
 func (d *Dataset) shapedMailboxRows(shape registry.MailboxShape) int64 {
-	if shape == (registry.MailboxShape{}) {
+	if shape.Whole() {
 		return d.MailboxRows()
 	}
 	var n int64
