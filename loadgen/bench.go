@@ -21,6 +21,7 @@ import (
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/sandbox"
 	"github.com/pushpull/pushpull/internal/vitess"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
@@ -37,7 +38,7 @@ type BenchConfig struct {
 	Force bool
 	// Models to measure, by registry name; nil means DefaultBenchModels.
 	Models []string
-	Spec   Spec
+	Spec   dataset.Spec
 	Scale  float64 // already applied to Spec; recorded in the result
 
 	Duration time.Duration // measured time per phase of the paper's models
@@ -264,13 +265,14 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 
 	// The dataset.
 	t0 := time.Now()
-	d, err := Generate(cfg.Spec)
+	d, err := dataset.Generate(cfg.Spec)
 	if err != nil {
 		return nil, err
 	}
 	st := d.Stats()
+	followees, followers := results.DegreesOf(st.Followees), results.DegreesOf(st.Followers)
 	logf("dataset: %s (generated in %.1fs)", st, time.Since(t0).Seconds())
-	logf("degrees: %s", st.DegreeString())
+	logf("degrees: %s", degreeString(followees, followers))
 	spec := d.Spec // with its defaults filled in
 	logf("activity: %s", spec.Activity)
 	res.Dataset = results.Dataset{
@@ -285,12 +287,12 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 				el.Source, el.Duplicates, el.SelfFollows))
 		}
 	}
-	if spec.Activity.Mode == ActivitySkewed {
+	if spec.Activity.Mode == dataset.ActivitySkewed {
 		res.Dataset.ActivityParams = map[string]float64{
 			"post_exponent": spec.Activity.PostExponent, "read_exponent": spec.Activity.ReadExponent,
 		}
 	}
-	res.Dataset.SetDegrees(st.Followees, st.Followers)
+	res.Dataset.SetDegrees(followees, followers)
 	res.Dataset.PostAudience, res.Dataset.ReadFollowees = d.WorkloadMeans()
 
 	// The server.
@@ -376,16 +378,26 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	return res, nil
 }
 
+// degreeString is a one-line summary of the degree distributions, e.g.
+// "followers per user max 9,999, p99 385, p50 19; followees per user max
+// 3,500, p99 287, p50 27".
+func degreeString(followees, followers results.Degrees) string {
+	f := func(name string, d results.Degrees) string {
+		return fmt.Sprintf("%s per user max %s, p99 %s, p50 %s", name, dataset.Commas(int64(d.Max)), dataset.Commas(int64(d.P99)), dataset.Commas(int64(d.P50)))
+	}
+	return f("followers", followers) + "; " + f("followees", followees)
+}
+
 // graphName describes the graph of s (defaults filled in), e.g.
 // "zipf(s=1.1)" or "powerlaw(in=2.3, out=2.5)".
-func graphName(s Spec) string {
+func graphName(s dataset.Spec) string {
 	g := s.Graph
 	switch g {
-	case GraphZipf:
+	case dataset.GraphZipf:
 		g = fmt.Sprintf("%s(s=%g)", g, s.ZipfS)
-	case GraphPowerLaw:
+	case dataset.GraphPowerLaw:
 		g = fmt.Sprintf("%s(in=%g, out=%g)", g, s.InExponent, s.OutExponent)
-	case GraphEdges:
+	case dataset.GraphEdges:
 		g = fmt.Sprintf("%s(%s)", g, filepath.Base(s.EdgeList.Source))
 	}
 	if s.Followees > 0 {
@@ -398,12 +410,12 @@ func graphName(s Spec) string {
 }
 
 // graphParams are the generator's parameters of s by name.
-func graphParams(s Spec) map[string]float64 {
+func graphParams(s dataset.Spec) map[string]float64 {
 	p := map[string]float64{}
 	switch s.Graph {
-	case GraphZipf:
+	case dataset.GraphZipf:
 		p["zipf_s"] = s.ZipfS
-	case GraphPowerLaw:
+	case dataset.GraphPowerLaw:
 		p["in_exponent"], p["out_exponent"] = s.InExponent, s.OutExponent
 	}
 	if s.Followees > 0 {

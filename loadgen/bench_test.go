@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/registry"
 	schema "github.com/pushpull/pushpull/sql"
@@ -40,7 +41,7 @@ func TestBenchRefusesForeignDatabase(t *testing.T) {
 		defer admin.Close()
 		admin.Exec("DROP DATABASE IF EXISTS " + pullDB)
 	})
-	spec, _ := PaperSpec().Scaled(0.002)
+	spec, _ := dataset.PaperSpec().Scaled(0.002)
 	cfg := BenchConfig{DSN: testserver.DSN(t), Spec: spec, Models: []string{model}, Duration: 200 * time.Millisecond}
 	_, err = RunBench(ctx, cfg)
 	if !errors.Is(err, schema.ErrForeignDatabase) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/tablecache"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -29,7 +30,7 @@ type bench struct {
 	memcache []string
 	// vtgate and vtgateStatus: the Vitess cluster's, for the models on it.
 	vtgate, vtgateStatus string
-	data                 *Dataset
+	data                 *dataset.Dataset
 	users                int
 	logf                 func(format string, args ...any)
 
@@ -285,7 +286,7 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 		if pm, ok := s.(registry.PartialMailbox); ok {
 			t.Mailbox = pm.MailboxShape()
 			if t.Mailbox.ActiveReads > 0 {
-				active, users := b.data.ActiveUsers(t.Mailbox)
+				active, users := ActiveUsers(b.data, t.Mailbox)
 				b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s starts with %d of %d users active (%.0f%%): those who read within its window, at %g reads per user per window",
 					m.Name, active, users, 100*float64(active)/float64(users), t.Mailbox.ActiveReads))
 			}
@@ -339,7 +340,7 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 
 // loadThroughStore writes d into s through the Store interface: every
 // follow, then every message in id order.
-func loadThroughStore(ctx context.Context, s timeline.Store, d *Dataset) error {
+func loadThroughStore(ctx context.Context, s timeline.Store, d *dataset.Dataset) error {
 	err := d.EachFollow(func(follower, followee uint32) error {
 		return s.Follow(ctx, timeline.UserID(follower), timeline.UserID(followee))
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -85,7 +86,7 @@ func (l *PostLog) Staleness(followees []uint32, page timeline.Page, readStart ti
 
 // StalenessMixed is Mixed that also measures, for every page read, how
 // stale it was (see PostLog.Staleness), into stale.
-func StalenessMixed(s timeline.Store, d *Dataset, readRatio float64, seed int64, log *PostLog, stale *StaleStats) func(worker int) Op {
+func StalenessMixed(s timeline.Store, d *dataset.Dataset, readRatio float64, seed int64, log *PostLog, stale *StaleStats) func(worker int) Op {
 	return func(worker int) Op {
 		rng := workerRand(seed, "stale", worker)
 		var buf []byte

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -32,7 +33,7 @@ import (
 // never race on one edge, and is recorded only when its operation
 // succeeded. A Churn is safe for concurrent use.
 type Churn struct {
-	d       *Dataset
+	d       *dataset.Dataset
 	mu      sync.Mutex
 	added   []edge        // edges follows added that the dataset lacks
 	removed []edge        // dataset edges that unfollows removed
@@ -42,7 +43,7 @@ type Churn struct {
 type edge struct{ follower, followee uint32 }
 
 // NewChurn returns a Churn over d's follow graph.
-func NewChurn(d *Dataset) *Churn { return &Churn{d: d, busy: map[edge]bool{}} }
+func NewChurn(d *dataset.Dataset) *Churn { return &Churn{d: d, busy: map[edge]bool{}} }
 
 // inDataset reports whether the dataset has e.
 func (c *Churn) inDataset(e edge) bool {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"golang.org/x/sync/errgroup"
 	"io"
 	"os"
 	"strconv"
@@ -13,9 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/pushpull/pushpull/internal/tablecache"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -89,7 +91,7 @@ const (
 // most of the work. With opts.Cache, tables found in the cache are
 // restored from it instead, and the large tables loaded are kept in it
 // (see LoadOptions.Cache).
-func Load(ctx context.Context, d *Dataset, targets []Target, opts LoadOptions) (*results.DataLoad, error) {
+func Load(ctx context.Context, d *dataset.Dataset, targets []Target, opts LoadOptions) (*results.DataLoad, error) {
 	start := time.Now()
 	if opts.Workers <= 0 {
 		opts.Workers = DefaultLoadWorkers
@@ -258,16 +260,16 @@ type loadJob struct {
 // mailboxChunks cuts the mailbox (as shape keeps it) into runs of
 // consecutive users of about chunkRows rows each, and returns the writers
 // of their rows in order.
-func mailboxChunks(d *Dataset, shape registry.MailboxShape, chunkRows int64) []func(w *bufio.Writer, n *atomic.Int64) error {
+func mailboxChunks(d *dataset.Dataset, shape registry.MailboxShape, chunkRows int64) []func(w *bufio.Writer, n *atomic.Int64) error {
 	var out []func(w *bufio.Writer, n *atomic.Int64) error
-	if d.shapedMailboxRows(shape) <= chunkRows {
+	if shapedMailboxRows(d, shape) <= chunkRows {
 		return append(out, func(w *bufio.Writer, n *atomic.Int64) error {
 			return writeMailbox(d, shape, 1, uint32(d.Spec.Users), w, n)
 		})
 	}
 	lo, rows := uint32(1), int64(0)
 	for u := 1; u <= d.Spec.Users; u++ {
-		rows += d.shapedRows(uint32(u), shape)
+		rows += shapedRows(d, uint32(u), shape)
 		if rows >= chunkRows || u == d.Spec.Users {
 			from, to := lo, uint32(u)
 			out = append(out, func(w *bufio.Writer, n *atomic.Int64) error { return writeMailbox(d, shape, from, to, w, n) })
@@ -279,7 +281,7 @@ func mailboxChunks(d *Dataset, shape registry.MailboxShape, chunkRows int64) []f
 
 // tableOf is how to stream st's rows from d, for a model that keeps shape
 // of the mailbox.
-func tableOf(d *Dataset, st schema.Table, shape registry.MailboxShape) (table, error) {
+func tableOf(d *dataset.Dataset, st schema.Table, shape registry.MailboxShape) (table, error) {
 	var tb table
 	switch st.Name {
 	case schema.Follows.Name:
@@ -326,11 +328,11 @@ type table struct {
 	write func(w *bufio.Writer, n *atomic.Int64) error
 }
 
-func followsTable(d *Dataset) table { return followsWhere(d, nil) }
+func followsTable(d *dataset.Dataset) table { return followsWhere(d, nil) }
 
 // followsWhere is the follows table of the edges whose followee keep
 // accepts (all of them for a nil keep), in (follower, followee) order.
-func followsWhere(d *Dataset, keep func(followee uint32) bool) table {
+func followsWhere(d *dataset.Dataset, keep func(followee uint32) bool) table {
 	var edges int64
 	if keep == nil {
 		for _, f := range d.Followees {
@@ -364,7 +366,7 @@ func followsWhere(d *Dataset, keep func(followee uint32) bool) table {
 	}
 }
 
-func messagesTable(d *Dataset) table {
+func messagesTable(d *dataset.Dataset) table {
 	return table{
 		fields: 4, rows: int64(len(d.Authors)),
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
@@ -387,9 +389,9 @@ func messagesTable(d *Dataset) table {
 	}
 }
 
-func mailboxTable(d *Dataset, shape registry.MailboxShape) table {
+func mailboxTable(d *dataset.Dataset, shape registry.MailboxShape) table {
 	return table{
-		fields: 2, rows: d.shapedMailboxRows(shape), numeric: true,
+		fields: 2, rows: shapedMailboxRows(d, shape), numeric: true,
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
 			return writeMailbox(d, shape, 1, uint32(d.Spec.Users), w, n)
 		},
@@ -398,12 +400,12 @@ func mailboxTable(d *Dataset, shape registry.MailboxShape) table {
 
 // writeMailbox writes the mailbox rows of users from..to, as shape keeps
 // them.
-func writeMailbox(d *Dataset, shape registry.MailboxShape, from, to uint32, w *bufio.Writer, n *atomic.Int64) error {
-	var mb mailboxer
+func writeMailbox(d *dataset.Dataset, shape registry.MailboxShape, from, to uint32, w *bufio.Writer, n *atomic.Int64) error {
+	var mb dataset.Mailboxer
 	var buf []byte
 	var pending int64
 	for u := from; u <= to; u++ {
-		ids, _ := mb.shapedMailbox(d, u, shape)
+		ids, _ := shapedMailbox(&mb, d, u, shape)
 		for _, id := range ids {
 			buf = strconv.AppendUint(buf[:0], uint64(u), 10)
 			buf = append(buf, '\t')
@@ -636,7 +638,7 @@ func (p *progress) done(t *tracked, secs float64) {
 		fmt.Fprint(p.w, "\r\033[K")
 	}
 	done := t.n.Load()
-	fmt.Fprintf(p.w, "  loaded  %-16s %12s rows in %6.1fs  (%.2fM rows/s)\n", t.what, commas(done), secs, float64(done)/secs/1e6)
+	fmt.Fprintf(p.w, "  loaded  %-16s %12s rows in %6.1fs  (%.2fM rows/s)\n", t.what, dataset.Commas(done), secs, float64(done)/secs/1e6)
 }
 
 // note prints a line of its own, between redraws of the live line.

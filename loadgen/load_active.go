@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/registry"
 )
 
@@ -25,8 +26,8 @@ import (
 // whole mailbox (as if they had read throughout) and their last read at
 // the time of the load; the others no mailbox rows at all and no read.
 
-// streamActive is the random stream of the activity coins; it stays clear
-// of the dataset's own streams (dataset_rand.go).
+// streamActive is the random stream of the activity coins
+// (Dataset.UserCoin); it stays clear of the dataset's own streams.
 const streamActive uint64 = 64
 
 // activeSets caches the active users of a dataset per ActiveReads: the
@@ -34,13 +35,13 @@ const streamActive uint64 = 64
 var activeSets sync.Map // activeKey -> []bool
 
 type activeKey struct {
-	d     *Dataset
+	d     *dataset.Dataset
 	reads float64
 }
 
 // activeUsers returns, for shape.ActiveReads > 0, whether each user
 // (index u-1) is active; nil otherwise.
-func (d *Dataset) activeUsers(shape registry.MailboxShape) []bool {
+func activeUsers(d *dataset.Dataset, shape registry.MailboxShape) []bool {
 	if shape.ActiveReads <= 0 {
 		return nil
 	}
@@ -53,27 +54,25 @@ func (d *Dataset) activeUsers(shape registry.MailboxShape) []bool {
 	var sum float64
 	for i := range weights {
 		w := 1.0
-		if d.readers != nil {
-			w = math.Pow(1+float64(d.followers.count(i+1)), d.Spec.Activity.ReadExponent)
+		if d.Spec.Activity.Mode == dataset.ActivitySkewed {
+			w = math.Pow(1+float64(len(d.Followers(uint32(i+1)))), d.Spec.Activity.ReadExponent)
 		}
 		weights[i] = w
 		sum += w
 	}
 	active := make([]bool, n)
-	seed := streamSeed(d.Spec.Seed, streamActive)
 	for i, w := range weights {
 		reads := shape.ActiveReads * float64(n) * w / sum
-		coin := float64(mix64(seed^mix64(uint64(i+1)))>>11) / (1 << 53)
-		active[i] = coin < -math.Expm1(-reads)
+		active[i] = d.UserCoin(streamActive, uint32(i+1)) < -math.Expm1(-reads)
 	}
 	v, _ := activeSets.LoadOrStore(key, active)
 	return v.([]bool)
 }
 
-// ActiveUsers returns how many users a store of shape starts with as
+// ActiveUsers returns how many users of d a store of shape starts with as
 // active, and how many users there are.
-func (d *Dataset) ActiveUsers(shape registry.MailboxShape) (active, users int) {
-	set := d.activeUsers(shape)
+func ActiveUsers(d *dataset.Dataset, shape registry.MailboxShape) (active, users int) {
+	set := activeUsers(d, shape)
 	if set == nil {
 		return d.Spec.Users, d.Spec.Users
 	}
@@ -86,8 +85,8 @@ func (d *Dataset) ActiveUsers(shape registry.MailboxShape) (active, users int) {
 }
 
 // inactive reports whether shape leaves user u's mailbox out.
-func (d *Dataset) inactive(shape registry.MailboxShape, u uint32) bool {
-	set := d.activeUsers(shape)
+func inactive(d *dataset.Dataset, shape registry.MailboxShape, u uint32) bool {
+	set := activeUsers(d, shape)
 	return set != nil && !set[u-1]
 }
 
@@ -95,7 +94,7 @@ func (d *Dataset) inactive(shape registry.MailboxShape, u uint32) bool {
 // last read (the load's time, in microseconds since 1970, for the active
 // ones; 0 for the others) and floor (0: active users hold the whole
 // timeline).
-func readerStateTable(d *Dataset, shape registry.MailboxShape) table {
+func readerStateTable(d *dataset.Dataset, shape registry.MailboxShape) table {
 	return table{
 		fields: 4, rows: int64(d.Spec.Users), numeric: true,
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
@@ -103,7 +102,7 @@ func readerStateTable(d *Dataset, shape registry.MailboxShape) table {
 			var buf []byte
 			for u := uint32(1); u <= uint32(d.Spec.Users); u++ {
 				active, readAt := 1, now
-				if d.inactive(shape, u) {
+				if inactive(d, shape, u) {
 					active, readAt = 0, 0
 				}
 				buf = strconv.AppendUint(buf[:0], uint64(u), 10)

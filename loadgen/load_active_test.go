@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/registry"
 )
 
@@ -13,37 +14,37 @@ import (
 // most followed) are active far more often than the rest; the choice
 // follows the seed, not the call.
 func TestActiveUsers(t *testing.T) {
-	spec, err := PaperSpec().Scaled(0.05)
+	spec, err := dataset.PaperSpec().Scaled(0.05)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Generate(spec)
+	d, err := dataset.Generate(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, reads := range []float64{0.2, 1, 3} {
-		active, users := d.ActiveUsers(registry.MailboxShape{ActiveReads: reads})
+		active, users := ActiveUsers(d, registry.MailboxShape{ActiveReads: reads})
 		want := -math.Expm1(-reads)
 		if got := float64(active) / float64(users); math.Abs(got-want) > 0.03 {
 			t.Fatalf("uniform, %g reads per window: %.3f of users active, want about %.3f", reads, got, want)
 		}
 	}
-	if a, n := d.ActiveUsers(registry.MailboxShape{}); a != n {
+	if a, n := ActiveUsers(d, registry.MailboxShape{}); a != n {
 		t.Fatalf("no ActiveReads: %d of %d users active, want all", a, n)
 	}
 
-	spec.Graph, spec.Activity = GraphPowerLaw, Activity{Mode: ActivitySkewed}
-	skewed, err := Generate(spec)
+	spec.Graph, spec.Activity = dataset.GraphPowerLaw, dataset.Activity{Mode: dataset.ActivitySkewed}
+	skewed, err := dataset.Generate(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	shape := registry.MailboxShape{ActiveReads: 1}
-	set := skewed.activeUsers(shape)
+	set := activeUsers(skewed, shape)
 	byFollowers := make([]int, spec.Users)
 	for i := range byFollowers {
 		byFollowers[i] = i + 1
 	}
-	slices.SortFunc(byFollowers, func(a, b int) int { return skewed.followers.count(b) - skewed.followers.count(a) })
+	slices.SortFunc(byFollowers, func(a, b int) int { return len(skewed.Followers(uint32(b))) - len(skewed.Followers(uint32(a))) })
 	share := func(us []int) float64 {
 		n := 0
 		for _, u := range us {
@@ -58,11 +59,11 @@ func TestActiveUsers(t *testing.T) {
 	if top < rest+0.15 {
 		t.Fatalf("skewed: %.2f of the most followed tenth active, %.2f of the rest: want the heavy readers active more often", top, rest)
 	}
-	again, err := Generate(spec)
+	again, err := dataset.Generate(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(again.activeUsers(shape), set) {
+	if !slices.Equal(activeUsers(again, shape), set) {
 		t.Fatal("the same spec made different users active")
 	}
 }

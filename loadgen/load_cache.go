@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pushpull/pushpull/internal/tablecache"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/results"
 )
 
@@ -115,7 +116,7 @@ func restoreCached(ctx context.Context, tables []*tableRun, opts LoadOptions, ba
 			markStore(run)
 			continue
 		}
-		bar.note("  restored %-15s %12s rows in %6.1fs  (from the load cache)", run.target.Name+"."+run.table.name, commas(run.table.rows), run.end.Sub(run.start).Seconds())
+		bar.note("  restored %-15s %12s rows in %6.1fs  (from the load cache)", run.target.Name+"."+run.table.name, dataset.Commas(run.table.rows), run.end.Sub(run.start).Seconds())
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/tablecache"
 	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -22,11 +23,11 @@ import (
 // dataset misses.
 func TestLoadCache(t *testing.T) {
 	ctx := context.Background()
-	spec, err := PaperSpec().Scaled(0.005) // 50 users, 5,000 messages
+	spec, err := dataset.PaperSpec().Scaled(0.005) // 50 users, 5,000 messages
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Generate(spec)
+	d, err := dataset.Generate(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestLoadCache(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	load := func(d *Dataset) (*push.Store, *results.DataLoad) {
+	load := func(d *dataset.Dataset) (*push.Store, *results.DataLoad) {
 		t.Helper()
 		s := open()
 		res, err := Load(ctx, d, []Target{{Name: "push", DB: s.DB(), Schema: schema.Push}}, opts)
@@ -130,7 +131,7 @@ func TestLoadCache(t *testing.T) {
 
 	// Other rows, other entries.
 	spec.Seed++
-	other, err := Generate(spec)
+	other, err := dataset.Generate(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestLoadCache(t *testing.T) {
 
 	// Two databases of the same tables in one load keep each table once.
 	spec.Seed++
-	twice, err := Generate(spec)
+	twice, err := dataset.Generate(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

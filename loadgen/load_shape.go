@@ -2,12 +2,11 @@ package loadgen
 
 import (
 	"bufio"
-	"math"
-	"math/bits"
 	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/registry"
 )
 
@@ -16,74 +15,48 @@ import (
 
 // pulled reports whether shape leaves author's messages out of every
 // mailbox, by the model's rule (MailboxShape.PullAuthor).
-func (d *Dataset) pulled(shape registry.MailboxShape, author uint32) bool {
-	return shape.PullAuthor != nil && shape.PullAuthor(d.followers.count(int(author)))
+func pulled(d *dataset.Dataset, shape registry.MailboxShape, author uint32) bool {
+	return shape.PullAuthor != nil && shape.PullAuthor(len(d.Followers(author)))
 }
 
 // pulledEdge reports whether shape leaves author's messages out of
 // follower's mailbox: the author is pulled, or the model's edge rule
 // (MailboxShape.PushEdge) does not push the edge.
-func (d *Dataset) pulledEdge(shape registry.MailboxShape, follower, author uint32) bool {
-	if d.pulled(shape, author) {
+func pulledEdge(d *dataset.Dataset, shape registry.MailboxShape, follower, author uint32) bool {
+	if pulled(d, shape, author) {
 		return true
 	}
-	return shape.PushEdge != nil && !shape.PushEdge(d.startReads(shape, follower), d.startPosts(author))
+	return shape.PushEdge != nil && !shape.PushEdge(startReads(d, shape, follower), startPosts(d, author))
 }
 
 // startPosts is the post count a store that decides edges
 // (MailboxShape.PushEdge) starts from for user u: the messages u wrote in
 // the dataset, as if just posted.
-func (d *Dataset) startPosts(u uint32) float64 { return float64(d.byAuthor.count(int(u))) }
+func startPosts(d *dataset.Dataset, u uint32) float64 { return float64(len(d.ByAuthor(u))) }
 
 // startReads is the read count a store that decides edges starts from
 // for user u: ReadsPerPost times the messages per user, spread over the
-// users by their read rates (Activity: uniform, or growing with the
-// follower count as the workload's PickReader draws them). The weights
-// are the fixed-point ones of the workload's own tables, so that the
-// decisions are the same on every machine.
-func (d *Dataset) startReads(shape registry.MailboxShape, u uint32) float64 {
-	d.readSharesOnce.Do(func() {
-		n := d.Spec.Users
-		d.readShares = make([]float64, n)
-		if d.Spec.Activity.Mode != ActivitySkewed {
-			for i := range d.readShares {
-				d.readShares[i] = 1
-			}
-			return
-		}
-		most := 0
-		for v := 1; v <= n; v++ {
-			most = max(most, d.followers.count(v))
-		}
-		eFix := uint64(math.Round(d.Spec.Activity.ReadExponent * (1 << 32)))
-		top := log2Q32(uint64(most) + 1)
-		var sum float64
-		for i := range d.readShares {
-			hi, lo := bits.Mul64(eFix, top-log2Q32(uint64(d.followers.count(i+1))+1))
-			d.readShares[i] = float64(pow2NegQ32(hi<<32 | lo>>32))
-			sum += d.readShares[i]
-		}
-		mean := sum / float64(n)
-		for i := range d.readShares {
-			d.readShares[i] /= mean
-		}
-	})
+// users by their shares of the reads (Dataset.ReadShare: uniform, or
+// growing with the follower count as the workload's PickReader draws
+// them, in the fixed-point weights of its table, so that the decisions
+// are the same on every machine).
+func startReads(d *dataset.Dataset, shape registry.MailboxShape, u uint32) float64 {
 	perUser := float64(len(d.Authors)) / float64(d.Spec.Users)
-	return shape.ReadsPerPost * perUser * d.readShares[u-1]
+	return shape.ReadsPerPost * perUser * d.ReadShare(u)
 }
 
 // shapedMailbox returns the ids of u's mailbox under shape, ascending, in
 // mb's buffer, and how many ids the whole timeline holds (the kept ones
 // and the ones cut off by shape.Cap).
-func (mb *mailboxer) shapedMailbox(d *Dataset, u uint32, shape registry.MailboxShape) (kept []uint32, total int) {
+func shapedMailbox(mb *dataset.Mailboxer, d *dataset.Dataset, u uint32, shape registry.MailboxShape) (kept []uint32, total int) {
 	var ids []uint32
-	if d.inactive(shape, u) {
+	if inactive(d, shape, u) {
 		return nil, 0
 	}
 	if shape.PullAuthor == nil && shape.PushEdge == nil {
-		ids = mb.mailbox(d, u)
+		ids = mb.Mailbox(d, u)
 	} else {
-		ids = mb.mailboxOf(d, u, func(f uint32) bool { return !d.pulledEdge(shape, u, f) })
+		ids = mb.MailboxOf(d, u, func(f uint32) bool { return !pulledEdge(d, shape, u, f) })
 	}
 	total = len(ids)
 	if shape.Cap > 0 && len(ids) > shape.Cap {
@@ -94,14 +67,14 @@ func (mb *mailboxer) shapedMailbox(d *Dataset, u uint32, shape registry.MailboxS
 
 // shapedRows is how many mailbox rows user u keeps under shape, without
 // building them.
-func (d *Dataset) shapedRows(u uint32, shape registry.MailboxShape) int64 {
+func shapedRows(d *dataset.Dataset, u uint32, shape registry.MailboxShape) int64 {
 	var n int64
-	if d.inactive(shape, u) {
+	if inactive(d, shape, u) {
 		return 0
 	}
 	for _, f := range d.Followees[u-1] {
-		if !d.pulledEdge(shape, u, f) {
-			n += int64(d.byAuthor.count(int(f)))
+		if !pulledEdge(d, shape, u, f) {
+			n += int64(len(d.ByAuthor(f)))
 		}
 	}
 	if shape.Cap > 0 {
@@ -111,27 +84,27 @@ func (d *Dataset) shapedRows(u uint32, shape registry.MailboxShape) int64 {
 }
 
 // shapedMailboxRows is the mailbox rows of every user under shape.
-func (d *Dataset) shapedMailboxRows(shape registry.MailboxShape) int64 {
+func shapedMailboxRows(d *dataset.Dataset, shape registry.MailboxShape) int64 {
 	if shape.Whole() {
 		return d.MailboxRows()
 	}
 	var n int64
 	for u := 1; u <= d.Spec.Users; u++ {
-		n += d.shapedRows(uint32(u), shape)
+		n += shapedRows(d, uint32(u), shape)
 	}
 	return n
 }
 
 // mailboxStateTable is schema.MailboxState under shape: every user's floor
 // (the oldest id kept if the cap cut any off, else 0) and entries.
-func mailboxStateTable(d *Dataset, shape registry.MailboxShape) table {
+func mailboxStateTable(d *dataset.Dataset, shape registry.MailboxShape) table {
 	return table{
 		fields: 3, rows: int64(d.Spec.Users), numeric: true,
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
-			var mb mailboxer
+			var mb dataset.Mailboxer
 			var buf []byte
 			for u := uint32(1); u <= uint32(d.Spec.Users); u++ {
-				ids, total := mb.shapedMailbox(d, u, shape)
+				ids, total := shapedMailbox(&mb, d, u, shape)
 				var floor uint32
 				if len(ids) < total {
 					floor = ids[0]
@@ -154,10 +127,10 @@ func mailboxStateTable(d *Dataset, shape registry.MailboxShape) table {
 
 // pullAuthorsTable is schema.PullAuthors under shape: the authors whose
 // messages no mailbox holds.
-func pullAuthorsTable(d *Dataset, shape registry.MailboxShape) table {
+func pullAuthorsTable(d *dataset.Dataset, shape registry.MailboxShape) table {
 	var rows int64
 	for a := uint32(1); a <= uint32(d.Spec.Users); a++ {
-		if d.pulled(shape, a) {
+		if pulled(d, shape, a) {
 			rows++
 		}
 	}
@@ -166,7 +139,7 @@ func pullAuthorsTable(d *Dataset, shape registry.MailboxShape) table {
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
 			var buf []byte
 			for a := uint32(1); a <= uint32(d.Spec.Users); a++ {
-				if !d.pulled(shape, a) {
+				if !pulled(d, shape, a) {
 					continue
 				}
 				buf = strconv.AppendUint(buf[:0], uint64(a), 10)
@@ -183,17 +156,17 @@ func pullAuthorsTable(d *Dataset, shape registry.MailboxShape) table {
 
 // pullFollowsTable is schema.PullFollows under shape: the follows of the
 // pulled authors, in (user, author) order.
-func pullFollowsTable(d *Dataset, shape registry.MailboxShape) table {
-	return followsWhere(d, func(followee uint32) bool { return d.pulled(shape, followee) })
+func pullFollowsTable(d *dataset.Dataset, shape registry.MailboxShape) table {
+	return followsWhere(d, func(followee uint32) bool { return pulled(d, shape, followee) })
 }
 
 // edgesTable is the follows under shape that pull (true: schema.PullEdges,
 // in (user, author) order) or push (false: schema.PushEdges, in (author,
 // user) order, the table's primary key) reach.
-func edgesTable(d *Dataset, shape registry.MailboxShape, pull bool) table {
+func edgesTable(d *dataset.Dataset, shape registry.MailboxShape, pull bool) table {
 	var rows int64
 	d.EachFollow(func(follower, followee uint32) error {
-		if d.pulledEdge(shape, follower, followee) == pull {
+		if pulledEdge(d, shape, follower, followee) == pull {
 			rows++
 		}
 		return nil
@@ -213,15 +186,15 @@ func edgesTable(d *Dataset, shape registry.MailboxShape, pull bool) table {
 			}
 			if pull {
 				return d.EachFollow(func(follower, followee uint32) error {
-					if !d.pulledEdge(shape, follower, followee) {
+					if !pulledEdge(d, shape, follower, followee) {
 						return nil
 					}
 					return row(follower, followee)
 				})
 			}
 			for a := uint32(1); a <= uint32(d.Spec.Users); a++ {
-				for _, u := range d.followers.list(a) {
-					if d.pulledEdge(shape, u, a) {
+				for _, u := range d.Followers(a) {
+					if pulledEdge(d, shape, u, a) {
 						continue
 					}
 					if err := row(a, u); err != nil {
@@ -236,7 +209,7 @@ func edgesTable(d *Dataset, shape registry.MailboxShape, pull bool) table {
 
 // userRatesTable is schema.UserRates under shape: every user's start
 // counts (startReads, startPosts), as of now.
-func userRatesTable(d *Dataset, shape registry.MailboxShape) table {
+func userRatesTable(d *dataset.Dataset, shape registry.MailboxShape) table {
 	return table{
 		fields: 4, rows: int64(d.Spec.Users), numeric: true,
 		write: func(w *bufio.Writer, n *atomic.Int64) error {
@@ -245,9 +218,9 @@ func userRatesTable(d *Dataset, shape registry.MailboxShape) table {
 			for u := uint32(1); u <= uint32(d.Spec.Users); u++ {
 				buf = strconv.AppendUint(buf[:0], uint64(u), 10)
 				buf = append(buf, '\t')
-				buf = strconv.AppendFloat(buf, d.startReads(shape, u), 'g', -1, 64)
+				buf = strconv.AppendFloat(buf, startReads(d, shape, u), 'g', -1, 64)
 				buf = append(buf, '\t')
-				buf = strconv.AppendFloat(buf, d.startPosts(u), 'g', -1, 64)
+				buf = strconv.AppendFloat(buf, startPosts(d, u), 'g', -1, 64)
 				buf = append(buf, '\t')
 				buf = append(buf, at...)
 				buf = append(buf, '\n')

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
@@ -26,12 +27,12 @@ func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: t
 // public API.
 func TestLoadMatchesMemory(t *testing.T) {
 	ctx := context.Background()
-	spec, err := PaperSpec().Scaled(0.005) // 50 users, 5,000 messages
+	spec, err := dataset.PaperSpec().Scaled(0.005) // 50 users, 5,000 messages
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.AvgFollowees = 8
-	d, err := Generate(spec)
+	d, err := dataset.Generate(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +137,12 @@ var shapedSettings = map[string]string{"cap": "25", "slack": "5", "threshold": "
 // equal the in-memory store's, and a post afterwards to reach it.
 func TestLoadShapedMatchesMemory(t *testing.T) {
 	ctx := context.Background()
-	spec, err := PaperSpec().Scaled(0.005) // 50 users, 5,000 messages
+	spec, err := dataset.PaperSpec().Scaled(0.005) // 50 users, 5,000 messages
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.AvgFollowees = 8
-	d, err := Generate(spec)
+	d, err := dataset.Generate(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +172,8 @@ func TestLoadShapedMatchesMemory(t *testing.T) {
 		if _, err := Load(ctx, d, []Target{target}, LoadOptions{}); err != nil {
 			t.Fatalf("%s: %v", m.Name, err)
 		}
-		if rows := testserver.CountRows(t, db, "mailbox")["mailbox"]; rows >= d.MailboxRows() || rows != d.shapedMailboxRows(shape) {
-			t.Fatalf("%s: %d mailbox rows loaded of push's %d, %d expected", m.Name, rows, d.MailboxRows(), d.shapedMailboxRows(shape))
+		if rows := testserver.CountRows(t, db, "mailbox")["mailbox"]; rows >= d.MailboxRows() || rows != shapedMailboxRows(d, shape) {
+			t.Fatalf("%s: %d mailbox rows loaded of push's %d, %d expected", m.Name, rows, d.MailboxRows(), shapedMailboxRows(d, shape))
 		}
 		for u := timeline.UserID(1); u <= timeline.UserID(spec.Users); u++ {
 			want := describe(timelinetest.Walk(t, mem, u, 30))
@@ -211,7 +212,7 @@ func describe(ms []timeline.Message) []string {
 // created schema, and that the server's settings are put back.
 func TestChunkedLoad(t *testing.T) {
 	ctx := context.Background()
-	d, err := Generate(Spec{Users: 200, Messages: 5_000, AvgFollowees: 12, Graph: GraphPowerLaw, Seed: 3})
+	d, err := dataset.Generate(dataset.Spec{Users: 200, Messages: 5_000, AvgFollowees: 12, Graph: dataset.GraphPowerLaw, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
 )
@@ -26,7 +27,7 @@ const vitessBatch = 1000
 // then moves the sequence past them. That holds only while nothing has
 // drawn ids from the sequence yet (a vttablet hands out a block it has
 // cached before it reads the table again), as in a fresh sandbox.
-func LoadVitess(ctx context.Context, d *Dataset, targets []Target, seq *sql.DB, workers int) (*results.DataLoad, error) {
+func LoadVitess(ctx context.Context, d *dataset.Dataset, targets []Target, seq *sql.DB, workers int) (*results.DataLoad, error) {
 	start := time.Now()
 	if workers <= 0 {
 		workers = DefaultLoadWorkers
@@ -53,7 +54,7 @@ func LoadVitess(ctx context.Context, d *Dataset, targets []Target, seq *sql.DB, 
 }
 
 // loadVitessTable inserts the rows of st, batch by batch.
-func loadVitessTable(ctx context.Context, d *Dataset, db *sql.DB, st schema.Table, workers int) (int64, error) {
+func loadVitessTable(ctx context.Context, d *dataset.Dataset, db *sql.DB, st schema.Table, workers int) (int64, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	batches := make(chan []byte)
 	for range workers {

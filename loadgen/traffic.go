@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
@@ -28,7 +29,7 @@ import (
 // walked once before the phase would sink deeper into the timeline with
 // every post, the longer the phase the deeper, and a store that keeps a
 // user's newest entries in an index would fall back more and more.
-func Traffic(s timeline.Store, d *Dataset, mix Mix, pool []OlderPage, churn *Churn, seed int64) func(worker int) openloop.Op {
+func Traffic(s timeline.Store, d *dataset.Dataset, mix Mix, pool []OlderPage, churn *Churn, seed int64) func(worker int) openloop.Op {
 	latest := newLatestCursors(len(d.Followees))
 	return func(worker int) openloop.Op {
 		rng := workerRand(seed, "traffic", worker)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
@@ -27,7 +28,7 @@ import (
 // closed loop; then for two models in an open loop, with a short rate
 // search.
 func TestTrafficEveryModel(t *testing.T) {
-	spec, err := PaperSpec().Scaled(0.002)
+	spec, err := dataset.PaperSpec().Scaled(0.002)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func (s *edgeStore) Unfollow(_ context.Context, a, b timeline.UserID) error {
 // one edge twice at once, and Restore makes it the dataset's again, even
 // after failed operations.
 func TestChurnKeepsTheGraph(t *testing.T) {
-	d, err := Generate(Spec{Users: 200, Messages: 10, AvgFollowees: 10, Seed: 3})
+	d, err := dataset.Generate(dataset.Spec{Users: 200, Messages: 10, AvgFollowees: 10, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func TestParseMix(t *testing.T) {
 // TestBenchRefusesBadTraffic: a bad traffic setting is refused before the
 // run starts anything.
 func TestBenchRefusesBadTraffic(t *testing.T) {
-	spec, _ := PaperSpec().Scaled(0.002)
+	spec, _ := dataset.PaperSpec().Scaled(0.002)
 	for _, cfg := range []BenchConfig{
 		{Rate: -1}, {MaxInFlight: -3}, {SLO: -time.Second}, {SearchSteps: -1}, {StepDuration: -time.Second},
 		{Rate: 10, Arrivals: "bursty"}, {Mix: &Mix{}},
@@ -298,10 +299,13 @@ func (w *whoStore) Post(ctx context.Context, u timeline.UserID, body string) (ti
 // under skewed activity the most followed users read and post far more
 // often than a uniform draw would make them.
 func TestTrafficFollowsActivity(t *testing.T) {
-	spec := Spec{Users: 2000, Messages: 20_000, AvgFollowees: 20, Graph: GraphPowerLaw, Seed: 3,
-		Activity: Activity{Mode: ActivitySkewed, PostExponent: 1, ReadExponent: 1}}
-	d := mustGenerate(t, spec)
-	in, _ := degreesOf(d)
+	spec := dataset.Spec{Users: 2000, Messages: 20_000, AvgFollowees: 20, Graph: dataset.GraphPowerLaw, Seed: 3,
+		Activity: dataset.Activity{Mode: dataset.ActivitySkewed, PostExponent: 1, ReadExponent: 1}}
+	d, err := dataset.Generate(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := d.Stats().Followers
 	var meanIn float64
 	for _, f := range in {
 		meanIn += float64(f)
@@ -376,11 +380,14 @@ func TestFollowsPreferThePopular(t *testing.T) {
 	for _, c := range []struct {
 		mode    string
 		popular bool
-	}{{ActivitySkewed, true}, {ActivityUniform, false}} {
-		spec := Spec{Users: 2000, Messages: 2_000, AvgFollowees: 20, Graph: GraphPowerLaw, Seed: 5,
-			Activity: Activity{Mode: c.mode}}
-		d := mustGenerate(t, spec)
-		in, _ := degreesOf(d)
+	}{{dataset.ActivitySkewed, true}, {dataset.ActivityUniform, false}} {
+		spec := dataset.Spec{Users: 2000, Messages: 2_000, AvgFollowees: 20, Graph: dataset.GraphPowerLaw, Seed: 5,
+			Activity: dataset.Activity{Mode: c.mode}}
+		d, err := dataset.Generate(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := d.Stats().Followers
 		var mean, weighted, weights float64
 		for _, f := range in {
 			mean += float64(f)
@@ -429,7 +436,7 @@ func TestTrafficOnlyIsWarm(t *testing.T) {
 	if len(models) == 0 {
 		t.Fatal("no model reads warm")
 	}
-	spec, err := PaperSpec().Scaled(0.05) // 500 users: most of them read once or not at all
+	spec, err := dataset.PaperSpec().Scaled(0.05) // 500 users: most of them read once or not at all
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +526,10 @@ func (s *cursorStore) Timeline(ctx context.Context, u timeline.UserID, q timelin
 // then cannot prove the page, the longer the phase the more often).
 func TestTrafficOlderPagesFollowReads(t *testing.T) {
 	ctx := context.Background()
-	d := mustGenerate(t, Spec{Users: 20, Messages: 2_000, AvgFollowees: 8, Seed: 5})
+	d, err := dataset.Generate(dataset.Spec{Users: 20, Messages: 2_000, AvgFollowees: 8, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := &cursorStore{Store: timeline.NewMemory(), depth: map[userCursor]int{}, latest: map[userDepth]timeline.Cursor{}}
 	if err := d.Apply(ctx, s); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -29,7 +30,7 @@ func workerRand(seed int64, phase string, worker int) *rand.Rand {
 // NewestPage reads the newest page (default limit) of the home timeline of
 // a user drawn by d's activity (Dataset.PickReader: uniformly for the
 // paper's benchmark).
-func NewestPage(s timeline.Store, d *Dataset, seed int64) func(worker int) Op {
+func NewestPage(s timeline.Store, d *dataset.Dataset, seed int64) func(worker int) Op {
 	return func(worker int) Op {
 		rng := workerRand(seed, "newest", worker)
 		return func(ctx context.Context, _ *Clock) error {
@@ -41,7 +42,7 @@ func NewestPage(s timeline.Store, d *Dataset, seed int64) func(worker int) Op {
 
 // Submit posts a message by an author drawn by d's activity
 // (Dataset.PickAuthor), with a body drawn like the dataset's.
-func Submit(s timeline.Store, d *Dataset, seed int64) func(worker int) Op {
+func Submit(s timeline.Store, d *dataset.Dataset, seed int64) func(worker int) Op {
 	return func(worker int) Op {
 		rng := workerRand(seed, "submit", worker)
 		var buf []byte
@@ -55,7 +56,7 @@ func Submit(s timeline.Store, d *Dataset, seed int64) func(worker int) Op {
 
 // Mixed reads the newest page with probability readRatio and posts
 // otherwise.
-func Mixed(s timeline.Store, d *Dataset, readRatio float64, seed int64) func(worker int) Op {
+func Mixed(s timeline.Store, d *dataset.Dataset, readRatio float64, seed int64) func(worker int) Op {
 	read, write := NewestPage(s, d, seed), Submit(s, d, seed)
 	return func(worker int) Op {
 		rng := workerRand(seed, "mixed", worker)
@@ -85,7 +86,7 @@ var ErrNoOlderPages = errors.New("no sampled timeline has a second page")
 // issued them) and keeps the cursors of their pages 2 to 5. Keyset cursors
 // stay valid while new messages arrive, so the pool can be built once and
 // replayed.
-func CollectOlderPages(ctx context.Context, s timeline.Store, d *Dataset, sample, workers int, seed int64) ([]OlderPage, error) {
+func CollectOlderPages(ctx context.Context, s timeline.Store, d *dataset.Dataset, sample, workers int, seed int64) ([]OlderPage, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x01de))
 	var mu sync.Mutex
 	var out []OlderPage

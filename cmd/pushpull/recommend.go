@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/recommend"
 	"github.com/pushpull/pushpull/loadgen/sweep"
 	"github.com/pushpull/pushpull/registry"
@@ -75,10 +76,10 @@ func newRecommendCmd() *cobra.Command {
 				if f.Changed("scale") {
 					return usagef("--users sets the scale; leave out --scale")
 				}
-				if users < 2 || users > loadgen.MaxUsers {
-					return usagef("--users %d: want 2 to %d", users, loadgen.MaxUsers)
+				if users < 2 || users > dataset.MaxUsers {
+					return usagef("--users %d: want 2 to %d", users, dataset.MaxUsers)
 				}
-				bf.scale = float64(users) / float64(loadgen.PaperSpec().Users)
+				bf.scale = float64(users) / float64(dataset.PaperSpec().Users)
 			}
 			if asMap {
 				for _, name := range mapSets {

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -176,7 +177,7 @@ type Config struct {
 	// Bench.Spec is already scaled by Bench.Scale.
 	Bench loadgen.BenchConfig
 	// Base is Bench.Spec before scaling, which Scale's values scale.
-	Base   loadgen.Spec
+	Base   dataset.Spec
 	Param  Param
 	Values []float64
 	// MaxMailboxRows: a model whose load writes the whole mailbox
@@ -252,7 +253,7 @@ func plan(cfg Config) ([]point, error) {
 				spec.Followees = int(v)
 			} else {
 				spec.Celebrity = int(v)
-				spec.Activity = loadgen.Activity{Mode: loadgen.ActivityCelebrity}
+				spec.Activity = dataset.Activity{Mode: dataset.ActivityCelebrity}
 			}
 		case ReadShare:
 			if !(v > 0 && v < 1) {
@@ -325,8 +326,8 @@ const bytesPerMailboxRow = 43
 // mailboxRows is the number of rows spec's push mailbox holds. It
 // generates the dataset, which RunBench does again; it is called only for
 // points that measure a model of fullMailbox.
-func mailboxRows(spec loadgen.Spec) (int64, error) {
-	d, err := loadgen.Generate(spec)
+func mailboxRows(spec dataset.Spec) (int64, error) {
+	d, err := dataset.Generate(spec)
 	if err != nil {
 		return 0, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -42,7 +43,7 @@ func models(t *testing.T) (push, pull string) {
 
 func baseConfig(t *testing.T, scale float64) Config {
 	push, pull := models(t)
-	base := loadgen.PaperSpec()
+	base := dataset.PaperSpec()
 	spec, err := base.Scaled(scale)
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestOptionSweep(t *testing.T) {
 	cfg := baseConfig(t, 0.01) // 100 users, 10,000 messages
 	const followers = 60
 	cfg.Bench.Spec.Celebrity = followers
-	cfg.Bench.Spec.Activity = loadgen.Activity{Mode: loadgen.ActivityCelebrity}
+	cfg.Bench.Spec.Activity = dataset.Activity{Mode: dataset.ActivityCelebrity}
 	cfg.Bench.Models = []string{"hybrid"}
 	cfg.Param, cfg.Values = "option:threshold", []float64{followers / 2, 10 * followers}
 	s, err := Run(context.Background(), cfg)

@@ -13,6 +13,7 @@ import (
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/pull/sqlread"
@@ -28,12 +29,12 @@ import (
 // in-memory store fed the same dataset does, with the dataset's times.
 func TestLoadVitess(t *testing.T) {
 	ctx := context.Background()
-	spec, err := loadgen.PaperSpec().Scaled(0.003) // 30 users, 3,000 messages
+	spec, err := dataset.PaperSpec().Scaled(0.003) // 30 users, 3,000 messages
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.AvgFollowees = 6
-	d, err := loadgen.Generate(spec)
+	d, err := dataset.Generate(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package loadgen
+package dataset
 
 import (
 	"math/bits"
@@ -26,9 +26,9 @@ func (d *Dataset) EachMailbox(fn func(user uint32, messageID uint64) error) erro
 
 // eachMailbox is EachMailbox for users from..to (at most MaxUsers).
 func (d *Dataset) eachMailbox(from, to uint32, fn func(user uint32, messageID uint64) error) error {
-	var mb mailboxer
+	var mb Mailboxer
 	for u := from; u <= to; u++ {
-		for _, id := range mb.mailbox(d, u) {
+		for _, id := range mb.Mailbox(d, u) {
 			if err := fn(u, uint64(id)); err != nil {
 				return err
 			}
@@ -37,12 +37,14 @@ func (d *Dataset) eachMailbox(from, to uint32, fn func(user uint32, messageID ui
 	return nil
 }
 
-// mailboxer builds one user's mailbox at a time in reused buffers.
-type mailboxer struct {
+// Mailboxer builds one user's mailbox at a time in buffers it reuses, for
+// a loader that writes every user's mailbox, or part of it. The zero value
+// is ready to use.
+type Mailboxer struct {
 	buf, tmp []uint32
 }
 
-// mailbox returns u's mailbox ids, ascending, in a buffer valid until the
+// Mailbox returns u's mailbox ids, ascending, in a buffer valid until the
 // next call. It gathers the followees' id lists (each a contiguous run in
 // ByAuthor) and LSD-radix-sorts them. BenchmarkMailboxStrategies compares
 // this with a k-way heap merge of the already sorted lists and with a
@@ -50,11 +52,11 @@ type mailboxer struct {
 // rows/s against about 26M for the heap (log2(43) unpredictable branches
 // per row) and 80M for the bitmap (a scan of 1M bits per user); with 1,000
 // followees per user the bitmap merely draws level (300M vs 270M).
-func (mb *mailboxer) mailbox(d *Dataset, u uint32) []uint32 { return mb.mailboxOf(d, u, nil) }
+func (mb *Mailboxer) Mailbox(d *Dataset, u uint32) []uint32 { return mb.MailboxOf(d, u, nil) }
 
-// mailboxOf is mailbox with only the followees that keep (nil: all)
+// MailboxOf is Mailbox with only the followees that keep (nil: all)
 // accepts.
-func (mb *mailboxer) mailboxOf(d *Dataset, u uint32, keep func(followee uint32) bool) []uint32 {
+func (mb *Mailboxer) MailboxOf(d *Dataset, u uint32, keep func(followee uint32) bool) []uint32 {
 	buf := mb.buf[:0]
 	for _, f := range d.Followees[u-1] {
 		if keep == nil || keep(f) {

@@ -1,4 +1,4 @@
-package loadgen
+package dataset
 
 import (
 	"context"
@@ -202,8 +202,8 @@ func TestStatsString(t *testing.T) {
 		t.Errorf("String() =\n%q, want\n%q", got, want)
 	}
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1234567: "-1,234,567", 100000: "100,000"} {
-		if got := commas(n); got != want {
-			t.Errorf("commas(%d) = %q, want %q", n, got, want)
+		if got := Commas(n); got != want {
+			t.Errorf("Commas(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
@@ -431,9 +431,9 @@ func TestEachMailbox(t *testing.T) {
 		// The benchmarked alternatives agree too.
 		var hm heapMailboxer
 		var bm bitmapMailboxer
-		var rm mailboxer
+		var rm Mailboxer
 		for u := uint32(1); int(u) <= s.Users; u++ {
-			want := slices.Clone(rm.mailbox(d, u))
+			want := slices.Clone(rm.Mailbox(d, u))
 			if got := hm.mailbox(d, u); !slices.Equal(got, want) {
 				t.Fatalf("heap merge differs for user %d", u)
 			}
@@ -637,7 +637,7 @@ func TestScaled(t *testing.T) {
 }
 
 // heapMailboxer and bitmapMailboxer are the alternatives to the radix sort
-// in mailboxer.mailbox, kept for BenchmarkMailboxStrategies and as a cross
+// in Mailboxer.Mailbox, kept for BenchmarkMailboxStrategies and as a cross
 // check.
 
 // heapMailboxer k-way merges the followees' sorted lists with a binary
@@ -784,11 +784,11 @@ func BenchmarkEachMailboxPaper(b *testing.B) {
 
 func BenchmarkMailboxStrategies(b *testing.B) {
 	d := paperDataset(b)
-	var rm mailboxer
+	var rm Mailboxer
 	var hm heapMailboxer
 	var bm bitmapMailboxer
 	for name, f := range map[string]func(*Dataset, uint32) []uint32{
-		"radix":  rm.mailbox,
+		"radix":  rm.Mailbox,
 		"heap":   hm.mailbox,
 		"bitmap": bm.mailbox,
 	} {

@@ -1,4 +1,4 @@
-package loadgen
+package dataset
 
 import (
 	"fmt"
@@ -130,6 +130,34 @@ func (d *Dataset) activityTable(exponent float64) *aliasTable {
 		weights[i] = pow2NegQ32(hi<<32 | lo>>32)
 	}
 	return newAliasTable(weights, users)
+}
+
+// ReadShare is user u's share of the workload's reads (PickReader),
+// scaled so that the users' mean is 1: 1 for everyone unless activity is
+// skewed, else in proportion to the weight PickReader draws u with, the
+// fixed-point weights of its table, so the same on every machine. It is
+// what a store that decides by read rates starts from when the dataset is
+// loaded (package loadgen/load).
+func (d *Dataset) ReadShare(u uint32) float64 {
+	d.readSharesOnce.Do(func() {
+		d.readShares = make([]float64, d.Spec.Users)
+		if d.readers == nil {
+			for i := range d.readShares {
+				d.readShares[i] = 1
+			}
+			return
+		}
+		var sum float64
+		for i, w := range d.readers.weight { // by user: the table's ranks are the ids
+			d.readShares[i] = float64(w)
+			sum += d.readShares[i]
+		}
+		mean := sum / float64(d.Spec.Users)
+		for i := range d.readShares {
+			d.readShares[i] /= mean
+		}
+	})
+	return d.readShares[u-1]
 }
 
 // PickAuthor draws the author of a workload's post: uniformly, by post

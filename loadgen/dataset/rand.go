@@ -1,4 +1,4 @@
-package loadgen
+package dataset
 
 import (
 	"math/bits"
@@ -33,6 +33,16 @@ func mix64(x uint64) uint64 {
 
 func streamSeed(seed int64, stream uint64) uint64 {
 	return mix64(uint64(seed) + stream*0x9e3779b97f4a7c15)
+}
+
+// UserCoin is a uniform number in [0, 1) for user u, drawn from the
+// dataset's seed on the given stream: the same on every run and machine,
+// and unrelated across users and streams. It is for the choices a user of
+// the dataset makes per user (the loader's active readers); their streams
+// are 64 and up, clear of the dataset's own above.
+func (d *Dataset) UserCoin(stream uint64, u uint32) float64 {
+	seed := streamSeed(d.Spec.Seed, stream)
+	return float64(mix64(seed^mix64(uint64(u)))>>11) / (1 << 53)
 }
 
 // rng wraps a PCG. It uses only PCG.Uint64, whose output sequence is fully

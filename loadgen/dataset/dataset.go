@@ -1,5 +1,10 @@
-// Package loadgen: dataset generation, bulk loading and the workload driver
-// of the push-vs-pull home-timeline benchmark.
+// Package dataset is the benchmark's synthetic dataset: the Spec that
+// describes it, the follow graphs (uniform, Zipf, power-law, one read from
+// an edge list, a celebrity's audience), the message authors and bodies,
+// the users' activity and the workload's pickers that follow it, and the
+// mailbox rows fan-out on write would hold. It is pure and deterministic:
+// it reads no clock and no global random source, and imports nothing of
+// the project but package timeline.
 //
 // The dataset is synthetic. A Spec describes it (PaperSpec is the one from
 // Kazuho Oku's 2008 benchmark: 10,000 users, 1,000,000 messages, 42.9
@@ -19,7 +24,7 @@
 // and the message id, so a million messages cost four megabytes. Iterators
 // (EachFollow, EachMessage, EachMailbox) hand rows to a bulk loader in the
 // primary-key order of the target tables without building them in memory.
-package loadgen
+package dataset
 
 import (
 	"context"
@@ -30,7 +35,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -297,8 +301,7 @@ type Dataset struct {
 	// (ActivityCelebrity).
 	celebrity uint32
 	// readShares are the users' shares of the reads, scaled to a mean of
-	// 1, for the rates a selective store starts from (load_shape.go),
-	// computed once.
+	// 1 (ReadShare), computed once.
 	readShares     []float64
 	readSharesOnce sync.Once
 }
@@ -439,8 +442,9 @@ type Stats struct {
 	AvgFollowees, AvgFollowers float64
 	MaxFollowees, MaxFollowers int
 	MailboxRows                int64
-	// Followees and Followers are the out- and in-degree distributions.
-	Followees, Followers results.Degrees
+	// Followees and Followers are the out- and in-degree distributions:
+	// each user's followee and follower count, user u at index u-1.
+	Followees, Followers []int
 }
 
 // Stats computes the dataset's summary without iterating mailbox rows.
@@ -451,13 +455,13 @@ func (d *Dataset) Stats() Stats {
 		Edges:       int64(len(d.followers.ids)),
 		MailboxRows: d.MailboxRows(),
 	}
-	out, in := make([]int, st.Users), make([]int, st.Users)
+	st.Followees, st.Followers = make([]int, st.Users), make([]int, st.Users)
 	for i, fs := range d.Followees {
-		out[i] = len(fs)
-		in[i] = d.followers.count(i + 1)
+		st.Followees[i] = len(fs)
+		st.Followers[i] = d.followers.count(i + 1)
+		st.MaxFollowees = max(st.MaxFollowees, st.Followees[i])
+		st.MaxFollowers = max(st.MaxFollowers, st.Followers[i])
 	}
-	st.Followees, st.Followers = results.DegreesOf(out), results.DegreesOf(in)
-	st.MaxFollowees, st.MaxFollowers = st.Followees.Max, st.Followers.Max
 	// Every follow has one follower and one followee, so the two averages
 	// are equal; both are reported because they answer different
 	// questions (read cost vs fan-out cost).
@@ -471,23 +475,14 @@ func (d *Dataset) Stats() Stats {
 // 42,903,716 mailbox rows".
 func (st Stats) String() string {
 	return fmt.Sprintf("%s users, %s messages, %s follows (%.2f followees/user avg, max %s; max %s followers), %s mailbox rows",
-		commas(int64(st.Users)), commas(int64(st.Messages)), commas(st.Edges),
-		st.AvgFollowees, commas(int64(st.MaxFollowees)), commas(int64(st.MaxFollowers)),
-		commas(st.MailboxRows))
+		Commas(int64(st.Users)), Commas(int64(st.Messages)), Commas(st.Edges),
+		st.AvgFollowees, Commas(int64(st.MaxFollowees)), Commas(int64(st.MaxFollowers)),
+		Commas(st.MailboxRows))
 }
 
-// DegreeString is a one-line summary of the degree distributions, e.g.
-// "followers per user max 9,999, p99 385, p50 19; followees per user max
-// 3,500, p99 287, p50 27".
-func (st Stats) DegreeString() string {
-	f := func(name string, d results.Degrees) string {
-		return fmt.Sprintf("%s per user max %s, p99 %s, p50 %s", name, commas(int64(d.Max)), commas(int64(d.P99)), commas(int64(d.P50)))
-	}
-	return f("followers", st.Followers) + "; " + f("followees", st.Followees)
-}
-
-// commas formats n with thousands separators.
-func commas(n int64) string {
+// Commas formats n with thousands separators, as the summaries of the
+// dataset and of its load print counts.
+func Commas(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := n < 0
 	if neg {
