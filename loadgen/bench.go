@@ -52,7 +52,7 @@ type BenchConfig struct {
 	Concurrency   int           // workers per phase
 	ReadRatio     float64       // > 0 adds a mixed phase with this share of reads
 	Durability    string        // results.Durable or results.Relaxed
-	// LoadCache is the directory of the load cache (LoadOptions.Cache,
+	// LoadCache is the directory of the load cache (load.Options.Cache,
 	// package tablecache), "" for none. Only a sandbox's load uses it.
 	LoadCache string
 	// LoadCacheBytes bounds the cache's size; 0 means

@@ -10,8 +10,11 @@ import (
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/registry"
+	_ "github.com/pushpull/pushpull/registry/all"
 	schema "github.com/pushpull/pushpull/sql"
 )
+
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
 
 // TestBenchRefusesForeignDatabase: against an existing server, the
 // benchmark drops and re-creates only databases pushpull made, unless

@@ -13,11 +13,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/tablecache"
 	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/load"
 	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
+	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -259,9 +262,9 @@ func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
 // openStores), then records the sizes. A model on no database gets the
 // dataset through its own Follow and Post (fine at small scales only).
 func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
-	var targets, vtTargets []Target
+	var targets, vtTargets []load.Target
 	for _, m := range registry.OpenOrder(b.models) {
-		if !m.Persistent() || slices.ContainsFunc(append(targets, vtTargets...), func(t Target) bool { return t.Name == m.Database }) {
+		if !m.Persistent() || slices.ContainsFunc(append(targets, vtTargets...), func(t load.Target) bool { return t.Name == m.Database }) {
 			continue
 		}
 		if !m.OnVitess() { // a keyspace of the fresh cluster is empty
@@ -279,14 +282,14 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 			return fmt.Errorf("load %s: model %s lives on a database but does not hand out its connection pool (timeline.DBHolder)", m.Database, m.Name)
 		}
 		if m.OnVitess() {
-			vtTargets = append(vtTargets, Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema})
+			vtTargets = append(vtTargets, load.Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema})
 			continue
 		}
-		t := Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
+		t := load.Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
 		if pm, ok := s.(registry.PartialMailbox); ok {
 			t.Mailbox = pm.MailboxShape()
 			if t.Mailbox.ActiveReads > 0 {
-				active, users := ActiveUsers(b.data, t.Mailbox)
+				active, users := load.ActiveUsers(b.data, t.Mailbox)
 				b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s starts with %d of %d users active (%.0f%%): those who read within its window, at %g reads per user per window",
 					m.Name, active, users, 100*float64(active)/float64(users), t.Mailbox.ActiveReads))
 			}
@@ -295,7 +298,7 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 	}
 	b.logf("loading ...")
 	var err error
-	opts := LoadOptions{Progress: b.cfg.Progress}
+	opts := load.Options{Progress: b.cfg.Progress}
 	if local {
 		opts.Server = admin // a sandbox: the load may tune it (and puts it back)
 		if b.cfg.LoadCache != "" {
@@ -304,7 +307,7 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 			}
 		}
 	}
-	if b.res.Load, err = Load(ctx, b.data, targets, opts); err != nil {
+	if b.res.Load, err = load.Load(ctx, b.data, targets, opts); err != nil {
 		return err
 	}
 	if len(vtTargets) > 0 {
@@ -335,6 +338,25 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 		b.sizes[t.Name] = [2]int64{data, disk}
 		b.logf("%s database: %s data+index, %s on disk", t.Name, mb(data), mb(disk))
 	}
+	return nil
+}
+
+// loadVitess loads the keyspaces of the models on Vitess (load.Vitess)
+// and adds their tables to the run's load.
+func (b *bench) loadVitess(ctx context.Context, targets []load.Target) error {
+	seq, err := mysqlx.Open(ctx, mysqlx.Options{DSN: b.vtgate, Database: schema.SequenceKeyspace, MaxConns: 1, Vitess: true})
+	if err != nil {
+		return err
+	}
+	defer seq.Close()
+	t0 := time.Now()
+	vl, err := load.Vitess(ctx, b.data, targets, seq, 4)
+	if err != nil {
+		return err
+	}
+	b.res.Load.Tables = append(b.res.Load.Tables, vl.Tables...)
+	b.res.Load.Seconds += vl.Seconds
+	b.logf("loaded %d keyspaces on Vitess in %.1fs", len(targets), time.Since(t0).Seconds())
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package loadgen
+package load
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func TestLoadCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := LoadOptions{Cache: cache, CacheMinRows: 3000, ChunkRows: d.MailboxRows() / 3}
+	opts := Options{Cache: cache, CacheMinRows: 3000, ChunkRows: d.MailboxRows() / 3}
 
 	open := func() *push.Store {
 		t.Helper()

@@ -1,4 +1,4 @@
-package loadgen
+package load
 
 import (
 	"bufio"
@@ -32,7 +32,7 @@ const DefaultCacheMinRows int64 = 1_000_000
 // does: older entries then stop matching.
 const cacheFormat = "pushpull load cache 1"
 
-// The load cache (LoadOptions.Cache) uses InnoDB's transportable
+// The load cache (Options.Cache) uses InnoDB's transportable
 // tablespaces. After a table is loaded, FLUSH TABLES ... FOR EXPORT writes
 // its pages and a description of it (.cfg) next to its file (.ibd), which
 // the cache copies. The next load of the same table discards the empty
@@ -56,7 +56,7 @@ const cacheFormat = "pushpull load cache 1"
 // loaded (tableRun.store): of tables with equal keys (equal rows and
 // definition, such as two models' messages) only the first, whose outcome
 // the others take (tableRun.keptBy).
-func restoreCached(ctx context.Context, tables []*tableRun, opts LoadOptions, bar *progress) error {
+func restoreCached(ctx context.Context, tables []*tableRun, opts Options, bar *progress) error {
 	minRows := opts.CacheMinRows
 	if minRows <= 0 {
 		minRows = DefaultCacheMinRows
@@ -329,7 +329,7 @@ func readThrough(ctx context.Context, db *sql.DB, table string, workers int) (in
 
 // storeCached keeps run's files in the cache. A table that cannot be kept
 // is only reported: the load itself succeeded.
-func storeCached(ctx context.Context, run *tableRun, opts LoadOptions, bar *progress) {
+func storeCached(ctx context.Context, run *tableRun, opts Options, bar *progress) {
 	start := time.Now()
 	what := run.target.Name + "." + run.table.name
 	err := func() error {

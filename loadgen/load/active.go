@@ -1,4 +1,4 @@
-package loadgen
+package load
 
 import (
 	"bufio"
@@ -15,9 +15,10 @@ import (
 // The users a store that fans out to active readers only (push-active,
 // registry.MailboxShape.ActiveReads) has as active when the benchmark
 // starts. A user is active when they read within the store's window. With
-// the workload's reads drawn as PickReader draws them, user u's share of
-// reads is p_u (uniform, or proportional to (1+followers(u))^ReadExponent
-// under ActivitySkewed), and if the reads of a window number
+// the workload's reads drawn as Dataset.PickReader draws them, user u's
+// share of reads is p_u (uniform, or proportional to
+// (1+followers(u))^ReadExponent under dataset.ActivitySkewed), and if the
+// reads of a window number
 // ActiveReads*users, u reads within it about ActiveReads*users*p_u times:
 // as a Poisson count, at least once with probability
 // 1 - exp(-ActiveReads*users*p_u). The load draws that coin for each user

@@ -1,4 +1,4 @@
-package loadgen
+package load
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func TestLoadMatchesMemory(t *testing.T) {
 	}
 	defer pl.Close()
 
-	load, err := Load(ctx, d, []Target{{Name: "pull", DB: pl.DB(), Schema: schema.Pull}, {Name: "push", DB: ps.DB(), Schema: schema.Push}}, LoadOptions{})
+	load, err := Load(ctx, d, []Target{{Name: "pull", DB: pl.DB(), Schema: schema.Pull}, {Name: "push", DB: ps.DB(), Schema: schema.Push}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,8 +151,8 @@ func TestLoadShapedMatchesMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	shaped := 0
-	for _, m := range notOnVitess(registry.Models()) {
-		if !m.Persistent() {
+	for _, m := range registry.Models() {
+		if m.OnVitess() || !m.Persistent() { // this package's tests start no Vitess cluster
 			continue
 		}
 		db := testserver.Database(t)
@@ -169,7 +169,7 @@ func TestLoadShapedMatchesMemory(t *testing.T) {
 		shaped++
 		shape := pm.MailboxShape()
 		target := Target{Name: db, DB: s.(timeline.DBHolder).DB(), Schema: m.Schema, Mailbox: shape}
-		if _, err := Load(ctx, d, []Target{target}, LoadOptions{}); err != nil {
+		if _, err := Load(ctx, d, []Target{target}, Options{}); err != nil {
 			t.Fatalf("%s: %v", m.Name, err)
 		}
 		if rows := testserver.CountRows(t, db, "mailbox")["mailbox"]; rows >= d.MailboxRows() || rows != shapedMailboxRows(d, shape) {
@@ -237,7 +237,7 @@ func TestChunkedLoad(t *testing.T) {
 	}
 	before := setting()
 
-	opts := LoadOptions{Workers: 3, ChunkRows: 2000, Server: admin}
+	opts := Options{Workers: 3, ChunkRows: 2000, Server: admin}
 	if n := len(mailboxChunks(d, registry.MailboxShape{}, opts.ChunkRows)); n < 20 {
 		t.Fatalf("%d chunks: the test loads too little", n)
 	}

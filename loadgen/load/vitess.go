@@ -1,4 +1,4 @@
-package loadgen
+package load
 
 import (
 	"context"
@@ -9,17 +9,16 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
 )
 
-// vitessBatch is how many rows one INSERT of LoadVitess writes: vtgate
+// vitessBatch is how many rows one INSERT of Vitess writes: vtgate
 // splits it by shard, and a statement stays far below its row limit.
 const vitessBatch = 1000
 
-// LoadVitess writes d into targets on Vitess (a keyspace sharded by user,
+// Vitess writes d into targets on Vitess (a keyspace sharded by user,
 // schema.PushVitess or schema.PullVitess) through vtgate, which does not
 // take LOAD DATA: multi-row INSERTs of vitessBatch rows, workers at once,
 // that vtgate splits by shard. Messages keep the dataset's ids, which the
@@ -27,10 +26,10 @@ const vitessBatch = 1000
 // then moves the sequence past them. That holds only while nothing has
 // drawn ids from the sequence yet (a vttablet hands out a block it has
 // cached before it reads the table again), as in a fresh sandbox.
-func LoadVitess(ctx context.Context, d *dataset.Dataset, targets []Target, seq *sql.DB, workers int) (*results.DataLoad, error) {
+func Vitess(ctx context.Context, d *dataset.Dataset, targets []Target, seq *sql.DB, workers int) (*results.DataLoad, error) {
 	start := time.Now()
 	if workers <= 0 {
-		workers = DefaultLoadWorkers
+		workers = DefaultWorkers
 	}
 	out := &results.DataLoad{}
 	for _, t := range targets {
@@ -164,23 +163,4 @@ func appendPair(q []byte, a, b uint64) []byte {
 	q = strconv.AppendUint(q, a, 10)
 	q = append(q, ',')
 	return strconv.AppendUint(q, b, 10)
-}
-
-// loadVitess loads the keyspaces of the models on Vitess (LoadVitess) and
-// adds their tables to the run's load.
-func (b *bench) loadVitess(ctx context.Context, targets []Target) error {
-	seq, err := mysqlx.Open(ctx, mysqlx.Options{DSN: b.vtgate, Database: schema.SequenceKeyspace, MaxConns: 1, Vitess: true})
-	if err != nil {
-		return err
-	}
-	defer seq.Close()
-	t0 := time.Now()
-	load, err := LoadVitess(ctx, b.data, targets, seq, 4)
-	if err != nil {
-		return err
-	}
-	b.res.Load.Tables = append(b.res.Load.Tables, load.Tables...)
-	b.res.Load.Seconds += load.Seconds
-	b.logf("loaded %d keyspaces on Vitess in %.1fs", len(targets), time.Since(t0).Seconds())
-	return nil
 }

@@ -1,4 +1,23 @@
-package loadgen
+// Package load bulk-loads a generated dataset (package loadgen/dataset)
+// into the models' empty databases, as the benchmark does before it
+// measures: MariaDB's through LOAD DATA (Load), with a cache of loaded
+// tables (Options.Cache) and, on a throw-away server, settings tuned for
+// the load while it runs (Options.Server); the keyspaces on Vitess through
+// vtgate (Vitess). A model that keeps only part of push's mailbox
+// (registry.PartialMailbox) gets that part and the tables that say which,
+// decided by the model's own rules.
+//
+// Bulk loading streams generated rows to the server with LOAD DATA LOCAL
+// INFILE through the driver's reader handler: no temporary files, no
+// row-at-a-time INSERTs. Rows arrive in primary-key order. A table loaded
+// in one statement into an empty table, with unique and foreign-key checks
+// off, takes MariaDB's (10.6+) bulk path: it builds the indexes from sorted
+// rows without undo logging. The mailbox, 43 million rows at paper scale
+// and most of the load, is cut into chunks of consecutive users that load
+// side by side on several connections (the bulk path locks the whole
+// table, so those take the ordinary one). See Options for the server
+// settings a load on a throw-away server changes.
+package load
 
 import (
 	"bufio"
@@ -6,7 +25,6 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,17 +41,6 @@ import (
 	schema "github.com/pushpull/pushpull/sql"
 )
 
-// Bulk loading streams generated rows to the server with LOAD DATA LOCAL
-// INFILE through the driver's reader handler: no temporary files, no
-// row-at-a-time INSERTs. Rows arrive in primary-key order. A table loaded
-// in one statement into an empty table, with unique and foreign-key checks
-// off, takes MariaDB's (10.6+) bulk path: it builds the indexes from sorted
-// rows without undo logging. The mailbox, 43 million rows at paper scale
-// and most of the load, is cut into chunks of consecutive users that load
-// side by side on several connections (the bulk path locks the whole
-// table, so those take the ordinary one). See LoadOptions for the server
-// settings a load on a throw-away server changes.
-
 // Target is one model's database, empty but with its schema applied.
 type Target struct {
 	Name   string       // the database's name, for progress and results
@@ -44,13 +51,13 @@ type Target struct {
 	Mailbox registry.MailboxShape
 }
 
-// LoadOptions tune Load.
-type LoadOptions struct {
+// Options tune Load.
+type Options struct {
 	// Progress gets a live line when it is a terminal, else one line per
 	// table; nil for none.
 	Progress io.Writer
 	// Workers is how many statements load at once; 0 means
-	// DefaultLoadWorkers.
+	// DefaultWorkers.
 	Workers int
 	// ChunkRows is about how many mailbox rows one statement loads; 0
 	// means DefaultChunkRows. A mailbox no larger loads in one statement,
@@ -74,15 +81,15 @@ type LoadOptions struct {
 	Server *sql.DB
 }
 
-// Defaults of LoadOptions. Two statements keep two cores busy; a third
+// Defaults of Options. Two statements keep two cores busy; a third
 // only adds contention on the index (measured at paper scale: one
 // statement used 114 CPU seconds of the server, two side by side 153). Two
 // million rows a chunk keep a chunk's transaction (and its undo log) small
 // and give the workers about twenty chunks of the paper's mailbox, so that
 // neither waits long for the other at the end.
 const (
-	DefaultLoadWorkers       = 2
-	DefaultChunkRows   int64 = 2_000_000
+	DefaultWorkers         = 2
+	DefaultChunkRows int64 = 2_000_000
 )
 
 // Load writes d into the targets, runs ANALYZE TABLE, and reports rows and
@@ -90,11 +97,11 @@ const (
 // opts.Workers jobs run at once, the mailbox's chunks first, since they are
 // most of the work. With opts.Cache, tables found in the cache are
 // restored from it instead, and the large tables loaded are kept in it
-// (see LoadOptions.Cache).
-func Load(ctx context.Context, d *dataset.Dataset, targets []Target, opts LoadOptions) (*results.DataLoad, error) {
+// (see Options.Cache).
+func Load(ctx context.Context, d *dataset.Dataset, targets []Target, opts Options) (*results.DataLoad, error) {
 	start := time.Now()
 	if opts.Workers <= 0 {
-		opts.Workers = DefaultLoadWorkers
+		opts.Workers = DefaultWorkers
 	}
 	if opts.ChunkRows <= 0 {
 		opts.ChunkRows = DefaultChunkRows
@@ -546,119 +553,4 @@ func (r *tableRun) finish(bar *progress) bool {
 	r.end = time.Now()
 	bar.done(r.track, r.end.Sub(r.start).Seconds())
 	return true
-}
-
-// progress shows the tables being loaded: on a terminal one line redrawn
-// twice a second with every active table's rows, rate and ETA; elsewhere
-// only a line per finished table.
-type progress struct {
-	w     io.Writer
-	tty   bool
-	mu    sync.Mutex
-	live  []*tracked
-	stop  chan struct{}
-	ended chan struct{}
-}
-
-type tracked struct {
-	what  string
-	total int64
-	n     *atomic.Int64
-	start time.Time
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func newProgress(w io.Writer) *progress {
-	p := &progress{w: w, tty: w != nil && isTerminal(w), stop: make(chan struct{}), ended: make(chan struct{})}
-	if !p.tty {
-		close(p.ended)
-		return p
-	}
-	go func() {
-		defer close(p.ended)
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				p.redraw()
-				p.mu.Unlock()
-			}
-		}
-	}()
-	return p
-}
-
-func (p *progress) redraw() {
-	line := "\r\033[K  loading"
-	for _, t := range p.live {
-		done := t.n.Load()
-		rate := float64(done) / time.Since(t.start).Seconds()
-		eta := "?"
-		if rate > 0 {
-			eta = time.Duration(float64(t.total-done) / rate * float64(time.Second)).Round(time.Second).String()
-		}
-		line += fmt.Sprintf("  %s %3.0f%% %.2fM rows/s ETA %s", t.what, 100*float64(done)/float64(max(t.total, 1)), rate/1e6, eta)
-	}
-	fmt.Fprint(p.w, line)
-}
-
-func (p *progress) add(what string, total int64, n *atomic.Int64) *tracked {
-	t := &tracked{what: what, total: total, n: n, start: time.Now()}
-	p.mu.Lock()
-	p.live = append(p.live, t)
-	p.mu.Unlock()
-	return t
-}
-
-func (p *progress) done(t *tracked, secs float64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i, x := range p.live {
-		if x == t {
-			p.live = append(p.live[:i], p.live[i+1:]...)
-			break
-		}
-	}
-	if p.w == nil {
-		return
-	}
-	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-	done := t.n.Load()
-	fmt.Fprintf(p.w, "  loaded  %-16s %12s rows in %6.1fs  (%.2fM rows/s)\n", t.what, dataset.Commas(done), secs, float64(done)/secs/1e6)
-}
-
-// note prints a line of its own, between redraws of the live line.
-func (p *progress) note(format string, args ...any) {
-	if p.w == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-	fmt.Fprintf(p.w, format+"\n", args...)
-}
-
-func (p *progress) close() {
-	select {
-	case <-p.stop:
-	default:
-		close(p.stop)
-	}
-	<-p.ended
 }
