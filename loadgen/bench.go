@@ -23,6 +23,7 @@ import (
 	"github.com/pushpull/pushpull/internal/vitess"
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -76,10 +77,10 @@ type BenchConfig struct {
 
 	// Mix, if set, adds for every model, after the read phases and before
 	// any submission (see bench.writes), a phase of mixed traffic in these
-	// proportions (see Traffic), measured per operation type and as long
+	// proportions (see workload.Traffic), measured per operation type and as long
 	// as the model's other phases. Rate or
-	// FindRate without a Mix use DefaultMix.
-	Mix *Mix
+	// FindRate without a Mix use workload.DefaultMix.
+	Mix *workload.Mix
 	// Rate, if > 0, drives the traffic in an open loop at this many
 	// operations per second (package openloop) instead of a closed loop
 	// of Concurrency workers.
@@ -191,7 +192,7 @@ func (c *BenchConfig) defaults() {
 		c.ExtraDuration = c.Duration
 	}
 	if c.Mix == nil && (c.Rate > 0 || c.FindRate) {
-		m := DefaultMix()
+		m := workload.DefaultMix()
 		c.Mix = &m
 	}
 	if c.Arrivals == "" {
@@ -347,7 +348,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 
 	b := &bench{cfg: cfg, res: res, dsn: dsn, data: d, users: st.Users, logf: logf, models: models,
 		open: map[string]timeline.Store{}, fresh: map[string][]timeline.Store{},
-		traffic: map[string]timeline.Store{}, pools: map[string][]OlderPage{}}
+		traffic: map[string]timeline.Store{}, pools: map[string][]workload.OlderPage{}}
 	defer b.closeAll()
 	if sb != nil && sb.MemcacheAddr != "" {
 		b.memcache = []string{sb.MemcacheAddr}

@@ -17,6 +17,7 @@ import (
 	"github.com/pushpull/pushpull/internal/tablecache"
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/load"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -37,13 +38,13 @@ type bench struct {
 	users                int
 	logf                 func(format string, args ...any)
 
-	models  []registry.Model            // cfg.Models, looked up
-	open    map[string]timeline.Store   // by model name
-	fresh   map[string][]timeline.Store // unused stores of cache-mixed models, by name: invalidate, then ttl
-	traffic map[string]timeline.Store   // the traffic phase's unused store of a cache-mixed model, by name
-	pools   map[string][]OlderPage      // older-page cursors by database (or model name, without one)
-	sizes   map[string][2]int64         // data and disk bytes by database
-	meter   *cost.Meter                 // nil once a snapshot failed
+	models  []registry.Model                // cfg.Models, looked up
+	open    map[string]timeline.Store       // by model name
+	fresh   map[string][]timeline.Store     // unused stores of cache-mixed models, by name: invalidate, then ttl
+	traffic map[string]timeline.Store       // the traffic phase's unused store of a cache-mixed model, by name
+	pools   map[string][]workload.OlderPage // older-page cursors by database (or model name, without one)
+	sizes   map[string][2]int64             // data and disk bytes by database
+	meter   *cost.Meter                     // nil once a snapshot failed
 }
 
 func (b *bench) closeAll() {
@@ -144,21 +145,21 @@ func (b *bench) duration(m registry.Model) time.Duration {
 
 // phase runs one measured phase and records a failure if too many of its
 // operations failed. onMeasure, if not nil, runs when measuring begins.
-func (b *bench) phase(ctx context.Context, name string, dur time.Duration, newOp func(int) Op, onMeasure func()) (results.Phase, error) {
+func (b *bench) phase(ctx context.Context, name string, dur time.Duration, newOp func(int) workload.Op, onMeasure func()) (results.Phase, error) {
 	p, _, err := b.phaseKinds(ctx, name, dur, nil, newOp, onMeasure)
 	return p, err
 }
 
 // phaseKinds is phase for operations of several kinds, whose figures it
 // returns too. Every phase carries its cost per operation (see metered).
-func (b *bench) phaseKinds(ctx context.Context, name string, dur time.Duration, kinds []string, newOp func(int) Op, onMeasure func()) (results.Phase, []KindResult, error) {
+func (b *bench) phaseKinds(ctx context.Context, name string, dur time.Duration, kinds []string, newOp func(int) workload.Op, onMeasure func()) (results.Phase, []workload.KindResult, error) {
 	length := dur.String()
 	if b.cfg.Ops > 0 {
 		length = fmt.Sprintf("%d ops", b.cfg.Ops)
 	}
 	b.logf("phase %s (%s, %d workers)", name, length, b.cfg.Concurrency)
 	start, finish := b.metered(ctx, onMeasure)
-	pr, err := RunPhase(ctx, PhaseConfig{
+	pr, err := workload.RunPhase(ctx, workload.PhaseConfig{
 		Name: name, Workers: b.cfg.Concurrency, Warmup: b.cfg.Warmup, Duration: dur, Ops: b.cfg.Ops,
 		Progress: b.cfg.Progress, OnMeasure: start, Kinds: kinds,
 	}, newOp)
@@ -173,11 +174,11 @@ func (b *bench) phaseKinds(ctx context.Context, name string, dur time.Duration, 
 }
 
 // checkErrors records a failure of the run when a phase's error rate is
-// above MaxErrorRate.
+// above workload.MaxErrorRate.
 func (b *bench) checkErrors(name string, rate float64, samples []string) {
-	if rate > MaxErrorRate {
+	if rate > workload.MaxErrorRate {
 		b.res.Failures = append(b.res.Failures, fmt.Sprintf("%s: %.1f%% of operations failed (over %.0f%%), e.g. %s",
-			name, 100*rate, 100*MaxErrorRate, strings.Join(samples, "; ")))
+			name, 100*rate, 100*workload.MaxErrorRate, strings.Join(samples, "; ")))
 	}
 }
 
@@ -230,7 +231,7 @@ func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
 	if b.cfg.TrafficOnly {
 		return b.trafficOnly(ctx)
 	}
-	harness, err := b.phase(ctx, "harness/noop", min(b.cfg.Duration, time.Second), NewestPage(Noop{}, b.data, b.cfg.Spec.Seed), nil)
+	harness, err := b.phase(ctx, "harness/noop", min(b.cfg.Duration, time.Second), workload.NewestPage(workload.Noop{}, b.data, b.cfg.Spec.Seed), nil)
 	if err != nil {
 		return err
 	}
@@ -434,7 +435,7 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 	}
 	var before map[string]int64
 	var err error
-	if rm.Retrieve, err = b.phase(ctx, m.Name+"/retrieve", dur, NewestPage(s, b.data, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
+	if rm.Retrieve, err = b.phase(ctx, m.Name+"/retrieve", dur, workload.NewestPage(s, b.data, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
 		return rm, err
 	}
 	after := counts(s)
@@ -453,9 +454,9 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 		rm.RetrieveOlder.Skipped = true
 		return rm, nil
 	}
-	pool, err := CollectOlderPages(ctx, s, b.data, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
+	pool, err := workload.CollectOlderPages(ctx, s, b.data, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
 	switch {
-	case errors.Is(err, ErrNoOlderPages):
+	case errors.Is(err, workload.ErrNoOlderPages):
 		rm.RetrieveOlder.Skipped = true
 		b.res.Notes = append(b.res.Notes, m.Name+": no timeline has a second page; older-page retrieval not measured")
 	case err != nil:
@@ -464,7 +465,7 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 		if _, ok := b.pools[poolKey(m)]; !ok {
 			b.pools[poolKey(m)] = pool
 		}
-		if rm.RetrieveOlder, err = b.phase(ctx, m.Name+"/retrieve-older", dur, OlderPages(s, pool, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
+		if rm.RetrieveOlder, err = b.phase(ctx, m.Name+"/retrieve-older", dur, workload.OlderPages(s, pool, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
 			return rm, err
 		}
 		after = counts(s)
@@ -551,7 +552,7 @@ func (b *bench) readWhileWriting(ctx context.Context, m registry.Model) error {
 	if b.cfg.ReadRatio > 0 && m.Bench.Has(registry.PhaseMixed) && !m.Bench.Has(registry.PhaseCacheMixed) {
 		rm, s := b.res.Model(m.Name), b.open[m.Name]
 		var before map[string]int64
-		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), Mixed(s, b.data, b.cfg.ReadRatio, b.cfg.Spec.Seed), func() {
+		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), workload.Mixed(s, b.data, b.cfg.ReadRatio, b.cfg.Spec.Seed), func() {
 			before = counts(s)
 			forgetLag(s)
 		})
@@ -588,7 +589,7 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 		// Its submission is a goal figure against the plain one's:
 		// the phases get the same length.
 		before := map[string]int64{}
-		p, err := b.phase(ctx, m.Name+"/submit", b.cfg.Duration, Submit(s, b.data, seed), func() {
+		p, err := b.phase(ctx, m.Name+"/submit", b.cfg.Duration, workload.Submit(s, b.data, seed), func() {
 			before = counts(s)
 			forgetLag(s)
 		})
@@ -610,7 +611,7 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 		}
 	case shared[m.Database] == nil:
 		var before map[string]int64
-		p, err := b.phase(ctx, string(m.Family)+"/submit", b.cfg.Duration, Submit(s, b.data, seed), func() { before = counts(s) })
+		p, err := b.phase(ctx, string(m.Family)+"/submit", b.cfg.Duration, workload.Submit(s, b.data, seed), func() { before = counts(s) })
 		if err != nil {
 			return err
 		}
@@ -639,14 +640,14 @@ func (b *bench) cachedWrites(ctx context.Context, m registry.Model, rm *results.
 	seed, dur := b.cfg.Spec.Seed, b.duration(m)
 	s, ttl := b.fresh[m.Name][0], b.fresh[m.Name][1]
 	var err error
-	if rm.Submit, err = b.phase(ctx, m.Name+"/submit", dur, Submit(s, b.data, seed), nil); err != nil {
+	if rm.Submit, err = b.phase(ctx, m.Name+"/submit", dur, workload.Submit(s, b.data, seed), nil); err != nil {
 		return err
 	}
 	// The cache the mixed phase reads is filled during its warm-up, after
 	// the submissions above, through the same store.
 	var before map[string]int64
 	p, err := b.phase(ctx, fmt.Sprintf("%s/mixed-%.0f%%", m.Name, 100*b.cfg.CacheReadRatio), dur,
-		Mixed(s, b.data, b.cfg.CacheReadRatio, seed), func() { before = counts(s) })
+		workload.Mixed(s, b.data, b.cfg.CacheReadRatio, seed), func() { before = counts(s) })
 	if err != nil {
 		return err
 	}
@@ -654,9 +655,9 @@ func (b *bench) cachedWrites(ctx context.Context, m registry.Model, rm *results.
 	rm.Mixed = &mixed
 	maps.Copy(rm.Extra, results.CounterFigures("mixed_", before, counts(s)))
 
-	log, stale := NewPostLog(), &StaleStats{}
+	log, stale := workload.NewPostLog(), &workload.StaleStats{}
 	p, err = b.phase(ctx, fmt.Sprintf("%s/ttl-mixed-%.0f%%", m.Name, 100*b.cfg.CacheReadRatio), dur,
-		StalenessMixed(ttl, b.data, b.cfg.CacheReadRatio, seed, log, stale), func() {
+		workload.StalenessMixed(ttl, b.data, b.cfg.CacheReadRatio, seed, log, stale), func() {
 			before = counts(ttl)
 			stale.Reset()
 		})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
@@ -326,7 +327,7 @@ unless --force. With --dsn, the models that use memcached need --memcache.
 
 Models (see pushpull --help for what each does): %s.`,
 		list(paper), list(extra), list(variants), list(offered), list(registry.Names(slowModels())), list(own),
-		loadgen.DefaultMixSpec, strings.Join(benchDatabases(), ", "), strings.Join(registry.Names(registry.Listed()), ", "))
+		workload.DefaultMixSpec, strings.Join(benchDatabases(), ", "), strings.Join(registry.Names(registry.Listed()), ", "))
 }
 
 // slowModels are the registered models whose phases --slow-cap caps.

@@ -13,6 +13,7 @@ import (
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
@@ -89,7 +90,7 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&b.noLoadCache, "no-load-cache", false, "load every table, neither restoring from nor adding to --load-cache")
 	f.Float64Var(&b.loadCacheGiB, "load-cache-size", float64(tablecache.DefaultMaxBytes>>30), "most GiB --load-cache holds; the least recently used entries go first (the paper-scale mailbox takes about 2)")
 	f.StringArrayVar(&b.set, "set", nil, "mariadbd option for the sandbox, key=value (repeatable), e.g. --set innodb_buffer_pool_size=8G")
-	f.StringVar(&b.mixSpec, "mix", "", "add a phase of production traffic per model in these proportions, e.g. "+loadgen.DefaultMixSpec+
+	f.StringVar(&b.mixSpec, "mix", "", "add a phase of production traffic per model in these proportions, e.g. "+workload.DefaultMixSpec+
 		" (\"default\"); one more phase per model, as long as its others: about +1 min for the default models")
 	f.Float64Var(&b.rate, "rate", 0, "drive the traffic phase in an open loop at this many operations/s (implies --mix default), latency from each intended start; the same length as --mix's phase")
 	f.StringVar(&b.arrivals, "arrivals", string(openloop.Poisson), "open-loop arrivals: poisson (exponential gaps) or constant (evenly spaced)")
@@ -193,9 +194,9 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	if b.extraDuration < 0 || b.cacheTTL <= 0 || b.cacheTTL > 30*24*time.Hour {
 		return usagef("--extra-duration must not be negative, and --cache-ttl must be between 1ms and 720h")
 	}
-	var mix *loadgen.Mix
+	var mix *workload.Mix
 	if b.mixSpec != "" {
-		m, err := loadgen.ParseMix(b.mixSpec)
+		m, err := workload.ParseMix(b.mixSpec)
 		if err != nil {
 			return &usageError{fmt.Errorf("--mix: %w", err)}
 		}

@@ -96,8 +96,8 @@ const (
 	DefaultFlushEvery = 500
 	// DefaultReadsPerPost is how many newest-page reads the bulk load
 	// assumes for every post when it starts the rates from the dataset:
-	// the benchmark's default mix (loadgen.DefaultMixSpec: newest=76,
-	// post=2).
+	// the benchmark's default mix (loadgen/workload's DefaultMixSpec:
+	// newest=76, post=2).
 	DefaultReadsPerPost = 38.0
 )
 

@@ -11,6 +11,7 @@ import (
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 
@@ -144,8 +145,8 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mix := loadgen.DefaultMix()
-	noReads, _ := loadgen.ParseMix("follow=1,unfollow=1")
+	mix := workload.DefaultMix()
+	noReads, _ := workload.ParseMix("follow=1,unfollow=1")
 	var slow, vitess, memory string
 	for _, m := range registry.Listed() {
 		switch {

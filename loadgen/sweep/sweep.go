@@ -27,6 +27,7 @@ import (
 
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -47,7 +48,7 @@ const (
 	// graph with Spec.Followees): what a pull read merges.
 	Followees Param = "followees"
 	// Followers sets the followers of one author, user 1 (Spec.Celebrity),
-	// and makes every post of the workload theirs (ActivityCelebrity):
+	// and makes every post of the workload theirs (dataset.ActivityCelebrity):
 	// what a push post fans out to.
 	Followers Param = "followers"
 	// ReadShare sets the share of reads in the mixed traffic: reads keep
@@ -334,23 +335,23 @@ func mailboxRows(spec dataset.Spec) (int64, error) {
 	return d.MailboxRows(), nil
 }
 
-// ReadShareMix is the default mix (loadgen.DefaultMix) with reads making up
+// ReadShareMix is the default mix (workload.DefaultMix) with reads making up
 // share of it: newest and older pages keep their proportion to each other,
 // and so do posts, follows and unfollows.
-func ReadShareMix(share float64) (loadgen.Mix, error) {
-	def := loadgen.DefaultMix()
-	reads := def.Share(loadgen.OpNewest) + def.Share(loadgen.OpOlder)
+func ReadShareMix(share float64) (workload.Mix, error) {
+	def := workload.DefaultMix()
+	reads := def.Share(workload.OpNewest) + def.Share(workload.OpOlder)
 	var parts []string
-	for _, op := range loadgen.MixOps {
+	for _, op := range workload.MixOps {
 		w := def.Share(op)
-		if op == loadgen.OpNewest || op == loadgen.OpOlder {
+		if op == workload.OpNewest || op == workload.OpOlder {
 			w *= share / reads
 		} else {
 			w *= (1 - share) / (1 - reads)
 		}
 		parts = append(parts, fmt.Sprintf("%s=%s", op, strconv.FormatFloat(w*100, 'g', 6, 64)))
 	}
-	return loadgen.ParseMix(strings.Join(parts, ","))
+	return workload.ParseMix(strings.Join(parts, ","))
 }
 
 // Run runs the sweep: every value is checked first (a bad one is a

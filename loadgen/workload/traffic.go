@@ -1,15 +1,11 @@
-package loadgen
+package workload
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"sync"
-	"time"
 
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/openloop"
-	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -123,90 +119,4 @@ func ClosedOp(newOp func(worker int) openloop.Op) func(worker int) Op {
 			return err
 		}
 	}
-}
-
-// DefaultSLO is the latency objective of the rate search: the p99 of the
-// mixed traffic, from intended starts. 50 ms is well within what a person
-// waits for a feed to appear, and an order of magnitude above a warm read
-// of any model here, so that only queueing breaks it.
-const DefaultSLO = 50 * time.Millisecond
-
-// DefaultStepDuration is the measured length of each step of the rate
-// search: long enough for a few thousand operations at the rates these
-// stores sustain, short enough for eight steps per model.
-const DefaultStepDuration = 2 * time.Second
-
-// ConfigError reports an invalid traffic setting of a benchmark run: the
-// open loop's error, as every one of these settings is the open loop's or
-// its rate search's.
-type ConfigError = openloop.ConfigError
-
-// checkTraffic reports the first invalid traffic setting of c as a
-// *ConfigError.
-func (c *BenchConfig) checkTraffic() error {
-	bad := func(field string, v any, reason string) error {
-		return &ConfigError{Field: field, Value: fmt.Sprint(v), Reason: reason}
-	}
-	switch {
-	case c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
-		return bad("rate", c.Rate, "want operations per second above 0, or 0 for a closed loop")
-	case c.MaxInFlight < 0 || c.MaxInFlight > openloop.MaxWorkers:
-		return bad("max in flight", c.MaxInFlight, fmt.Sprintf("want 1 to %d", openloop.MaxWorkers))
-	case c.SLO < 0:
-		return bad("slo", c.SLO, "want a p99 latency above 0")
-	case c.StepDuration < 0:
-		return bad("step duration", c.StepDuration, "want a length above 0")
-	case c.SearchSteps < 0 || c.SearchSteps > 100:
-		return bad("search steps", c.SearchSteps, "want 1 to 100")
-	case c.Mix != nil && c.Mix.total() <= 0:
-		return &MixError{Spec: c.Mix.String(), Reason: "every weight is 0"}
-	}
-	if c.Arrivals != "" {
-		if _, err := openloop.ParseArrivals(string(c.Arrivals)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// trafficFromClosed records a closed-loop traffic phase.
-func trafficFromClosed(mix Mix, workers int, total results.Phase, kinds []KindResult) *results.Traffic {
-	t := &results.Traffic{Mix: mix.String(), Loop: results.LoopClosed, Workers: workers, Total: total, Ops: map[string]results.Phase{}}
-	for _, k := range kinds {
-		if mix.Share(k.Name) > 0 {
-			t.Ops[k.Name] = results.PhaseFromHistogram(k.Latency, k.Ops, k.Errors, total.Seconds)
-		}
-	}
-	return t
-}
-
-// trafficFromOpen records an open-loop traffic phase.
-func trafficFromOpen(mix Mix, r openloop.Result) *results.Traffic {
-	t := &results.Traffic{Mix: mix.String(), Loop: results.LoopOpen, Workers: r.Workers, Ops: map[string]results.Phase{},
-		Total: results.PhaseFromHistogram(r.Total.Latency, r.Total.Ops, r.Total.Errors, r.Seconds)}
-	for _, k := range r.Kinds {
-		if mix.Share(k.Name) > 0 {
-			t.Ops[k.Name] = results.PhaseFromHistogram(k.Latency, k.Ops, k.Errors, r.Seconds)
-		}
-	}
-	late := r.Lateness.ValueAtPercentiles([]float64{50, 99})
-	t.Open = &results.OpenLoop{
-		Arrivals: string(r.Arrivals), RatePerSec: r.Rate, OfferedPerSec: r.OfferedPerSec(), AchievedPerSec: r.AchievedPerSec(),
-		Scheduled: r.Scheduled, Started: r.Started, Late: r.Late, Missed: r.Missed,
-		LateP50Ms: float64(late[50]) / 1000, LateP99Ms: float64(late[99]) / 1000, LateMaxMs: float64(r.Lateness.Max()) / 1000,
-		Service:      results.PhaseFromHistogram(r.Total.Service, r.Total.Ops, r.Total.Errors, r.Seconds),
-		PeakInFlight: r.PeakInFlight, PeakBacklog: r.PeakBacklog, Saturated: r.Saturated(),
-	}
-	return t
-}
-
-// searchResult records a rate search.
-func searchResult(slo, step time.Duration, start float64, sr openloop.SearchResult) *results.RateSearch {
-	out := &results.RateSearch{SLOMs: float64(slo.Microseconds()) / 1000, BestPerSec: sr.Best, StartPerSec: start,
-		StepSeconds: step.Seconds()}
-	for _, s := range sr.Steps {
-		out.Steps = append(out.Steps, results.RateStep{RatePerSec: s.Rate, OfferedPerSec: s.Offered, AchievedPerSec: s.Achieved,
-			P50Ms: s.P50Ms, P99Ms: s.P99Ms, P999Ms: s.P999Ms, Errors: s.Errors, Late: s.Late, Missed: s.Missed, Held: s.Held})
-	}
-	return out
 }

@@ -1,37 +1,14 @@
-package loadgen
+package workload
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
 
-	"github.com/bradfitz/gomemcache/memcache"
-
-	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/timeline"
 )
-
-// MemcacheGet reads one key of valueSize bytes from memcached per
-// operation: the raw rate that cached timeline reads are compared with.
-func MemcacheGet(ctx context.Context, servers []string, workers, valueSize int) (func(worker int) Op, error) {
-	mc := memcache.New(servers...)
-	mc.MaxIdleConns = workers
-	mc.Timeout = time.Second
-	key := fmt.Sprintf("pushpull:rawget:%d", rand.Int64())
-	if err := mc.Set(&memcache.Item{Key: key, Value: make([]byte, valueSize), Expiration: 3600}); err != nil {
-		return nil, fmt.Errorf("memcached at %v: %w", servers, err)
-	}
-	return func(int) Op {
-		return func(ctx context.Context, _ *Clock) error {
-			_, err := mc.Get(key)
-			return err
-		}
-	}, nil
-}
 
 // PostLog remembers when each message posted during a phase was
 // acknowledged, per author, so that a reader can tell how stale a page it
@@ -142,14 +119,4 @@ func (s *StaleStats) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pages, s.stale, s.max = 0, 0, 0
-}
-
-// memcachedBytes is the memory memcached's items take, summed over servers
-// (the "bytes" line of the stats command).
-func memcachedBytes(servers []string) (int64, error) {
-	st, err := cost.MemcachedStats(servers, "bytes")
-	if err != nil {
-		return 0, err
-	}
-	return st["bytes"], nil
 }

@@ -1,4 +1,14 @@
-package loadgen
+// Package workload is what the benchmark does to the stores once the
+// dataset is loaded: the operations of the paper's benchmark (newest and
+// older pages, posts, and reads mixed with posts), the mixed traffic of a
+// production feed in a Mix's proportions with its follows and unfollows
+// (Traffic, Churn), the bookkeeping that tells how stale a served page was
+// (PostLog), and the closed-loop driver that runs operations on workers
+// and measures them (RunPhase). Operations draw their users by the
+// dataset's activity (package loadgen/dataset); Traffic's also suit the
+// open loop of package loadgen/openloop, which drives them at a planned
+// rate.
+package workload
 
 import (
 	"cmp"

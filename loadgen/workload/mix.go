@@ -1,4 +1,4 @@
-package loadgen
+package workload
 
 import (
 	"fmt"
@@ -114,6 +114,11 @@ func (m Mix) total() float64 {
 	}
 	return t
 }
+
+// Empty reports whether no operation has a positive weight: the zero Mix,
+// or one whose every operation was taken out (Without). Traffic needs a
+// Mix that is not empty.
+func (m Mix) Empty() bool { return m.total() <= 0 }
 
 // String writes m as ParseMix reads it, operations of weight 0 left out.
 func (m Mix) String() string {
