@@ -113,7 +113,7 @@ func (p Param) Help() string {
 	case ReadShare:
 		return "share of reads (0 to 1, exclusive) in the mixed traffic phase, which it turns on"
 	case Option:
-		return "a model option, whole numbers (e.g. option:threshold for hybrid, option:cap for push-capped)"
+		return "a model option, whole numbers (e.g. option:threshold for hybrid, option:cap for a capped push mailbox)"
 	}
 	return ""
 }
