@@ -1,3 +1,17 @@
+// Package loadgen runs the push-vs-pull home-timeline benchmark
+// (RunBench, as BenchConfig describes it) and records it as a
+// results.Result. Its parts are packages of their own: loadgen/dataset
+// generates the dataset, loadgen/load bulk-loads it into the models'
+// databases, loadgen/workload holds the operations, the mixed traffic and
+// the closed-loop driver that measures them, and loadgen/openloop drives
+// operations at a planned rate. This package orchestrates them: it starts
+// the sandbox (or uses the servers it is given), loads, opens every model,
+// runs its phases in order (reads, then the phases that read while they
+// write, then submissions), measures their costs, the fan-out lag of the
+// stores that post later and the staleness of cached pages, compares
+// cached reads with raw memcached gets (MemcacheGet), and turns what the
+// phases measured into results documents. Packages loadgen/sweep and
+// loadgen/recommend run it over many points.
 package loadgen
 
 import (
