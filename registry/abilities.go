@@ -38,8 +38,8 @@ type MailboxShape struct {
 	// overall; push_edges, pull_edges and user_rates (schema.PushEdges,
 	// schema.PullEdges, schema.UserRates) hold the decisions and counts.
 	PushEdge func(reads, posts float64) bool
-	// ReadsPerPost is how many reads the counts PushEdge decides by
-	// start from for every post.
+	// ReadsPerPost is the scale of the counts PushEdge starts from: the
+	// reads per post, over all users.
 	ReadsPerPost float64
 
 	// ActiveReads > 0 keeps the mailboxes of active users only, whole,
