@@ -103,10 +103,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // Threshold returns the follower count from which posts are pulled.
 func (s *Store) Threshold() int { return s.threshold }
 
-// MailboxShape implements registry.PartialMailbox: no posts of authors
-// with Threshold followers or more.
+// PullsAuthor is the model's rule: an author with followers followers
+// (counted up to Threshold) is pulled, their posts fanned out to no
+// mailbox, when followers is at least Threshold. Post decides by it, and
+// so does a bulk load (MailboxShape).
+func (s *Store) PullsAuthor(followers int) bool { return followers >= s.threshold }
+
+// MailboxShape implements registry.PartialMailbox: no posts of the
+// authors PullsAuthor pulls.
 func (s *Store) MailboxShape() registry.MailboxShape {
-	return registry.MailboxShape{PullFrom: s.threshold}
+	return registry.MailboxShape{PullAuthor: s.PullsAuthor}
 }
 
 // Post implements timeline.Store: the message and either its fan-out, or,
@@ -120,7 +126,7 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 			author, s.threshold).Scan(&followers); err != nil {
 			return err
 		}
-		if followers < s.threshold {
+		if !s.PullsAuthor(followers) {
 			_, err := push.FanOut(ctx, tx, msg.ID, author)
 			return err
 		}

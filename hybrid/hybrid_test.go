@@ -47,6 +47,21 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
+// TestMailboxShape: a bulk load pulls the authors Post pulls, by the
+// store's own rule.
+func TestMailboxShape(t *testing.T) {
+	s := open(t, 3)
+	shape := s.MailboxShape()
+	if shape.PullAuthor == nil || shape.PushEdge != nil || shape.Cap != 0 || shape.ActiveReads != 0 || shape.Whole() {
+		t.Fatal("the shape is not the author rule alone")
+	}
+	for followers, want := range map[int]bool{0: false, 2: false, 3: true, 1000: true} {
+		if got := shape.PullAuthor(followers); got != want || s.PullsAuthor(followers) != want {
+			t.Errorf("an author of %d followers: the shape pulls %v, the store %v; want %v", followers, got, s.PullsAuthor(followers), want)
+		}
+	}
+}
+
 // TestThresholdCrossing takes one author over the threshold and back
 // under it, with follows and unfollows on the way, and requires every
 // timeline to equal the in-memory store's at each step, posts to be

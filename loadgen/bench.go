@@ -1,3 +1,17 @@
+// Package loadgen runs the push-vs-pull home-timeline benchmark
+// (RunBench, as BenchConfig describes it) and records it as a
+// results.Result. Its parts are packages of their own: loadgen/dataset
+// generates the dataset, loadgen/load bulk-loads it into the models'
+// databases, loadgen/workload holds the operations, the mixed traffic and
+// the closed-loop driver that measures them, and loadgen/openloop drives
+// operations at a planned rate. This package orchestrates them: it starts
+// the sandbox (or uses the servers it is given), loads, opens every model,
+// runs its phases in order (reads, then the phases that read while they
+// write, then submissions), measures their costs, the fan-out lag of the
+// stores that post later and the staleness of cached pages, compares
+// cached reads with raw memcached gets (MemcacheGet), and turns what the
+// phases measured into results documents. Packages loadgen/sweep and
+// loadgen/recommend run it over many points.
 package loadgen
 
 import (
@@ -21,7 +35,9 @@ import (
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/sandbox"
 	"github.com/pushpull/pushpull/internal/vitess"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -37,7 +53,7 @@ type BenchConfig struct {
 	Force bool
 	// Models to measure, by registry name; nil means DefaultBenchModels.
 	Models []string
-	Spec   Spec
+	Spec   dataset.Spec
 	Scale  float64 // already applied to Spec; recorded in the result
 
 	Duration time.Duration // measured time per phase of the paper's models
@@ -51,7 +67,7 @@ type BenchConfig struct {
 	Concurrency   int           // workers per phase
 	ReadRatio     float64       // > 0 adds a mixed phase with this share of reads
 	Durability    string        // results.Durable or results.Relaxed
-	// LoadCache is the directory of the load cache (LoadOptions.Cache,
+	// LoadCache is the directory of the load cache (load.Options.Cache,
 	// package tablecache), "" for none. Only a sandbox's load uses it.
 	LoadCache string
 	// LoadCacheBytes bounds the cache's size; 0 means
@@ -75,10 +91,10 @@ type BenchConfig struct {
 
 	// Mix, if set, adds for every model, after the read phases and before
 	// any submission (see bench.writes), a phase of mixed traffic in these
-	// proportions (see Traffic), measured per operation type and as long
+	// proportions (see workload.Traffic), measured per operation type and as long
 	// as the model's other phases. Rate or
-	// FindRate without a Mix use DefaultMix.
-	Mix *Mix
+	// FindRate without a Mix use workload.DefaultMix.
+	Mix *workload.Mix
 	// Rate, if > 0, drives the traffic in an open loop at this many
 	// operations per second (package openloop) instead of a closed loop
 	// of Concurrency workers.
@@ -190,7 +206,7 @@ func (c *BenchConfig) defaults() {
 		c.ExtraDuration = c.Duration
 	}
 	if c.Mix == nil && (c.Rate > 0 || c.FindRate) {
-		m := DefaultMix()
+		m := workload.DefaultMix()
 		c.Mix = &m
 	}
 	if c.Arrivals == "" {
@@ -264,13 +280,14 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 
 	// The dataset.
 	t0 := time.Now()
-	d, err := Generate(cfg.Spec)
+	d, err := dataset.Generate(cfg.Spec)
 	if err != nil {
 		return nil, err
 	}
 	st := d.Stats()
+	followees, followers := results.DegreesOf(st.Followees), results.DegreesOf(st.Followers)
 	logf("dataset: %s (generated in %.1fs)", st, time.Since(t0).Seconds())
-	logf("degrees: %s", st.DegreeString())
+	logf("degrees: %s", degreeString(followees, followers))
 	spec := d.Spec // with its defaults filled in
 	logf("activity: %s", spec.Activity)
 	res.Dataset = results.Dataset{
@@ -285,12 +302,12 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 				el.Source, el.Duplicates, el.SelfFollows))
 		}
 	}
-	if spec.Activity.Mode == ActivitySkewed {
+	if spec.Activity.Mode == dataset.ActivitySkewed {
 		res.Dataset.ActivityParams = map[string]float64{
 			"post_exponent": spec.Activity.PostExponent, "read_exponent": spec.Activity.ReadExponent,
 		}
 	}
-	res.Dataset.SetDegrees(st.Followees, st.Followers)
+	res.Dataset.SetDegrees(followees, followers)
 	res.Dataset.PostAudience, res.Dataset.ReadFollowees = d.WorkloadMeans()
 
 	// The server.
@@ -345,7 +362,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 
 	b := &bench{cfg: cfg, res: res, dsn: dsn, data: d, users: st.Users, logf: logf, models: models,
 		open: map[string]timeline.Store{}, fresh: map[string][]timeline.Store{},
-		traffic: map[string]timeline.Store{}, pools: map[string][]OlderPage{}}
+		traffic: map[string]timeline.Store{}, pools: map[string][]workload.OlderPage{}}
 	defer b.closeAll()
 	if sb != nil && sb.MemcacheAddr != "" {
 		b.memcache = []string{sb.MemcacheAddr}
@@ -376,16 +393,26 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	return res, nil
 }
 
+// degreeString is a one-line summary of the degree distributions, e.g.
+// "followers per user max 9,999, p99 385, p50 19; followees per user max
+// 3,500, p99 287, p50 27".
+func degreeString(followees, followers results.Degrees) string {
+	f := func(name string, d results.Degrees) string {
+		return fmt.Sprintf("%s per user max %s, p99 %s, p50 %s", name, dataset.Commas(int64(d.Max)), dataset.Commas(int64(d.P99)), dataset.Commas(int64(d.P50)))
+	}
+	return f("followers", followers) + "; " + f("followees", followees)
+}
+
 // graphName describes the graph of s (defaults filled in), e.g.
 // "zipf(s=1.1)" or "powerlaw(in=2.3, out=2.5)".
-func graphName(s Spec) string {
+func graphName(s dataset.Spec) string {
 	g := s.Graph
 	switch g {
-	case GraphZipf:
+	case dataset.GraphZipf:
 		g = fmt.Sprintf("%s(s=%g)", g, s.ZipfS)
-	case GraphPowerLaw:
+	case dataset.GraphPowerLaw:
 		g = fmt.Sprintf("%s(in=%g, out=%g)", g, s.InExponent, s.OutExponent)
-	case GraphEdges:
+	case dataset.GraphEdges:
 		g = fmt.Sprintf("%s(%s)", g, filepath.Base(s.EdgeList.Source))
 	}
 	if s.Followees > 0 {
@@ -398,12 +425,12 @@ func graphName(s Spec) string {
 }
 
 // graphParams are the generator's parameters of s by name.
-func graphParams(s Spec) map[string]float64 {
+func graphParams(s dataset.Spec) map[string]float64 {
 	p := map[string]float64{}
 	switch s.Graph {
-	case GraphZipf:
+	case dataset.GraphZipf:
 		p["zipf_s"] = s.ZipfS
-	case GraphPowerLaw:
+	case dataset.GraphPowerLaw:
 		p["in_exponent"], p["out_exponent"] = s.InExponent, s.OutExponent
 	}
 	if s.Followees > 0 {

@@ -7,10 +7,14 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/registry"
+	_ "github.com/pushpull/pushpull/registry/all"
 	schema "github.com/pushpull/pushpull/sql"
 )
+
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
 
 // TestBenchRefusesForeignDatabase: against an existing server, the
 // benchmark drops and re-creates only databases pushpull made, unless
@@ -40,7 +44,7 @@ func TestBenchRefusesForeignDatabase(t *testing.T) {
 		defer admin.Close()
 		admin.Exec("DROP DATABASE IF EXISTS " + pullDB)
 	})
-	spec, _ := PaperSpec().Scaled(0.002)
+	spec, _ := dataset.PaperSpec().Scaled(0.002)
 	cfg := BenchConfig{DSN: testserver.DSN(t), Spec: spec, Models: []string{model}, Duration: 200 * time.Millisecond}
 	_, err = RunBench(ctx, cfg)
 	if !errors.Is(err, schema.ErrForeignDatabase) {

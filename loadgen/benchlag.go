@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
@@ -59,7 +60,7 @@ func (b *bench) halfRate(ctx context.Context, m registry.Model, s timeline.Store
 		return nil
 	}
 	name := m.Name + "/" + string(registry.PhaseHalfRate)
-	post := Submit(s, b.data, b.cfg.Spec.Seed)
+	post := workload.Submit(s, b.data, b.cfg.Spec.Seed)
 	newOp := func(worker int) openloop.Op {
 		op := post(worker)
 		return func(ctx context.Context) (int, error) { return 0, op(ctx, nil) }

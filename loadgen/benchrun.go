@@ -13,10 +13,15 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/tablecache"
+	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/load"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
+	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -29,17 +34,17 @@ type bench struct {
 	memcache []string
 	// vtgate and vtgateStatus: the Vitess cluster's, for the models on it.
 	vtgate, vtgateStatus string
-	data                 *Dataset
+	data                 *dataset.Dataset
 	users                int
 	logf                 func(format string, args ...any)
 
-	models  []registry.Model            // cfg.Models, looked up
-	open    map[string]timeline.Store   // by model name
-	fresh   map[string][]timeline.Store // unused stores of cache-mixed models, by name: invalidate, then ttl
-	traffic map[string]timeline.Store   // the traffic phase's unused store of a cache-mixed model, by name
-	pools   map[string][]OlderPage      // older-page cursors by database (or model name, without one)
-	sizes   map[string][2]int64         // data and disk bytes by database
-	meter   *cost.Meter                 // nil once a snapshot failed
+	models  []registry.Model                // cfg.Models, looked up
+	open    map[string]timeline.Store       // by model name
+	fresh   map[string][]timeline.Store     // unused stores of cache-mixed models, by name: invalidate, then ttl
+	traffic map[string]timeline.Store       // the traffic phase's unused store of a cache-mixed model, by name
+	pools   map[string][]workload.OlderPage // older-page cursors by database (or model name, without one)
+	sizes   map[string][2]int64             // data and disk bytes by database
+	meter   *cost.Meter                     // nil once a snapshot failed
 }
 
 func (b *bench) closeAll() {
@@ -140,21 +145,21 @@ func (b *bench) duration(m registry.Model) time.Duration {
 
 // phase runs one measured phase and records a failure if too many of its
 // operations failed. onMeasure, if not nil, runs when measuring begins.
-func (b *bench) phase(ctx context.Context, name string, dur time.Duration, newOp func(int) Op, onMeasure func()) (results.Phase, error) {
+func (b *bench) phase(ctx context.Context, name string, dur time.Duration, newOp func(int) workload.Op, onMeasure func()) (results.Phase, error) {
 	p, _, err := b.phaseKinds(ctx, name, dur, nil, newOp, onMeasure)
 	return p, err
 }
 
 // phaseKinds is phase for operations of several kinds, whose figures it
 // returns too. Every phase carries its cost per operation (see metered).
-func (b *bench) phaseKinds(ctx context.Context, name string, dur time.Duration, kinds []string, newOp func(int) Op, onMeasure func()) (results.Phase, []KindResult, error) {
+func (b *bench) phaseKinds(ctx context.Context, name string, dur time.Duration, kinds []string, newOp func(int) workload.Op, onMeasure func()) (results.Phase, []workload.KindResult, error) {
 	length := dur.String()
 	if b.cfg.Ops > 0 {
 		length = fmt.Sprintf("%d ops", b.cfg.Ops)
 	}
 	b.logf("phase %s (%s, %d workers)", name, length, b.cfg.Concurrency)
 	start, finish := b.metered(ctx, onMeasure)
-	pr, err := RunPhase(ctx, PhaseConfig{
+	pr, err := workload.RunPhase(ctx, workload.PhaseConfig{
 		Name: name, Workers: b.cfg.Concurrency, Warmup: b.cfg.Warmup, Duration: dur, Ops: b.cfg.Ops,
 		Progress: b.cfg.Progress, OnMeasure: start, Kinds: kinds,
 	}, newOp)
@@ -169,11 +174,11 @@ func (b *bench) phaseKinds(ctx context.Context, name string, dur time.Duration, 
 }
 
 // checkErrors records a failure of the run when a phase's error rate is
-// above MaxErrorRate.
+// above workload.MaxErrorRate.
 func (b *bench) checkErrors(name string, rate float64, samples []string) {
-	if rate > MaxErrorRate {
+	if rate > workload.MaxErrorRate {
 		b.res.Failures = append(b.res.Failures, fmt.Sprintf("%s: %.1f%% of operations failed (over %.0f%%), e.g. %s",
-			name, 100*rate, 100*MaxErrorRate, strings.Join(samples, "; ")))
+			name, 100*rate, 100*workload.MaxErrorRate, strings.Join(samples, "; ")))
 	}
 }
 
@@ -226,7 +231,7 @@ func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
 	if b.cfg.TrafficOnly {
 		return b.trafficOnly(ctx)
 	}
-	harness, err := b.phase(ctx, "harness/noop", min(b.cfg.Duration, time.Second), NewestPage(Noop{}, b.data, b.cfg.Spec.Seed), nil)
+	harness, err := b.phase(ctx, "harness/noop", min(b.cfg.Duration, time.Second), workload.NewestPage(workload.Noop{}, b.data, b.cfg.Spec.Seed), nil)
 	if err != nil {
 		return err
 	}
@@ -258,9 +263,9 @@ func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
 // openStores), then records the sizes. A model on no database gets the
 // dataset through its own Follow and Post (fine at small scales only).
 func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
-	var targets, vtTargets []Target
+	var targets, vtTargets []load.Target
 	for _, m := range registry.OpenOrder(b.models) {
-		if !m.Persistent() || slices.ContainsFunc(append(targets, vtTargets...), func(t Target) bool { return t.Name == m.Database }) {
+		if !m.Persistent() || slices.ContainsFunc(append(targets, vtTargets...), func(t load.Target) bool { return t.Name == m.Database }) {
 			continue
 		}
 		if !m.OnVitess() { // a keyspace of the fresh cluster is empty
@@ -278,14 +283,14 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 			return fmt.Errorf("load %s: model %s lives on a database but does not hand out its connection pool (timeline.DBHolder)", m.Database, m.Name)
 		}
 		if m.OnVitess() {
-			vtTargets = append(vtTargets, Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema})
+			vtTargets = append(vtTargets, load.Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema})
 			continue
 		}
-		t := Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
+		t := load.Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
 		if pm, ok := s.(registry.PartialMailbox); ok {
 			t.Mailbox = pm.MailboxShape()
 			if t.Mailbox.ActiveReads > 0 {
-				active, users := b.data.ActiveUsers(t.Mailbox)
+				active, users := load.ActiveUsers(b.data, t.Mailbox)
 				b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s starts with %d of %d users active (%.0f%%): those who read within its window, at %g reads per user per window",
 					m.Name, active, users, 100*float64(active)/float64(users), t.Mailbox.ActiveReads))
 			}
@@ -294,7 +299,7 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 	}
 	b.logf("loading ...")
 	var err error
-	opts := LoadOptions{Progress: b.cfg.Progress}
+	opts := load.Options{Progress: b.cfg.Progress}
 	if local {
 		opts.Server = admin // a sandbox: the load may tune it (and puts it back)
 		if b.cfg.LoadCache != "" {
@@ -303,7 +308,7 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 			}
 		}
 	}
-	if b.res.Load, err = Load(ctx, b.data, targets, opts); err != nil {
+	if b.res.Load, err = load.Load(ctx, b.data, targets, opts); err != nil {
 		return err
 	}
 	if len(vtTargets) > 0 {
@@ -337,9 +342,28 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 	return nil
 }
 
+// loadVitess loads the keyspaces of the models on Vitess (load.Vitess)
+// and adds their tables to the run's load.
+func (b *bench) loadVitess(ctx context.Context, targets []load.Target) error {
+	seq, err := mysqlx.Open(ctx, mysqlx.Options{DSN: b.vtgate, Database: schema.SequenceKeyspace, MaxConns: 1, Vitess: true})
+	if err != nil {
+		return err
+	}
+	defer seq.Close()
+	t0 := time.Now()
+	vl, err := load.Vitess(ctx, b.data, targets, seq, 4)
+	if err != nil {
+		return err
+	}
+	b.res.Load.Tables = append(b.res.Load.Tables, vl.Tables...)
+	b.res.Load.Seconds += vl.Seconds
+	b.logf("loaded %d keyspaces on Vitess in %.1fs", len(targets), time.Since(t0).Seconds())
+	return nil
+}
+
 // loadThroughStore writes d into s through the Store interface: every
 // follow, then every message in id order.
-func loadThroughStore(ctx context.Context, s timeline.Store, d *Dataset) error {
+func loadThroughStore(ctx context.Context, s timeline.Store, d *dataset.Dataset) error {
 	err := d.EachFollow(func(follower, followee uint32) error {
 		return s.Follow(ctx, timeline.UserID(follower), timeline.UserID(followee))
 	})
@@ -411,7 +435,7 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 	}
 	var before map[string]int64
 	var err error
-	if rm.Retrieve, err = b.phase(ctx, m.Name+"/retrieve", dur, NewestPage(s, b.data, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
+	if rm.Retrieve, err = b.phase(ctx, m.Name+"/retrieve", dur, workload.NewestPage(s, b.data, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
 		return rm, err
 	}
 	after := counts(s)
@@ -430,9 +454,9 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 		rm.RetrieveOlder.Skipped = true
 		return rm, nil
 	}
-	pool, err := CollectOlderPages(ctx, s, b.data, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
+	pool, err := workload.CollectOlderPages(ctx, s, b.data, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
 	switch {
-	case errors.Is(err, ErrNoOlderPages):
+	case errors.Is(err, workload.ErrNoOlderPages):
 		rm.RetrieveOlder.Skipped = true
 		b.res.Notes = append(b.res.Notes, m.Name+": no timeline has a second page; older-page retrieval not measured")
 	case err != nil:
@@ -441,7 +465,7 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 		if _, ok := b.pools[poolKey(m)]; !ok {
 			b.pools[poolKey(m)] = pool
 		}
-		if rm.RetrieveOlder, err = b.phase(ctx, m.Name+"/retrieve-older", dur, OlderPages(s, pool, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
+		if rm.RetrieveOlder, err = b.phase(ctx, m.Name+"/retrieve-older", dur, workload.OlderPages(s, pool, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
 			return rm, err
 		}
 		after = counts(s)
@@ -528,7 +552,7 @@ func (b *bench) readWhileWriting(ctx context.Context, m registry.Model) error {
 	if b.cfg.ReadRatio > 0 && m.Bench.Has(registry.PhaseMixed) && !m.Bench.Has(registry.PhaseCacheMixed) {
 		rm, s := b.res.Model(m.Name), b.open[m.Name]
 		var before map[string]int64
-		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), Mixed(s, b.data, b.cfg.ReadRatio, b.cfg.Spec.Seed), func() {
+		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), workload.Mixed(s, b.data, b.cfg.ReadRatio, b.cfg.Spec.Seed), func() {
 			before = counts(s)
 			forgetLag(s)
 		})
@@ -565,7 +589,7 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 		// Its submission is a goal figure against the plain one's:
 		// the phases get the same length.
 		before := map[string]int64{}
-		p, err := b.phase(ctx, m.Name+"/submit", b.cfg.Duration, Submit(s, b.data, seed), func() {
+		p, err := b.phase(ctx, m.Name+"/submit", b.cfg.Duration, workload.Submit(s, b.data, seed), func() {
 			before = counts(s)
 			forgetLag(s)
 		})
@@ -587,7 +611,7 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 		}
 	case shared[m.Database] == nil:
 		var before map[string]int64
-		p, err := b.phase(ctx, string(m.Family)+"/submit", b.cfg.Duration, Submit(s, b.data, seed), func() { before = counts(s) })
+		p, err := b.phase(ctx, string(m.Family)+"/submit", b.cfg.Duration, workload.Submit(s, b.data, seed), func() { before = counts(s) })
 		if err != nil {
 			return err
 		}
@@ -616,14 +640,14 @@ func (b *bench) cachedWrites(ctx context.Context, m registry.Model, rm *results.
 	seed, dur := b.cfg.Spec.Seed, b.duration(m)
 	s, ttl := b.fresh[m.Name][0], b.fresh[m.Name][1]
 	var err error
-	if rm.Submit, err = b.phase(ctx, m.Name+"/submit", dur, Submit(s, b.data, seed), nil); err != nil {
+	if rm.Submit, err = b.phase(ctx, m.Name+"/submit", dur, workload.Submit(s, b.data, seed), nil); err != nil {
 		return err
 	}
 	// The cache the mixed phase reads is filled during its warm-up, after
 	// the submissions above, through the same store.
 	var before map[string]int64
 	p, err := b.phase(ctx, fmt.Sprintf("%s/mixed-%.0f%%", m.Name, 100*b.cfg.CacheReadRatio), dur,
-		Mixed(s, b.data, b.cfg.CacheReadRatio, seed), func() { before = counts(s) })
+		workload.Mixed(s, b.data, b.cfg.CacheReadRatio, seed), func() { before = counts(s) })
 	if err != nil {
 		return err
 	}
@@ -631,9 +655,9 @@ func (b *bench) cachedWrites(ctx context.Context, m registry.Model, rm *results.
 	rm.Mixed = &mixed
 	maps.Copy(rm.Extra, results.CounterFigures("mixed_", before, counts(s)))
 
-	log, stale := NewPostLog(), &StaleStats{}
+	log, stale := workload.NewPostLog(), &workload.StaleStats{}
 	p, err = b.phase(ctx, fmt.Sprintf("%s/ttl-mixed-%.0f%%", m.Name, 100*b.cfg.CacheReadRatio), dur,
-		StalenessMixed(ttl, b.data, b.cfg.CacheReadRatio, seed, log, stale), func() {
+		workload.StalenessMixed(ttl, b.data, b.cfg.CacheReadRatio, seed, log, stale), func() {
 			before = counts(ttl)
 			stale.Reset()
 		})

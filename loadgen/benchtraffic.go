@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
@@ -36,7 +38,7 @@ func (b *bench) trafficStore(m registry.Model) timeline.Store {
 // olderPool returns the older-page cursors for m's traffic: those its
 // database's reads collected, or, for a model whose reads did not (a cached
 // one), cursors walked now through s.
-func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Store) ([]OlderPage, error) {
+func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Store) ([]workload.OlderPage, error) {
 	if pool, ok := b.pools[poolKey(m)]; ok {
 		return pool, nil
 	}
@@ -44,8 +46,8 @@ func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Stor
 	if sample <= 0 {
 		sample = registry.DefaultOlderSample
 	}
-	pool, err := CollectOlderPages(ctx, s, b.data, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
-	if errors.Is(err, ErrNoOlderPages) {
+	pool, err := workload.CollectOlderPages(ctx, s, b.data, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
+	if errors.Is(err, workload.ErrNoOlderPages) {
 		return nil, nil
 	}
 	if err == nil {
@@ -56,8 +58,8 @@ func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Stor
 
 // trafficPhases measures m's mixed traffic: in a closed loop, or in an open
 // loop at the run's rate, then, if asked, searches for the highest rate
-// that holds the objective. Follows and unfollows go through one Churn,
-// which puts the dataset's graph back afterwards.
+// that holds the objective. Follows and unfollows go through one
+// workload.Churn, which puts the dataset's graph back afterwards.
 func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 	s, rm := b.trafficStore(m), b.res.Model(m.Name)
 	pool, err := b.olderPool(ctx, m, s)
@@ -65,15 +67,15 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		return err
 	}
 	mix := *b.cfg.Mix
-	if len(pool) == 0 && mix.Share(OpOlder) > 0 {
-		mix = mix.Without(OpOlder)
+	if len(pool) == 0 && mix.Share(workload.OpOlder) > 0 {
+		mix = mix.Without(workload.OpOlder)
 		b.res.Notes = append(b.res.Notes, m.Name+": no timeline has a second page; its traffic reads no older pages")
-		if mix.total() <= 0 {
+		if mix.Empty() {
 			return nil
 		}
 	}
-	churn := NewChurn(b.data)
-	newOp := Traffic(s, b.data, mix, pool, churn, b.cfg.Spec.Seed)
+	churn := workload.NewChurn(b.data)
+	newOp := workload.Traffic(s, b.data, mix, pool, churn, b.cfg.Spec.Seed)
 	name, dur := m.Name+"/traffic", b.duration(m)
 	if b.cfg.Rate > 0 {
 		var before map[string]int64
@@ -91,7 +93,7 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		}
 	} else {
 		var before map[string]int64
-		p, kinds, err := b.phaseKinds(ctx, name, dur, MixOps, ClosedOp(newOp), func() { before = counts(s) })
+		p, kinds, err := b.phaseKinds(ctx, name, dur, workload.MixOps, workload.ClosedOp(newOp), func() { before = counts(s) })
 		if err != nil {
 			return err
 		}
@@ -123,7 +125,7 @@ func (b *bench) openPhase(ctx context.Context, name string, rate float64, dur ti
 	start, finish := b.metered(ctx, onMeasure)
 	r, err := openloop.Run(ctx, openloop.Config{
 		Name: name, Rate: rate, Arrivals: b.cfg.Arrivals, Workers: b.cfg.MaxInFlight,
-		Warmup: b.cfg.Warmup, Duration: dur, Ops: ops, Kinds: MixOps,
+		Warmup: b.cfg.Warmup, Duration: dur, Ops: ops, Kinds: workload.MixOps,
 		Seed: uint64(b.cfg.Spec.Seed) ^ uint64(rate*1000), Progress: b.cfg.Progress, OnMeasure: start,
 	}, newOp)
 	if err != nil {
@@ -148,7 +150,7 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, t *results.Tra
 	}
 	b.logf("search %s: the highest rate at p99 ≤ %v, from %.0f/s, %d steps of %v at most", m.Name, b.cfg.SLO, start, b.cfg.SearchSteps, b.cfg.StepDuration)
 	sr, err := openloop.FindRate(ctx, openloop.SearchConfig{
-		SLO: b.cfg.SLO, Start: start, MaxSteps: b.cfg.SearchSteps, MaxErrorRate: MaxErrorRate,
+		SLO: b.cfg.SLO, Start: start, MaxSteps: b.cfg.SearchSteps, MaxErrorRate: workload.MaxErrorRate,
 	}, func(ctx context.Context, rate float64) (openloop.Result, error) {
 		r, _, err := b.openPhase(ctx, fmt.Sprintf("%s/slo@%.0f", m.Name, rate), rate, b.cfg.StepDuration, 0, newOp, nil)
 		return r, err
@@ -160,4 +162,90 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, t *results.Tra
 	t.Search = searchResult(b.cfg.SLO, b.cfg.StepDuration, start, sr)
 	b.logf("  = %s: %.0f/s held p99 ≤ %v", m.Name, sr.Best, b.cfg.SLO)
 	return nil
+}
+
+// DefaultSLO is the latency objective of the rate search: the p99 of the
+// mixed traffic, from intended starts. 50 ms is well within what a person
+// waits for a feed to appear, and an order of magnitude above a warm read
+// of any model here, so that only queueing breaks it.
+const DefaultSLO = 50 * time.Millisecond
+
+// DefaultStepDuration is the measured length of each step of the rate
+// search: long enough for a few thousand operations at the rates these
+// stores sustain, short enough for eight steps per model.
+const DefaultStepDuration = 2 * time.Second
+
+// ConfigError reports an invalid traffic setting of a benchmark run: the
+// open loop's error, as every one of these settings is the open loop's or
+// its rate search's.
+type ConfigError = openloop.ConfigError
+
+// checkTraffic reports the first invalid traffic setting of c as a
+// *ConfigError.
+func (c *BenchConfig) checkTraffic() error {
+	bad := func(field string, v any, reason string) error {
+		return &ConfigError{Field: field, Value: fmt.Sprint(v), Reason: reason}
+	}
+	switch {
+	case c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0):
+		return bad("rate", c.Rate, "want operations per second above 0, or 0 for a closed loop")
+	case c.MaxInFlight < 0 || c.MaxInFlight > openloop.MaxWorkers:
+		return bad("max in flight", c.MaxInFlight, fmt.Sprintf("want 1 to %d", openloop.MaxWorkers))
+	case c.SLO < 0:
+		return bad("slo", c.SLO, "want a p99 latency above 0")
+	case c.StepDuration < 0:
+		return bad("step duration", c.StepDuration, "want a length above 0")
+	case c.SearchSteps < 0 || c.SearchSteps > 100:
+		return bad("search steps", c.SearchSteps, "want 1 to 100")
+	case c.Mix != nil && c.Mix.Empty():
+		return &workload.MixError{Spec: c.Mix.String(), Reason: "every weight is 0"}
+	}
+	if c.Arrivals != "" {
+		if _, err := openloop.ParseArrivals(string(c.Arrivals)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// trafficFromClosed records a closed-loop traffic phase.
+func trafficFromClosed(mix workload.Mix, workers int, total results.Phase, kinds []workload.KindResult) *results.Traffic {
+	t := &results.Traffic{Mix: mix.String(), Loop: results.LoopClosed, Workers: workers, Total: total, Ops: map[string]results.Phase{}}
+	for _, k := range kinds {
+		if mix.Share(k.Name) > 0 {
+			t.Ops[k.Name] = results.PhaseFromHistogram(k.Latency, k.Ops, k.Errors, total.Seconds)
+		}
+	}
+	return t
+}
+
+// trafficFromOpen records an open-loop traffic phase.
+func trafficFromOpen(mix workload.Mix, r openloop.Result) *results.Traffic {
+	t := &results.Traffic{Mix: mix.String(), Loop: results.LoopOpen, Workers: r.Workers, Ops: map[string]results.Phase{},
+		Total: results.PhaseFromHistogram(r.Total.Latency, r.Total.Ops, r.Total.Errors, r.Seconds)}
+	for _, k := range r.Kinds {
+		if mix.Share(k.Name) > 0 {
+			t.Ops[k.Name] = results.PhaseFromHistogram(k.Latency, k.Ops, k.Errors, r.Seconds)
+		}
+	}
+	late := r.Lateness.ValueAtPercentiles([]float64{50, 99})
+	t.Open = &results.OpenLoop{
+		Arrivals: string(r.Arrivals), RatePerSec: r.Rate, OfferedPerSec: r.OfferedPerSec(), AchievedPerSec: r.AchievedPerSec(),
+		Scheduled: r.Scheduled, Started: r.Started, Late: r.Late, Missed: r.Missed,
+		LateP50Ms: float64(late[50]) / 1000, LateP99Ms: float64(late[99]) / 1000, LateMaxMs: float64(r.Lateness.Max()) / 1000,
+		Service:      results.PhaseFromHistogram(r.Total.Service, r.Total.Ops, r.Total.Errors, r.Seconds),
+		PeakInFlight: r.PeakInFlight, PeakBacklog: r.PeakBacklog, Saturated: r.Saturated(),
+	}
+	return t
+}
+
+// searchResult records a rate search.
+func searchResult(slo, step time.Duration, start float64, sr openloop.SearchResult) *results.RateSearch {
+	out := &results.RateSearch{SLOMs: float64(slo.Microseconds()) / 1000, BestPerSec: sr.Best, StartPerSec: start,
+		StepSeconds: step.Seconds()}
+	for _, s := range sr.Steps {
+		out.Steps = append(out.Steps, results.RateStep{RatePerSec: s.Rate, OfferedPerSec: s.Offered, AchievedPerSec: s.Achieved,
+			P50Ms: s.P50Ms, P99Ms: s.P99Ms, P999Ms: s.P999Ms, Errors: s.Errors, Late: s.Late, Missed: s.Missed, Held: s.Held})
+	}
+	return out
 }

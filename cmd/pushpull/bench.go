@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
@@ -135,30 +137,30 @@ func startCPUProfile(path string) (stop func() error, err error) {
 // the paper's, or, for edges:FILE, the file's graph with the paper's 100
 // messages per user (read now, so that a bad file stops the run before it
 // starts a server or touches a database).
-func benchSpec(f *pflag.FlagSet, graph, selfFollows string) (loadgen.Spec, error) {
-	spec := loadgen.PaperSpec()
+func benchSpec(f *pflag.FlagSet, graph, selfFollows string) (dataset.Spec, error) {
+	spec := dataset.PaperSpec()
 	if f.Changed("in-exponent") || f.Changed("out-exponent") {
-		if graph != loadgen.GraphPowerLaw {
-			return spec, usagef("--in-exponent and --out-exponent go with --graph %s", loadgen.GraphPowerLaw)
+		if graph != dataset.GraphPowerLaw {
+			return spec, usagef("--in-exponent and --out-exponent go with --graph %s", dataset.GraphPowerLaw)
 		}
 	}
-	file, isEdges := strings.CutPrefix(graph, loadgen.GraphEdges+":")
+	file, isEdges := strings.CutPrefix(graph, dataset.GraphEdges+":")
 	if f.Changed("self-follows") && !isEdges {
-		return spec, usagef("--self-follows goes with --graph %s:FILE", loadgen.GraphEdges)
+		return spec, usagef("--self-follows goes with --graph %s:FILE", dataset.GraphEdges)
 	}
 	if !isEdges {
-		if graph == loadgen.GraphEdges {
+		if graph == dataset.GraphEdges {
 			return spec, usagef("--graph %s needs a file: --graph %s:FILE", graph, graph)
 		}
 		spec.Graph = graph
 		return spec, nil
 	}
-	var self loadgen.SelfFollows
+	var self dataset.SelfFollows
 	switch selfFollows {
 	case "reject":
-		self = loadgen.SelfFollowsReject
+		self = dataset.SelfFollowsReject
 	case "skip":
-		self = loadgen.SelfFollowsSkip
+		self = dataset.SelfFollowsSkip
 	default:
 		return spec, usagef("--self-follows %q: want reject or skip", selfFollows)
 	}
@@ -167,10 +169,10 @@ func benchSpec(f *pflag.FlagSet, graph, selfFollows string) (loadgen.Spec, error
 	}
 	for _, name := range []string{"avg-followees", "followees", "zipf-s"} {
 		if f.Changed(name) {
-			return spec, usagef("--%s does not go with --graph %s:FILE: the file fixes who follows whom", name, loadgen.GraphEdges)
+			return spec, usagef("--%s does not go with --graph %s:FILE: the file fixes who follows whom", name, dataset.GraphEdges)
 		}
 	}
-	el, err := loadgen.ReadEdgeList(file, self)
+	el, err := dataset.ReadEdgeList(file, self)
 	if err != nil {
 		return spec, &usageError{fmt.Errorf("--graph: %w", err)}
 	}
@@ -325,7 +327,7 @@ unless --force. With --dsn, the models that use memcached need --memcache.
 
 Models (see pushpull --help for what each does): %s.`,
 		list(paper), list(extra), list(variants), list(offered), list(registry.Names(slowModels())), list(own),
-		loadgen.DefaultMixSpec, strings.Join(benchDatabases(), ", "), strings.Join(registry.Names(registry.Listed()), ", "))
+		workload.DefaultMixSpec, strings.Join(benchDatabases(), ", "), strings.Join(registry.Names(registry.Listed()), ", "))
 }
 
 // slowModels are the registered models whose phases --slow-cap caps.

@@ -11,7 +11,9 @@ import (
 
 	"github.com/pushpull/pushpull/internal/tablecache"
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
@@ -49,7 +51,7 @@ type benchFlags struct {
 
 	// Set by check.
 	cfg  loadgen.BenchConfig
-	base loadgen.Spec // cfg.Spec before --scale
+	base dataset.Spec // cfg.Spec before --scale
 }
 
 // register defines the flags on f.
@@ -69,15 +71,15 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&b.concurrency, "concurrency", 8, "concurrent workers (connections) per phase")
 	f.Float64Var(&b.scale, "scale", 1, "dataset size relative to the paper's (users and messages; followees per user stay)")
 	f.Int64Var(&b.seed, "seed", 1, "seed of the dataset and of the workload's choices")
-	f.StringVar(&b.graph, "graph", loadgen.GraphUniform, "follow graph: uniform (the paper's), zipf (a few authors with very many followers), "+
+	f.StringVar(&b.graph, "graph", dataset.GraphUniform, "follow graph: uniform (the paper's), zipf (a few authors with very many followers), "+
 		"powerlaw (follower and followee counts both heavy-tailed, as on Twitter), or edges:FILE (a real graph, one \"a b\" per line: a follows b)")
-	f.Float64Var(&b.zipfS, "zipf-s", loadgen.DefaultZipfS, "Zipf exponent for --graph zipf (> 1; larger is more skewed)")
-	f.Float64Var(&b.inExponent, "in-exponent", loadgen.DefaultInExponent, "--graph powerlaw: exponent of the follower-count distribution, P(d) ~ d^-exponent (Twitter 2009: 2.276)")
-	f.Float64Var(&b.outExponent, "out-exponent", loadgen.DefaultOutExponent, "--graph powerlaw: exponent of the followee-count distribution")
+	f.Float64Var(&b.zipfS, "zipf-s", dataset.DefaultZipfS, "Zipf exponent for --graph zipf (> 1; larger is more skewed)")
+	f.Float64Var(&b.inExponent, "in-exponent", dataset.DefaultInExponent, "--graph powerlaw: exponent of the follower-count distribution, P(d) ~ d^-exponent (Twitter 2009: 2.276)")
+	f.Float64Var(&b.outExponent, "out-exponent", dataset.DefaultOutExponent, "--graph powerlaw: exponent of the followee-count distribution")
 	f.StringVar(&b.selfFollows, "self-follows", "reject", "--graph edges: a line \"a a\" is an error (reject) or left out (skip)")
 	f.StringVar(&b.activity, "activity", "", "how often users post and read: uniform (the paper's), skewed (rates grow with follower count), or celebrity (every post by the most followed user); default skewed for --graph powerlaw and edges, uniform otherwise")
-	f.Float64Var(&b.postExponent, "post-exponent", loadgen.DefaultPostExponent, "--activity skewed: a user posts at a rate proportional to (1+followers)^this (0 to 4)")
-	f.Float64Var(&b.readExponent, "read-exponent", loadgen.DefaultReadExponent, "--activity skewed: a user reads their timeline at a rate proportional to (1+followers)^this (0 to 4)")
+	f.Float64Var(&b.postExponent, "post-exponent", dataset.DefaultPostExponent, "--activity skewed: a user posts at a rate proportional to (1+followers)^this (0 to 4)")
+	f.Float64Var(&b.readExponent, "read-exponent", dataset.DefaultReadExponent, "--activity skewed: a user reads their timeline at a rate proportional to (1+followers)^this (0 to 4)")
 	f.Float64Var(&b.avgFollowees, "avg-followees", 42.9, "average followees per user")
 	f.IntVar(&b.followees, "followees", 0, "if > 0, every user follows exactly this many authors (overrides --avg-followees)")
 	f.StringVar(&b.durability, "durability", results.Durable, "durable (innodb_flush_log_at_trx_commit=1, as MySQL ships) or relaxed (=2)")
@@ -88,7 +90,7 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&b.noLoadCache, "no-load-cache", false, "load every table, neither restoring from nor adding to --load-cache")
 	f.Float64Var(&b.loadCacheGiB, "load-cache-size", float64(tablecache.DefaultMaxBytes>>30), "most GiB --load-cache holds; the least recently used entries go first (the paper-scale mailbox takes about 2)")
 	f.StringArrayVar(&b.set, "set", nil, "mariadbd option for the sandbox, key=value (repeatable), e.g. --set innodb_buffer_pool_size=8G")
-	f.StringVar(&b.mixSpec, "mix", "", "add a phase of production traffic per model in these proportions, e.g. "+loadgen.DefaultMixSpec+
+	f.StringVar(&b.mixSpec, "mix", "", "add a phase of production traffic per model in these proportions, e.g. "+workload.DefaultMixSpec+
 		" (\"default\"); one more phase per model, as long as its others: about +1 min for the default models")
 	f.Float64Var(&b.rate, "rate", 0, "drive the traffic phase in an open loop at this many operations/s (implies --mix default), latency from each intended start; the same length as --mix's phase")
 	f.StringVar(&b.arrivals, "arrivals", string(openloop.Poisson), "open-loop arrivals: poisson (exponential gaps) or constant (evenly spaced)")
@@ -134,17 +136,17 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	spec.Seed = b.seed
 	spec.ZipfS = b.zipfS
 	spec.Followees = b.followees
-	if b.avgFollowees > 0 && spec.Graph != loadgen.GraphEdges {
+	if b.avgFollowees > 0 && spec.Graph != dataset.GraphEdges {
 		spec.AvgFollowees = b.avgFollowees
 	}
-	if spec.Graph == loadgen.GraphPowerLaw {
+	if spec.Graph == dataset.GraphPowerLaw {
 		spec.InExponent, spec.OutExponent = b.inExponent, b.outExponent
 	}
-	spec.Activity = loadgen.Activity{Mode: b.activity, PostExponent: b.postExponent, ReadExponent: b.readExponent}
-	skewed := b.activity == loadgen.ActivitySkewed ||
-		b.activity == "" && (spec.Graph == loadgen.GraphPowerLaw || spec.Graph == loadgen.GraphEdges)
+	spec.Activity = dataset.Activity{Mode: b.activity, PostExponent: b.postExponent, ReadExponent: b.readExponent}
+	skewed := b.activity == dataset.ActivitySkewed ||
+		b.activity == "" && (spec.Graph == dataset.GraphPowerLaw || spec.Graph == dataset.GraphEdges)
 	if !skewed && (cmd.Flags().Changed("post-exponent") || cmd.Flags().Changed("read-exponent")) {
-		return usagef("--post-exponent and --read-exponent go with --activity %s (the default for --graph powerlaw and edges)", loadgen.ActivitySkewed)
+		return usagef("--post-exponent and --read-exponent go with --activity %s (the default for --graph powerlaw and edges)", dataset.ActivitySkewed)
 	}
 	if err := spec.Validate(); err != nil {
 		return usagef("%v", err)
@@ -192,9 +194,9 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	if b.extraDuration < 0 || b.cacheTTL <= 0 || b.cacheTTL > 30*24*time.Hour {
 		return usagef("--extra-duration must not be negative, and --cache-ttl must be between 1ms and 720h")
 	}
-	var mix *loadgen.Mix
+	var mix *workload.Mix
 	if b.mixSpec != "" {
-		m, err := loadgen.ParseMix(b.mixSpec)
+		m, err := workload.ParseMix(b.mixSpec)
 		if err != nil {
 			return &usageError{fmt.Errorf("--mix: %w", err)}
 		}

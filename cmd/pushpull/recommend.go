@@ -14,10 +14,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/loadgen/recommend"
 	"github.com/pushpull/pushpull/loadgen/sweep"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
@@ -76,10 +77,10 @@ func newRecommendCmd() *cobra.Command {
 				if f.Changed("scale") {
 					return usagef("--users sets the scale; leave out --scale")
 				}
-				if users < 2 || users > loadgen.MaxUsers {
-					return usagef("--users %d: want 2 to %d", users, loadgen.MaxUsers)
+				if users < 2 || users > dataset.MaxUsers {
+					return usagef("--users %d: want 2 to %d", users, dataset.MaxUsers)
 				}
-				bf.scale = float64(users) / float64(loadgen.PaperSpec().Users)
+				bf.scale = float64(users) / float64(dataset.PaperSpec().Users)
 			}
 			if asMap {
 				for _, name := range mapSets {
@@ -104,7 +105,7 @@ func newRecommendCmd() *cobra.Command {
 					bf.mixSpec = mix.String()
 				}
 				if bf.mixSpec == "" {
-					bf.mixSpec = loadgen.DefaultMixSpec
+					bf.mixSpec = workload.DefaultMixSpec
 				}
 			}
 			if !f.Changed("models") {
@@ -173,7 +174,7 @@ func newRecommendCmd() *cobra.Command {
 	f.Lookup("duration").Usage = "measured time of each candidate's traffic"
 	f.Lookup("rate").Usage = "the planned rate, operations per second: every candidate is driven at it in an open loop, latency from each intended start"
 	f.Lookup("slo").Usage = "the objective: p99 latency of the traffic at the planned rate, from intended starts"
-	f.Lookup("mix").Usage = "the traffic's proportions, e.g. " + loadgen.DefaultMixSpec + " (the default)"
+	f.Lookup("mix").Usage = "the traffic's proportions, e.g. " + workload.DefaultMixSpec + " (the default)"
 	f.IntVar(&users, "users", 0, "users in the dataset (sets --scale: users/10,000; messages 100 per user)")
 	f.Float64Var(&readShare, "read-share", 0, "share of reads (newest and older pages) in the traffic, e.g. 0.95; the rest are posts, follows and unfollows in the default mix's proportions (instead of --mix)")
 	f.StringVar(&out, "out", "results/recommend", "directory under which the run's directory is made")

@@ -46,7 +46,7 @@
 // weighted samples (the last thousand or so). Until both slopes are known
 // and positive, DefaultH and DefaultL hold. Options h and l fix them (and
 // turn measurement off); the bulk load of the benchmark decides its edges
-// with the fixed or default ratio (MailboxShape).
+// by the same rule, Pushed, at the fixed or default ratio (MailboxShape).
 //
 // The trade-off: posts write only the rows of followers who read their
 // author often enough; reads pay one index probe per pulled followee. Each
@@ -96,8 +96,8 @@ const (
 	DefaultFlushEvery = 500
 	// DefaultReadsPerPost is how many newest-page reads the bulk load
 	// assumes for every post when it starts the rates from the dataset:
-	// the benchmark's default mix (loadgen.DefaultMixSpec: newest=76,
-	// post=2).
+	// the benchmark's default mix (loadgen/workload's DefaultMixSpec:
+	// newest=76, post=2).
 	DefaultReadsPerPost = 38.0
 )
 
@@ -304,10 +304,15 @@ func (s *Store) Costs() (h, l float64) {
 	return DefaultH, DefaultL
 }
 
-// MailboxShape implements registry.PartialMailbox: every edge decided at
-// the store's ratio, from rates with ReadsPerPost reads per post.
+// MailboxShape implements registry.PartialMailbox: every edge decided by
+// Pushed at the store's ratio now, from rates with ReadsPerPost reads per
+// post.
 func (s *Store) MailboxShape() registry.MailboxShape {
-	return registry.MailboxShape{PushRatio: s.Ratio(), ReadsPerPost: s.cfg.ReadsPerPost}
+	ratio := s.Ratio()
+	return registry.MailboxShape{
+		PushEdge:     func(reads, posts float64) bool { return Pushed(reads, posts, ratio) },
+		ReadsPerPost: s.cfg.ReadsPerPost,
+	}
 }
 
 // Post implements timeline.Store: the message and its fan-out to the

@@ -69,6 +69,24 @@ func TestRule(t *testing.T) {
 	}
 }
 
+// TestMailboxShape: a bulk load decides every edge by Pushed at the
+// store's ratio, from counts of ReadsPerPost reads per post.
+func TestMailboxShape(t *testing.T) {
+	s := open(t, selective.Config{H: 1, L: 4, ReadsPerPost: 10})
+	shape := s.MailboxShape()
+	if shape.PushEdge == nil || shape.PullAuthor != nil || shape.Cap != 0 || shape.ActiveReads != 0 || shape.Whole() {
+		t.Fatal("the shape is not the edge rule alone")
+	}
+	if shape.ReadsPerPost != 10 {
+		t.Errorf("ReadsPerPost %g, want 10", shape.ReadsPerPost)
+	}
+	for _, c := range []struct{ reads, posts float64 }{{0, 0}, {0, 1}, {1, 4}, {0.99, 4}, {1, 3.9}, {5, 0}} {
+		if got, want := shape.PushEdge(c.reads, c.posts), selective.Pushed(c.reads, c.posts, s.Ratio()); got != want {
+			t.Errorf("reads %g, posts %g: the shape pushes %v, Pushed at H/L %g says %v", c.reads, c.posts, got, s.Ratio(), want)
+		}
+	}
+}
+
 // edgeState says whether follower → author is pushed, and how many of the
 // author's messages follower's mailbox holds.
 func edgeState(t *testing.T, s *selective.Store, follower, author timeline.UserID) (pushed bool, rows int) {

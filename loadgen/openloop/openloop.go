@@ -1,13 +1,14 @@
 // Package openloop drives operations at a planned rate, free of coordinated
 // omission.
 //
-// A closed loop (package loadgen's RunPhase) starts an operation only when
-// the previous one on its worker has returned, so a store that stalls also
-// stalls the load: the operations that would have arrived during the stall
-// are never issued, and their waiting is never measured. wrk2 calls this
-// coordinated omission; its fix, which Java YCSB (measurement.interval=
-// intended) and scylla-bench also use, is to plan every operation's
-// intended start time in advance and measure latency from it.
+// A closed loop (package loadgen/workload's RunPhase) starts an operation
+// only when the previous one on its worker has returned, so a store that
+// stalls also stalls the load: the operations that would have arrived
+// during the stall are never issued, and their waiting is never measured.
+// wrk2 calls this coordinated omission; its fix, which Java YCSB
+// (measurement.interval=intended) and scylla-bench also use, is to plan
+// every operation's intended start time in advance and measure latency
+// from it.
 //
 // Run does that. A schedule (Poisson or constant arrivals at Config.Rate)
 // fixes each operation's intended start as an offset from the start of the

@@ -10,6 +10,8 @@ import (
 
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 
@@ -139,12 +141,12 @@ func TestCandidates(t *testing.T) {
 // TestCheck: a setting Run cannot work with is an *InputError, before
 // anything runs.
 func TestCheck(t *testing.T) {
-	spec, err := loadgen.PaperSpec().Scaled(0.01)
+	spec, err := dataset.PaperSpec().Scaled(0.01)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mix := loadgen.DefaultMix()
-	noReads, _ := loadgen.ParseMix("follow=1,unfollow=1")
+	mix := workload.DefaultMix()
+	noReads, _ := workload.ParseMix("follow=1,unfollow=1")
 	var slow, vitess, memory string
 	for _, m := range registry.Listed() {
 		switch {
@@ -196,9 +198,9 @@ func TestCheck(t *testing.T) {
 
 func TestParseSkew(t *testing.T) {
 	for in, want := range map[string]Skew{
-		"uniform":      {Graph: loadgen.GraphUniform},
-		"powerlaw":     {Graph: loadgen.GraphPowerLaw, InExponent: loadgen.DefaultInExponent},
-		"powerlaw:2.1": {Graph: loadgen.GraphPowerLaw, InExponent: 2.1},
+		"uniform":      {Graph: dataset.GraphUniform},
+		"powerlaw":     {Graph: dataset.GraphPowerLaw, InExponent: dataset.DefaultInExponent},
+		"powerlaw:2.1": {Graph: dataset.GraphPowerLaw, InExponent: 2.1},
 	} {
 		got, err := ParseSkew(in)
 		if err != nil || got != want {
@@ -217,9 +219,9 @@ func TestParseSkew(t *testing.T) {
 }
 
 func TestCheckMap(t *testing.T) {
-	spec, _ := loadgen.PaperSpec().Scaled(0.01)
+	spec, _ := dataset.PaperSpec().Scaled(0.01)
 	base := MapConfig{Bench: loadgen.BenchConfig{Spec: spec, Rate: 100, SLO: time.Second},
-		ReadShares: []float64{0.5, 0.9}, Skews: []Skew{{Graph: loadgen.GraphUniform}, {Graph: loadgen.GraphPowerLaw, InExponent: 2.1}}}
+		ReadShares: []float64{0.5, 0.9}, Skews: []Skew{{Graph: dataset.GraphUniform}, {Graph: dataset.GraphPowerLaw, InExponent: 2.1}}}
 	if err := CheckMap(base); err != nil {
 		t.Fatal(err)
 	}

@@ -10,50 +10,51 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/sweep"
 	"github.com/pushpull/pushpull/results"
 )
 
 // Skew is one row of the decision map: how unequal the users are, in who
 // is followed and in who posts and reads. Uniform is the paper's graph,
-// everyone drawn alike; a power-law graph (loadgen.GraphPowerLaw) gives
+// everyone drawn alike; a power-law graph (dataset.GraphPowerLaw) gives
 // follower counts a power law of exponent InExponent (lower is more
 // skewed: a few authors followed by a large share of the users) and
 // draws the workload's authors and readers by follower count (the
 // graph's default skewed activity).
 type Skew struct {
-	Graph      string  // loadgen.GraphUniform or loadgen.GraphPowerLaw
+	Graph      string  // dataset.GraphUniform or dataset.GraphPowerLaw
 	InExponent float64 // GraphPowerLaw only
 }
 
 // String is the skew as ParseSkew reads it, e.g. "uniform",
 // "powerlaw:2.1".
 func (s Skew) String() string {
-	if s.Graph == loadgen.GraphPowerLaw {
-		return loadgen.GraphPowerLaw + ":" + fmtFloat(s.InExponent)
+	if s.Graph == dataset.GraphPowerLaw {
+		return dataset.GraphPowerLaw + ":" + fmtFloat(s.InExponent)
 	}
 	return s.Graph
 }
 
 // ParseSkew reads "uniform", "powerlaw" (the default exponent,
-// loadgen.DefaultInExponent) or "powerlaw:E" (follower counts with
+// dataset.DefaultInExponent) or "powerlaw:E" (follower counts with
 // exponent E), or returns an *InputError.
 func ParseSkew(text string) (Skew, error) {
 	t := strings.TrimSpace(text)
-	if t == loadgen.GraphUniform {
-		return Skew{Graph: loadgen.GraphUniform}, nil
+	if t == dataset.GraphUniform {
+		return Skew{Graph: dataset.GraphUniform}, nil
 	}
 	g, e, hasE := strings.Cut(t, ":")
-	if g != loadgen.GraphPowerLaw {
+	if g != dataset.GraphPowerLaw {
 		return Skew{}, &InputError{"skew", strconv.Quote(text), fmt.Sprintf("want %s, %s or %s:EXPONENT (e.g. %s:2.1)",
-			loadgen.GraphUniform, loadgen.GraphPowerLaw, loadgen.GraphPowerLaw, loadgen.GraphPowerLaw)}
+			dataset.GraphUniform, dataset.GraphPowerLaw, dataset.GraphPowerLaw, dataset.GraphPowerLaw)}
 	}
-	s := Skew{Graph: loadgen.GraphPowerLaw, InExponent: loadgen.DefaultInExponent}
+	s := Skew{Graph: dataset.GraphPowerLaw, InExponent: dataset.DefaultInExponent}
 	if hasE {
 		x, err := strconv.ParseFloat(e, 64)
-		if err != nil || !(x >= loadgen.MinPowerLawExponent && x <= loadgen.MaxPowerLawExponent) {
+		if err != nil || !(x >= dataset.MinPowerLawExponent && x <= dataset.MaxPowerLawExponent) {
 			return Skew{}, &InputError{"skew", strconv.Quote(text), fmt.Sprintf("the exponent must be a number in [%g, %g]",
-				float64(loadgen.MinPowerLawExponent), float64(loadgen.MaxPowerLawExponent))}
+				float64(dataset.MinPowerLawExponent), float64(dataset.MaxPowerLawExponent))}
 		}
 		s.InExponent = x
 	}
@@ -102,7 +103,7 @@ func (c MapConfig) plan() ([]cell, error) {
 			return nil, &InputError{"skews", s.String(), "given twice"}
 		}
 	}
-	if c.Bench.Spec.Graph == loadgen.GraphEdges {
+	if c.Bench.Spec.Graph == dataset.GraphEdges {
 		return nil, &InputError{Field: "graph", Reason: "the map draws its own graphs (--skews); an edge list fixes one"}
 	}
 	var cells []cell
@@ -112,11 +113,11 @@ func (c MapConfig) plan() ([]cell, error) {
 			spec := b.Spec
 			spec.Graph = sk.Graph
 			spec.InExponent, spec.OutExponent = 0, 0
-			if sk.Graph == loadgen.GraphPowerLaw {
+			if sk.Graph == dataset.GraphPowerLaw {
 				spec.InExponent = sk.InExponent
 				spec.Followees = 0
 			}
-			spec.Activity = loadgen.Activity{}
+			spec.Activity = dataset.Activity{}
 			b.Spec = spec
 			mix, err := sweep.ReadShareMix(share)
 			if err != nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
@@ -98,7 +99,7 @@ func (c Config) check() ([]string, error) {
 	if b.Mix == nil {
 		return nil, &InputError{Field: "mix", Reason: "a recommendation needs the traffic's proportions"}
 	}
-	if b.Mix.Share(loadgen.OpNewest)+b.Mix.Share(loadgen.OpOlder) <= 0 && b.Mix.Share(loadgen.OpPost) <= 0 {
+	if b.Mix.Share(workload.OpNewest)+b.Mix.Share(workload.OpOlder) <= 0 && b.Mix.Share(workload.OpPost) <= 0 {
 		return nil, &InputError{"mix", b.Mix.String(), "no reads and no posts: nothing tells the designs apart"}
 	}
 	if b.FindRate {
@@ -224,8 +225,8 @@ func Evidence(m *results.Model) results.Candidate {
 
 // MaxErrorRate is the share of failed operations above which a candidate
 // does not hold the objective, whatever its latency: the benchmark's own
-// limit for a phase (loadgen.MaxErrorRate).
-const MaxErrorRate = loadgen.MaxErrorRate
+// limit for a phase (workload.MaxErrorRate).
+const MaxErrorRate = workload.MaxErrorRate
 
 // TieShare is how close two costs must be to count as equal: within 5% of
 // the lower, about what two runs of one model differ by at these lengths.
@@ -439,11 +440,11 @@ func mbText(n int64) string { return fmtFloat(round2(float64(n)/1e6)) + " MB" }
 
 // readShare is the share of newest and older pages in a mix's text.
 func readShare(mix string) float64 {
-	m, err := loadgen.ParseMix(mix)
+	m, err := workload.ParseMix(mix)
 	if err != nil {
 		return 0
 	}
-	return m.Share(loadgen.OpNewest) + m.Share(loadgen.OpOlder)
+	return m.Share(workload.OpNewest) + m.Share(workload.OpOlder)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

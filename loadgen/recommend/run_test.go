@@ -11,6 +11,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -74,7 +75,7 @@ func checkVerdict(t *testing.T, where string, cands []results.Candidate, v resul
 // read-heavy one; the saved files load back.
 func TestRunMapSmall(t *testing.T) {
 	models := mariaDBCandidates(t)
-	spec, err := loadgen.PaperSpec().Scaled(0.005) // 50 users, 5,000 messages
+	spec, err := dataset.PaperSpec().Scaled(0.005) // 50 users, 5,000 messages
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestRunMapSmall(t *testing.T) {
 		Bench: loadgen.BenchConfig{DSN: testserver.DSN(t), Force: true, Spec: spec, Scale: 0.005, Models: models,
 			Duration: 700 * time.Millisecond, Warmup: 100 * time.Millisecond, Concurrency: 2, Rate: 150, SLO: time.Second},
 		ReadShares: []float64{0.5, 0.95},
-		Skews:      []Skew{{Graph: loadgen.GraphUniform}, {Graph: loadgen.GraphPowerLaw, InExponent: 2.1}},
+		Skews:      []Skew{{Graph: dataset.GraphUniform}, {Graph: dataset.GraphPowerLaw, InExponent: 2.1}},
 		Progress:   &progress,
 	}
 	m, err := RunMap(t.Context(), cfg)

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -46,7 +48,7 @@ const (
 	// graph with Spec.Followees): what a pull read merges.
 	Followees Param = "followees"
 	// Followers sets the followers of one author, user 1 (Spec.Celebrity),
-	// and makes every post of the workload theirs (ActivityCelebrity):
+	// and makes every post of the workload theirs (dataset.ActivityCelebrity):
 	// what a push post fans out to.
 	Followers Param = "followers"
 	// ReadShare sets the share of reads in the mixed traffic: reads keep
@@ -111,7 +113,7 @@ func (p Param) Help() string {
 	case ReadShare:
 		return "share of reads (0 to 1, exclusive) in the mixed traffic phase, which it turns on"
 	case Option:
-		return "a model option, whole numbers (e.g. option:threshold for hybrid, option:cap for push-capped)"
+		return "a model option, whole numbers (e.g. option:threshold for hybrid, option:cap for a capped push mailbox)"
 	}
 	return ""
 }
@@ -176,7 +178,7 @@ type Config struct {
 	// Bench.Spec is already scaled by Bench.Scale.
 	Bench loadgen.BenchConfig
 	// Base is Bench.Spec before scaling, which Scale's values scale.
-	Base   loadgen.Spec
+	Base   dataset.Spec
 	Param  Param
 	Values []float64
 	// MaxMailboxRows: a model whose load writes the whole mailbox
@@ -252,7 +254,7 @@ func plan(cfg Config) ([]point, error) {
 				spec.Followees = int(v)
 			} else {
 				spec.Celebrity = int(v)
-				spec.Activity = loadgen.Activity{Mode: loadgen.ActivityCelebrity}
+				spec.Activity = dataset.Activity{Mode: dataset.ActivityCelebrity}
 			}
 		case ReadShare:
 			if !(v > 0 && v < 1) {
@@ -325,31 +327,31 @@ const bytesPerMailboxRow = 43
 // mailboxRows is the number of rows spec's push mailbox holds. It
 // generates the dataset, which RunBench does again; it is called only for
 // points that measure a model of fullMailbox.
-func mailboxRows(spec loadgen.Spec) (int64, error) {
-	d, err := loadgen.Generate(spec)
+func mailboxRows(spec dataset.Spec) (int64, error) {
+	d, err := dataset.Generate(spec)
 	if err != nil {
 		return 0, err
 	}
 	return d.MailboxRows(), nil
 }
 
-// ReadShareMix is the default mix (loadgen.DefaultMix) with reads making up
+// ReadShareMix is the default mix (workload.DefaultMix) with reads making up
 // share of it: newest and older pages keep their proportion to each other,
 // and so do posts, follows and unfollows.
-func ReadShareMix(share float64) (loadgen.Mix, error) {
-	def := loadgen.DefaultMix()
-	reads := def.Share(loadgen.OpNewest) + def.Share(loadgen.OpOlder)
+func ReadShareMix(share float64) (workload.Mix, error) {
+	def := workload.DefaultMix()
+	reads := def.Share(workload.OpNewest) + def.Share(workload.OpOlder)
 	var parts []string
-	for _, op := range loadgen.MixOps {
+	for _, op := range workload.MixOps {
 		w := def.Share(op)
-		if op == loadgen.OpNewest || op == loadgen.OpOlder {
+		if op == workload.OpNewest || op == workload.OpOlder {
 			w *= share / reads
 		} else {
 			w *= (1 - share) / (1 - reads)
 		}
 		parts = append(parts, fmt.Sprintf("%s=%s", op, strconv.FormatFloat(w*100, 'g', 6, 64)))
 	}
-	return loadgen.ParseMix(strings.Join(parts, ","))
+	return workload.ParseMix(strings.Join(parts, ","))
 }
 
 // Run runs the sweep: every value is checked first (a bad one is a

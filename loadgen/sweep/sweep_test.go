@@ -14,6 +14,8 @@ import (
 	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
@@ -42,7 +44,7 @@ func models(t *testing.T) (push, pull string) {
 
 func baseConfig(t *testing.T, scale float64) Config {
 	push, pull := models(t)
-	base := loadgen.PaperSpec()
+	base := dataset.PaperSpec()
 	spec, err := base.Scaled(scale)
 	if err != nil {
 		t.Fatal(err)
@@ -91,20 +93,20 @@ func TestBadValues(t *testing.T) {
 // TestReadShareMix keeps the default mix's proportions within reads and
 // within writes.
 func TestReadShareMix(t *testing.T) {
-	def := loadgen.DefaultMix()
+	def := workload.DefaultMix()
 	for _, share := range []float64{0.5, 0.9, 0.99} {
 		m, err := ReadShareMix(share)
 		if err != nil {
 			t.Fatal(err)
 		}
-		reads := m.Share(loadgen.OpNewest) + m.Share(loadgen.OpOlder)
+		reads := m.Share(workload.OpNewest) + m.Share(workload.OpOlder)
 		if math.Abs(reads-share) > 1e-3 {
 			t.Errorf("share %v: reads are %v of %s", share, reads, m)
 		}
-		if got, want := m.Share(loadgen.OpNewest)/m.Share(loadgen.OpOlder), def.Share(loadgen.OpNewest)/def.Share(loadgen.OpOlder); math.Abs(got-want) > 1e-3 {
+		if got, want := m.Share(workload.OpNewest)/m.Share(workload.OpOlder), def.Share(workload.OpNewest)/def.Share(workload.OpOlder); math.Abs(got-want) > 1e-3 {
 			t.Errorf("share %v: newest:older %v, want %v", share, got, want)
 		}
-		if got, want := m.Share(loadgen.OpPost)/m.Share(loadgen.OpFollow), def.Share(loadgen.OpPost)/def.Share(loadgen.OpFollow); math.Abs(got-want) > 1e-3 {
+		if got, want := m.Share(workload.OpPost)/m.Share(workload.OpFollow), def.Share(workload.OpPost)/def.Share(workload.OpFollow); math.Abs(got-want) > 1e-3 {
 			t.Errorf("share %v: post:follow %v, want %v", share, got, want)
 		}
 	}
@@ -194,7 +196,7 @@ func TestOptionSweep(t *testing.T) {
 	cfg := baseConfig(t, 0.01) // 100 users, 10,000 messages
 	const followers = 60
 	cfg.Bench.Spec.Celebrity = followers
-	cfg.Bench.Spec.Activity = loadgen.Activity{Mode: loadgen.ActivityCelebrity}
+	cfg.Bench.Spec.Activity = dataset.Activity{Mode: dataset.ActivityCelebrity}
 	cfg.Bench.Models = []string{"hybrid"}
 	cfg.Param, cfg.Values = "option:threshold", []float64{followers / 2, 10 * followers}
 	s, err := Run(context.Background(), cfg)

@@ -233,7 +233,8 @@ func (s *Store) Window() time.Duration { return s.window }
 func (s *Store) Rebuild() int { return s.rebuild }
 
 // MailboxShape implements registry.PartialMailbox: the mailboxes of the
-// users active under Config.ActiveReads.
+// users active under Config.ActiveReads, the activity level the loader
+// draws the active users by.
 func (s *Store) MailboxShape() registry.MailboxShape {
 	return registry.MailboxShape{ActiveReads: s.activeReads}
 }

@@ -449,3 +449,12 @@ func TestBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestMailboxShape: a bulk load makes the users active by the store's
+// activity level, ActiveReads.
+func TestMailboxShape(t *testing.T) {
+	shape := open(t, 0, 0, nil).MailboxShape()
+	if shape.ActiveReads != active.DefaultActiveReads || shape.Cap != 0 || shape.PullAuthor != nil || shape.PushEdge != nil || shape.Whole() {
+		t.Fatalf("shape with %g active reads: want the default %g alone", shape.ActiveReads, active.DefaultActiveReads)
+	}
+}

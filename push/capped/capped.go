@@ -130,7 +130,7 @@ func (s *Store) Cap() int { return s.cap }
 func (s *Store) Slack() int { return s.slack }
 
 // MailboxShape implements registry.PartialMailbox: the newest Cap entries
-// of each user.
+// of each user, a number the loader cuts every mailbox at.
 func (s *Store) MailboxShape() registry.MailboxShape { return registry.MailboxShape{Cap: s.cap} }
 
 // PullPages returns how many pages (or page remainders) came from the pull

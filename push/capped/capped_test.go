@@ -52,6 +52,14 @@ func TestBadConfig(t *testing.T) {
 	}
 }
 
+// TestMailboxShape: a bulk load keeps each user's newest Cap entries.
+func TestMailboxShape(t *testing.T) {
+	shape := open(t, 5, 2).MailboxShape()
+	if shape.Cap != 5 || shape.PullAuthor != nil || shape.PushEdge != nil || shape.ActiveReads != 0 || shape.Whole() {
+		t.Fatalf("shape with cap %d: want the cap of 5 alone", shape.Cap)
+	}
+}
+
 // mailboxRows returns the mailbox rows per user.
 func mailboxRows(t *testing.T, s *capped.Store) map[timeline.UserID]int {
 	t.Helper()

@@ -12,7 +12,8 @@ import (
 	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
-	"github.com/pushpull/pushpull/loadgen"
+	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/load"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/pull/sqlread"
@@ -23,17 +24,17 @@ import (
 )
 
 // TestLoadVitess bulk-loads a small dataset into a push and a pull keyspace
-// through vtgate (loadgen.LoadVitess, the benchmark's load) and requires
+// through vtgate (load.Vitess, the benchmark's load) and requires
 // every model on Vitess to read every user's whole timeline as the
 // in-memory store fed the same dataset does, with the dataset's times.
 func TestLoadVitess(t *testing.T) {
 	ctx := context.Background()
-	spec, err := loadgen.PaperSpec().Scaled(0.003) // 30 users, 3,000 messages
+	spec, err := dataset.PaperSpec().Scaled(0.003) // 30 users, 3,000 messages
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec.AvgFollowees = 6
-	d, err := loadgen.Generate(spec)
+	d, err := dataset.Generate(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestLoadVitess(t *testing.T) {
 	}
 	keyspaces := map[schema.Model]string{schema.PushVitess: testserver.Keyspace(t), schema.PullVitess: testserver.Keyspace(t)}
 	var readers []registry.Model
-	var targets []loadgen.Target
+	var targets []load.Target
 	stores := map[string]timeline.Store{}
 	for _, m := range registry.Models() {
 		if !m.OnVitess() {
@@ -56,8 +57,8 @@ func TestLoadVitess(t *testing.T) {
 		defer s.Close()
 		stores[m.Name] = s
 		readers = append(readers, m)
-		if !slices.ContainsFunc(targets, func(x loadgen.Target) bool { return x.Schema == m.Schema }) {
-			targets = append(targets, loadgen.Target{Name: keyspaces[m.Schema], DB: s.(timeline.DBHolder).DB(), Schema: m.Schema})
+		if !slices.ContainsFunc(targets, func(x load.Target) bool { return x.Schema == m.Schema }) {
+			targets = append(targets, load.Target{Name: keyspaces[m.Schema], DB: s.(timeline.DBHolder).DB(), Schema: m.Schema})
 		}
 	}
 	if len(targets) != 2 || len(readers) < 4 {
@@ -68,12 +69,12 @@ func TestLoadVitess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer seq.Close()
-	load, err := loadgen.LoadVitess(ctx, d, targets, seq, 2)
+	loaded, err := load.Vitess(ctx, d, targets, seq, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := d.Stats()
-	for _, tl := range load.Tables {
+	for _, tl := range loaded.Tables {
 		want := map[string]int64{"follows": st.Edges, "followers": st.Edges, "messages": int64(st.Messages), "mailbox": d.MailboxRows()}[tl.Table]
 		if tl.Rows != want {
 			t.Fatalf("%s.%s: loaded %d rows, generated %d", tl.Database, tl.Table, tl.Rows, want)

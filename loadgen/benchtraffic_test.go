@@ -1,0 +1,214 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/openloop"
+	"github.com/pushpull/pushpull/loadgen/workload"
+	"github.com/pushpull/pushpull/memcache"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+)
+
+// TestTrafficEveryModel runs the mixed traffic, with per-operation
+// figures and costs, for every registered model at a tiny scale in a
+// closed loop; then for two models in an open loop, with a short rate
+// search.
+func TestTrafficEveryModel(t *testing.T) {
+	spec, err := dataset.PaperSpec().Scaled(0.002)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushModel := registry.Models()[0].Name // the reference sorts first
+	for _, m := range registry.Models() {
+		if m.Family == registry.FamilyPush {
+			pushModel = m.Name
+			break
+		}
+	}
+	cached := registry.Offered(memcache.Variant)[0].Name
+	for _, open := range []bool{false, true} {
+		mix := workload.DefaultMix()
+		cfg := BenchConfig{
+			DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Force: true,
+			Spec: spec, Scale: 0.002, Models: registry.Names(notOnVitess(registry.Listed())), Ops: 40, Mix: &mix,
+		}
+		if open {
+			cfg.Models = []string{pushModel, cached}
+			cfg.Rate, cfg.FindRate, cfg.SearchSteps, cfg.StepDuration = 300, true, 3, 200*time.Millisecond
+		}
+		var progress bytes.Buffer
+		cfg.Progress = &progress
+		if testing.Verbose() {
+			cfg.Progress = io.MultiWriter(&progress, os.Stderr)
+		}
+		start := time.Now()
+		res, err := RunBench(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		phasesInOrder(t, progress.String())
+		t.Logf("open loop %v: %v", open, time.Since(start))
+		for _, f := range res.Failures {
+			// Forty no-op operations are too few to time the harness.
+			if !strings.Contains(f, "harness") {
+				t.Fatalf("failure: %s", f)
+			}
+		}
+		for _, name := range cfg.Models {
+			m := res.Model(name)
+			if m == nil || m.Traffic == nil {
+				t.Fatalf("%s: no traffic (%v)", name, m)
+			}
+			tr := m.Traffic
+			if tr.Mix != workload.DefaultMixSpec || (tr.Loop == results.LoopOpen) != open || tr.Total.Ops+tr.Total.Errors != 40 {
+				t.Fatalf("%s: traffic %+v", name, tr)
+			}
+			var sum int64
+			for _, op := range workload.MixOps {
+				sum += tr.Ops[op].Ops + tr.Ops[op].Errors
+			}
+			if sum != 40 || tr.Ops[workload.OpNewest].Ops == 0 || !tr.Ops[workload.OpNewest].HasLatency() {
+				t.Fatalf("%s: per-operation figures %+v", name, tr.Ops)
+			}
+			if c := tr.Total.Cost; c == nil || c[cost.Ops] != 40 || !(c[cost.CPU] > 0) {
+				t.Fatalf("%s: traffic cost %v", name, c)
+			}
+			if c := m.Retrieve.Cost; c == nil || c[cost.Ops] != 40 {
+				t.Fatalf("%s: retrieval cost %v", name, c)
+			}
+			if open {
+				if tr.Open == nil || tr.Open.Scheduled != 40 || tr.Open.Service.Ops != tr.Total.Ops {
+					t.Fatalf("%s: open loop %+v", name, tr.Open)
+				}
+				if s := tr.Search; s == nil || len(s.Steps) == 0 || len(s.Steps) > 3 || s.SLOMs != 50 || s.StartPerSec <= 0 {
+					t.Fatalf("%s: rate search %+v", name, s)
+				}
+			}
+			if mm, _ := registry.Lookup(name); m.Base != "" || !mm.Persistent() || mm.Needs&registry.Memcached != 0 {
+				continue // reads from memory or memcached
+			}
+			if !(m.Retrieve.Cost[cost.RowsRead] > 0) || !(m.Submit.Cost[cost.RowsWritten] >= 1) {
+				t.Fatalf("%s: rows read per page %v, written per post %v", name, m.Retrieve.Cost, m.Submit.Cost)
+			}
+		}
+	}
+}
+
+// phasesInOrder requires of a run's progress that every phase that reads
+// while it writes (traffic, mixed) starts before the first submission: a
+// submission's burst of posts would change the dataset they read.
+func phasesInOrder(t *testing.T, progress string) {
+	t.Helper()
+	var phases []string
+	for line := range strings.Lines(progress) {
+		if name, ok := strings.CutPrefix(line, "phase "); ok {
+			phases = append(phases, strings.Fields(name)[0])
+		}
+	}
+	firstSubmit := slices.IndexFunc(phases, func(p string) bool { return strings.HasSuffix(p, "/submit") })
+	if firstSubmit < 0 {
+		t.Fatalf("no submission phase in %v", phases)
+	}
+	for _, p := range phases[firstSubmit:] {
+		if strings.HasSuffix(p, "/traffic") || strings.HasSuffix(p, "/mixed") {
+			t.Fatalf("phase %s runs after a submission: %v", p, phases)
+		}
+	}
+}
+
+// TestBenchRefusesBadTraffic: a bad traffic setting is refused before the
+// run starts anything.
+func TestBenchRefusesBadTraffic(t *testing.T) {
+	spec, _ := dataset.PaperSpec().Scaled(0.002)
+	for _, cfg := range []BenchConfig{
+		{Rate: -1}, {MaxInFlight: -3}, {SLO: -time.Second}, {SearchSteps: -1}, {StepDuration: -time.Second},
+		{Rate: 10, Arrivals: "bursty"}, {Mix: &workload.Mix{}},
+	} {
+		cfg.DSN, cfg.Spec = "root@tcp(127.0.0.1:1)/", spec
+		_, err := RunBench(context.Background(), cfg)
+		var ce *ConfigError
+		var oe *openloop.ConfigError
+		var me *workload.MixError
+		if !errors.As(err, &ce) && !errors.As(err, &oe) && !errors.As(err, &me) {
+			t.Errorf("%+v: got %v, want a typed error", cfg, err)
+		}
+	}
+}
+
+// notOnVitess leaves out the models on Vitess: this package's tests start
+// no Vitess cluster (registry/all's do).
+func notOnVitess(ms []registry.Model) []registry.Model {
+	var out []registry.Model
+	for _, m := range ms {
+		if !m.OnVitess() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestTrafficOnlyIsWarm: a run of the traffic phase alone (what a
+// recommendation runs) measures the models whose reads are measured warm
+// (Bench.WarmReads) warm too, as the full benchmark's traffic does after
+// its read phases: every user's newest page is read first, so the traffic
+// does not spend itself building what a running service already holds.
+func TestTrafficOnlyIsWarm(t *testing.T) {
+	var models []string
+	for _, m := range notOnVitess(registry.Listed()) {
+		if m.Bench.WarmReads && !m.Bench.Has(registry.PhaseCacheMixed) && m.Persistent() {
+			models = append(models, m.Name)
+		}
+	}
+	if len(models) == 0 {
+		t.Fatal("no model reads warm")
+	}
+	spec, err := dataset.PaperSpec().Scaled(0.05) // 500 users: most of them read once or not at all
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := workload.DefaultMix()
+	var progress bytes.Buffer
+	cfg := BenchConfig{
+		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Force: true,
+		Spec: spec, Scale: 0.05, Models: models, Mix: &mix, Rate: 150, TrafficOnly: true,
+		Duration: time.Second, Warmup: 100 * time.Millisecond, Concurrency: 2, Progress: &progress,
+	}
+	res, err := RunBench(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if n := strings.Count(progress.String(), "warmed memcached: 500 newest pages"); n != len(models) {
+		t.Errorf("%d warm-ups for %d models %v:\n%s", n, len(models), models, progress.String())
+	}
+	measured := 0
+	for _, name := range models {
+		m := res.Model(name)
+		if m == nil || m.Traffic == nil || m.Traffic.Total.Ops == 0 {
+			t.Fatalf("%s: no traffic: %+v", name, m)
+		}
+		builds, ok := m.Extra["traffic_index_builds_per_op"]
+		t.Logf("%s: %v index builds per operation (reported: %v)", name, builds, ok)
+		if ok {
+			measured++
+			// Cold, nearly every read is a reader's first and builds.
+			if builds > 0.2 {
+				t.Errorf("%s: %.2f index builds per operation of the traffic: measured cold", name, builds)
+			}
+		}
+	}
+	if measured == 0 {
+		t.Errorf("none of %v reports its index builds", models)
+	}
+}

@@ -1,0 +1,166 @@
+package load
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/results"
+	schema "github.com/pushpull/pushpull/sql"
+)
+
+// vitessBatch is how many rows one INSERT of Vitess writes: vtgate
+// splits it by shard, and a statement stays far below its row limit.
+const vitessBatch = 1000
+
+// Vitess writes d into targets on Vitess (a keyspace sharded by user,
+// schema.PushVitess or schema.PullVitess) through vtgate, which does not
+// take LOAD DATA: multi-row INSERTs of vitessBatch rows, workers at once,
+// that vtgate splits by shard. Messages keep the dataset's ids, which the
+// sequence did not hand out; seq, connected to schema.SequenceKeyspace,
+// then moves the sequence past them. That holds only while nothing has
+// drawn ids from the sequence yet (a vttablet hands out a block it has
+// cached before it reads the table again), as in a fresh sandbox.
+func Vitess(ctx context.Context, d *dataset.Dataset, targets []Target, seq *sql.DB, workers int) (*results.DataLoad, error) {
+	start := time.Now()
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	out := &results.DataLoad{}
+	for _, t := range targets {
+		for _, st := range schema.DataTables(t.Schema) {
+			t0 := time.Now()
+			rows, err := loadVitessTable(ctx, d, t.DB, st, workers)
+			if err != nil {
+				return nil, fmt.Errorf("load %s.%s: %w", t.Name, st.Name, err)
+			}
+			secs := time.Since(t0).Seconds()
+			out.Tables = append(out.Tables, results.TableLoad{
+				Database: t.Name, Table: st.Name, Rows: rows, Seconds: secs, RowsPerSec: float64(rows) / max(secs, 1e-9),
+			})
+		}
+	}
+	if _, err := seq.ExecContext(ctx, `UPDATE message_seq SET next_id = GREATEST(next_id, ?) WHERE id = 0`, len(d.Authors)+1); err != nil {
+		return nil, fmt.Errorf("move the message sequence past the loaded ids: %w", err)
+	}
+	out.Seconds = time.Since(start).Seconds()
+	return out, nil
+}
+
+// loadVitessTable inserts the rows of st, batch by batch.
+func loadVitessTable(ctx context.Context, d *dataset.Dataset, db *sql.DB, st schema.Table, workers int) (int64, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	batches := make(chan []byte)
+	for range workers {
+		g.Go(func() error {
+			for q := range batches {
+				if _, err := db.ExecContext(gctx, string(q)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	var rows int64
+	g.Go(func() error {
+		defer close(batches)
+		head := "INSERT INTO " + st.Name + " " + st.ColumnList() + " VALUES "
+		var q []byte
+		n := 0
+		add := func(row func([]byte) []byte) error {
+			if n == 0 {
+				q = append(q[:0], head...)
+			} else {
+				q = append(q, ',')
+			}
+			q = append(q, '(')
+			q = row(q)
+			q = append(q, ')')
+			rows++
+			if n++; n < vitessBatch {
+				return nil
+			}
+			n = 0
+			select {
+			case batches <- append([]byte(nil), q...):
+				return nil
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		var err error
+		switch st.Name {
+		case schema.Follows.Name, schema.Followers.Name:
+			byFollowee := st.Name == schema.Followers.Name
+			err = d.EachFollow(func(follower, followee uint32) error {
+				if byFollowee {
+					follower, followee = followee, follower
+				}
+				return add(func(q []byte) []byte { return appendPair(q, uint64(follower), uint64(followee)) })
+			})
+		case schema.Messages.Name:
+			var body []byte
+			err = d.EachMessage(func(id uint64, author uint32) error {
+				return add(func(q []byte) []byte {
+					q = appendPair(q, id, uint64(author))
+					q = append(q, ',')
+					body = d.AppendBody(body[:0], id)
+					q = appendQuoted(q, body)
+					q = append(q, ",'"...)
+					q = d.CreatedAt(id).AppendFormat(q, "2006-01-02 15:04:05")
+					return append(q, '\'')
+				})
+			})
+		case schema.VitessMailbox.Name:
+			err = d.EachMailbox(func(user uint32, id uint64) error {
+				return add(func(q []byte) []byte {
+					q = appendPair(q, uint64(user), id)
+					q = append(q, ',')
+					return strconv.AppendUint(q, uint64(d.Authors[id-1]), 10)
+				})
+			})
+		default:
+			err = fmt.Errorf("no generator for table %s", st.Name)
+		}
+		if err == nil && n > 0 {
+			select {
+			case batches <- q:
+			case <-gctx.Done():
+				err = gctx.Err()
+			}
+		}
+		return err
+	})
+	return rows, g.Wait()
+}
+
+// appendQuoted appends s as a single-quoted SQL string literal.
+func appendQuoted(q, s []byte) []byte {
+	q = append(q, '\'')
+	for _, c := range s {
+		switch c {
+		case '\'', '\\':
+			q = append(q, '\\', c)
+		case 0:
+			q = append(q, '\\', '0')
+		case '\n':
+			q = append(q, '\\', 'n')
+		case '\r':
+			q = append(q, '\\', 'r')
+		default:
+			q = append(q, c)
+		}
+	}
+	return append(q, '\'')
+}
+
+func appendPair(q []byte, a, b uint64) []byte {
+	q = strconv.AppendUint(q, a, 10)
+	q = append(q, ',')
+	return strconv.AppendUint(q, b, 10)
+}

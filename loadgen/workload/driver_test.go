@@ -1,0 +1,98 @@
+package workload
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestRunPhaseCountsOpsAndErrors(t *testing.T) {
+	var calls atomic.Int64
+	res, err := RunPhase(context.Background(), PhaseConfig{Name: "t", Workers: 4, Ops: 1000}, func(int) Op {
+		return func(ctx context.Context, c *Clock) error {
+			if calls.Add(1)%10 == 0 {
+				return errors.New("every tenth fails")
+			}
+			return nil
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ops+res.Errors != 1000 {
+		t.Fatalf("measured %d ops + %d errors, want 1000 in all", res.Ops, res.Errors)
+	}
+	if res.Errors < 80 || res.Errors > 120 {
+		t.Fatalf("%d errors, want about 100", res.Errors)
+	}
+	if r := res.ErrorRate(); r <= MaxErrorRate {
+		t.Fatalf("error rate %.3f not above the failure threshold", r)
+	}
+	if len(res.SampleErrors) != 1 || res.SampleErrors[0] != "every tenth fails" {
+		t.Fatalf("sample errors %q", res.SampleErrors)
+	}
+	if res.Latency.TotalCount() != res.Ops {
+		t.Fatalf("histogram holds %d values for %d ops", res.Latency.TotalCount(), res.Ops)
+	}
+}
+
+func TestRunPhaseDurationWarmupAndLatency(t *testing.T) {
+	var progress bytes.Buffer
+	var warm atomic.Int64
+	start := time.Now()
+	res, err := RunPhase(context.Background(), PhaseConfig{
+		Name: "sleepy", Workers: 2, Warmup: 200 * time.Millisecond, Duration: 1500 * time.Millisecond, Progress: &progress,
+	}, func(int) Op {
+		return func(ctx context.Context, c *Clock) error {
+			if time.Since(start) < 200*time.Millisecond {
+				warm.Add(1)
+			}
+			time.Sleep(20 * time.Millisecond) // set-up, excluded by Restart
+			c.Restart()
+			time.Sleep(time.Millisecond)
+			return nil
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warm.Load() == 0 {
+		t.Fatal("no operations ran during the warm-up")
+	}
+	if res.Seconds < 1.4 || res.Seconds > 3 {
+		t.Fatalf("measured %.2fs, want about 1.5s", res.Seconds)
+	}
+	// Latency excludes the 20 ms before Restart: the median is about
+	// 1 ms, far from 21.
+	p50 := float64(res.Latency.ValueAtQuantile(50)) / 1000
+	if p50 < 1 || p50 >= 15 {
+		t.Fatalf("p50 %.2f ms, want 1..15 (the measured part only)", p50)
+	}
+	if res.Ops == 0 || res.Errors != 0 {
+		t.Fatalf("ops %d errors %d", res.Ops, res.Errors)
+	}
+	if !strings.Contains(progress.String(), "sleepy") || !strings.Contains(progress.String(), "ops/s") {
+		t.Fatalf("no progress rows: %q", progress.String())
+	}
+}
+
+func TestRunPhaseNeedsAnEnd(t *testing.T) {
+	if _, err := RunPhase(context.Background(), PhaseConfig{Name: "x"}, func(int) Op { return nil }); err == nil {
+		t.Fatal("phase without duration or count accepted")
+	}
+}
+
+func TestRunPhaseCanceled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := RunPhase(ctx, PhaseConfig{Name: "x", Duration: time.Hour}, func(int) Op {
+		return func(ctx context.Context, c *Clock) error { time.Sleep(time.Millisecond); return nil }
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v", err)
+	}
+}
