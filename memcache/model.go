@@ -28,7 +28,7 @@ var options = []registry.Option{
 	registry.Choice(OptionPolicy, string(PolicyInvalidate), []string{string(PolicyInvalidate), string(PolicyTTL)},
 		"how cached pages stay fresh: invalidated by every write, or served until their ttl"),
 	registry.Duration(OptionTTL, 0, time.Millisecond, MaxTTL, "how long a cached page may be served after the read that filled it began").
-		OrZero(fmt.Sprintf("the policy's: %v under ttl, %v under invalidate", DefaultTTL, DefaultInvalidateTTL)),
+		OrZero(fmt.Sprintf("the policy's: %s under ttl, %s under invalidate", registry.FormatDuration(DefaultTTL), registry.FormatDuration(DefaultInvalidateTTL))),
 }
 
 func init() {

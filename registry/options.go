@@ -76,17 +76,17 @@ func Float(name string, def, min, max float64, help string) Option {
 // Duration declares a duration option from min to max (math.MaxInt64: no
 // upper bound).
 func Duration(name string, def, min, max time.Duration, help string) Option {
-	o := Option{Name: name, Kind: KindDuration, Default: formatDuration(def), Help: help, Min: formatDuration(min)}
+	o := Option{Name: name, Kind: KindDuration, Default: FormatDuration(def), Help: help, Min: FormatDuration(min)}
 	if max != math.MaxInt64 {
-		o.Max = formatDuration(max)
+		o.Max = FormatDuration(max)
 	}
 	return o
 }
 
-// formatDuration is d as time.Duration's String writes it, without the
+// FormatDuration is d as time.Duration's String writes it, without the
 // zero minutes and seconds that follow whole hours or minutes: "168h",
-// "1m", "1h30m", "500ms".
-func formatDuration(d time.Duration) string {
+// "1m", "1h30m", "500ms". Duration options are written so.
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if t, ok := strings.CutSuffix(s, "m0s"); ok {
 		s = t + "m"
@@ -246,7 +246,7 @@ func (o Option) Check(model string, v any) error {
 	case float64:
 		s, kind = formatFloat(x), KindFloat
 	case time.Duration:
-		s, kind = formatDuration(x), KindDuration
+		s, kind = FormatDuration(x), KindDuration
 	case string:
 		s, kind = x, KindChoice
 	}
