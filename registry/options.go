@@ -153,83 +153,64 @@ func (o Option) zero() string {
 // parse returns v as o's kind (int, float64, time.Duration or string), or
 // why it cannot be o's value.
 func (o Option) parse(v string) (any, error) {
-	bad := errors.New("want " + o.Values())
 	if v == "" {
 		return nil, errors.New("empty; want " + o.Values() + " (leave the option out for its default, " + o.Default + ")")
 	}
-	var x any
-	var cmp func(bound string) (int, error) // the value against a bound
 	switch o.Kind {
 	case KindInt:
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, bad
-		}
-		x = n
-		cmp = func(b string) (int, error) {
-			m, err := strconv.Atoi(b)
-			return compare(n, m), err
-		}
+		return parseBounded(o, v, strconv.Atoi)
 	case KindFloat:
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, bad
-		}
-		x = f
-		cmp = func(b string) (int, error) {
-			m, err := strconv.ParseFloat(b, 64)
-			return compare(f, m), err
-		}
+		return parseBounded(o, v, parseFinite)
 	case KindDuration:
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return nil, bad
-		}
-		x = d
-		cmp = func(b string) (int, error) {
-			m, err := time.ParseDuration(b)
-			return compare(d, m), err
-		}
+		return parseBounded(o, v, time.ParseDuration)
 	case KindChoice:
 		if !slices.Contains(o.Choices, v) {
-			return nil, bad
+			return nil, errors.New("want " + o.Values())
 		}
 		return v, nil
-	default:
-		return nil, fmt.Errorf("option of unknown kind %q", o.Kind)
 	}
-	if c, _ := cmp(o.zero()); c == 0 && o.Zero != "" {
+	return nil, fmt.Errorf("option of unknown kind %q", o.Kind)
+}
+
+// parseFinite is strconv.ParseFloat of a finite number.
+func parseFinite(s string) (float64, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		err = errors.New("not a finite number")
+	}
+	return f, err
+}
+
+// parseBounded parses v with parse and checks it against o's bounds
+// (parsed alike) and o.Zero.
+func parseBounded[T int | float64 | time.Duration](o Option, v string, parse func(string) (T, error)) (any, error) {
+	bad := errors.New("want " + o.Values())
+	x, err := parse(v)
+	if err != nil {
+		return nil, bad
+	}
+	if x == 0 && o.Zero != "" {
 		return x, nil
 	}
-	if o.Min != "" {
-		c, err := cmp(o.Min)
+	for _, b := range []struct {
+		bound   string
+		outside func(x, b T) bool
+	}{
+		{o.Min, func(x, b T) bool { return x < b || x == b && o.Above }},
+		{o.Max, func(x, b T) bool { return x > b }},
+	} {
+		if b.bound == "" {
+			continue
+		}
+		limit, err := parse(b.bound)
 		if err != nil {
-			return nil, fmt.Errorf("bound %q: %w", o.Min, err)
+			return nil, fmt.Errorf("bound %q: %w", b.bound, err)
 		}
-		if c < 0 || c == 0 && o.Above {
-			return nil, bad
-		}
-	}
-	if o.Max != "" {
-		c, err := cmp(o.Max)
-		if err != nil {
-			return nil, fmt.Errorf("bound %q: %w", o.Max, err)
-		}
-		if c > 0 {
+		if b.outside(x, limit) {
 			return nil, bad
 		}
 	}
 	return x, nil
-}
-
-func compare[T int | float64 | time.Duration](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Check reports whether v, a value of o's kind (int, float64,
