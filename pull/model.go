@@ -138,9 +138,9 @@ func init() {
 		if err != nil {
 			panic("pull: " + err.Error())
 		}
-		needs := registry.MariaDB
+		needs, traits := registry.MariaDB, registry.Traits(0)
 		if _, ok := read.(recent.Strategy); ok {
-			needs |= registry.Memcached
+			needs, traits = needs|registry.Memcached, registry.WriteHooks
 		}
 		set := settingsOf(read)
 		registry.Register(registry.Model{
@@ -151,6 +151,7 @@ func init() {
 			Needs:    needs,
 			Summary:  m.summary,
 			Options:  set.options,
+			Traits:   traits,
 			Open:     openStrategy(set),
 			Bench:    m.bench,
 			Offers:   m.offers,
@@ -170,6 +171,10 @@ func init() {
 			registry.Memcached, registry.Bench{Phases: registry.AllPhases, OlderSample: 100, WarmReads: true, OwnSubmission: true, WriteRank: 1,
 				SubmissionNote: "its posts also append to the author's list in memcached"}},
 	} {
+		var traits registry.Traits
+		if _, ok := m.read.(recent.Strategy); ok {
+			traits = registry.WriteHooks
+		}
 		set := settingsOf(m.read)
 		registry.Register(registry.Model{
 			Name:     VitessModelName(Strategy(m.read.Name())),
@@ -179,6 +184,7 @@ func init() {
 			Needs:    registry.Vitess | m.needs,
 			Summary:  m.summary,
 			Options:  set.options,
+			Traits:   traits,
 			Open:     openVitess(set),
 			Bench:    m.bench,
 		})

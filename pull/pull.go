@@ -198,7 +198,7 @@ func (s *Store) open(ctx context.Context, cfg Config, model schema.Model, need W
 	if s.codec, err = schema.CursorCodec(ctx, s.db); err != nil {
 		return err
 	}
-	recorded, err := recordedHooks(ctx, s.db)
+	recorded, err := RecordedHooks(ctx, s.db)
 	if err != nil {
 		return err
 	}

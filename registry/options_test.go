@@ -250,3 +250,12 @@ func TestOptionCheck(t *testing.T) {
 		t.Errorf("2h: %v", err)
 	}
 }
+
+func TestTraits(t *testing.T) {
+	if s := (Async | WriteHooks).String(); s != "asynchronous writes, write hooks" {
+		t.Errorf("%q", s)
+	}
+	if Traits(0).String() != "none" || !(Async | Partial).Has(Partial) || Partial.Has(Async|Partial) {
+		t.Error("Traits")
+	}
+}

@@ -3,8 +3,8 @@
 //
 // A model describes itself once, next to its code, in a Model: its name, its
 // family, the database it lives in, the servers it needs, a line for --help,
-// the options it takes (see Option), how to open it, and the benchmark
-// policy that is really its own (Bench).
+// the options it takes (see Option), what it is (Traits), how to open it,
+// and the benchmark policy that is really its own (Bench).
 // It registers from its package's init function; a program that wants every
 // model imports the package registry/all, which imports each model's package.
 // The command line, the benchmark and the results learn everything about
@@ -48,10 +48,13 @@
 //
 // What a store can do beyond timeline.Store is a named ability of package
 // timeline (Settler, Counting, Primer, ...); what the benchmark's loader
-// must know of a store's mailbox is PartialMailbox, here.
+// must know of a store's mailbox is PartialMailbox, here. What a model is
+// (asynchronous, with a partial mailbox, with write hooks) is declared in
+// its Traits, so that it can be known without opening a store.
 package registry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -179,6 +182,8 @@ type Model struct {
 	// Options are the options the model takes (see Option); a model of a
 	// variant takes its base's and the variant's.
 	Options []Option
+	// Traits say what the model is beyond its family and servers.
+	Traits Traits
 	// Open opens a store of the model. The Open of a Model from the
 	// registry (Lookup, Models, Listed) checks the Config first
 	// (CheckConfig: the servers and the options) and hands the Open
@@ -196,6 +201,44 @@ type Model struct {
 	// open is the Open registered, which Open calls once the Config is
 	// checked.
 	open Open
+}
+
+// Traits are what a model is that its family and servers do not say:
+// what a caller would otherwise learn only by opening a store. A test
+// opens every model and checks each trait against the store's abilities.
+type Traits uint8
+
+const (
+	// Async: the model applies part of a write after acknowledging it
+	// (asynchronous fan-out); its stores are timeline.Settlers, and a
+	// read right after a write may lack it until the store settles.
+	Async Traits = 1 << iota
+	// Partial: the model's mailbox holds only part of what push's would
+	// (a cap, pulled authors or edges, active users only); its stores are
+	// PartialMailboxes, which the benchmark's loader asks for the part.
+	Partial
+	// WriteHooks: a store of the model records, in its database, write
+	// hooks that every store writing to that database must then run (state
+	// kept in memcached beside it; see package pull's WriteHooks), so
+	// that the models sharing the database need memcached to write too.
+	WriteHooks
+)
+
+var traitNames = map[Traits]string{Async: "asynchronous writes", Partial: "partial mailbox", WriteHooks: "write hooks"}
+
+// Has reports whether t includes every trait of u.
+func (t Traits) Has(u Traits) bool { return t&u == u }
+
+// String lists the traits, e.g. "asynchronous writes, partial mailbox";
+// "none" for none.
+func (t Traits) String() string {
+	var names []string
+	for _, u := range []Traits{Async, Partial, WriteHooks} {
+		if t.Has(u) {
+			names = append(names, traitNames[u])
+		}
+	}
+	return cmp.Or(strings.Join(names, ", "), "none")
 }
 
 // Offer is a variant a base model is offered with.
@@ -478,7 +521,7 @@ func lookup(name string) (Model, error) {
 	m := Model{
 		Name: name, Family: b.Family, Schema: b.Schema, Database: b.Database,
 		Needs: b.Needs | v.Needs, Summary: v.Describe(b), Bench: v.Bench,
-		Options: slices.Concat(b.Options, v.Options),
+		Options: slices.Concat(b.Options, v.Options), Traits: b.Traits,
 		Variant: v.Name, Base: b.Name,
 	}
 	m.Bench.Default = slices.ContainsFunc(b.Offers, func(o Offer) bool { return o.Variant == v.Name && o.Bench })

@@ -31,6 +31,7 @@ func init() {
 		Needs:    registry.MariaDB,
 		Summary:  fmt.Sprintf("push to the followers who read within %d days (option window) only; an inactive reader's next read rebuilds their mailbox by pull", DefaultWindow/(24*time.Hour)),
 		Options:  options,
+		Traits:   registry.Partial,
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})

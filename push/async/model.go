@@ -39,6 +39,7 @@ func init() {
 		Summary: "push with asynchronous fan-out: a post commits the message and a fan-out job; workers write the mailboxes " +
 			"in chunks of followers; reads see a post once the store settles",
 		Options: options,
+		Traits:  registry.Async,
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 			return Open(ctx, push.ConfigFrom(cfg), Options{Workers: cfg.Int(OptionWorkers), Chunk: cfg.Int(OptionChunk)})
 		},

@@ -25,6 +25,7 @@ func init() {
 		Needs:    registry.MariaDB,
 		Summary:  fmt.Sprintf("push with each mailbox capped at its newest %d entries (option cap); older pages come from the pull merge", DefaultCap),
 		Options:  options,
+		Traits:   registry.Partial,
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
