@@ -104,7 +104,7 @@ const (
 	MaxActiveReads = 1e6
 )
 
-// The registry options (registry.Config.Options) of the model.
+// The registry options (registry.Model.Options) of the model.
 const (
 	// OptionWindow is Config.Window, as a Go duration ("168h", "30s").
 	OptionWindow = "window"

@@ -62,7 +62,7 @@ const DefaultCap = 800
 // MaxCap bounds Config.Cap and Config.Slack.
 const MaxCap = 1_000_000
 
-// The registry options (registry.Config.Options) of the model.
+// The registry options (registry.Model.Options) of the model.
 const (
 	// OptionCap is Config.Cap.
 	OptionCap = "cap"
