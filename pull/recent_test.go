@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -167,10 +165,10 @@ func TestRecentSurvivesCacheDamage(t *testing.T) {
 // the database and stay exact, posts still succeed, and once memcached is
 // back the lists that missed posts are rebuilt before they are used.
 func TestRecentMemcachedDown(t *testing.T) {
-	p := newProxy(t, testserver.Memcache(t))
-	f := newRecentFixture(t, p.addr)
+	p := testserver.StartProxy(t, "tcp", testserver.Memcache(t))
+	f := newRecentFixture(t, p.Addr)
 	f.check(t, "warm")
-	p.cut()
+	p.Cut()
 	f.post(t, 2)
 	f.post(t, 3)
 	f.check(t, "memcached down")
@@ -178,7 +176,7 @@ func TestRecentMemcachedDown(t *testing.T) {
 	if down.CacheErrors == 0 {
 		t.Fatalf("no cache errors counted while memcached was down: %+v", down)
 	}
-	p.restore(t)
+	p.Restore(t)
 	waitServersUp(t, f.s, func() { f.check(t, "memcached back") })
 	f.post(t, 2)
 	f.check(t, "memcached back, then a post")
@@ -287,65 +285,6 @@ func TestRecentRacingRebuilds(t *testing.T) {
 	}
 }
 
-// proxy forwards TCP connections to a server until cut, which closes its
-// listener and every connection, so that clients see a server that went
-// away; restore listens again on the same address.
-type proxy struct {
-	addr, target string
-	mu           sync.Mutex
-	ln           net.Listener
-	conns        []net.Conn
-	wg           sync.WaitGroup
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{addr: ln.Addr().String(), target: target}
-	p.serve(ln)
-	t.Cleanup(func() { p.cut(); p.wg.Wait() })
-	return p
-}
-
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			p.wg.Go(func() { io.Copy(up, c); up.Close() })
-			p.wg.Go(func() { io.Copy(c, up); c.Close() })
-		}
-	})
-}
-
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
 // waitServersUp reads (read) until s no longer reports a memcached server
 // down: a server that failed is left alone for a while, then taken back by
 // a call (with a new fence).
@@ -362,14 +301,6 @@ func waitServersUp(t *testing.T, s *pull.Store, read func()) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func (p *proxy) restore(t *testing.T) {
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.serve(ln)
 }
 
 // frozenStore opens a store of strategy on a memcached of its own, in
