@@ -640,6 +640,25 @@ func TestCorruptValues(t *testing.T) {
 	}
 }
 
+// TestNewContext: New asks the servers within its context: a caller's
+// deadline that ends it before a silent server has had its time gives the
+// deadline's error, which does not match timeline.ErrUnavailable (the
+// caller gave up; the server may be fine).
+func TestNewContext(t *testing.T) {
+	p := testserver.StartProxy(t, "tcp", testserver.Memcache(t))
+	p.Freeze()
+	ctx, cancel := context.WithTimeout(t.Context(), memcached.OpenTimeout/10)
+	defer cancel()
+	s, err := memcache.New(ctx, timeline.NewMemory(), memcache.Options{Servers: []string{p.Addr}, Namespace: "ctx", Policy: memcache.PolicyTTL})
+	if err == nil {
+		s.Close()
+		t.Fatal("New on a silent server opened")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, timeline.ErrUnavailable) {
+		t.Fatalf("New on a silent server, with a deadline before memcached.OpenTimeout: %v", err)
+	}
+}
+
 // TestNewValidates: bad options fail in New with a clear error; servers
 // that cannot be reached fail with timeline.ErrUnavailable.
 func TestNewValidates(t *testing.T) {
@@ -708,7 +727,7 @@ func TestNewValidates(t *testing.T) {
 			opts.Servers = slices.Clone(good.Servers)
 			tc.edit(&opts)
 			start := time.Now()
-			s, err := memcache.New(timeline.NewMemory(), opts)
+			s, err := memcache.New(t.Context(), timeline.NewMemory(), opts)
 			if err == nil {
 				s.Close()
 				t.Fatal("New succeeded")
@@ -727,7 +746,7 @@ func TestNewValidates(t *testing.T) {
 	}
 	// And the good options, with every policy, work.
 	for _, opts := range []memcache.Options{good, {Servers: good.Servers, Namespace: "ok", Policy: memcache.PolicyInvalidate, Followers: followers}} {
-		s, err := memcache.New(timeline.NewMemory(), opts)
+		s, err := memcache.New(t.Context(), timeline.NewMemory(), opts)
 		if err != nil {
 			t.Fatalf("New(%+v): %v", opts, err)
 		}

@@ -172,9 +172,10 @@
 // Every process sharing a namespace must list the same servers in the same
 // order, or keys would be looked for on different servers.
 //
-// New validates the options and asks every server for its fence: an empty
-// server list or an address that is not host:port (numeric port) or a
-// socket path is a plain error; a list none of whose servers can be
-// reached, or answers within the timeout, gives an error matching
-// timeline.ErrUnavailable that names them.
+// New validates the options and asks every server for its fence, within
+// the context it is given: an empty server list or an address that is not
+// host:port (numeric port) or a socket path is a plain error; a list none
+// of whose servers can be reached, or answers within the timeout, gives an
+// error matching timeline.ErrUnavailable that names them; a context that
+// ends first gives its own error.
 package memcache

@@ -74,7 +74,7 @@ func wrap(ctx context.Context, base registry.Model, inner timeline.Store, cfg re
 			return fail(fmt.Errorf("option %s=%q: %w", OptionTTL, v, err))
 		}
 	}
-	s, err := New(inner, Options{
+	s, err := New(ctx, inner, Options{
 		Servers:      cfg.Memcache,
 		Namespace:    cfg.Namespace + name + ":" + id,
 		Policy:       policy,

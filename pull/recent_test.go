@@ -185,6 +185,28 @@ func TestRecentMemcachedDown(t *testing.T) {
 	}
 }
 
+// TestRecentOpenContext: opening a store whose memcached is silent ends
+// with the caller's deadline, as the deadline's error (not
+// timeline.ErrUnavailable), rather than after the memcached client's own
+// wait for servers that answer late (memcached.OpenTimeout, a second).
+func TestRecentOpenContext(t *testing.T) {
+	cfg := config(t, pull.StrategyRecent, testserver.Database(t))
+	openConfig(t, cfg) // the schema is in place: opening again is quick
+	p := testserver.StartProxy(t, "tcp", testserver.Memcache(t))
+	p.Freeze()
+	cfg.Memcache = []string{p.Addr}
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	s, err := pull.Open(ctx, cfg)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened on a silent memcached")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, timeline.ErrUnavailable) {
+		t.Fatalf("opening on a silent memcached, with a deadline: %v", err)
+	}
+}
+
 // TestRecentRacingRebuilds posts from three goroutines while others read
 // and keep destroying the lists, so that rebuilds race posts all the time.
 // Every read must hold every post that had returned before the read began.

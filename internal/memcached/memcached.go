@@ -223,11 +223,12 @@ const OpenTimeout = time.Second
 
 // New returns a client for opts.Servers. It asks every server for its
 // fence (creating one where there is none), concurrently, each request
-// within opts.Timeout or OpenTimeout, whichever is longer; servers that do
-// not answer start down and are counted in Status. It fails only when the
-// options are bad or no server answers (ErrNoServers, with each server's
-// error).
-func New(opts Options) (*Client, error) {
+// within opts.Timeout or OpenTimeout, whichever is longer, and within ctx;
+// servers that do not answer start down and are counted in Status. It
+// fails when the options are bad, when no server answers (ErrNoServers,
+// with each server's error), or when ctx ends first (ctx's error: the
+// caller gave up, whatever the servers would have said).
+func New(ctx context.Context, opts Options) (*Client, error) {
 	if len(opts.Servers) == 0 {
 		return nil, errors.New("memcached: no servers given")
 	}
@@ -263,6 +264,9 @@ func New(opts Options) (*Client, error) {
 		i++
 		return nil
 	})
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memcached: open: %w", err)
+	}
 	// The opening requests get the longer timeout as Timeout (no other
 	// caller has c yet), not as a context deadline: a server silent past
 	// a deadline of the caller's would not be marked down.
@@ -271,10 +275,20 @@ func New(opts Options) (*Client, error) {
 	errs := make([]error, len(c.servers))
 	var wg sync.WaitGroup
 	for i, s := range c.servers {
-		wg.Go(func() { errs[i] = c.do(context.Background(), s, nil, true) })
+		wg.Go(func() { errs[i] = c.do(ctx, s, nil, true) })
 	}
 	wg.Wait()
 	c.timeout = timeout
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		// A request cut by the deadline can return before ctx's own
+		// timer fires: wait for it, so that a caller who finds ctx.Err()
+		// nil knows that the servers, not its deadline, failed New.
+		<-ctx.Done()
+	}
+	if err := ctx.Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("memcached: open: %w", err)
+	}
 	up := 0
 	for _, e := range errs {
 		if e == nil {

@@ -17,7 +17,7 @@ import (
 
 func newClient(t *testing.T, prefix string, timeout time.Duration, addrs ...string) *memcached.Client {
 	t.Helper()
-	c, err := memcached.New(memcached.Options{Servers: addrs, Prefix: prefix, Timeout: timeout, RetryAfter: 200 * time.Millisecond})
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: addrs, Prefix: prefix, Timeout: timeout, RetryAfter: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestOneOfTwoDown(t *testing.T) {
 // TestNoServer: New fails, naming every server, when none answers.
 func TestNoServer(t *testing.T) {
 	port := testserver.FreePort(t)
-	_, err := memcached.New(memcached.Options{Servers: []string{fmt.Sprintf("127.0.0.1:%d", port)}, Prefix: "t:", Timeout: 100 * time.Millisecond})
+	_, err := memcached.New(t.Context(), memcached.Options{Servers: []string{fmt.Sprintf("127.0.0.1:%d", port)}, Prefix: "t:", Timeout: 100 * time.Millisecond})
 	if !errors.Is(err, memcached.ErrNoServers) {
 		t.Fatalf("New with no live server: %v", err)
 	}
@@ -335,5 +335,26 @@ func TestCallerGaveUp(t *testing.T) {
 		if got := memcached.CallerGaveUp(tc.ctx); got != tc.want {
 			t.Errorf("%s: CallerGaveUp = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestOpenContext: New's requests end with its context: a canceled one
+// fails New at once, and a deadline that comes before a silent server
+// has had OpenTimeout fails it with the deadline's error, not
+// ErrNoServers (the caller gave up; the server may be fine).
+func TestOpenContext(t *testing.T) {
+	m := testserver.StartMemcached(t, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := memcached.New(ctx, memcached.Options{Servers: []string{m.Addr}, Prefix: "t:"}); !errors.Is(err, context.Canceled) || errors.Is(err, memcached.ErrNoServers) {
+		t.Errorf("New under a canceled context: %v", err)
+	}
+	p := testserver.StartProxy(t, "tcp", m.Addr)
+	p.Freeze()
+	ctx, cancel = context.WithTimeout(t.Context(), memcached.OpenTimeout/10)
+	defer cancel()
+	_, err := memcached.New(ctx, memcached.Options{Servers: []string{p.Addr}, Prefix: "t:"})
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, memcached.ErrNoServers) {
+		t.Errorf("New on a silent server, with a deadline before OpenTimeout: %v", err)
 	}
 }
