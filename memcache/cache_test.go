@@ -802,6 +802,26 @@ func TestOpensWithOneServerDown(t *testing.T) {
 	}
 }
 
+// TestDownServersWhileIdle: a store that nobody calls still names a
+// memcached server that died within about a second (memcached's
+// DefaultRetryAfter), and drops it within about as long once it is back:
+// its client checks its servers in the background.
+func TestDownServersWhileIdle(t *testing.T) {
+	up, dies := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyTTL, Servers: []string{up.Addr, dies.Addr}})
+	const within = 2*memcached.DefaultRetryAfter + 2*time.Second // the rest is slack for a loaded machine
+	dies.Kill()
+	took := testserver.Poll(t, within, "the dead server in DownServers", func() bool {
+		return slices.Equal(s.DownServers(), []string{dies.Addr}) && s.Stats().ServersDown == 1
+	})
+	t.Logf("reported down after %v", took.Round(time.Millisecond))
+	if testserver.RestartMemcached(t, dies) == nil {
+		t.Skip("port taken meanwhile")
+	}
+	took = testserver.Poll(t, within, "DownServers empty once the server is back", func() bool { return len(s.DownServers()) == 0 })
+	t.Logf("reported up after %v", took.Round(time.Millisecond))
+}
+
 // TestLongKeys: the longest namespace and the largest user id still make
 // legal memcached keys, and they are used (the page is a hit).
 func TestLongKeys(t *testing.T) {

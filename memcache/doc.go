@@ -154,7 +154,11 @@
 // wrapped store, and calls for its keys fail at once, without traffic, for
 // a second after each failure, so a dead server costs nothing and a frozen
 // one a timeout a second. New opens as long as one server answers
-// (DownServers, Stats.ServersDown report the others).
+// (DownServers, Stats.ServersDown report the others). DownServers is
+// current even while the store is idle: the client checks every server
+// that no call went to lately once a second, so a server that dies is
+// named within about a second, and one that comes back is dropped (and
+// fenced anew, see below) within about as long.
 //
 // What a failed server held may come back with it (it was frozen, or cut
 // off), without the generation bumps it missed. Every key is therefore

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
+	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/recent"
@@ -183,6 +184,22 @@ func TestRecentMemcachedDown(t *testing.T) {
 	if st := f.s.Stats(); st.Rebuilds < down.Rebuilds+2 {
 		t.Fatalf("the lists that missed posts were not rebuilt: %+v", st)
 	}
+}
+
+// TestRecentDownServersWhileIdle: a pull-recent store that nobody calls
+// still names its memcached within about a second of its death, and drops
+// it within about as long once it is back.
+func TestRecentDownServersWhileIdle(t *testing.T) {
+	mc := testserver.StartMemcached(t, 0)
+	f := newRecentFixture(t, mc.Addr)
+	mc.Kill()
+	const within = 2*memcached.DefaultRetryAfter + 2*time.Second // the rest is slack for a loaded machine
+	testserver.Poll(t, within, "the dead memcached in DownServers", func() bool { return slices.Equal(f.s.DownServers(), []string{mc.Addr}) })
+	if testserver.RestartMemcached(t, mc) == nil {
+		t.Skip("port taken meanwhile")
+	}
+	testserver.Poll(t, within, "DownServers empty once memcached is back", func() bool { return len(f.s.DownServers()) == 0 })
+	f.check(t, "memcached back")
 }
 
 // TestRecentOpenContext: opening a store whose memcached is silent ends
