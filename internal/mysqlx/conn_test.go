@@ -524,9 +524,13 @@ func TestFrozenServer(t *testing.T) {
 // BenchmarkPointQuery reads one row by primary key through go-sql-driver's
 // connector ("driver") and through Open's wrapper of it ("wrapped"), on the
 // same server with the same settings: the wrapper should cost nothing one
-// can measure against the round trip.
+// can measure against the round trip. Measured on a 2-vCPU VM shared with
+// other work, ten 3-second runs of each, alternating (the machine's noise,
+// ±20 %, swamps any difference): median 37.2 µs through the driver, 36.2 µs
+// wrapped; the wrapper adds one allocation (about 48 bytes) per query, its
+// rows.
 //
-//	go test -run '^$' -bench PointQuery -count 6 ./internal/mysqlx/
+//	go test -run '^$' -bench PointQuery -benchtime 3s -count 10 ./internal/mysqlx/
 func BenchmarkPointQuery(b *testing.B) {
 	f := newFixture(b, 1000)
 	raw, wrapped, err := mysqlx.Connectors(f.dsn)
