@@ -57,7 +57,7 @@ func BenchmarkFirstPage(b *testing.B) {
 
 			for _, policy := range []Policy{PolicyTTL, PolicyInvalidate} {
 				b.Run("cached-page-"+string(policy), func(b *testing.B) {
-					s, err := New(nopClose{inner}, Options{
+					s, err := New(b.Context(), nopClose{inner}, Options{
 						Servers:   []string{testserver.Memcache(b)},
 						Namespace: fmt.Sprintf("bench-%d", time.Now().UnixNano()),
 						Policy:    policy,
@@ -125,7 +125,7 @@ func BenchmarkCached(b *testing.B) {
 			b.Run(model+"/"+string(policy), func(b *testing.B) {
 				timelinetest.RunBenchmarks(b, func(b *testing.B) timeline.Store {
 					inner, _ := openBenchStore(b, model)
-					s, err := New(inner, Options{
+					s, err := New(b.Context(), inner, Options{
 						Servers:   []string{testserver.Memcache(b)},
 						Namespace: fmt.Sprintf("bench-%d", time.Now().UnixNano()),
 						Policy:    policy,

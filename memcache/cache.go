@@ -146,13 +146,14 @@ var (
 	_ timeline.Degraded = (*Store)(nil)
 )
 
-// New wraps inner. It checks opts and asks every server for its fence: an
-// empty or malformed list fails with a plain error, a list none of whose
-// servers answers with an error matching timeline.ErrUnavailable. Servers
-// that do not answer while others do are left out until they come back
-// (Stats.ServersDown, DownServers): an application restarting during a
-// partial memcached outage comes up. On error inner is left open.
-func New(inner timeline.Store, opts Options) (*Store, error) {
+// New wraps inner. It checks opts and asks every server for its fence,
+// within ctx: an empty or malformed list fails with a plain error, a list
+// none of whose servers answers with an error matching
+// timeline.ErrUnavailable, and a ctx that ends first with its own error.
+// Servers that do not answer while others do are left out until they come
+// back (Stats.ServersDown, DownServers): an application restarting during
+// a partial memcached outage comes up. On error inner is left open.
+func New(ctx context.Context, inner timeline.Store, opts Options) (*Store, error) {
 	if inner == nil {
 		return nil, errors.New("cache: no store to wrap")
 	}
@@ -209,7 +210,7 @@ func New(inner timeline.Store, opts Options) (*Store, error) {
 	if err := CheckServers(opts.Servers); err != nil {
 		return nil, err
 	}
-	mc, err := memcached.New(memcached.Options{
+	mc, err := memcached.New(ctx, memcached.Options{
 		Servers: opts.Servers, Prefix: s.prefix, Timeout: s.timeout, MaxIdle: idle,
 		// A user's generation and page share a server: a read is one
 		// request to one server, and a server that is down takes both
@@ -217,6 +218,9 @@ func New(inner timeline.Store, opts Options) (*Store, error) {
 		Route: func(key string) string { return key[strings.LastIndexByte(key, ':')+1:] },
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("cache: memcached at %v: %w", opts.Servers, err)
+		}
 		return nil, fmt.Errorf("cache: memcached at %v: %w: %w", opts.Servers, timeline.ErrUnavailable, err)
 	}
 	s.mc = mc

@@ -640,6 +640,25 @@ func TestCorruptValues(t *testing.T) {
 	}
 }
 
+// TestNewContext: New asks the servers within its context: a caller's
+// deadline that ends it before a silent server has had its time gives the
+// deadline's error, which does not match timeline.ErrUnavailable (the
+// caller gave up; the server may be fine).
+func TestNewContext(t *testing.T) {
+	p := testserver.StartProxy(t, "tcp", testserver.Memcache(t))
+	p.Freeze()
+	ctx, cancel := context.WithTimeout(t.Context(), memcached.OpenTimeout/10)
+	defer cancel()
+	s, err := memcache.New(ctx, timeline.NewMemory(), memcache.Options{Servers: []string{p.Addr}, Namespace: "ctx", Policy: memcache.PolicyTTL})
+	if err == nil {
+		s.Close()
+		t.Fatal("New on a silent server opened")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, timeline.ErrUnavailable) {
+		t.Fatalf("New on a silent server, with a deadline before memcached.OpenTimeout: %v", err)
+	}
+}
+
 // TestNewValidates: bad options fail in New with a clear error; servers
 // that cannot be reached fail with timeline.ErrUnavailable.
 func TestNewValidates(t *testing.T) {
@@ -708,7 +727,7 @@ func TestNewValidates(t *testing.T) {
 			opts.Servers = slices.Clone(good.Servers)
 			tc.edit(&opts)
 			start := time.Now()
-			s, err := memcache.New(timeline.NewMemory(), opts)
+			s, err := memcache.New(t.Context(), timeline.NewMemory(), opts)
 			if err == nil {
 				s.Close()
 				t.Fatal("New succeeded")
@@ -727,7 +746,7 @@ func TestNewValidates(t *testing.T) {
 	}
 	// And the good options, with every policy, work.
 	for _, opts := range []memcache.Options{good, {Servers: good.Servers, Namespace: "ok", Policy: memcache.PolicyInvalidate, Followers: followers}} {
-		s, err := memcache.New(timeline.NewMemory(), opts)
+		s, err := memcache.New(t.Context(), timeline.NewMemory(), opts)
 		if err != nil {
 			t.Fatalf("New(%+v): %v", opts, err)
 		}
@@ -781,6 +800,26 @@ func TestOpensWithOneServerDown(t *testing.T) {
 		timelinetest.Newest(t, s, 3)
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestDownServersWhileIdle: a store that nobody calls still names a
+// memcached server that died within about a second (memcached's
+// DefaultRetryAfter), and drops it within about as long once it is back:
+// its client checks its servers in the background.
+func TestDownServersWhileIdle(t *testing.T) {
+	up, dies := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyTTL, Servers: []string{up.Addr, dies.Addr}})
+	const within = 2*memcached.DefaultRetryAfter + 2*time.Second // the rest is slack for a loaded machine
+	dies.Kill()
+	took := testserver.Poll(t, within, "the dead server in DownServers", func() bool {
+		return slices.Equal(s.DownServers(), []string{dies.Addr}) && s.Stats().ServersDown == 1
+	})
+	t.Logf("reported down after %v", took.Round(time.Millisecond))
+	if testserver.RestartMemcached(t, dies) == nil {
+		t.Skip("port taken meanwhile")
+	}
+	took = testserver.Poll(t, within, "DownServers empty once the server is back", func() bool { return len(s.DownServers()) == 0 })
+	t.Logf("reported up after %v", took.Round(time.Millisecond))
 }
 
 // TestLongKeys: the longest namespace and the largest user id still make

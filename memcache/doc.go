@@ -154,7 +154,11 @@
 // wrapped store, and calls for its keys fail at once, without traffic, for
 // a second after each failure, so a dead server costs nothing and a frozen
 // one a timeout a second. New opens as long as one server answers
-// (DownServers, Stats.ServersDown report the others).
+// (DownServers, Stats.ServersDown report the others). DownServers is
+// current even while the store is idle: the client checks every server
+// that no call went to lately once a second, so a server that dies is
+// named within about a second, and one that comes back is dropped (and
+// fenced anew, see below) within about as long.
 //
 // What a failed server held may come back with it (it was frozen, or cut
 // off), without the generation bumps it missed. Every key is therefore
@@ -172,9 +176,10 @@
 // Every process sharing a namespace must list the same servers in the same
 // order, or keys would be looked for on different servers.
 //
-// New validates the options and asks every server for its fence: an empty
-// server list or an address that is not host:port (numeric port) or a
-// socket path is a plain error; a list none of whose servers can be
-// reached, or answers within the timeout, gives an error matching
-// timeline.ErrUnavailable that names them.
+// New validates the options and asks every server for its fence, within
+// the context it is given: an empty server list or an address that is not
+// host:port (numeric port) or a socket path is a plain error; a list none
+// of whose servers can be reached, or answers within the timeout, gives an
+// error matching timeline.ErrUnavailable that names them; a context that
+// ends first gives its own error.
 package memcache

@@ -27,7 +27,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := memcache.New(inner, memcache.Options{
+	s, err := memcache.New(ctx, inner, memcache.Options{
 		Servers:      strings.Split(os.Getenv("PUSHPULL_MEMCACHE"), ","),
 		Namespace:    fmt.Sprintf("example-%d", os.Getpid()),
 		Policy:       memcache.PolicyInvalidate,

@@ -128,7 +128,7 @@ func wrap(t testing.TB, inner timeline.Store, opts memcache.Options) *memcache.S
 	if opts.Namespace == "" {
 		opts.Namespace = namespace(string(opts.Policy))
 	}
-	s, err := memcache.New(inner, opts)
+	s, err := memcache.New(t.Context(), inner, opts)
 	if err != nil {
 		t.Fatalf("memcache.New: %v", err)
 	}
@@ -230,7 +230,7 @@ type rawCache struct{ c *memcached.Client }
 
 func newRawCache(t testing.TB, ns string, servers ...string) rawCache {
 	t.Helper()
-	c, err := memcached.New(memcached.Options{Servers: servers, Prefix: "pushpull:" + ns + ":", Timeout: 2 * time.Second})
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: servers, Prefix: "pushpull:" + ns + ":", Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func wrap(ctx context.Context, base registry.Model, inner timeline.Store, cfg re
 	if err != nil {
 		return fail(err)
 	}
-	s, err := New(inner, Options{
+	s, err := New(ctx, inner, Options{
 		Servers:      cfg.Memcache,
 		Namespace:    cfg.Namespace + name + ":" + id,
 		Policy:       Policy(cfg.Choice(OptionPolicy)),

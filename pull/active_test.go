@@ -253,11 +253,11 @@ func TestActiveSurvivesIndexDamage(t *testing.T) {
 // is back this process rebuilds the indexes they missed.
 func TestActiveHintsWhileMemcachedDown(t *testing.T) {
 	eachIndex(t, func(t *testing.T, read recent.Strategy) {
-		p := newProxy(t, testserver.Memcache(t))
-		f := newIndexFixture(t, p.addr, read)
+		p := testserver.StartProxy(t, "tcp", testserver.Memcache(t))
+		f := newIndexFixture(t, p.Addr, read)
 		f.newest(t, "warm")
 		f.newest(t, "indexed")
-		p.cut()
+		p.Cut()
 		f.post(t, 7)
 		f.post(t, 11)
 		f.newest(t, "memcached down")
@@ -265,7 +265,7 @@ func TestActiveHintsWhileMemcachedDown(t *testing.T) {
 			t.Fatalf("no hint errors counted while memcached was down: %+v", st)
 		}
 		builds := f.s.Stats().IndexBuilds
-		p.restore(t)
+		p.Restore(t)
 		waitServersUp(t, f.s, func() { f.newest(t, "memcached back") })
 		// The server's new fence retired the follow token with the index: the
 		// first read after reloads the followees, the next builds an index.

@@ -36,7 +36,7 @@ func (s *Store) TargetsKey(author timeline.UserID) string { return s.hooks.Targe
 // delete, garble or forge them.
 func (s *Store) RawMemcache(t testing.TB, servers ...string) RawMC {
 	t.Helper()
-	c, err := memcached.New(memcached.Options{Servers: servers, Prefix: s.hooks.KeyPrefix(), Timeout: 2 * time.Second})
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: servers, Prefix: s.hooks.KeyPrefix(), Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,22 +107,22 @@ func TestFolloweesCachedAcrossStores(t *testing.T) {
 // still reaches the next read of the store that made it.
 func TestFollowWhileMemcachedDown(t *testing.T) {
 	ctx := context.Background()
-	p := newProxy(t, testserver.Memcache(t))
-	f := newRecentFixture(t, p.addr)
+	p := testserver.StartProxy(t, "tcp", testserver.Memcache(t))
+	f := newRecentFixture(t, p.Addr)
 	if _, err := f.s.Post(ctx, 5, "by 5"); err != nil {
 		t.Fatal(err)
 	}
 	if got := authorsOf(t, f.s, 1); !slices.Equal(got, []timeline.UserID{2, 3, 4}) {
 		t.Fatalf("warm: posts by %v", got)
 	}
-	p.cut()
+	p.Cut()
 	if err := f.s.Follow(ctx, 1, 5); err != nil {
 		t.Fatalf("follow with memcached down: %v", err)
 	}
 	if got := authorsOf(t, f.s, 1); !slices.Equal(got, []timeline.UserID{2, 3, 4, 5}) {
 		t.Fatalf("memcached down: posts by %v", got)
 	}
-	p.restore(t)
+	p.Restore(t)
 	if got := authorsOf(t, f.s, 1); !slices.Equal(got, []timeline.UserID{2, 3, 4, 5}) {
 		t.Fatalf("memcached back: posts by %v", got)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
+	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/recent"
@@ -167,10 +166,10 @@ func TestRecentSurvivesCacheDamage(t *testing.T) {
 // the database and stay exact, posts still succeed, and once memcached is
 // back the lists that missed posts are rebuilt before they are used.
 func TestRecentMemcachedDown(t *testing.T) {
-	p := newProxy(t, testserver.Memcache(t))
-	f := newRecentFixture(t, p.addr)
+	p := testserver.StartProxy(t, "tcp", testserver.Memcache(t))
+	f := newRecentFixture(t, p.Addr)
 	f.check(t, "warm")
-	p.cut()
+	p.Cut()
 	f.post(t, 2)
 	f.post(t, 3)
 	f.check(t, "memcached down")
@@ -178,12 +177,50 @@ func TestRecentMemcachedDown(t *testing.T) {
 	if down.CacheErrors == 0 {
 		t.Fatalf("no cache errors counted while memcached was down: %+v", down)
 	}
-	p.restore(t)
+	p.Restore(t)
 	waitServersUp(t, f.s, func() { f.check(t, "memcached back") })
 	f.post(t, 2)
 	f.check(t, "memcached back, then a post")
 	if st := f.s.Stats(); st.Rebuilds < down.Rebuilds+2 {
 		t.Fatalf("the lists that missed posts were not rebuilt: %+v", st)
+	}
+}
+
+// TestRecentDownServersWhileIdle: a pull-recent store that nobody calls
+// still names its memcached within about a second of its death, and drops
+// it within about as long once it is back.
+func TestRecentDownServersWhileIdle(t *testing.T) {
+	mc := testserver.StartMemcached(t, 0)
+	f := newRecentFixture(t, mc.Addr)
+	mc.Kill()
+	const within = 2*memcached.DefaultRetryAfter + 2*time.Second // the rest is slack for a loaded machine
+	testserver.Poll(t, within, "the dead memcached in DownServers", func() bool { return slices.Equal(f.s.DownServers(), []string{mc.Addr}) })
+	if testserver.RestartMemcached(t, mc) == nil {
+		t.Skip("port taken meanwhile")
+	}
+	testserver.Poll(t, within, "DownServers empty once memcached is back", func() bool { return len(f.s.DownServers()) == 0 })
+	f.check(t, "memcached back")
+}
+
+// TestRecentOpenContext: opening a store whose memcached is silent ends
+// with the caller's deadline, as the deadline's error (not
+// timeline.ErrUnavailable), rather than after the memcached client's own
+// wait for servers that answer late (memcached.OpenTimeout, a second).
+func TestRecentOpenContext(t *testing.T) {
+	cfg := config(t, pull.StrategyRecent, testserver.Database(t))
+	openConfig(t, cfg) // the schema is in place: opening again is quick
+	p := testserver.StartProxy(t, "tcp", testserver.Memcache(t))
+	p.Freeze()
+	cfg.Memcache = []string{p.Addr}
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	s, err := pull.Open(ctx, cfg)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened on a silent memcached")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, timeline.ErrUnavailable) {
+		t.Fatalf("opening on a silent memcached, with a deadline: %v", err)
 	}
 }
 
@@ -287,65 +324,6 @@ func TestRecentRacingRebuilds(t *testing.T) {
 	}
 }
 
-// proxy forwards TCP connections to a server until cut, which closes its
-// listener and every connection, so that clients see a server that went
-// away; restore listens again on the same address.
-type proxy struct {
-	addr, target string
-	mu           sync.Mutex
-	ln           net.Listener
-	conns        []net.Conn
-	wg           sync.WaitGroup
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{addr: ln.Addr().String(), target: target}
-	p.serve(ln)
-	t.Cleanup(func() { p.cut(); p.wg.Wait() })
-	return p
-}
-
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			p.wg.Go(func() { io.Copy(up, c); up.Close() })
-			p.wg.Go(func() { io.Copy(c, up); c.Close() })
-		}
-	})
-}
-
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
 // waitServersUp reads (read) until s no longer reports a memcached server
 // down: a server that failed is left alone for a while, then taken back by
 // a call (with a new fence).
@@ -362,14 +340,6 @@ func waitServersUp(t *testing.T, s *pull.Store, read func()) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func (p *proxy) restore(t *testing.T) {
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.serve(ln)
 }
 
 // frozenStore opens a store of strategy on a memcached of its own, in

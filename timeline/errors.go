@@ -16,8 +16,13 @@ var (
 	ErrInvalidCursor = errors.New("invalid cursor")
 	ErrSelfFollow    = errors.New("a user cannot follow themselves")
 
-	// ErrUnavailable wraps failures to reach a backing server (database or
-	// cache) when a store is opened.
+	// ErrUnavailable wraps failures to reach a backing server: a store
+	// that cannot reach its database (or, when opened, any of its
+	// memcached servers) returns an error matching it, from any
+	// operation, so that a service can answer 503. The error also wraps
+	// the driver's. It never stands for an error the server sent, nor for
+	// the end of the caller's context (a frozen server gives the call
+	// context.DeadlineExceeded).
 	ErrUnavailable = errors.New("server unavailable")
 )
 

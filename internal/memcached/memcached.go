@@ -32,6 +32,13 @@
 // server may be fine, the caller was in a hurry. New needs one server that
 // answers; the others start down and are tried again later.
 //
+// Down (what the stores report as timeline.Degraded) stays current while
+// nobody calls: a goroutine of the client's asks every server that no
+// request went to lately for its fence, once per RetryAfter, so a server
+// that died is named within about RetryAfter (a frozen one within
+// RetryAfter and Timeout), and one that came back is brought back (its
+// fence replaced first, as below) within about as long. Close stops it.
+//
 // A reply memcached would not send puts the stream out of step: the
 // request fails, every outcome in it unknown, and its connection is
 // closed, but the server answers, so it is not marked down. A
@@ -69,8 +76,10 @@
 // from it in the moment between its return and the first request of a
 // process that did see it (which replaces the fence first); and a read that
 // was already waiting on a frozen server when it resumed. The first needs
-// a process to miss a whole outage while another wrote through it; the
-// second is shorter than Options.Timeout.
+// a process to miss a whole outage while another wrote through it (the
+// health checks make every process see an outage longer than about
+// RetryAfter, idle or not, and bring the server back within about
+// RetryAfter of its return); the second is shorter than Options.Timeout.
 package memcached
 
 import (
@@ -148,8 +157,9 @@ type Options struct {
 	// MaxIdle is how many idle connections are kept per server. 0 means
 	// DefaultMaxIdle.
 	MaxIdle int
-	// RetryAfter is how long a server that failed is left alone. 0 means
-	// DefaultRetryAfter.
+	// RetryAfter is how long a server that failed is left alone, and how
+	// often a server no request went to lately is checked (see the
+	// package doc). 0 means DefaultRetryAfter.
 	RetryAfter time.Duration
 	// Route, if not nil, gives the part of a key that chooses its server,
 	// so that keys read together can share one (the cache keeps a user's
@@ -168,6 +178,9 @@ type Client struct {
 	retry    time.Duration
 	route    func(string) string
 	closed   atomic.Bool
+
+	stopHealth context.CancelFunc // ends checkHealth
+	healthDone chan struct{}      // closed when checkHealth has returned
 }
 
 // server is one memcached and what this client knows of it.
@@ -187,6 +200,7 @@ type server struct {
 	suspect   atomic.Int64
 	recovery  chan struct{} // holds a token while a caller brings it back
 	failures  atomic.Int64
+	lastSent  atomic.Int64 // when a request last went to it, Unix nanoseconds
 }
 
 // tryRecovery takes s's recovery token if no other caller holds it.
@@ -223,11 +237,12 @@ const OpenTimeout = time.Second
 
 // New returns a client for opts.Servers. It asks every server for its
 // fence (creating one where there is none), concurrently, each request
-// within opts.Timeout or OpenTimeout, whichever is longer; servers that do
-// not answer start down and are counted in Status. It fails only when the
-// options are bad or no server answers (ErrNoServers, with each server's
-// error).
-func New(opts Options) (*Client, error) {
+// within opts.Timeout or OpenTimeout, whichever is longer, and within ctx;
+// servers that do not answer start down and are counted in Status. It
+// fails when the options are bad, when no server answers (ErrNoServers,
+// with each server's error), or when ctx ends first (ctx's error: the
+// caller gave up, whatever the servers would have said).
+func New(ctx context.Context, opts Options) (*Client, error) {
 	if len(opts.Servers) == 0 {
 		return nil, errors.New("memcached: no servers given")
 	}
@@ -263,6 +278,9 @@ func New(opts Options) (*Client, error) {
 		i++
 		return nil
 	})
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memcached: open: %w", err)
+	}
 	// The opening requests get the longer timeout as Timeout (no other
 	// caller has c yet), not as a context deadline: a server silent past
 	// a deadline of the caller's would not be marked down.
@@ -271,10 +289,20 @@ func New(opts Options) (*Client, error) {
 	errs := make([]error, len(c.servers))
 	var wg sync.WaitGroup
 	for i, s := range c.servers {
-		wg.Go(func() { errs[i] = c.do(context.Background(), s, nil, true) })
+		wg.Go(func() { errs[i] = c.do(ctx, s, nil, true) })
 	}
 	wg.Wait()
 	c.timeout = timeout
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		// A request cut by the deadline can return before ctx's own
+		// timer fires: wait for it, so that a caller who finds ctx.Err()
+		// nil knows that the servers, not its deadline, failed New.
+		<-ctx.Done()
+	}
+	if err := ctx.Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("memcached: open: %w", err)
+	}
 	up := 0
 	for _, e := range errs {
 		if e == nil {
@@ -284,7 +312,39 @@ func New(opts Options) (*Client, error) {
 	if up == 0 {
 		return nil, fmt.Errorf("%w: %w", ErrNoServers, errors.Join(errs...))
 	}
+	hctx, stop := context.WithCancel(context.Background())
+	c.stopHealth, c.healthDone = stop, make(chan struct{})
+	go c.checkHealth(hctx)
 	return c, nil
+}
+
+// checkHealth keeps Down current while the client is idle: every
+// RetryAfter it asks each server that no request went to in the last half
+// of that for its fence, one server after the other, each within Timeout,
+// until ctx ends (Close). A server that does not answer is marked down, as
+// after any failed request; one marked down that answers is brought back
+// (its fence replaced, see ready), as the next call would. A server in use
+// needs no asking: its calls find out.
+func (c *Client) checkHealth(ctx context.Context) {
+	defer close(c.healthDone)
+	tick := time.NewTicker(c.retry)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, s := range c.servers {
+			if ctx.Err() != nil {
+				return
+			}
+			if time.Since(time.Unix(0, s.lastSent.Load())) < c.retry/2 {
+				continue // in use: its calls find out
+			}
+			c.do(ctx, s, nil, true)
+		}
+	}
 }
 
 // ServerStatus is what Status reports of one server.
@@ -314,10 +374,15 @@ func (c *Client) Down() []string {
 	return out
 }
 
-// Close closes the idle connections; later calls fail with ErrClosed.
+// Close stops the health checks, closes the idle connections, and returns
+// once no goroutine of the client's runs; later calls fail with ErrClosed.
 func (c *Client) Close() error {
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
+	}
+	if c.stopHealth != nil {
+		c.stopHealth()
+		<-c.healthDone
 	}
 	for _, s := range c.servers {
 		s.mu.Lock()
@@ -506,6 +571,7 @@ func (c *Client) roundTrip(ctx context.Context, s *server, req request) error {
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline, callerLimited = d, true
 	}
+	s.lastSent.Store(time.Now().UnixNano())
 	for fresh := false; ; fresh = true {
 		cn, reused, err := c.conn(ctx, s, deadline, fresh)
 		if err != nil {

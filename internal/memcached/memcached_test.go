@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -17,7 +20,7 @@ import (
 
 func newClient(t *testing.T, prefix string, timeout time.Duration, addrs ...string) *memcached.Client {
 	t.Helper()
-	c, err := memcached.New(memcached.Options{Servers: addrs, Prefix: prefix, Timeout: timeout, RetryAfter: 200 * time.Millisecond})
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: addrs, Prefix: prefix, Timeout: timeout, RetryAfter: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +179,7 @@ func TestOneOfTwoDown(t *testing.T) {
 // TestNoServer: New fails, naming every server, when none answers.
 func TestNoServer(t *testing.T) {
 	port := testserver.FreePort(t)
-	_, err := memcached.New(memcached.Options{Servers: []string{fmt.Sprintf("127.0.0.1:%d", port)}, Prefix: "t:", Timeout: 100 * time.Millisecond})
+	_, err := memcached.New(t.Context(), memcached.Options{Servers: []string{fmt.Sprintf("127.0.0.1:%d", port)}, Prefix: "t:", Timeout: 100 * time.Millisecond})
 	if !errors.Is(err, memcached.ErrNoServers) {
 		t.Fatalf("New with no live server: %v", err)
 	}
@@ -335,5 +338,102 @@ func TestCallerGaveUp(t *testing.T) {
 		if got := memcached.CallerGaveUp(tc.ctx); got != tc.want {
 			t.Errorf("%s: CallerGaveUp = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestOpenContext: New's requests end with its context: a canceled one
+// fails New at once, and a deadline that comes before a silent server
+// has had OpenTimeout fails it with the deadline's error, not
+// ErrNoServers (the caller gave up; the server may be fine).
+func TestOpenContext(t *testing.T) {
+	m := testserver.StartMemcached(t, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := memcached.New(ctx, memcached.Options{Servers: []string{m.Addr}, Prefix: "t:"}); !errors.Is(err, context.Canceled) || errors.Is(err, memcached.ErrNoServers) {
+		t.Errorf("New under a canceled context: %v", err)
+	}
+	p := testserver.StartProxy(t, "tcp", m.Addr)
+	p.Freeze()
+	ctx, cancel = context.WithTimeout(t.Context(), memcached.OpenTimeout/10)
+	defer cancel()
+	_, err := memcached.New(ctx, memcached.Options{Servers: []string{p.Addr}, Prefix: "t:"})
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, memcached.ErrNoServers) {
+		t.Errorf("New on a silent server, with a deadline before OpenTimeout: %v", err)
+	}
+}
+
+// waitDown waits, at most within, until c.Down() is want.
+func waitDown(t *testing.T, c *memcached.Client, within time.Duration, what string, want ...string) {
+	t.Helper()
+	took := testserver.Poll(t, within, fmt.Sprintf("%s: Down = %v", what, want), func() bool { return slices.Equal(c.Down(), want) })
+	t.Logf("%s: Down = %v after %v", what, want, took.Round(time.Millisecond))
+}
+
+// TestHealthCheck: with no call made, Down names a server within about
+// RetryAfter of its death, and drops it within about RetryAfter of its
+// return; likewise for a server that stops answering (frozen), within
+// RetryAfter and Timeout. The client is as the stores make it: the
+// default RetryAfter.
+func TestHealthCheck(t *testing.T) {
+	m1, m2 := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: []string{m1.Addr, m2.Addr}, Prefix: "t:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// About RetryAfter each way; the rest is slack for a loaded machine.
+	const within = 2*memcached.DefaultRetryAfter + 2*time.Second
+	m2.Kill()
+	waitDown(t, c, within, "killed", m2.Addr)
+	if testserver.RestartMemcached(t, m2) == nil {
+		t.Skip("port taken meanwhile")
+	}
+	waitDown(t, c, within, "restarted")
+	if err := m1.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	defer m1.Thaw()
+	waitDown(t, c, within+memcached.DefaultTimeout, "frozen", m1.Addr)
+	if err := m1.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	waitDown(t, c, within, "thawed")
+	// The server came back under a new fence, and serves again.
+	ctx := context.Background()
+	for _, k := range []string{keyOn(t, []string{m1.Addr, m2.Addr}, m1.Addr, 0), keyOn(t, []string{m1.Addr, m2.Addr}, m2.Addr, 0)} {
+		if err := c.Set(ctx, item(k, "v")); err != nil {
+			t.Fatalf("set %s: %v", k, err)
+		}
+		if it, err := c.GetOne(ctx, k); err != nil || string(it.Value) != "v" {
+			t.Fatalf("get %s: %+v, %v", k, it, err)
+		}
+	}
+}
+
+// TestCloseStopsHealthCheck: once Close returns, the client's goroutines
+// are gone, even with a health check waiting on a frozen server.
+func TestCloseStopsHealthCheck(t *testing.T) {
+	m1, m2 := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	p := testserver.StartProxy(t, "tcp", m2.Addr)
+	before := runtime.NumGoroutine()
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: []string{m1.Addr, p.Addr}, Prefix: "t:", Timeout: time.Second, RetryAfter: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Freeze()
+	// Found down: from now on a health check waits on it most of the time.
+	waitDown(t, c, 10*time.Second, "frozen", p.Addr)
+	c.Close()
+	p.Thaw() // the proxy's own goroutines end once the client's connections are closed
+	var stacks bytes.Buffer
+	defer func() {
+		if t.Failed() {
+			pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+			t.Logf("%d goroutines after Close, %d before New:\n%s", runtime.NumGoroutine(), before, stacks.String())
+		}
+	}()
+	testserver.Poll(t, 10*time.Second, "goroutines back to their number before New", func() bool { return runtime.NumGoroutine() <= before })
+	if _, err := c.GetOne(context.Background(), "k"); !errors.Is(err, memcached.ErrClosed) {
+		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
 }

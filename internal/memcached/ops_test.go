@@ -97,7 +97,7 @@ func TestGetTwoServers(t *testing.T) {
 func TestGetConcurrent(t *testing.T) {
 	ctx := context.Background()
 	a, b := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
-	c, err := memcached.New(memcached.Options{Servers: []string{a.Addr, b.Addr}, Prefix: "t:", Timeout: 2 * time.Second, MaxIdle: 2})
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: []string{a.Addr, b.Addr}, Prefix: "t:", Timeout: 2 * time.Second, MaxIdle: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestRoute(t *testing.T) {
 		addrs = append(addrs, m.Addr)
 	}
 	route := func(k string) string { r, _, _ := strings.Cut(k, "/"); return r }
-	c, err := memcached.New(memcached.Options{Servers: addrs, Prefix: "t:", Timeout: 2 * time.Second, Route: route})
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: addrs, Prefix: "t:", Timeout: 2 * time.Second, Route: route})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -658,7 +658,7 @@ func TestGetErrors(t *testing.T) {
 		return badWith(func(w []string) string { return value(w[0])[:20] + hangUp })(verb, args)
 	})
 	const retryAfter = 500 * time.Millisecond
-	c, err := memcached.New(memcached.Options{Servers: []string{f.addr}, Prefix: "t:", Timeout: time.Second, RetryAfter: retryAfter})
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: []string{f.addr}, Prefix: "t:", Timeout: time.Second, RetryAfter: retryAfter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -786,7 +786,7 @@ func TestDistrustFrozen(t *testing.T) {
 	ctx := context.Background()
 	m := testserver.StartMemcached(t, 0)
 	const timeout = time.Second
-	c, err := memcached.New(memcached.Options{Servers: []string{m.Addr}, Prefix: "t:", Timeout: timeout, RetryAfter: time.Minute})
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: []string{m.Addr}, Prefix: "t:", Timeout: timeout, RetryAfter: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -866,7 +866,7 @@ func hangingListener(t *testing.T) string {
 func TestOpenSlow(t *testing.T) {
 	f := startFake(t, normal)
 	f.delay.Store(int64(memcached.OpenTimeout / 4))
-	c, err := memcached.New(memcached.Options{Servers: []string{f.addr}, Prefix: "t:", Timeout: memcached.OpenTimeout / 20})
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: []string{f.addr}, Prefix: "t:", Timeout: memcached.OpenTimeout / 20})
 	if err != nil {
 		t.Fatalf("a server answering in OpenTimeout/4: %v", err)
 	}

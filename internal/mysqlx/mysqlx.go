@@ -45,7 +45,9 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 
 // Open connects to opts.Database, creating it (utf8mb4, binary collation)
 // if needed. A server that cannot be reached gives an error matching
-// timeline.ErrUnavailable.
+// timeline.ErrUnavailable, now and from every later call on the pool that
+// finds it down (see conn.go): a connection refused or dropped, not an
+// error the server sent, nor the end of the caller's context.
 func Open(ctx context.Context, opts Options) (*sql.DB, error) {
 	if !validName.MatchString(opts.Database) {
 		return nil, fmt.Errorf("database name %q: want 1-64 letters, digits or '_'", opts.Database)
@@ -131,7 +133,7 @@ func Config(dsn string) (*mysql.Config, error) {
 }
 
 func connect(ctx context.Context, cfg *mysql.Config, maxConns int) (*sql.DB, error) {
-	conn, err := mysql.NewConnector(cfg)
+	conn, err := newConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Addr, err)
 	}
@@ -144,9 +146,14 @@ func connect(ctx context.Context, cfg *mysql.Config, maxConns int) (*sql.DB, err
 	if err := db.PingContext(pctx); err != nil {
 		db.Close()
 		// A server that answered with an error (bad password, unknown
-		// setting) is reachable: only report the rest as unavailable.
+		// setting) is reachable, and the caller's own deadline or
+		// cancellation is the caller's; the rest, this ping's own
+		// timeout included, is the server's.
 		var me *mysql.MySQLError
-		if errors.As(err, &me) {
+		switch {
+		case errors.Is(err, timeline.ErrUnavailable): // it names the server
+			return nil, fmt.Errorf("connect: %w", err)
+		case errors.As(err, &me) || ctx.Err() != nil:
 			return nil, fmt.Errorf("connect to MySQL at %s %s: %w", cfg.Net, cfg.Addr, err)
 		}
 		return nil, fmt.Errorf("connect to MySQL at %s %s: %w: %w", cfg.Net, cfg.Addr, timeline.ErrUnavailable, err)

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: t
 func memcacheState(t *testing.T, name string) (*State, *memcached.Client, string) {
 	t.Helper()
 	prefix := fmt.Sprintf("%s%d/", name, time.Now().UnixNano())
-	mc, err := memcached.New(memcached.Options{Servers: []string{testserver.Memcache(t)}, Prefix: prefix})
+	mc, err := memcached.New(t.Context(), memcached.Options{Servers: []string{testserver.Memcache(t)}, Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -256,7 +256,8 @@ const DefaultTimeout = 200 * time.Millisecond
 // answer are left out until they come back (DownServers), as after a later
 // failure, so an application restarting during a partial memcached outage
 // comes up; when none answers, it is most likely a wrong address, refused
-// with an error matching timeline.ErrUnavailable.
+// with an error matching timeline.ErrUnavailable. Its requests end with ctx
+// (then Open fails with ctx's error).
 func Open(ctx context.Context, env sqlread.Env, opts Options) (*State, error) {
 	if err := mckey.CheckNamespace(opts.Namespace); err != nil {
 		return nil, err
@@ -290,8 +291,11 @@ func Open(ctx context.Context, env sqlread.Env, opts Options) (*State, error) {
 	if idle <= 0 {
 		idle = 64
 	}
-	st.mc, err = memcached.New(memcached.Options{Servers: opts.Servers, Prefix: st.prefix, Timeout: st.timeout, MaxIdle: idle})
+	st.mc, err = memcached.New(ctx, memcached.Options{Servers: opts.Servers, Prefix: st.prefix, Timeout: st.timeout, MaxIdle: idle})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("memcached at %v: %w", opts.Servers, err)
+		}
 		return nil, fmt.Errorf("memcached at %v: %w: %w", opts.Servers, timeline.ErrUnavailable, err)
 	}
 	return st, nil

@@ -168,7 +168,7 @@ func TestRecentVitess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer keys.Close()
-	mc, err := memcached.New(memcached.Options{Servers: cfg.Memcache, Prefix: keys.KeyPrefix(), Timeout: 2 * time.Second})
+	mc, err := memcached.New(t.Context(), memcached.Options{Servers: cfg.Memcache, Prefix: keys.KeyPrefix(), Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
