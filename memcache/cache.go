@@ -59,11 +59,33 @@ const (
 // FollowersFunc lists the users who follow author.
 type FollowersFunc func(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
 
-// FollowerLister is a store that can list an author's followers (the push
-// and pull stores read their follows index).
-// Under PolicyInvalidate, New uses it when Options.Followers is nil.
+// FollowerLister is a store that lists all of an author's followers in
+// one call (the stores on MariaDB read their follows index at once). Under
+// PolicyInvalidate, when Options.Followers is nil, New uses it if the
+// wrapped store is one, and otherwise reads the store's Followers page by
+// page.
 type FollowerLister interface {
-	Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
+	AllFollowers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
+}
+
+// pagedFollowers lists author's followers from s's Followers, a page of
+// timeline.MaxLimit at a time.
+func pagedFollowers(s timeline.Store) FollowersFunc {
+	return func(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
+		var all []timeline.UserID
+		q := timeline.FollowQuery{Limit: timeline.MaxLimit}
+		for {
+			p, err := s.Followers(ctx, author, q)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, p.Users...)
+			if p.Next == 0 {
+				return all, nil
+			}
+			q.After = p.Next
+		}
+	}
 }
 
 // Options configure New.
@@ -90,8 +112,8 @@ type Options struct {
 	TTL time.Duration
 
 	// Followers lists an author's followers, for PolicyInvalidate
-	// (unused under PolicyTTL). nil means the wrapped store's own
-	// (FollowerLister); a store without one must be given this.
+	// (unused under PolicyTTL). nil means the wrapped store's own: in one
+	// call from a FollowerLister, else page by page.
 	Followers FollowersFunc
 
 	// MaxIdleConns is how many idle connections are kept per server; size
@@ -176,11 +198,10 @@ func New(inner timeline.Store, opts Options) (*Store, error) {
 			s.ttl = DefaultInvalidateTTL
 		}
 		if s.followers == nil {
-			lister, ok := inner.(FollowerLister)
-			if !ok {
-				return nil, errors.New("cache: policy invalidate needs Options.Followers, or a wrapped store that lists followers (FollowerLister)")
+			s.followers = pagedFollowers(inner)
+			if lister, ok := inner.(FollowerLister); ok {
+				s.followers = lister.AllFollowers
 			}
-			s.followers = lister.Followers
 		}
 	default:
 		return nil, fmt.Errorf("cache: policy %q: want %q or %q", opts.Policy, PolicyTTL, PolicyInvalidate)
@@ -337,7 +358,7 @@ func (s *Store) genKey(user timeline.UserID) string {
 // isFirstPage reports whether q asks for the page the cache keeps: the
 // newest one at the default size.
 func isFirstPage(q timeline.Query) bool {
-	return q.Before == "" && (q.Limit == 0 || q.Limit == timeline.DefaultLimit)
+	return q.Before == "" && q.Since == "" && q.After == "" && (q.Limit == 0 || q.Limit == timeline.DefaultLimit)
 }
 
 // Timeline implements timeline.Store. The newest page at the default limit
@@ -575,6 +596,42 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 		s.invalidate(ctx, func(ictx context.Context) ([]timeline.UserID, error) { return s.followers(ictx, author) })
 	}
 	return m, err
+}
+
+// Delete implements timeline.Store. Under PolicyInvalidate it bumps the
+// generation of every follower of author after the wrapped store's Delete
+// returns, and before this one does, as Post does.
+func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	err := s.inner.Delete(ctx, author, id)
+	if s.policy == PolicyInvalidate && !errors.Is(err, timeline.ErrInvalidInput) && !errors.Is(err, timeline.ErrNotFound) {
+		s.invalidate(ctx, func(ictx context.Context) ([]timeline.UserID, error) { return s.followers(ictx, author) })
+	}
+	return err
+}
+
+// AuthorTimeline implements timeline.Store: the wrapped store's, uncached.
+func (s *Store) AuthorTimeline(ctx context.Context, author timeline.UserID, q timeline.Query) (timeline.Page, error) {
+	return s.inner.AuthorTimeline(ctx, author, q)
+}
+
+// Message implements timeline.Store: the wrapped store's, uncached.
+func (s *Store) Message(ctx context.Context, id timeline.MessageID) (timeline.Message, error) {
+	return s.inner.Message(ctx, id)
+}
+
+// Followees implements timeline.Store: the wrapped store's, uncached.
+func (s *Store) Followees(ctx context.Context, user timeline.UserID, q timeline.FollowQuery) (timeline.FollowPage, error) {
+	return s.inner.Followees(ctx, user, q)
+}
+
+// Followers implements timeline.Store: the wrapped store's, uncached.
+func (s *Store) Followers(ctx context.Context, user timeline.UserID, q timeline.FollowQuery) (timeline.FollowPage, error) {
+	return s.inner.Followers(ctx, user, q)
+}
+
+// Follows implements timeline.Store: the wrapped store's, uncached.
+func (s *Store) Follows(ctx context.Context, follower, followee timeline.UserID) (bool, error) {
+	return s.inner.Follows(ctx, follower, followee)
 }
 
 // Follow implements timeline.Store. Under PolicyInvalidate it bumps the

@@ -175,7 +175,7 @@ func (s *Store) Prime(ctx context.Context, users []timeline.UserID) error {
 	return s.hooks.PrimeHintTargets(ctx, users)
 }
 
-// Followers implements memcache.FollowerLister from the follows index.
-func (s *Store) Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
+// AllFollowers implements memcache.FollowerLister from the follows index.
+func (s *Store) AllFollowers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
 	return mysqlx.Followers(ctx, s.db, author)
 }

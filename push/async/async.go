@@ -172,6 +172,21 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	return msg, nil
 }
 
+// Delete implements timeline.Store: the message, its fan-out job if one
+// is left, and the mailbox rows written so far go together. Deleting the
+// job waits for a worker that holds it to commit its chunk, so the rows
+// that chunk wrote are deleted too, and no worker can claim the job
+// after.
+func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	return s.Writes(ModelName).Delete(ctx, author, id, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM fanout_jobs WHERE message_id = ?`, id); err != nil {
+			return err
+		}
+		_, err := push.RemoveFanOut(ctx, tx, id, author)
+		return err
+	})
+}
+
 // Settle implements timeline.Settler: it waits until every fan-out job
 // committed before the call is applied, by whichever worker (of this
 // store, another store, or `pushpull fanout`), or ctx ends. With no worker
