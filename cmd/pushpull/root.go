@@ -66,6 +66,7 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 		newSandboxCmd(),
 		newSchemaCmd(getenv),
 		newPostCmd(getenv),
+		newDeleteCmd(getenv),
 		newFollowCmd(getenv, true),
 		newFollowCmd(getenv, false),
 		newTimelineCmd(getenv),
@@ -333,6 +334,32 @@ func parseUserID(field, s string) (timeline.UserID, error) {
 		return 0, err
 	}
 	return id, nil
+}
+
+// parseMessageID parses a message id given on the command line.
+func parseMessageID(field, s string) (timeline.MessageID, error) {
+	n, err := parseUserID(field, s)
+	if err != nil {
+		var ie *timeline.InputError
+		if errors.As(err, &ie) {
+			ie.Err = timeline.ErrInvalidMessage
+		}
+		return 0, err
+	}
+	return timeline.MessageID(n), nil
+}
+
+// parseBound parses a page bound given on the command line: a cursor a
+// page printed, or a message id, which is made a cursor (timeline.IDCursor).
+func parseBound(field, s string) (timeline.Cursor, error) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return timeline.Cursor(s), nil
+	}
+	id, err := parseMessageID(field, s)
+	if err != nil {
+		return "", err
+	}
+	return timeline.IDCursor(id), nil
 }
 
 // serverAddr describes where a DSN points without its credentials.
