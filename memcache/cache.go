@@ -56,6 +56,12 @@ const (
 // by then, one more Options.Timeout replaces the fences (see the package
 // doc). So a write returns by its deadline plus at most twice the Timeout.
 
+// ErrApplyLater means New was asked to wrap a store that applies part of
+// its writes after they return (a timeline.Settler, such as push-async):
+// a page read between a write's return and its application would be
+// cached and stay, and no invalidation could keep it current.
+var ErrApplyLater = errors.New("cache: the store applies writes after they return (asynchronous fan-out); its pages cannot be kept current")
+
 // FollowersFunc lists the users who follow author.
 type FollowersFunc func(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
 
@@ -178,6 +184,11 @@ func New(inner timeline.Store, opts Options) (*Store, error) {
 	if inner == nil {
 		return nil, errors.New("cache: no store to wrap")
 	}
+	if _, ok := timeline.As[timeline.Settler](inner); ok {
+		// Its writes land after they return, after the invalidation
+		// that follows them: a page cached in between would stay.
+		return nil, ErrApplyLater
+	}
 	if err := checkNamespace(opts.Namespace); err != nil {
 		return nil, err
 	}
@@ -285,7 +296,10 @@ func CheckServers(servers []string) error {
 	return nil
 }
 
-// Unwrap returns the wrapped store.
+// Unwrap implements timeline.Wrapper: it returns the wrapped store, whose
+// abilities timeline.As finds through the decorator (its pool, its
+// primer); the decorator's own are Counting (its hits and misses) and
+// Degraded (its servers and the wrapped store's).
 func (s *Store) Unwrap() timeline.Store { return s.inner }
 
 // Policy returns the store's policy.
@@ -309,7 +323,7 @@ func (s *Store) Stats() Stats {
 // now, as given in Options.Servers, and those of the wrapped store.
 func (s *Store) DownServers() []string {
 	down := s.mc.Down()
-	if d, ok := s.inner.(timeline.Degraded); ok {
+	if d, ok := timeline.As[timeline.Degraded](s.inner); ok {
 		for _, addr := range d.DownServers() {
 			if !slices.Contains(down, addr) {
 				down = append(down, addr)
@@ -328,16 +342,6 @@ func (s *Store) Counters() map[string]int64 {
 		counter.PageMisses:  int64(st.Misses),
 		counter.CacheErrors: int64(st.Errors),
 	}
-}
-
-// Settle implements timeline.Settler for a wrapped store that applies
-// writes later: it waits for that store. (The decorator's own work is done
-// before each call returns.)
-func (s *Store) Settle(ctx context.Context) error {
-	if settler, ok := s.inner.(timeline.Settler); ok {
-		return settler.Settle(ctx)
-	}
-	return nil
 }
 
 // Close closes the memcached connections and the wrapped store, and returns

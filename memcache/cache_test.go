@@ -903,3 +903,36 @@ func TestCanceledIsNoError(t *testing.T) {
 		})
 	}
 }
+
+// settlingStore is a store that applies writes later, as push-async does.
+type settlingStore struct{ *timeline.Memory }
+
+func (settlingStore) Settle(context.Context) error { return nil }
+
+// TestAbilitiesThroughTheCache: the decorator claims no ability of the
+// store it wraps (a synchronous store does not pass for one that settles),
+// timeline.As finds the wrapped store's (its pool) through it, and a store
+// that applies writes later is refused, since no invalidation could keep
+// its pages current.
+func TestAbilitiesThroughTheCache(t *testing.T) {
+	s, inner := open(t, modelPush, memcache.Options{Policy: memcache.PolicyInvalidate})
+	if _, ok := timeline.Store(s).(timeline.Settler); ok {
+		t.Error("the decorator of a synchronous store is a Settler")
+	}
+	if _, ok := timeline.As[timeline.Settler](s); ok {
+		t.Error("As finds a Settler in front of a synchronous store")
+	}
+	holder, ok := timeline.As[timeline.DBHolder](s)
+	if !ok || holder.DB() != inner.(timeline.DBHolder).DB() {
+		t.Error("As does not find the wrapped store's pool through the decorator")
+	}
+	if _, ok := timeline.As[timeline.Counting](s); !ok {
+		t.Error("the decorator's own counters are not found")
+	}
+	_, err := memcache.New(settlingStore{timeline.NewMemory()}, memcache.Options{
+		Servers: []string{testserver.Memcache(t)}, Namespace: "later", Policy: memcache.PolicyInvalidate,
+	})
+	if !errors.Is(err, memcache.ErrApplyLater) {
+		t.Fatalf("New over a store that settles: %v, want ErrApplyLater", err)
+	}
+}

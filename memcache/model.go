@@ -56,7 +56,7 @@ func wrap(ctx context.Context, base registry.Model, inner timeline.Store, cfg re
 		inner.Close()
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
-	holder, ok := inner.(timeline.DBHolder)
+	holder, ok := timeline.As[timeline.DBHolder](inner)
 	if !ok {
 		return fail(fmt.Errorf("%s has no database to key the cache by", base.Name))
 	}

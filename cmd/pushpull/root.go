@@ -401,7 +401,7 @@ func (f *serverFlags) openStore(ctx context.Context, model registry.Model) (time
 
 // warnDegraded tells the user which servers a store opened without.
 func warnDegraded(w io.Writer, s timeline.Store) {
-	if d, ok := s.(timeline.Degraded); ok {
+	if d, ok := timeline.As[timeline.Degraded](s); ok {
 		if down := d.DownServers(); len(down) > 0 {
 			fmt.Fprintf(w, "warning: memcached %s not answering; working without it (reads of its keys go to the database)\n", strings.Join(down, ", "))
 		}

@@ -711,3 +711,44 @@ func TestBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheRefusesAsynchronousModels: memcached cannot be put in front of
+// a model that applies its writes after they return (push-async): a page
+// read before the fan-out ran would be cached and served after Settle.
+// Asking for one is an error that says so, not a store that breaks
+// read-your-writes.
+func TestCacheRefusesAsynchronousModels(t *testing.T) {
+	var async []registry.Model
+	for _, m := range registry.Models() {
+		if !m.Persistent() || m.OnVitess() {
+			continue
+		}
+		s, err := m.Open(context.Background(), config(t, m, fresh(t, m)))
+		if err != nil {
+			t.Fatalf("open %s: %v", m.Name, err)
+		}
+		if _, ok := timeline.As[timeline.Settler](s); ok {
+			async = append(async, m)
+		}
+		s.Close()
+	}
+	if len(async) == 0 {
+		t.Fatal("no registered model applies its writes later: nothing to check")
+	}
+	for _, base := range async {
+		name := base.Name + "+" + memcache.Variant
+		m, err := registry.Lookup(name)
+		if err != nil {
+			continue // refused by name: as good
+		}
+		s, err := m.Open(context.Background(), config(t, m, fresh(t, m)))
+		if err == nil {
+			s.Close()
+			t.Errorf("%s opened: its cached pages cannot be kept current", name)
+			continue
+		}
+		if !errors.Is(err, memcache.ErrApplyLater) {
+			t.Errorf("%s: %v, want an error matching memcache.ErrApplyLater", name, err)
+		}
+	}
+}
