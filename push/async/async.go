@@ -190,12 +190,17 @@ func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.
 // Settle implements timeline.Settler: it waits until every fan-out job
 // committed before the call is applied, by whichever worker (of this
 // store, another store, or `pushpull fanout`), or ctx ends. With no worker
-// running anywhere it waits for ctx.
+// running anywhere it waits for ctx; if the store runs none itself
+// (Options.Workers -1), the error says so.
 func (s *Store) Settle(ctx context.Context) error {
-	if err := Settle(ctx, s.DB()); err != nil {
-		return fmt.Errorf("push-async settle: %w", err)
+	err := Settle(ctx, s.DB())
+	switch {
+	case err == nil:
+		return nil
+	case s.opts.Workers == 0 && ctx.Err() != nil:
+		return fmt.Errorf("push-async settle: %w; this store runs no fan-out workers (option %s -1), so the jobs wait for another store's or for `pushpull fanout` on this database", err, OptionWorkers)
 	}
-	return nil
+	return fmt.Errorf("push-async settle: %w", err)
 }
 
 // Settle waits until no fan-out job committed in db before the call is
