@@ -56,7 +56,7 @@ const DefaultDatabase = "pushpull_hybrid"
 // hundreds to thousands, the range Twitter's cut-off was reported in.
 const DefaultThreshold = 1000
 
-// OptionThreshold is the registry option (registry.Config.Options) that
+// OptionThreshold is the registry option (registry.Model.Options) that
 // sets Config.Threshold.
 const OptionThreshold = "threshold"
 
@@ -86,8 +86,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Threshold == 0 {
 		cfg.Threshold = DefaultThreshold
 	}
-	if cfg.Threshold < 1 {
-		return nil, fmt.Errorf("open hybrid store: threshold %d: want at least 1 follower", cfg.Threshold)
+	if err := options[0].Check(ModelName, cfg.Threshold); err != nil {
+		return nil, fmt.Errorf("open hybrid store: %w", err)
 	}
 	if cfg.Database == "" {
 		cfg.Database = DefaultDatabase

@@ -3,12 +3,18 @@ package hybrid
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
+
+// options are the model's registry options: Config.Threshold.
+var options = []registry.Option{
+	registry.Int(OptionThreshold, DefaultThreshold, 1, math.MaxInt, "followers from which an author is pulled: their posts are fanned out to no mailbox"),
+}
 
 func init() {
 	registry.Register(registry.Model{
@@ -18,6 +24,8 @@ func init() {
 		Database: DefaultDatabase,
 		Needs:    registry.MariaDB,
 		Summary:  fmt.Sprintf("push, except for authors with %d followers or more (option threshold), whose posts their followers pull at read time", DefaultThreshold),
+		Options:  options,
+		Traits:   registry.Partial,
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
@@ -26,12 +34,8 @@ func init() {
 // openModel opens the model from a registry.Config: option "threshold" is
 // Config.Threshold.
 func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-	threshold, err := cfg.IntOption(OptionThreshold, DefaultThreshold)
-	if err != nil {
-		return nil, err
-	}
 	return Open(ctx, Config{
 		Config:    push.ConfigFrom(cfg),
-		Threshold: threshold,
+		Threshold: cfg.Int(OptionThreshold),
 	})
 }

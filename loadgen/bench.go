@@ -75,9 +75,13 @@ type BenchConfig struct {
 	LoadCacheBytes int64
 	// Settings override the sandbox's mariadbd options.
 	Settings map[string]string
-	// Options are given to every model opened (registry.Config.Options):
-	// each reads its own, such as a mailbox cap or a follower threshold,
-	// and ignores the rest. They are recorded in the result's notes.
+	// Options are model options (registry.Config.Options), such as a
+	// mailbox cap or a follower threshold, given to every measured model
+	// that declares them (registry.Model.OwnOptions); the others run with
+	// their defaults. An option that none of the measured models declares,
+	// or a value one that declares it does not take, is an
+	// *registry.OptionError before anything runs (registry.CheckShared).
+	// The result's notes record which models took which.
 	Options map[string]string
 	// Memcache lists memcached servers for the models that need them when
 	// DSN is set; a sandbox starts its own memcached.
@@ -266,6 +270,9 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	if len(models) == 0 {
 		return nil, errors.New("no models to measure")
 	}
+	if err := registry.CheckShared(models, cfg.Options); err != nil {
+		return nil, err
+	}
 	if cfg.TrafficOnly && cfg.Mix == nil {
 		return nil, errors.New("a run of the traffic phase only needs a mix or a rate")
 	}
@@ -377,11 +384,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		b.meter.WithDatabaseProcess(sb.MariaDB().Pid())
 	}
 	if len(cfg.Options) > 0 {
-		names := slices.Sorted(maps.Keys(cfg.Options))
-		for i, k := range names {
-			names[i] = k + "=" + cfg.Options[k]
-		}
-		res.Notes = append(res.Notes, "model options: "+strings.Join(names, ", "))
+		res.Notes = append(res.Notes, "model options: "+registry.OptionsTaken(models, cfg.Options))
 	}
 	if cfg.DSN != "" {
 		res.Notes = append(res.Notes, "the cost figures are deltas of the servers' global counters: on a server given by --dsn they include any other work it did meanwhile")

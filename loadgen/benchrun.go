@@ -63,12 +63,12 @@ func (b *bench) closeAll() {
 
 // openModel opens a store of m on the benchmark's databases. namespace
 // separates its memcached keys from other stores' of the same model (see
-// the cache-mixed phases); options are the variant's.
+// the cache-mixed phases); options are the variant's, over the run's
+// options that m declares.
 func (b *bench) openModel(ctx context.Context, m registry.Model, namespace string, options map[string]string) (timeline.Store, error) {
-	if len(b.cfg.Options) > 0 {
-		merged := maps.Clone(b.cfg.Options)
-		maps.Copy(merged, options)
-		options = merged
+	if own := m.OwnOptions(b.cfg.Options); len(own) > 0 {
+		maps.Copy(own, options)
+		options = own
 	}
 	conns := b.cfg.Concurrency * 8
 	if b.cfg.Mix != nil && (b.cfg.Rate > 0 || b.cfg.FindRate) {

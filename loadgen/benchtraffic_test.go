@@ -147,6 +147,23 @@ func TestBenchRefusesBadTraffic(t *testing.T) {
 	}
 }
 
+// TestBenchRefusesUnknownOptions: an option that no measured model
+// declares, or a value one that declares it does not take, is refused
+// before the run starts anything; an option some model declares is not.
+func TestBenchRefusesUnknownOptions(t *testing.T) {
+	spec, _ := dataset.PaperSpec().Scaled(0.002)
+	models := DefaultBenchModels()
+	for opts, want := range map[string]error{"cpa=20": registry.ErrUnknownOption, "concurrency=0": registry.ErrBadOption, "concurrency=": registry.ErrBadOption} {
+		name, v, _ := strings.Cut(opts, "=")
+		cfg := BenchConfig{DSN: "root@tcp(127.0.0.1:1)/", Spec: spec, Models: models, Options: map[string]string{name: v}}
+		_, err := RunBench(context.Background(), cfg)
+		var oe *registry.OptionError
+		if !errors.As(err, &oe) || !errors.Is(err, want) {
+			t.Errorf("--option %s: got %v, want a *registry.OptionError matching %v", opts, err, want)
+		}
+	}
+}
+
 // notOnVitess leaves out the models on Vitess: this package's tests start
 // no Vitess cluster (registry/all's do).
 func notOnVitess(ms []registry.Model) []registry.Model {

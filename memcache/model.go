@@ -14,14 +14,22 @@ import (
 // "push+memcache" is the push model with its newest pages in memcached.
 const Variant = "memcache"
 
-// Options of the memcache variant in registry.Config.Options.
+// Options of the memcache variant (registry.Variant.Options).
 const (
-	// OptionPolicy is the Policy; "" means PolicyInvalidate.
+	// OptionPolicy is the Policy, PolicyInvalidate by default.
 	OptionPolicy = "policy"
-	// OptionTTL is the TTL as a Go duration ("1s"); "" means the policy's
-	// default.
+	// OptionTTL is the TTL as a Go duration ("1s"); 0s, the default,
+	// means the policy's default.
 	OptionTTL = "ttl"
 )
+
+// options are the variant's registry options.
+var options = []registry.Option{
+	registry.Choice(OptionPolicy, string(PolicyInvalidate), []string{string(PolicyInvalidate), string(PolicyTTL)},
+		"how cached pages stay fresh: invalidated by every write, or served until their ttl"),
+	registry.Duration(OptionTTL, 0, time.Millisecond, MaxTTL, "how long a cached page may be served after the read that filled it began").
+		OrZero(fmt.Sprintf("the policy's: %s under ttl, %s under invalidate", registry.FormatDuration(DefaultTTL), registry.FormatDuration(DefaultInvalidateTTL))),
+}
 
 func init() {
 	registry.RegisterVariant(registry.Variant{
@@ -31,6 +39,7 @@ func init() {
 		// needs the wrapped store's followers: models on a database.
 		Accepts: func(base registry.Model) bool { return base.Persistent() },
 		Summary: "memcached in front of the newest page, kept current by invalidation on every write",
+		Options: options,
 		Describe: func(base registry.Model) string {
 			return base.Name + " with its newest pages in memcached, invalidated on every write"
 		},
@@ -64,21 +73,11 @@ func wrap(ctx context.Context, base registry.Model, inner timeline.Store, cfg re
 	if err != nil {
 		return fail(err)
 	}
-	policy := Policy(cfg.Options[OptionPolicy])
-	if policy == "" {
-		policy = PolicyInvalidate
-	}
-	var ttl time.Duration
-	if v := cfg.Options[OptionTTL]; v != "" {
-		if ttl, err = time.ParseDuration(v); err != nil {
-			return fail(fmt.Errorf("option %s=%q: %w", OptionTTL, v, err))
-		}
-	}
 	s, err := New(inner, Options{
 		Servers:      cfg.Memcache,
 		Namespace:    cfg.Namespace + name + ":" + id,
-		Policy:       policy,
-		TTL:          ttl,
+		Policy:       Policy(cfg.Choice(OptionPolicy)),
+		TTL:          cfg.Duration(OptionTTL),
 		MaxIdleConns: max(cfg.MaxConns, 8),
 	})
 	if err != nil {

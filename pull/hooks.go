@@ -54,8 +54,10 @@ func (h WriteHooks) String() string {
 // write to.
 var ErrWriteHooks = errors.New("the database needs write hooks this store cannot run")
 
-// recordedHooks reads the hooks recorded in db's pushpull_meta.
-func recordedHooks(ctx context.Context, db *sql.DB) (WriteHooks, error) {
+// RecordedHooks returns the write hooks recorded in the pushpull_meta of
+// db, a database (or keyspace) of any pushpull schema: those every store
+// writing to it must run.
+func RecordedHooks(ctx context.Context, db *sql.DB) (WriteHooks, error) {
 	var v string
 	err := db.QueryRowContext(ctx, `SELECT value FROM pushpull_meta WHERE name = 'write_hooks'`).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -3,6 +3,7 @@ package pull
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/registry"
@@ -39,9 +40,18 @@ const HybridMemcachedModelName = "hybrid-memcached"
 const DefaultHybridMemcachedDatabase = "pushpull_hybrid_memcached"
 
 // OptionThreshold is hybrid-memcached's registry option
-// (registry.Config.Options) that sets the follower count from which an
+// (registry.Model.Options) that sets the follower count from which an
 // author is pulled (recent.Home.Threshold).
 const OptionThreshold = "threshold"
+
+// hybridMemcachedOptions are hybrid-memcached's registry options:
+// recent.Home's settings.
+var hybridMemcachedOptions = append([]registry.Option{
+	registry.Int(OptionThreshold, recent.DefaultHomeThreshold, 1, math.MaxInt,
+		"followers from which an author is pulled: their posts hint no home index, and readers merge their lists in"),
+	registry.Int(OptionHomeLen, recent.DefaultHomeLen, 1, recent.MaxLen,
+		"message ids a home index holds; deeper pages are read as pull-recent reads them"),
+}, recentOptions...)
 
 func init() {
 	registry.Register(registry.Model{
@@ -52,35 +62,30 @@ func init() {
 		Needs:    registry.MariaDB | registry.Memcached,
 		Summary: fmt.Sprintf("timelines in memcached: each post hints the home index of every follower who reads lately, except for authors with %d followers or more (option threshold), whose lists readers merge in; the database stays the system of record",
 			recent.DefaultHomeThreshold),
-		Open: openHybridMemcached,
+		Options: hybridMemcachedOptions,
+		Traits:  registry.WriteHooks,
+		Open:    openHybridMemcached,
 		Bench: registry.Bench{Phases: registry.AllPhases, WarmReads: true, OwnSubmission: true,
 			SubmissionNote: "its posts also append to the author's list and hint the home index of each registered follower"},
 	})
 }
 
-// openHybridMemcached opens hybrid-memcached from a registry.Config:
-// option "threshold" is recent.Home.Threshold.
+// openHybridMemcached opens hybrid-memcached from a registry.Config: its
+// options set recent.Home's fields.
 func openHybridMemcached(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-	threshold, err := cfg.IntOption(OptionThreshold, recent.DefaultHomeThreshold)
-	if err != nil {
-		return nil, err
-	}
-	if threshold < 1 {
-		return nil, fmt.Errorf("open %s: threshold %d: want at least 1 follower", HybridMemcachedModelName, threshold)
-	}
 	return OpenHybridMemcached(ctx, Config{
 		DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force,
 		Memcache: cfg.Memcache, Namespace: cfg.Namespace,
-	}, threshold)
+	}, recent.Home{Recent: recentFrom(cfg), Keep: cfg.Int(OptionHomeLen), Threshold: cfg.Int(OptionThreshold)})
 }
 
 // OpenHybridMemcached opens hybrid-memcached on cfg's servers (cfg.Read is
-// replaced; Memcache is required): a pull store reading with recent.Home
-// at threshold.
-func OpenHybridMemcached(ctx context.Context, cfg Config, threshold int) (*Store, error) {
+// replaced; Memcache is required): a pull store reading with home, whose
+// zero fields mean their defaults.
+func OpenHybridMemcached(ctx context.Context, cfg Config, home recent.Home) (*Store, error) {
 	if cfg.Database == "" {
 		cfg.Database = DefaultHybridMemcachedDatabase
 	}
-	cfg.Read = recent.Home{Threshold: threshold}
+	cfg.Read = home
 	return Open(ctx, cfg)
 }

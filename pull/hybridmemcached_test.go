@@ -2,12 +2,14 @@ package pull_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
@@ -28,7 +30,7 @@ func hybridMemcachedConfig(t testing.TB) pull.Config {
 // default) on a database and namespace of its own.
 func openHybridMemcached(t testing.TB, threshold int) timeline.Store {
 	t.Helper()
-	s, err := pull.OpenHybridMemcached(context.Background(), hybridMemcachedConfig(t), threshold)
+	s, err := pull.OpenHybridMemcached(context.Background(), hybridMemcachedConfig(t), recent.Home{Threshold: threshold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func TestHybridMemcachedFromRegistry(t *testing.T) {
 		t.Fatalf("newest page %+v", got)
 	}
 	for _, bad := range []string{"0", "-3", "many"} {
-		if s, err := open(bad); err == nil || !strings.Contains(err.Error(), "threshold") {
+		if s, err := open(bad); !errors.Is(err, registry.ErrBadOption) || !strings.Contains(err.Error(), "threshold") {
 			if s != nil {
 				s.Close()
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
+	"slices"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/vtstats"
@@ -21,6 +23,83 @@ const ModelPrefix = "pull-"
 
 // ModelName is the registry name of the pull model reading with strategy.
 func ModelName(strategy Strategy) string { return ModelPrefix + string(strategy) }
+
+// The registry options of the pull models (registry.Model.Options): the
+// settings of their read strategies.
+const (
+	// OptionConcurrency is sqlread.Client.Concurrency.
+	OptionConcurrency = "concurrency"
+	// OptionRecentLen is recent.Recent.RecentLen.
+	OptionRecentLen = "recent_len"
+	// OptionMessageCache is recent.Recent.MessageCache; 0 keeps none.
+	OptionMessageCache = "message_cache"
+	// OptionFolloweeCache is recent.Recent.FolloweeCache; 0 keeps none.
+	OptionFolloweeCache = "followee_cache"
+	// OptionActiveLen is recent.Active.ActiveLen.
+	OptionActiveLen = "active_len"
+	// OptionHomeLen is recent.Home.Keep (hybrid-memcached).
+	OptionHomeLen = "home_len"
+)
+
+// MaxInProcess bounds the in-process caches' options (message_cache,
+// followee_cache): a slot is allocated for every entry, used or not.
+const MaxInProcess = 1 << 24
+
+// recentOptions are the options of the strategies of package recent.
+var recentOptions = []registry.Option{
+	registry.Int(OptionRecentLen, recent.DefaultRecentLen, 1, recent.MaxLen,
+		"newest ids of each author kept in memcached; deeper pages read the rest from the database"),
+	registry.Int(OptionMessageCache, recent.DefaultMessageCache, 1, MaxInProcess,
+		"messages kept in process for the pages' bodies").OrZero("none"),
+	registry.Int(OptionFolloweeCache, recent.DefaultFolloweeCache, 1, MaxInProcess,
+		"users whose followees are kept in process, checked against a token in memcached at every read").OrZero("none"),
+}
+
+// recentFrom is recent.Recent with the settings of cfg's options.
+func recentFrom(cfg registry.Config) recent.Recent {
+	none := func(n int) int { // recent's 0 is the default; the option's 0 is none
+		if n == 0 {
+			return -1
+		}
+		return n
+	}
+	return recent.Recent{
+		RecentLen:     cfg.Int(OptionRecentLen),
+		MessageCache:  none(cfg.Int(OptionMessageCache)),
+		FolloweeCache: none(cfg.Int(OptionFolloweeCache)),
+	}
+}
+
+// settings are a read strategy's registry options and the strategy with
+// the values a Config gives them.
+type settings struct {
+	options []registry.Option
+	read    func(cfg registry.Config) ReadStrategy
+}
+
+// settingsOf returns the settings of r's strategy: none for a strategy
+// without any, which is read as it is.
+func settingsOf(r ReadStrategy) settings {
+	switch r.(type) {
+	case sqlread.Client:
+		return settings{
+			[]registry.Option{registry.Int(OptionConcurrency, sqlread.DefaultConcurrency, 1, math.MaxInt, "queries one read runs at once")},
+			func(cfg registry.Config) ReadStrategy { return sqlread.Client{Concurrency: cfg.Int(OptionConcurrency)} },
+		}
+	case recent.Recent:
+		return settings{recentOptions, func(cfg registry.Config) ReadStrategy { return recentFrom(cfg) }}
+	case recent.Active:
+		active := registry.Int(OptionActiveLen, recent.DefaultActiveLen, 1, recent.MaxLen,
+			"followees who posted last that an index keeps; users following more than twice as many get one")
+		return settings{
+			append(slices.Clone(recentOptions), active),
+			func(cfg registry.Config) ReadStrategy {
+				return recent.Active{Recent: recentFrom(cfg), ActiveLen: cfg.Int(OptionActiveLen)}
+			},
+		}
+	}
+	return settings{read: func(registry.Config) ReadStrategy { return r }}
+}
 
 func init() {
 	paper := func(b registry.Bench) registry.Bench {
@@ -55,10 +134,15 @@ func init() {
 			extra(registry.Bench{WarmReads: true, OwnSubmission: true, WriteRank: 0,
 				SubmissionNote: "its posts also append to the author's list and send a hint to the index of each heavy follower"}), nil},
 	} {
-		needs := registry.MariaDB
-		if m.strategy == StrategyRecent || m.strategy == StrategyActive {
-			needs |= registry.Memcached
+		read, err := Read(m.strategy)
+		if err != nil {
+			panic("pull: " + err.Error())
 		}
+		needs, traits := registry.MariaDB, registry.Traits(0)
+		if _, ok := read.(recent.Strategy); ok {
+			needs, traits = needs|registry.Memcached, registry.WriteHooks
+		}
+		set := settingsOf(read)
 		registry.Register(registry.Model{
 			Name:     ModelName(m.strategy),
 			Family:   registry.FamilyPull,
@@ -66,7 +150,9 @@ func init() {
 			Database: DefaultDatabase,
 			Needs:    needs,
 			Summary:  m.summary,
-			Open:     openStrategy(m.strategy),
+			Options:  set.options,
+			Traits:   traits,
+			Open:     openStrategy(set),
 			Bench:    m.bench,
 			Offers:   m.offers,
 		})
@@ -85,6 +171,11 @@ func init() {
 			registry.Memcached, registry.Bench{Phases: registry.AllPhases, OlderSample: 100, WarmReads: true, OwnSubmission: true, WriteRank: 1,
 				SubmissionNote: "its posts also append to the author's list in memcached"}},
 	} {
+		var traits registry.Traits
+		if _, ok := m.read.(recent.Strategy); ok {
+			traits = registry.WriteHooks
+		}
+		set := settingsOf(m.read)
 		registry.Register(registry.Model{
 			Name:     VitessModelName(Strategy(m.read.Name())),
 			Family:   registry.FamilyPull,
@@ -92,7 +183,9 @@ func init() {
 			Database: DefaultVitessDatabase,
 			Needs:    registry.Vitess | m.needs,
 			Summary:  m.summary,
-			Open:     openVitess(m.read),
+			Options:  set.options,
+			Traits:   traits,
+			Open:     openVitess(set),
 			Bench:    m.bench,
 		})
 	}
@@ -102,32 +195,29 @@ func init() {
 // reading with strategy: "pull-client@vitess", ...
 func VitessModelName(strategy Strategy) string { return ModelName(strategy) + registry.VitessSuffix }
 
-// openVitess opens a pull store on Vitess reading with read. As
+// openVitess opens a pull store on Vitess reading with set's strategy. As
 // openStrategy, every store gets the memcached servers when there are
 // any, for the write hooks a keyspace read by pull-recent@vitess records.
-func openVitess(read ReadStrategy) registry.Open {
+func openVitess(set settings) registry.Open {
 	return func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 		return Open(ctx, Config{
 			DSN: cfg.Vtgate, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force,
 			Memcache: cfg.Memcache, Namespace: cfg.Namespace,
-			Read: read, Vitess: true, VtgateStatus: cfg.VtgateStatus,
+			Read: set.read(cfg), Vitess: true, VtgateStatus: cfg.VtgateStatus,
 		})
 	}
 }
 
-// openStrategy opens a pull store reading with strategy's default
-// settings. Every strategy gets the memcached servers when there are any:
-// the recent strategies read them, and the others run the write hooks a
-// database has recorded (see WriteHooks), and otherwise leave them unused.
-func openStrategy(strategy Strategy) registry.Open {
-	read, err := Read(strategy)
-	if err != nil {
-		panic("pull: " + err.Error())
-	}
+// openStrategy opens a pull store reading with set's strategy, set as
+// cfg's options say. Every strategy gets the memcached servers when there
+// are any: the recent strategies read them, and the others run the write
+// hooks a database has recorded (see WriteHooks), and otherwise leave them
+// unused.
+func openStrategy(set settings) registry.Open {
 	return func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 		return Open(ctx, Config{
 			DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force,
-			Memcache: cfg.Memcache, Namespace: cfg.Namespace, Read: read,
+			Memcache: cfg.Memcache, Namespace: cfg.Namespace, Read: set.read(cfg),
 		})
 	}
 }

@@ -203,7 +203,7 @@ func (s *Store) open(ctx context.Context, cfg Config, model schema.Model, need W
 		return err
 	}
 	s.Reader = record.Reader{DB: s.db, Codec: s.codec}
-	recorded, err := recordedHooks(ctx, s.db)
+	recorded, err := RecordedHooks(ctx, s.db)
 	if err != nil {
 		return err
 	}

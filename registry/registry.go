@@ -3,7 +3,8 @@
 //
 // A model describes itself once, next to its code, in a Model: its name, its
 // family, the database it lives in, the servers it needs, a line for --help,
-// how to open it, and the benchmark policy that is really its own (Bench).
+// the options it takes (see Option), what it is (Traits), how to open it,
+// and the benchmark policy that is really its own (Bench).
 // It registers from its package's init function; a program that wants every
 // model imports the package registry/all, which imports each model's package.
 // The command line, the benchmark and the results learn everything about
@@ -14,17 +15,50 @@
 // of its newest pages. A base model lists the variants it offers (Offers);
 // Lookup builds any base+variant pair whose needs the variant can serve.
 //
+// # Options
+//
+// A model's options are settings a user gives by name: `--option
+// name=value` on the command line, Config.Options in the library. A model
+// declares each one in its registration (Model.Options, and a variant in
+// Variant.Options): its name, its kind, its default and a line of help,
+// and its bounds. The registry checks the options given against the
+// declarations before the model opens, whichever way it is opened
+// (OpenModel, or the Open of a Model from Lookup, Models or Listed), and
+// hands the model's Open the values parsed, through Config's typed
+// accessors (Config.Int, Config.Float, Config.Duration, Config.Choice). A
+// base+variant model takes the options of both; each side's declarations
+// check its own.
+//
+// The rules are the same for every model:
+//
+//   - An option the model does not declare is an *OptionError matching
+//     ErrUnknownOption, which lists the options the model declares.
+//   - A value that does not parse as the option's kind, or lies outside
+//     its bounds, is an *OptionError matching ErrBadOption. An empty value
+//     is malformed too: leave an option out to get its default.
+//   - Integers are decimal ("400"); numbers are decimal or exponent
+//     notation ("0.5", "1e3"), finite; durations are Go durations
+//     ("168h", "500ms", "0s"), never bare numbers; a choice is one of its
+//     values, exactly.
+//   - Options given to several models at once, as the benchmark gives its
+//     --option to every model it measures, go to each model that declares
+//     them (OwnOptions); the others open with their defaults. One that none
+//     of the models declares is refused, and a value is checked against
+//     every model that declares the option (CheckShared).
+//
 // What a store can do beyond timeline.Store is a named ability of package
 // timeline (Settler, Counting, Primer, ...); what the benchmark's loader
-// must know of a store's mailbox is PartialMailbox, here.
+// must know of a store's mailbox is PartialMailbox, here. What a model is
+// (asynchronous, with a partial mailbox, with write hooks) is declared in
+// its Traits, so that it can be known without opening a store.
 package registry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -107,23 +141,16 @@ type Config struct {
 	// can share one memcached without seeing each other's entries.
 	Namespace string
 	// Options are model and variant settings by name (for the memcache
-	// variant: "policy" and "ttl"; for push-capped: "cap"); each model and
-	// variant documents its own and ignores the others'. The benchmark
-	// takes them from --option name=value.
+	// variant: "policy" and "ttl"; for push-capped: "cap"), as declared in
+	// Model.Options and Variant.Options: a name the model does not declare
+	// is refused (ErrUnknownOption), and so is a value it does not take
+	// (ErrBadOption). The command line takes them from --option
+	// name=value.
 	Options map[string]string
-}
 
-// IntOption returns option name as an integer, or def when it is not set.
-func (c Config) IntOption(name string, def int) (int, error) {
-	v, ok := c.Options[name]
-	if !ok || v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("option %s=%q: want an integer", name, v)
-	}
-	return n, nil
+	// parsed holds, once a Model's Open has checked Options, every option
+	// the model declares, parsed: what the accessors (Int, ...) return.
+	parsed map[string]any
 }
 
 // VitessSuffix ends the name of every model on Vitess ("push@vitess");
@@ -152,7 +179,15 @@ type Model struct {
 	// Summary is one line for --help: how the model works, in a few
 	// words.
 	Summary string
-	// Open opens a store of the model.
+	// Options are the options the model takes (see Option); a model of a
+	// variant takes its base's and the variant's.
+	Options []Option
+	// Traits say what the model is beyond its family and servers.
+	Traits Traits
+	// Open opens a store of the model. The Open of a Model from the
+	// registry (Lookup, Models, Listed) checks the Config first
+	// (CheckConfig: the servers and the options) and hands the Open
+	// registered the options parsed (Config.Int, ...).
 	Open Open
 	// Bench is how the benchmark measures the model.
 	Bench Bench
@@ -162,6 +197,48 @@ type Model struct {
 	// Variant names the variant this model is made of ("" for a base
 	// model), and Base the model it wraps.
 	Variant, Base string
+
+	// open is the Open registered, which Open calls once the Config is
+	// checked.
+	open Open
+}
+
+// Traits are what a model is that its family and servers do not say:
+// what a caller would otherwise learn only by opening a store. A test
+// opens every model and checks each trait against the store's abilities.
+type Traits uint8
+
+const (
+	// Async: the model applies part of a write after acknowledging it
+	// (asynchronous fan-out); its stores are timeline.Settlers, and a
+	// read right after a write may lack it until the store settles.
+	Async Traits = 1 << iota
+	// Partial: the model's mailbox holds only part of what push's would
+	// (a cap, pulled authors or edges, active users only); its stores are
+	// PartialMailboxes, which the benchmark's loader asks for the part.
+	Partial
+	// WriteHooks: a store of the model records, in its database, write
+	// hooks that every store writing to that database must then run (state
+	// kept in memcached beside it; see package pull's WriteHooks), so
+	// that the models sharing the database need memcached to write too.
+	WriteHooks
+)
+
+var traitNames = map[Traits]string{Async: "asynchronous writes", Partial: "partial mailbox", WriteHooks: "write hooks"}
+
+// Has reports whether t includes every trait of u.
+func (t Traits) Has(u Traits) bool { return t&u == u }
+
+// String lists the traits, e.g. "asynchronous writes, partial mailbox";
+// "none" for none.
+func (t Traits) String() string {
+	var names []string
+	for _, u := range []Traits{Async, Partial, WriteHooks} {
+		if t.Has(u) {
+			names = append(names, traitNames[u])
+		}
+	}
+	return cmp.Or(strings.Join(names, ", "), "none")
 }
 
 // Offer is a variant a base model is offered with.
@@ -280,8 +357,12 @@ type Variant struct {
 	Accepts func(base Model) bool
 	// Summary is one line for --help, about the variant in general.
 	Summary string
+	// Options are the options the variant takes, beside its base's (see
+	// Option); no base may declare one of the same name.
+	Options []Option
 	// Wrap opens the variant over an opened base store, whose model is
-	// base; on error it must close inner.
+	// base; on error it must close inner. cfg's accessors (Config.Int,
+	// ...) return the variant's options.
 	Wrap func(ctx context.Context, base Model, inner timeline.Store, cfg Config) (timeline.Store, error)
 	// Bench is the benchmark policy of every model the variant makes.
 	Bench Bench
@@ -301,11 +382,15 @@ var (
 var ErrUnknownModel = errors.New("unknown model")
 
 // Register adds a base model. It panics on a duplicate or malformed
-// entry: registration happens in init functions, where that is a bug.
+// entry (an option declared twice, or whose default it does not take):
+// registration happens in init functions, where that is a bug.
 func Register(m Model) {
 	if err := check(m); err != nil {
 		panic("registry: " + err.Error())
 	}
+	m.Options = slices.Clone(m.Options)
+	m.open = m.Open
+	m.Open = m.checkedOpen(m.open)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, x := range models {
@@ -362,14 +447,35 @@ func check(m Model) error {
 	case m.OnVitess() != strings.HasSuffix(m.Name, VitessSuffix):
 		return fmt.Errorf("model %s: a model on Vitess, and only one, is named ...%s", m.Name, VitessSuffix)
 	}
-	return nil
+	return checkOptions("model "+m.Name, m.Options)
 }
 
-// RegisterVariant adds a variant. It panics on a duplicate.
+// checkedOpen returns an Open that checks cfg (CheckConfig) and calls
+// open with the options parsed.
+func (m Model) checkedOpen(open Open) Open {
+	return func(ctx context.Context, cfg Config) (timeline.Store, error) {
+		if err := m.checkServers(cfg); err != nil {
+			return nil, err
+		}
+		parsed, err := m.parseOptions(cfg.Options)
+		if err != nil {
+			return nil, err
+		}
+		cfg.parsed = parsed
+		return open(ctx, cfg)
+	}
+}
+
+// RegisterVariant adds a variant. It panics on a duplicate or malformed
+// entry.
 func RegisterVariant(v Variant) {
 	if v.Name == "" || strings.ContainsAny(v.Name, "+ ,") || v.Wrap == nil || v.Accepts == nil || v.Describe == nil {
 		panic(fmt.Sprintf("registry: malformed variant %q", v.Name))
 	}
+	if err := checkOptions("variant "+v.Name, v.Options); err != nil {
+		panic("registry: " + err.Error())
+	}
+	v.Options = slices.Clone(v.Options)
 	mu.Lock()
 	defer mu.Unlock()
 	if _, ok := variants[v.Name]; ok {
@@ -407,9 +513,15 @@ func lookup(name string) (Model, error) {
 		return Model{}, fmt.Errorf("%w %q: the %s variant does not wrap %s", ErrUnknownModel, name, v.Name, base.Name)
 	}
 	b := *base
+	for _, o := range v.Options {
+		if _, ok := b.Option(o.Name); ok {
+			return Model{}, fmt.Errorf("%w %q: %s and the %s variant both declare option %s", ErrUnknownModel, name, b.Name, v.Name, o.Name)
+		}
+	}
 	m := Model{
 		Name: name, Family: b.Family, Schema: b.Schema, Database: b.Database,
 		Needs: b.Needs | v.Needs, Summary: v.Describe(b), Bench: v.Bench,
+		Options: slices.Concat(b.Options, v.Options), Traits: b.Traits,
 		Variant: v.Name, Base: b.Name,
 	}
 	m.Bench.Default = slices.ContainsFunc(b.Offers, func(o Offer) bool { return o.Variant == v.Name && o.Bench })
@@ -417,13 +529,15 @@ func lookup(name string) (Model, error) {
 	if v.Note != nil {
 		m.Bench.Note = v.Note(b)
 	}
-	m.Open = func(ctx context.Context, cfg Config) (timeline.Store, error) {
-		inner, err := b.Open(ctx, cfg)
+	// Both sides get every option parsed: each reads those it declares.
+	m.open = func(ctx context.Context, cfg Config) (timeline.Store, error) {
+		inner, err := b.open(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
 		return v.Wrap(ctx, b, inner, cfg)
 	}
+	m.Open = m.checkedOpen(m.open)
 	return m, nil
 }
 
@@ -475,13 +589,11 @@ func Names(ms []Model) []string {
 }
 
 // OpenModel looks name up and opens it, checking first that cfg names the
-// servers it needs.
+// servers it needs and holds only options it takes (as the Open of every
+// Model from the registry does).
 func OpenModel(ctx context.Context, name string, cfg Config) (timeline.Store, error) {
 	m, err := Lookup(name)
 	if err != nil {
-		return nil, err
-	}
-	if err := m.CheckConfig(cfg); err != nil {
 		return nil, err
 	}
 	return m.Open(ctx, cfg)
@@ -490,8 +602,17 @@ func OpenModel(ctx context.Context, name string, cfg Config) (timeline.Store, er
 // ErrMissingServer means a model was opened without a server it needs.
 var ErrMissingServer = errors.New("missing server")
 
-// CheckConfig reports whether cfg names the servers m needs.
+// CheckConfig reports whether cfg names the servers m needs (an error
+// matching ErrMissingServer) and holds only options m takes (an
+// *OptionError, see CheckOptions). A Model's Open checks it first.
 func (m Model) CheckConfig(cfg Config) error {
+	if err := m.checkServers(cfg); err != nil {
+		return err
+	}
+	return m.CheckOptions(cfg.Options)
+}
+
+func (m Model) checkServers(cfg Config) error {
 	if m.Needs&Memcached != 0 && len(cfg.Memcache) == 0 {
 		return fmt.Errorf("model %s: %w: it needs memcached servers (Config.Memcache, --memcache)", m.Name, ErrMissingServer)
 	}

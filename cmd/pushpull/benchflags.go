@@ -84,7 +84,7 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&b.followees, "followees", 0, "if > 0, every user follows exactly this many authors (overrides --avg-followees)")
 	f.StringVar(&b.durability, "durability", results.Durable, "durable (innodb_flush_log_at_trx_commit=1, as MySQL ships) or relaxed (=2)")
 	f.Float64Var(&b.readRatio, "read-ratio", 0, "if > 0, add a mixed phase with this share of newest-page reads (e.g. 0.9)")
-	f.StringArrayVar(&b.options, "option", nil, "model option, name=value (repeatable), given to every model measured; each reads its own and ignores the rest, e.g. --option cap=400 (a mailbox cap), --option threshold=500 (a follower threshold); docs/designs.md lists them")
+	f.StringArrayVar(&b.options, "option", nil, optionUsage+"; given to every measured model that declares it (the others run with their defaults), and refused if none does")
 	cacheDir, _ := tablecache.Dir() // "" (no cache) without a cache directory
 	f.StringVar(&b.loadCache, "load-cache", cacheDir, "directory where a sandbox's load keeps the files of its large tables (the mailbox, the messages), so that the next run with the same dataset restores them in seconds instead of loading them (about 1.5 minutes at paper scale); default $PUSHPULL_CACHE_DIR, else /var/cache/pushpull/tables for root and the user's cache directory for others")
 	f.BoolVar(&b.noLoadCache, "no-load-cache", false, "load every table, neither restoring from nor adding to --load-cache")
@@ -183,13 +183,9 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	if b.dsn != "" && len(settings) > 0 {
 		return usagef("--set configures the sandbox; it cannot be used with --dsn")
 	}
-	options := map[string]string{}
-	for _, kv := range b.options {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			return usagef("--option %q: want name=value, e.g. cap=400", kv)
-		}
-		options[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	options, err := parseOptions(b.options)
+	if err != nil {
+		return err
 	}
 	if b.extraDuration < 0 || b.cacheTTL <= 0 || b.cacheTTL > 30*24*time.Hour {
 		return usagef("--extra-duration must not be negative, and --cache-ttl must be between 1ms and 720h")
@@ -229,14 +225,28 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	if len(b.models) > 0 {
 		modelList = b.models
 	}
-	if b.dsn != "" && len(servers) == 0 {
-		need := modelList
-		if need == nil {
-			need = loadgen.DefaultBenchModels()
+	measured := modelList
+	if measured == nil {
+		measured = loadgen.DefaultBenchModels()
+		if b.withVitess {
+			measured = loadgen.VitessBenchModels()
 		}
-		for _, name := range need {
-			if m, err := registry.Lookup(name); err == nil && m.Needs&registry.Memcached != 0 {
-				return usagef("--model %s keeps data in memcached: with --dsn, pass --memcache host:port (or choose --models without it)", name)
+	}
+	var ms []registry.Model
+	for _, name := range measured {
+		m, err := registry.Lookup(name)
+		if err != nil {
+			return usagef("--models: %v", err)
+		}
+		ms = append(ms, m)
+	}
+	if err := registry.CheckShared(ms, options); err != nil {
+		return &usageError{fmt.Errorf("--option: %w", err)}
+	}
+	if b.dsn != "" && len(servers) == 0 {
+		for _, m := range ms {
+			if m.Needs&registry.Memcached != 0 {
+				return usagef("--model %s keeps data in memcached: with --dsn, pass --memcache host:port (or choose --models without it)", m.Name)
 			}
 		}
 	}

@@ -21,7 +21,8 @@ import (
 )
 
 func newDemoCmd() *cobra.Command {
-	return &cobra.Command{
+	var optionFlags []string
+	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Show every model serving identical timelines, on a throw-away MariaDB",
 		Long: fmt.Sprintf(`demo starts a private, throw-away MariaDB and memcached, opens every model
@@ -45,17 +46,31 @@ in how they compute a timeline, not in what the database holds.
 The server uses small, non-durable settings (internal/sandbox.TestSettings)
 so that the demo starts fast; they are not the benchmark's settings. The
 server and its directory are removed when the demo ends, also on Ctrl-C. It
-takes a few seconds. The exit code is 1 if the models disagree.`,
+takes a few seconds. The exit code is 1 if the models disagree.
+
+--option name=value sets a model option of every model that declares it
+(pushpull --help lists them); the others keep their defaults, and one that
+no model declares is refused.`,
 			strings.Join(registry.Names(demoModels()), ", "), strings.Join(registry.Names(demoWriters(demoModels())), ", ")),
 		Example: `  pushpull demo
-  pushpull demo > demo.txt`,
+  pushpull demo > demo.txt
+  pushpull demo --option cap=3 --option threshold=2`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			options, err := parseOptions(optionFlags)
+			if err != nil {
+				return err
+			}
+			if err := registry.CheckShared(demoModels(), options); err != nil {
+				return &usageError{fmt.Errorf("--option: %w", err)}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runDemo(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runDemo(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), options)
 		},
 	}
+	cmd.Flags().StringArrayVar(&optionFlags, "option", nil, optionUsage+"; given to every model that declares it")
+	return cmd
 }
 
 type demoUser struct {
@@ -181,7 +196,9 @@ func pickDemoRoles(models []registry.Model) (demoRoles, error) {
 	return r, nil
 }
 
-func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
+// runDemo runs the demo, giving each model the options of options it
+// declares.
+func runDemo(ctx context.Context, out, stderr io.Writer, options map[string]string) (err error) {
 	fmt.Fprintln(stderr, "pushpull demo: starting a throw-away MariaDB and memcached (small, non-durable test settings)...")
 	start := time.Now()
 	sb, err := sandbox.Start(ctx, sandbox.Options{MariaDB: true, Memcached: true, Settings: sandbox.TestSettings()})
@@ -217,7 +234,7 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 	where := map[string][]string{}
 	var databases, memcached []string
 	for _, m := range registry.OpenOrder(models) {
-		s, err := m.Open(ctx, registry.Config{DSN: sb.DSN, MaxConns: 8, Memcache: []string{sb.MemcacheAddr}})
+		s, err := m.Open(ctx, registry.Config{DSN: sb.DSN, MaxConns: 8, Memcache: []string{sb.MemcacheAddr}, Options: m.OwnOptions(options)})
 		if err != nil {
 			return fmt.Errorf("open %s: %w", m.Name, err)
 		}
@@ -238,6 +255,9 @@ func runDemo(ctx context.Context, out, stderr io.Writer) (err error) {
 	}
 	fmt.Fprintf(out, "Opened %s: %s (%s also keep state in memcached at %s).\n",
 		strings.Join(names, ", "), strings.Join(placed, "; "), strings.Join(memcached, " and "), sb.MemcacheAddr)
+	if len(options) > 0 {
+		fmt.Fprintf(out, "Options: %s.\n", registry.OptionsTaken(models, options))
+	}
 
 	// Write.
 	var nFollow, nUnfollow, nPost int

@@ -102,10 +102,15 @@ Variants put something in front of a model; "MODEL+VARIANT" names one:
 	for _, v := range registry.Variants() {
 		writeEntry(&b, "+"+v.Name, fmt.Sprintf("%s. Needs %s; offered as %s.", v.Summary, v.Needs,
 			strings.Join(registry.Names(registry.Offered(v.Name)), ", ")))
+		writeOptions(&b, v.Options)
 	}
 	b.WriteString(`
 Models with the same database share it and differ only in how they read
 and what they keep beside it; see each model's database above.
+
+A model's options are set with --option name=value (the commands that open
+models take it); an option the model does not declare is refused. Durations
+are Go durations (168h, 500ms).
 
 Commands that talk to a server take --dsn, a go-sql-driver DSN such as
 'user:pass@tcp(127.0.0.1:3306)/', defaulting to $PUSHPULL_DSN. If you have no
@@ -114,7 +119,7 @@ server, 'pushpull sandbox' starts a private one and prints the line to export.`)
 }
 
 // modelList describes models, one per paragraph, wrapped for a terminal:
-// name, summary, database and needs.
+// name, summary, database, needs and traits, then the model's options.
 func modelList(ms []registry.Model) string {
 	var b strings.Builder
 	for _, m := range ms {
@@ -124,9 +129,28 @@ func modelList(ms []registry.Model) string {
 		} else {
 			text += "."
 		}
+		if m.Traits != 0 {
+			text += fmt.Sprintf(" Traits: %s.", m.Traits)
+		}
 		writeEntry(&b, m.Name, text)
+		writeOptions(&b, m.Options)
 	}
 	return b.String()
+}
+
+// writeOptions writes each option's declaration under its model's entry:
+// name, default, help and values.
+func writeOptions(b *strings.Builder, opts []registry.Option) {
+	for _, o := range opts {
+		text := fmt.Sprintf("option %s (default %s): %s; %s.", o.Name, o.Default, o.Help, o.Values())
+		for i, l := range wrap(text, 60) {
+			indent := ""
+			if i > 0 {
+				indent = "  "
+			}
+			fmt.Fprintf(b, "  %-13s %s%s\n", "", indent, l)
+		}
+	}
 }
 
 // writeEntry writes name and its text wrapped beside it.
@@ -203,6 +227,7 @@ type serverFlags struct {
 	dsn      string
 	database string
 	memcache string
+	options  []string
 	cmd      *cobra.Command // for its error stream
 }
 
@@ -211,6 +236,38 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.dsn, "dsn", "", "go-sql-driver DSN of the server, e.g. 'user:pass@tcp(127.0.0.1:3306)/' (default $"+dsnEnv+"); for a model on Vitess, a vtgate's (default $"+vtgateEnv+")")
 	cmd.Flags().StringVar(&f.database, "database", "", "database to use instead of the model's default (see pushpull --help)")
 	cmd.Flags().StringVar(&f.memcache, "memcache", "", "memcached servers as host:port, comma-separated; "+strings.Join(needingMemcached(), ", ")+" need them (default $"+memcacheEnv+")")
+	cmd.Flags().StringArrayVar(&f.options, "option", nil, optionUsage+"; the model must declare it")
+}
+
+// optionUsage begins the help of every --option flag.
+const optionUsage = "model option, name=value (repeatable), e.g. --option cap=400; pushpull --help lists each model's options"
+
+// parseOptions turns --option name=value flags into Config.Options. It
+// checks their shape only: which names and values a model takes is the
+// registry's to say (registry.Model.CheckOptions, registry.CheckShared).
+func parseOptions(flags []string) (map[string]string, error) {
+	options := map[string]string{}
+	for _, kv := range flags {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, usagef("--option %q: want name=value, e.g. cap=400", kv)
+		}
+		options[strings.TrimSpace(k)] = strings.TrimSpace(v) // the last of a name counts
+	}
+	return options, nil
+}
+
+// modelOptions returns the --option flags as the options of model, or a
+// usage error naming what model does not take.
+func (f *serverFlags) modelOptions(model registry.Model) (map[string]string, error) {
+	options, err := parseOptions(f.options)
+	if err != nil {
+		return nil, err
+	}
+	if err := model.CheckOptions(options); err != nil {
+		return nil, &usageError{fmt.Errorf("--option: %w", err)}
+	}
+	return options, nil
 }
 
 // needingMemcached names the listed models that need memcached, and the
@@ -378,8 +435,11 @@ func (f *serverFlags) openStore(ctx context.Context, model registry.Model) (time
 	if err := checkDatabase(f.database); err != nil {
 		return nil, err
 	}
-	cfg := registry.Config{Database: f.database, MaxConns: 4}
-	var err error
+	options, err := f.modelOptions(model)
+	if err != nil {
+		return nil, err
+	}
+	cfg := registry.Config{Database: f.database, MaxConns: 4, Options: options}
 	if model.OnVitess() {
 		cfg.Vtgate, err = f.resolveServer(vtgateEnv, "`pushpull sandbox --vitess`")
 	} else {

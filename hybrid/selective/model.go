@@ -2,7 +2,8 @@ package selective
 
 import (
 	"context"
-	"strconv"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/pushpull/pushpull/push"
@@ -10,6 +11,18 @@ import (
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
+
+// options are the model's registry options, in the order of the Config
+// fields they set: H, L, HalfLife, FlushEvery and ReadsPerPost.
+var options = []registry.Option{
+	registry.Float(OptionH, 0, 0, math.Inf(1), "cost of one fan-out row, in a unit shared with l; set both or neither").
+		AboveMin().OrZero(fmt.Sprintf("measured, %g until then", DefaultH)),
+	registry.Float(OptionL, 0, 0, math.Inf(1), "cost of one pulled author's probe, in h's unit; set both or neither").
+		AboveMin().OrZero(fmt.Sprintf("measured, %g until then", DefaultL)),
+	registry.Duration(OptionHalfLife, DefaultHalfLife, time.Nanosecond, math.MaxInt64, "half-life of the decayed read and post rates"),
+	registry.Int(OptionFlushEvery, DefaultFlushEvery, 1, math.MaxInt, "reads and posts counted between writes of the rates"),
+	registry.Float(OptionReadsPerPost, DefaultReadsPerPost, 0, math.Inf(1), "reads per post the bulk load assumes when it starts the rates").AboveMin(),
+}
 
 func init() {
 	registry.Register(registry.Model{
@@ -19,45 +32,21 @@ func init() {
 		Database: DefaultDatabase,
 		Needs:    registry.MariaDB,
 		Summary:  "push or pull per follow edge (Feeding Frenzy): pushed when the follower reads at least H/L times as often as the author posts, from decayed rates and measured costs (options h, l, halflife, flush, reads_per_post)",
+		Options:  options,
+		Traits:   registry.Partial,
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
 }
 
 // openModel opens the model from a registry.Config: its options (Option*)
-// set Config's fields; a bad one is a *ConfigError, before anything is
-// written.
+// set Config's fields.
 func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-	c := Config{Config: push.ConfigFrom(cfg)}
-	float := func(name string, dst *float64) error {
-		v, ok := cfg.Options[name]
-		if !ok || v == "" {
-			return nil
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0) {
-			return &ConfigError{Field: "option " + name, Value: strconv.Quote(v), Reason: "want a positive number"}
-		}
-		*dst = f
-		return nil
-	}
-	var halfLife float64
-	for name, dst := range map[string]*float64{OptionH: &c.H, OptionL: &c.L, OptionReadsPerPost: &c.ReadsPerPost, OptionHalfLife: &halfLife} {
-		if err := float(name, dst); err != nil {
-			return nil, err
-		}
-	}
-	c.HalfLife = time.Duration(halfLife * float64(time.Second))
-	if v, ok := cfg.Options[OptionFlushEvery]; ok && v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return nil, &ConfigError{Field: "option " + OptionFlushEvery, Value: strconv.Quote(v), Reason: "want a positive integer"}
-		}
-		c.FlushEvery = n
-	}
-	s, err := Open(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return Open(ctx, Config{
+		Config: push.ConfigFrom(cfg),
+		H:      cfg.Float(OptionH), L: cfg.Float(OptionL),
+		HalfLife:     cfg.Duration(OptionHalfLife),
+		FlushEvery:   cfg.Int(OptionFlushEvery),
+		ReadsPerPost: cfg.Float(OptionReadsPerPost),
+	})
 }

@@ -108,11 +108,11 @@ const FlipBatch = 256
 // takes longer is abandoned, and its counts are dropped.
 const FlushTimeout = 30 * time.Second
 
-// Registry options (registry.Config.Options).
+// Registry options (registry.Model.Options).
 const (
-	OptionH            = "h"              // Config.H, a positive number
-	OptionL            = "l"              // Config.L, a positive number
-	OptionHalfLife     = "halflife"       // Config.HalfLife, in seconds
+	OptionH            = "h"              // Config.H, a number, 0 or more
+	OptionL            = "l"              // Config.L, a number, 0 or more
+	OptionHalfLife     = "halflife"       // Config.HalfLife, a Go duration
 	OptionFlushEvery   = "flush"          // Config.FlushEvery
 	OptionReadsPerPost = "reads_per_post" // Config.ReadsPerPost
 )
@@ -137,32 +137,10 @@ type Config struct {
 	Now func() time.Time
 }
 
-// ConfigError reports a Config (or registry option) the store cannot use.
-// Open returns it before it touches the server.
-type ConfigError struct {
-	Field, Value, Reason string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("selective: %s = %s: %s", e.Field, e.Value, e.Reason)
-}
-
+// check fills in c's defaults and reports the first field its registry
+// option does not take, as a *registry.OptionError; H and L must be both 0
+// or neither.
 func (c *Config) check() error {
-	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-	switch {
-	case !finite(c.H) || c.H < 0:
-		return &ConfigError{"H", fmt.Sprint(c.H), "want a positive cost, or 0 to measure"}
-	case !finite(c.L) || c.L < 0:
-		return &ConfigError{"L", fmt.Sprint(c.L), "want a positive cost, or 0 to measure"}
-	case (c.H == 0) != (c.L == 0):
-		return &ConfigError{"H, L", fmt.Sprintf("%g, %g", c.H, c.L), "set both (in one unit) or neither"}
-	case c.HalfLife < 0:
-		return &ConfigError{"HalfLife", c.HalfLife.String(), "want a positive duration"}
-	case c.FlushEvery < 0:
-		return &ConfigError{"FlushEvery", strconv.Itoa(c.FlushEvery), "want a positive count"}
-	case !finite(c.ReadsPerPost) || c.ReadsPerPost < 0:
-		return &ConfigError{"ReadsPerPost", fmt.Sprint(c.ReadsPerPost), "want a positive ratio"}
-	}
 	if c.HalfLife == 0 {
 		c.HalfLife = DefaultHalfLife
 	}
@@ -171,6 +149,15 @@ func (c *Config) check() error {
 	}
 	if c.ReadsPerPost == 0 {
 		c.ReadsPerPost = DefaultReadsPerPost
+	}
+	for i, v := range []any{c.H, c.L, c.HalfLife, c.FlushEvery, c.ReadsPerPost} { // in the order of options
+		if err := options[i].Check(ModelName, v); err != nil {
+			return err
+		}
+	}
+	if (c.H == 0) != (c.L == 0) {
+		return &registry.OptionError{Models: []string{ModelName}, Option: OptionH + ", " + OptionL, Value: fmt.Sprintf("%g, %g", c.H, c.L),
+			Reason: "set both (in one unit) or neither", Err: registry.ErrBadOption}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -222,7 +209,7 @@ var (
 	_ timeline.DBHolder       = (*Store)(nil)
 )
 
-// Open checks cfg (a *ConfigError, before anything is written), connects
+// Open checks cfg (a *registry.OptionError, before anything is written), connects
 // to the server, creates the database and schema if needed, and returns
 // the store.
 func Open(ctx context.Context, cfg Config) (*Store, error) {

@@ -343,8 +343,8 @@ func TestConcurrentPostsAndFlips(t *testing.T) {
 	t.Logf("flips: %d to push, %d to pull", c["edge_flips_push"], c["edge_flips_pull"])
 }
 
-// TestBadOptions: each bad option is a *ConfigError, and the database is
-// never created.
+// TestBadOptions: each bad option is a *registry.OptionError matching
+// registry.ErrBadOption, and the database is never created.
 func TestBadOptions(t *testing.T) {
 	m, err := registry.Lookup(selective.ModelName)
 	if err != nil {
@@ -359,6 +359,8 @@ func TestBadOptions(t *testing.T) {
 		{"flush": "0"},
 		{"flush": "many"},
 		{"halflife": "NaN"},
+		{"halflife": "3600"}, // seconds, as it once took: a Go duration now
+		{"halflife": "0s"},
 		{"reads_per_post": "-3"},
 	} {
 		db := testserver.Database(t)
@@ -367,9 +369,9 @@ func TestBadOptions(t *testing.T) {
 			s.Close()
 			t.Fatalf("options %v: opened", opts)
 		}
-		var ce *selective.ConfigError
-		if !errors.As(err, &ce) {
-			t.Fatalf("options %v: %v (%T), want a *ConfigError", opts, err, err)
+		var oe *registry.OptionError
+		if !errors.As(err, &oe) || !errors.Is(err, registry.ErrBadOption) {
+			t.Fatalf("options %v: %v (%T), want a *registry.OptionError matching ErrBadOption", opts, err, err)
 		}
 		var n int
 		if err := admin.QueryRow(`SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = ?`, db).Scan(&n); err != nil {

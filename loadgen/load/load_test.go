@@ -156,7 +156,7 @@ func TestLoadShapedMatchesMemory(t *testing.T) {
 			continue
 		}
 		db := testserver.Database(t)
-		s, err := m.Open(ctx, registry.Config{DSN: testserver.DSN(t), Database: db, Options: shapedSettings,
+		s, err := m.Open(ctx, registry.Config{DSN: testserver.DSN(t), Database: db, Options: m.OwnOptions(shapedSettings),
 			Memcache: []string{testserver.Memcache(t)}, Namespace: db + "/"})
 		if err != nil {
 			t.Fatal(err)

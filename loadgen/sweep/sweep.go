@@ -57,10 +57,11 @@ const (
 	ReadShare Param = "read-share"
 	// Option stands for "option:NAME", which sets the model option NAME
 	// (registry.Config.Options, bench's --option NAME=VALUE) to each
-	// value, a whole number: hybrid's threshold, push-capped's cap. A
-	// model that has no such option ignores it, as bench's --option
-	// does, and a value a model rejects ends the sweep when the model
-	// opens.
+	// value, a number: hybrid's threshold, push-capped's cap. As bench's
+	// --option, it goes to the measured models that declare it; one that
+	// none declares, or a value one of them does not take (a fraction for
+	// an integer option, a number out of its bounds), stops the sweep
+	// before anything runs.
 	Option Param = OptionPrefix + "NAME"
 )
 
@@ -113,7 +114,7 @@ func (p Param) Help() string {
 	case ReadShare:
 		return "share of reads (0 to 1, exclusive) in the mixed traffic phase, which it turns on"
 	case Option:
-		return "a model option, whole numbers (e.g. option:threshold for hybrid, option:cap for a capped push mailbox)"
+		return "a model option that takes numbers (e.g. option:threshold for hybrid, option:cap for a capped push mailbox; pushpull --help lists them)"
 	}
 	return ""
 }
@@ -158,7 +159,11 @@ type ValueError struct {
 	Param  string
 	Value  string // "" when the parameter itself is wrong
 	Reason string
+	// Err is the cause, if any: for an option, a *registry.OptionError.
+	Err error
 }
+
+func (e *ValueError) Unwrap() error { return e.Err }
 
 func (e *ValueError) Error() string {
 	if e.Value == "" {
@@ -213,6 +218,14 @@ func plan(cfg Config) ([]point, error) {
 	if models == nil {
 		models = loadgen.DefaultBenchModels()
 	}
+	var measured []registry.Model
+	for _, name := range models {
+		m, err := registry.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		measured = append(measured, m)
+	}
 	var pts []point
 	for i, v := range cfg.Values {
 		val := strconv.FormatFloat(v, 'g', -1, 64)
@@ -266,14 +279,18 @@ func plan(cfg Config) ([]point, error) {
 			}
 			b.Mix = &mix
 		default: // an option: ParseParam allowed no other
-			if v != math.Trunc(v) || v < 0 || v > math.MaxInt32 {
-				return nil, bad("want a whole number, 0 or more")
+			if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+				val = strconv.FormatFloat(v, 'f', -1, 64) // 1000000, not 1e+06
+			}
+			name := cfg.Param.OptionName()
+			if err := registry.CheckShared(measured, map[string]string{name: val}); err != nil {
+				return nil, &ValueError{Param: string(cfg.Param), Value: val, Reason: err.Error(), Err: err}
 			}
 			b.Options = maps.Clone(b.Options)
 			if b.Options == nil {
 				b.Options = map[string]string{}
 			}
-			b.Options[cfg.Param.OptionName()] = val
+			b.Options[name] = val
 		}
 		if err := spec.Validate(); err != nil {
 			return nil, bad("%v", err)
@@ -281,13 +298,9 @@ func plan(cfg Config) ([]point, error) {
 		b.Spec = spec
 		p := point{value: v, cfg: b}
 		var full []string // the models that would hold the whole mailbox
-		for _, name := range b.Models {
-			m, err := registry.Lookup(name)
-			if err != nil {
-				return nil, err
-			}
+		for _, m := range measured {
 			if fullMailbox[m.Schema] {
-				full = append(full, name)
+				full = append(full, m.Name)
 			}
 		}
 		if len(full) > 0 {

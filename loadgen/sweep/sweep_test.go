@@ -77,10 +77,16 @@ func TestBadValues(t *testing.T) {
 		{"option:", []float64{1}, "option:NAME"},
 		{Option, []float64{1}, "option:NAME"},
 		{"option:Threshold", []float64{1}, "option:NAME"},
-		{"option:threshold", []float64{2.5}, "whole number"},
-		{"option:threshold", []float64{-1}, "whole number"},
+		{"option:threshold", []float64{2.5}, "want an integer"},
+		{"option:threshold", []float64{0}, "want an integer, at least 1"},
+		{"option:threshhold", []float64{100}, `unknown option "threshhold"`},
+		{"option:cap", []float64{100}, "valid: threshold"},
 	} {
 		cfg.Param, cfg.Values = c.param, c.values
+		cfg.Bench.Models = baseConfig(t, 0.002).Bench.Models
+		if c.param.OptionName() != "" {
+			cfg.Bench.Models = append(cfg.Bench.Models, "hybrid") // the only model measured with an option
+		}
 		cfg.Bench.DSN = "nobody:nothing@tcp(127.0.0.1:1)/" // nothing may connect
 		_, err := Run(context.Background(), cfg)
 		var ve *ValueError

@@ -47,7 +47,7 @@ import (
 //     the failure; other processes' indexes age out as lists do.
 type Active struct {
 	Recent
-	// ActiveLen is how many followees an index keeps, 0 to 10,000; 0
+	// ActiveLen is how many followees an index keeps, 0 to MaxLen; 0
 	// means DefaultActiveLen. Users who follow more than twice as many
 	// authors get an index; the others read as with Recent.
 	ActiveLen int
@@ -65,8 +65,8 @@ func (Active) Hints() bool { return true }
 
 // NewReader implements Strategy; st must send hints (Options.Hints).
 func (c Active) NewReader(st *State) (sqlread.Reader, error) {
-	if c.ActiveLen < 0 || c.ActiveLen > 10_000 {
-		return nil, fmt.Errorf("ActiveLen %d is outside 0..10000", c.ActiveLen)
+	if c.ActiveLen < 0 || c.ActiveLen > MaxLen {
+		return nil, fmt.Errorf("ActiveLen %d is outside 0..%d", c.ActiveLen, MaxLen)
 	}
 	if st.active == nil {
 		return nil, errors.New("strategy active needs a State that sends hints (Options.Hints)")

@@ -51,7 +51,7 @@ import (
 // read from the database, one range scan (patchHome).
 type Home struct {
 	Recent
-	// Keep is how many message ids an index holds, 1 to 10,000; 0 means
+	// Keep is how many message ids an index holds, 1 to MaxLen; 0 means
 	// DefaultHomeLen. Pages deeper than that are read as with Recent.
 	Keep int
 	// Threshold is the follower count from which an author is pulled; 0
@@ -74,8 +74,8 @@ func (Home) Hints() bool { return true }
 
 // NewReader implements Strategy; st must send hints (Options.Hints).
 func (c Home) NewReader(st *State) (sqlread.Reader, error) {
-	if c.Keep < 0 || c.Keep > 10_000 {
-		return nil, fmt.Errorf("home index length %d is outside 0..10000", c.Keep)
+	if c.Keep < 0 || c.Keep > MaxLen {
+		return nil, fmt.Errorf("home index length %d is outside 0..%d", c.Keep, MaxLen)
 	}
 	if c.Threshold < 0 {
 		return nil, fmt.Errorf("threshold %d: want at least 1 follower, or 0 for the default", c.Threshold)

@@ -177,6 +177,11 @@ func (rd *reader) Read(ctx context.Context, r timeline.Request) ([]timeline.Mess
 // Recent.RecentLen says otherwise.
 const DefaultRecentLen = 64
 
+// MaxLen bounds the lengths of indexes (Active.ActiveLen, Home.Keep), and
+// the registry's options bound lists (Recent.RecentLen) by it too: 10,000
+// entries keep a value well within a memcached item (1 MB by default).
+const MaxLen = 10_000
+
 const (
 	// recentMaxAge bounds how long a list may serve reads after it was
 	// built from the database. It only matters when a post could neither

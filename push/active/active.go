@@ -104,7 +104,7 @@ const (
 	MaxActiveReads = 1e6
 )
 
-// The registry options (registry.Config.Options) of the model.
+// The registry options (registry.Model.Options) of the model.
 const (
 	// OptionWindow is Config.Window, as a Go duration ("168h", "30s").
 	OptionWindow = "window"
@@ -133,27 +133,13 @@ type Config struct {
 	Now func() time.Time
 }
 
-// OptionError is an invalid Config field or registry option.
-type OptionError struct {
-	Option string // the option's name, e.g. OptionWindow
-	Value  string
-	Reason string
-}
-
-func (e *OptionError) Error() string {
-	return fmt.Sprintf("%s option %s=%q: %s", ModelName, e.Option, e.Value, e.Reason)
-}
-
-// check reports the first invalid field of a Config with its defaults
-// filled in.
+// check reports the first field of a Config with its defaults filled in
+// that its option does not take, as a *registry.OptionError.
 func (c Config) check() error {
-	switch {
-	case c.Window < time.Microsecond || c.Window > MaxWindow:
-		return &OptionError{OptionWindow, c.Window.String(), fmt.Sprintf("want 1µs to %v (0 for %v)", MaxWindow, DefaultWindow)}
-	case c.Rebuild < 1 || c.Rebuild > MaxRebuild:
-		return &OptionError{OptionRebuild, strconv.Itoa(c.Rebuild), fmt.Sprintf("want 1 to %d (0 for %d)", MaxRebuild, DefaultRebuild)}
-	case !(c.ActiveReads > 0 && c.ActiveReads <= MaxActiveReads):
-		return &OptionError{OptionActiveReads, fmt.Sprint(c.ActiveReads), fmt.Sprintf("want a number above 0 and at most %g (0 for %g)", float64(MaxActiveReads), DefaultActiveReads)}
+	for i, v := range []any{c.Window, c.Rebuild, c.ActiveReads} {
+		if err := options[i].Check(ModelName, v); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -182,8 +168,8 @@ var (
 )
 
 // Open checks cfg, connects to the server, creates the database and
-// schema if needed, and returns the store. An invalid cfg is an
-// *OptionError, and nothing is created.
+// schema if needed, and returns the store. An invalid cfg is a
+// *registry.OptionError, and nothing is created.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Window == 0 {
 		cfg.Window = DefaultWindow

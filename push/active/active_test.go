@@ -412,8 +412,8 @@ func TestRebuildUnderConcurrentPosts(t *testing.T) {
 	}
 }
 
-// TestBadOptions: every bad option or field is an *OptionError, and
-// creates no database.
+// TestBadOptions: every bad option or field is a *registry.OptionError,
+// and creates no database.
 func TestBadOptions(t *testing.T) {
 	ctx := context.Background()
 	for _, opts := range []map[string]string{
@@ -427,9 +427,9 @@ func TestBadOptions(t *testing.T) {
 			s.Close()
 			t.Fatalf("%v: opened", opts)
 		}
-		var oe *active.OptionError
-		if !errors.As(err, &oe) {
-			t.Fatalf("%v: error %v (%T) is not an *OptionError", opts, err, err)
+		var oe *registry.OptionError
+		if !errors.As(err, &oe) || !errors.Is(err, registry.ErrBadOption) {
+			t.Fatalf("%v: error %v (%T) is not a *registry.OptionError matching ErrBadOption", opts, err, err)
 		}
 		var n int
 		admin := testserver.Admin(t)
@@ -443,9 +443,9 @@ func TestBadOptions(t *testing.T) {
 	}
 	for _, cfg := range []active.Config{{Window: -time.Second}, {Rebuild: -1}, {ActiveReads: -2}} {
 		cfg.Config = push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)}
-		var oe *active.OptionError
+		var oe *registry.OptionError
 		if _, err := active.Open(ctx, cfg); !errors.As(err, &oe) {
-			t.Fatalf("%+v: error %v, want an *OptionError", cfg, err)
+			t.Fatalf("%+v: error %v, want a *registry.OptionError", cfg, err)
 		}
 	}
 }

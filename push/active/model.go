@@ -3,7 +3,6 @@ package active
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/pushpull/pushpull/push"
@@ -11,6 +10,17 @@ import (
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
+
+// options are the model's registry options, in the order of Config's
+// fields they set: Window, Rebuild and ActiveReads.
+var options = []registry.Option{
+	registry.Duration(OptionWindow, DefaultWindow, time.Microsecond, MaxWindow,
+		"how recently a follower must have read to be pushed to (kept to the microsecond)"),
+	registry.Int(OptionRebuild, DefaultRebuild, 1, MaxRebuild,
+		"entries a returning reader's mailbox is rebuilt with"),
+	registry.Float(OptionActiveReads, DefaultActiveReads, 0, MaxActiveReads,
+		"reads per user per window in the history behind a bulk load, which decide the users it makes active").AboveMin(),
+}
 
 func init() {
 	registry.Register(registry.Model{
@@ -20,36 +30,19 @@ func init() {
 		Database: DefaultDatabase,
 		Needs:    registry.MariaDB,
 		Summary:  fmt.Sprintf("push to the followers who read within %d days (option window) only; an inactive reader's next read rebuilds their mailbox by pull", DefaultWindow/(24*time.Hour)),
+		Options:  options,
+		Traits:   registry.Partial,
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
 }
 
-// openModel opens the model from a registry.Config: options "window" (a
-// Go duration), "rebuild" and "active_reads" are Config.Window,
-// Config.Rebuild and Config.ActiveReads. A bad option is an *OptionError.
+// openModel opens the model from a registry.Config: options "window",
+// "rebuild" and "active_reads" are Config.Window, Config.Rebuild and
+// Config.ActiveReads.
 func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-	c := Config{Config: push.ConfigFrom(cfg)}
-	if v := cfg.Options[OptionWindow]; v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, &OptionError{OptionWindow, v, "want a positive Go duration, e.g. 168h or 30s"}
-		}
-		c.Window = d
-	}
-	if v := cfg.Options[OptionRebuild]; v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return nil, &OptionError{OptionRebuild, v, "want a positive integer"}
-		}
-		c.Rebuild = n
-	}
-	if v := cfg.Options[OptionActiveReads]; v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0) {
-			return nil, &OptionError{OptionActiveReads, v, "want a number above 0"}
-		}
-		c.ActiveReads = f
-	}
-	return Open(ctx, c)
+	return Open(ctx, Config{
+		Config: push.ConfigFrom(cfg),
+		Window: cfg.Duration(OptionWindow), Rebuild: cfg.Int(OptionRebuild), ActiveReads: cfg.Float(OptionActiveReads),
+	})
 }

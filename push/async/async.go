@@ -9,7 +9,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -57,24 +56,18 @@ type Options struct {
 	Chunk int
 }
 
-// OptionError is an invalid Options field.
-type OptionError struct {
-	Option string
-	Value  string
-	Reason string
-}
-
-func (e *OptionError) Error() string {
-	return fmt.Sprintf("push-async option %s=%q: %s", e.Option, e.Value, e.Reason)
-}
-
-// check reports the first invalid field.
+// check reports the first field that its registry option does not take,
+// as a *registry.OptionError (a negative Workers is -1, none, and a zero
+// field its default).
 func (o Options) check() error {
-	switch {
-	case o.Workers > MaxWorkers:
-		return &OptionError{OptionWorkers, strconv.Itoa(o.Workers), fmt.Sprintf("want at most %d (or -1 for none)", MaxWorkers)}
-	case o.Chunk < 0 || o.Chunk > MaxChunk:
-		return &OptionError{OptionChunk, strconv.Itoa(o.Chunk), fmt.Sprintf("want 1 to %d (0 for %d)", MaxChunk, DefaultChunk)}
+	r := o.resolved()
+	if o.Workers < 0 {
+		r.Workers = -1
+	}
+	for i, v := range []int{r.Workers, r.Chunk} {
+		if err := options[i].Check(ModelName, v); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -134,7 +127,8 @@ var (
 
 // Open opens the push model's database (see push.Open, whose schema holds
 // the queue) and starts opts.Workers fan-out workers, which run until
-// Close.
+// Close. Options its registry options do not take are a
+// *registry.OptionError, and nothing is created.
 func Open(ctx context.Context, cfg push.Config, opts Options) (*Store, error) {
 	if err := opts.check(); err != nil {
 		return nil, err

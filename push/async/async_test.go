@@ -16,6 +16,7 @@ import (
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
@@ -454,19 +455,29 @@ func TestSettleIsBounded(t *testing.T) {
 	}
 }
 
-// TestBadOptions: an invalid option is an *OptionError and creates no
+// TestBadOptions: an invalid option, or Options field, is a
+// *registry.OptionError matching registry.ErrBadOption and creates no
 // database.
 func TestBadOptions(t *testing.T) {
+	cfg := registry.Config{DSN: testserver.DSN(t), Database: "never_made"}
 	for _, opts := range []map[string]string{
-		{OptionWorkers: "many"}, {OptionWorkers: "100000"}, {OptionChunk: "-5"}, {OptionChunk: "1e3"},
+		{OptionWorkers: "many"}, {OptionWorkers: "100000"}, {OptionWorkers: "-2"}, {OptionChunk: "-5"}, {OptionChunk: "1e3"}, {OptionChunk: ""},
 	} {
-		o, err := ParseOptions(opts)
+		cfg.Options = opts
+		s, err := registry.OpenModel(context.Background(), ModelName, cfg)
 		if err == nil {
-			_, err = Open(context.Background(), push.Config{DSN: testserver.DSN(t), Database: "never_made"}, o)
+			s.Close()
 		}
-		var oe *OptionError
+		var oe *registry.OptionError
+		if !errors.As(err, &oe) || !errors.Is(err, registry.ErrBadOption) {
+			t.Errorf("options %v: %v, want a *registry.OptionError matching ErrBadOption", opts, err)
+		}
+	}
+	for _, o := range []Options{{Workers: MaxWorkers + 1}, {Chunk: -5}, {Chunk: MaxChunk + 1}} {
+		_, err := Open(context.Background(), push.Config{DSN: testserver.DSN(t), Database: "never_made"}, o)
+		var oe *registry.OptionError
 		if !errors.As(err, &oe) {
-			t.Errorf("options %v: %v, want an *OptionError", opts, err)
+			t.Errorf("%+v: %v, want a *registry.OptionError", o, err)
 		}
 	}
 	var n int

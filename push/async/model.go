@@ -3,7 +3,6 @@ package async
 import (
 	"context"
 	"slices"
-	"strconv"
 
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
@@ -14,7 +13,7 @@ import (
 // ModelName is the model's name in package registry.
 const ModelName = "push-async"
 
-// The model's settings in registry.Config.Options.
+// The model's registry options.
 const (
 	// OptionWorkers is Options.Workers ("-1": none in the store).
 	OptionWorkers = "workers"
@@ -22,25 +21,12 @@ const (
 	OptionChunk = "chunk"
 )
 
-// ParseOptions reads Options from a registry.Config's Options; a value
-// that is not a whole number or out of range is an *OptionError.
-func ParseOptions(m map[string]string) (Options, error) {
-	var o Options
-	for _, f := range []struct {
-		name string
-		dst  *int
-	}{{OptionWorkers, &o.Workers}, {OptionChunk, &o.Chunk}} {
-		v, ok := m[f.name]
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return Options{}, &OptionError{f.name, v, "want a whole number"}
-		}
-		*f.dst = n
-	}
-	return o, o.check()
+// options are the model's registry options, in the order of the Options
+// fields they set.
+var options = []registry.Option{
+	registry.Int(OptionWorkers, DefaultWorkers, -1, MaxWorkers,
+		"fan-out workers in each store; -1: none, for `pushpull fanout` to run them (0: the default)"),
+	registry.Int(OptionChunk, DefaultChunk, 1, MaxChunk, "followers written per fan-out transaction"),
 }
 
 func init() {
@@ -52,12 +38,10 @@ func init() {
 		Needs:    registry.MariaDB,
 		Summary: "push with asynchronous fan-out: a post commits the message and a fan-out job; workers write the mailboxes " +
 			"in chunks of followers; reads see a post once the store settles",
+		Options: options,
+		Traits:  registry.Async,
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-			opts, err := ParseOptions(cfg.Options)
-			if err != nil {
-				return nil, err
-			}
-			return Open(ctx, push.ConfigFrom(cfg), opts)
+			return Open(ctx, push.ConfigFrom(cfg), Options{Workers: cfg.Int(OptionWorkers), Chunk: cfg.Int(OptionChunk)})
 		},
 		Bench: registry.Bench{
 			Phases:    append(slices.Clone(registry.AllPhases), registry.PhaseHalfRate),

@@ -62,7 +62,7 @@ const DefaultCap = 800
 // MaxCap bounds Config.Cap and Config.Slack.
 const MaxCap = 1_000_000
 
-// The registry options (registry.Config.Options) of the model.
+// The registry options (registry.Model.Options) of the model.
 const (
 	// OptionCap is Config.Cap.
 	OptionCap = "cap"
@@ -97,7 +97,8 @@ var (
 )
 
 // Open connects to the server, creates the database and schema if needed,
-// and returns the store.
+// and returns the store. A Cap or Slack out of its option's bounds is a
+// *registry.OptionError.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Cap == 0 {
 		cfg.Cap = DefaultCap
@@ -105,8 +106,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Slack == 0 {
 		cfg.Slack = max(1, cfg.Cap/8)
 	}
-	if cfg.Cap < 1 || cfg.Cap > MaxCap || cfg.Slack < 1 || cfg.Slack > MaxCap {
-		return nil, fmt.Errorf("open push-capped store: cap %d, slack %d: want each from 1 to %d", cfg.Cap, cfg.Slack, MaxCap)
+	for i, v := range []int{cfg.Cap, cfg.Slack} {
+		if err := options[i].Check(ModelName, v); err != nil {
+			return nil, fmt.Errorf("open %s store: %w", ModelName, err)
+		}
 	}
 	if cfg.Database == "" {
 		cfg.Database = DefaultDatabase

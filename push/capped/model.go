@@ -10,6 +10,12 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
+// options are the model's registry options: Config.Cap and Config.Slack.
+var options = []registry.Option{
+	registry.Int(OptionCap, DefaultCap, 1, MaxCap, "entries a mailbox keeps after a trim"),
+	registry.Int(OptionSlack, 0, 1, MaxCap, "entries a mailbox may hold past the cap before it is trimmed").OrZero("cap/8, at least 1"),
+}
+
 func init() {
 	registry.Register(registry.Model{
 		Name:     ModelName,
@@ -18,6 +24,8 @@ func init() {
 		Database: DefaultDatabase,
 		Needs:    registry.MariaDB,
 		Summary:  fmt.Sprintf("push with each mailbox capped at its newest %d entries (option cap); older pages come from the pull merge", DefaultCap),
+		Options:  options,
+		Traits:   registry.Partial,
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
@@ -26,16 +34,8 @@ func init() {
 // openModel opens the model from a registry.Config: options "cap" and
 // "slack" are Config.Cap and Config.Slack.
 func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-	limit, err := cfg.IntOption(OptionCap, DefaultCap)
-	if err != nil {
-		return nil, err
-	}
-	slack, err := cfg.IntOption(OptionSlack, 0)
-	if err != nil {
-		return nil, err
-	}
 	return Open(ctx, Config{
 		Config: push.ConfigFrom(cfg),
-		Cap:    limit, Slack: slack,
+		Cap:    cfg.Int(OptionCap), Slack: cfg.Int(OptionSlack),
 	})
 }
