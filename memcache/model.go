@@ -37,7 +37,10 @@ func init() {
 		Needs: registry.Memcached,
 		// The keys carry the database's identity, and invalidation
 		// needs the wrapped store's followers: models on a database.
-		Accepts: func(base registry.Model) bool { return base.Persistent() },
+		// ... and that apply their writes before they return: no
+		// invalidation keeps a page current across a fan-out that
+		// lands later (ErrApplyLater).
+		Accepts: func(base registry.Model) bool { return base.Persistent() && !base.Traits.Has(registry.Async) },
 		Summary: "memcached in front of the newest page, kept current by invalidation on every write",
 		Options: options,
 		Describe: func(base registry.Model) string {
