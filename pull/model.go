@@ -39,6 +39,9 @@ const (
 	OptionActiveLen = "active_len"
 	// OptionHomeLen is recent.Home.Keep (hybrid-memcached).
 	OptionHomeLen = "home_len"
+	// OptionCelebrityRefresh is recent.Home.CelebrityRefresh
+	// (hybrid-memcached).
+	OptionCelebrityRefresh = "celebrity_refresh"
 )
 
 // MaxInProcess bounds the in-process caches' options (message_cache,

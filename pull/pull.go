@@ -324,12 +324,13 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 	if err := timeline.CheckFollow(follower, followee); err != nil {
 		return err
 	}
-	_, err := s.db.ExecContext(ctx,
+	res, err := s.db.ExecContext(ctx,
 		`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`, follower, followee)
 	s.followsChanged(ctx, follower)
 	if err != nil {
 		return fmt.Errorf("pull follow: %w", err)
 	}
+	s.edgeChanged(ctx, res, follower, followee, true)
 	return nil
 }
 
@@ -338,13 +339,25 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 	if err := timeline.CheckFollow(follower, followee); err != nil {
 		return err
 	}
-	_, err := s.db.ExecContext(ctx,
+	res, err := s.db.ExecContext(ctx,
 		`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee)
 	s.followsChanged(ctx, follower)
 	if err != nil {
 		return fmt.Errorf("pull unfollow: %w", err)
 	}
+	s.edgeChanged(ctx, res, follower, followee, false)
 	return nil
+}
+
+// edgeChanged runs the hook of a follow (follow) or unfollow that changed
+// a row: a followee whose follower count may have crossed a threshold.
+func (s *Store) edgeChanged(ctx context.Context, res sql.Result, follower, followee timeline.UserID, follow bool) {
+	if s.hooks == nil {
+		return
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		s.hooks.FollowChanged(ctx, follower, followee, follow)
+	}
 }
 
 // followsChanged runs the follow hook. It runs even after a failed write,

@@ -353,6 +353,15 @@ func (st *State) FollowsChanged(ctx context.Context, user timeline.UserID) {
 	st.followsChanged(ctx, user)
 }
 
+// FollowChanged runs after follower followed (follow) or unfollowed
+// author: with Home, an author that crossed the threshold has this
+// process reread who the celebrities are.
+func (st *State) FollowChanged(ctx context.Context, follower, author timeline.UserID, follow bool) {
+	if st.home != nil {
+		st.home.followed(ctx, st.db, author, follow)
+	}
+}
+
 // Close closes the connections to memcached.
 func (st *State) Close() {
 	if st.closed.CompareAndSwap(false, true) {
