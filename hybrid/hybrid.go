@@ -146,6 +146,17 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	})
 }
 
+// Delete implements timeline.Store: the message and its rows in its
+// author's followers' mailboxes go together. A listed author's message
+// may be in mailboxes still (posted before the listing), so the rows are
+// looked for whether the author is listed or not.
+func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	return s.Writes(ModelName).Delete(ctx, author, id, func(tx *sql.Tx) error {
+		_, err := push.RemoveFanOut(ctx, tx, id, author)
+		return err
+	})
+}
+
 // Follow implements timeline.Store: the follow row and either the backfill
 // of the followee's messages or, for a pulled author, the pull_follows row
 // commit together.

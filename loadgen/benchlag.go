@@ -22,7 +22,7 @@ const SettleTimeout = 10 * time.Minute
 // burden the next phase; it saves how long that took and, for a
 // timeline.Lagging store, the phase's lags, as figures named with prefix.
 func (b *bench) settle(ctx context.Context, m registry.Model, s timeline.Store, prefix string, rm *results.Model) error {
-	st, ok := s.(timeline.Settler)
+	st, ok := timeline.As[timeline.Settler](s)
 	if !ok {
 		return nil
 	}
@@ -33,7 +33,7 @@ func (b *bench) settle(ctx context.Context, m registry.Model, s timeline.Store, 
 		return fmt.Errorf("%s: %w", m.Name, err)
 	}
 	rm.Extra[prefix+"settle_s"] = time.Since(start).Seconds()
-	if l, ok := s.(timeline.Lagging); ok {
+	if l, ok := timeline.As[timeline.Lagging](s); ok {
 		lag := results.LagFigures(prefix, l.TakeLag())
 		maps.Copy(rm.Extra, lag)
 		b.logf("  settled in %.1fs; fan-out lag p50 %.1f ms, p99 %.1f ms, max %.1f ms",
@@ -45,7 +45,7 @@ func (b *bench) settle(ctx context.Context, m registry.Model, s timeline.Store, 
 // forgetLag drops the lags a Lagging store recorded so far: called as a
 // phase starts measuring.
 func forgetLag(s timeline.Store) {
-	if l, ok := s.(timeline.Lagging); ok {
+	if l, ok := timeline.As[timeline.Lagging](s); ok {
 		l.TakeLag()
 	}
 }

@@ -278,7 +278,7 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 			return err
 		}
 		b.open[m.Name] = s
-		holder, ok := s.(timeline.DBHolder)
+		holder, ok := timeline.As[timeline.DBHolder](s)
 		if !ok {
 			return fmt.Errorf("load %s: model %s lives on a database but does not hand out its connection pool (timeline.DBHolder)", m.Database, m.Name)
 		}
@@ -287,7 +287,7 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 			continue
 		}
 		t := load.Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
-		if pm, ok := s.(registry.PartialMailbox); ok {
+		if pm, ok := timeline.As[registry.PartialMailbox](s); ok {
 			t.Mailbox = pm.MailboxShape()
 			if t.Mailbox.ActiveReads > 0 {
 				active, users := load.ActiveUsers(b.data, t.Mailbox)
@@ -381,7 +381,7 @@ func loadThroughStore(ctx context.Context, s timeline.Store, d *dataset.Dataset)
 // counts snapshots what a store counts about its own work
 // (timeline.Counting), or nil.
 func counts(s timeline.Store) map[string]int64 {
-	if c, ok := s.(timeline.Counting); ok {
+	if c, ok := timeline.As[timeline.Counting](s); ok {
 		return c.Counters()
 	}
 	return nil
@@ -424,7 +424,7 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 			return rm, err
 		}
 	}
-	if p, ok := s.(timeline.Primer); ok {
+	if p, ok := timeline.As[timeline.Primer](s); ok {
 		users := make([]timeline.UserID, b.users)
 		for i := range users {
 			users[i] = timeline.UserID(i + 1)
@@ -720,7 +720,7 @@ func (b *bench) trafficOnly(ctx context.Context) error {
 				return fmt.Errorf("%s: %w", m.Name, err)
 			}
 		}
-		if p, ok := s.(timeline.Primer); ok {
+		if p, ok := timeline.As[timeline.Primer](s); ok {
 			users := make([]timeline.UserID, b.users)
 			for i := range users {
 				users[i] = timeline.UserID(i + 1)

@@ -62,7 +62,7 @@ func BenchmarkFirstPage(b *testing.B) {
 						Namespace: fmt.Sprintf("bench-%d", time.Now().UnixNano()),
 						Policy:    policy,
 						TTL:       time.Hour,
-						Followers: inner.(FollowerLister).Followers,
+						Followers: inner.(FollowerLister).AllFollowers,
 					})
 					if err != nil {
 						b.Fatal(err)

@@ -56,14 +56,42 @@ const (
 // by then, one more Options.Timeout replaces the fences (see the package
 // doc). So a write returns by its deadline plus at most twice the Timeout.
 
+// ErrApplyLater means New was asked to wrap a store that applies part of
+// its writes after they return (a timeline.Settler, such as push-async):
+// a page read between a write's return and its application would be
+// cached and stay, and no invalidation could keep it current.
+var ErrApplyLater = errors.New("cache: the store applies writes after they return (asynchronous fan-out); its pages cannot be kept current")
+
 // FollowersFunc lists the users who follow author.
 type FollowersFunc func(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
 
-// FollowerLister is a store that can list an author's followers (the push
-// and pull stores read their follows index).
-// Under PolicyInvalidate, New uses it when Options.Followers is nil.
+// FollowerLister is a store that lists all of an author's followers in
+// one call (the stores on MariaDB read their follows index at once). Under
+// PolicyInvalidate, when Options.Followers is nil, New uses it if the
+// wrapped store is one, and otherwise reads the store's Followers page by
+// page.
 type FollowerLister interface {
-	Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
+	AllFollowers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error)
+}
+
+// pagedFollowers lists author's followers from s's Followers, a page of
+// timeline.MaxLimit at a time.
+func pagedFollowers(s timeline.Store) FollowersFunc {
+	return func(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
+		var all []timeline.UserID
+		q := timeline.FollowQuery{Limit: timeline.MaxLimit}
+		for {
+			p, err := s.Followers(ctx, author, q)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, p.Users...)
+			if p.Next == 0 {
+				return all, nil
+			}
+			q.After = p.Next
+		}
+	}
 }
 
 // Options configure New.
@@ -90,8 +118,8 @@ type Options struct {
 	TTL time.Duration
 
 	// Followers lists an author's followers, for PolicyInvalidate
-	// (unused under PolicyTTL). nil means the wrapped store's own
-	// (FollowerLister); a store without one must be given this.
+	// (unused under PolicyTTL). nil means the wrapped store's own: in one
+	// call from a FollowerLister, else page by page.
 	Followers FollowersFunc
 
 	// MaxIdleConns is how many idle connections are kept per server; size
@@ -157,6 +185,11 @@ func New(ctx context.Context, inner timeline.Store, opts Options) (*Store, error
 	if inner == nil {
 		return nil, errors.New("cache: no store to wrap")
 	}
+	if _, ok := timeline.As[timeline.Settler](inner); ok {
+		// Its writes land after they return, after the invalidation
+		// that follows them: a page cached in between would stay.
+		return nil, ErrApplyLater
+	}
 	if err := checkNamespace(opts.Namespace); err != nil {
 		return nil, err
 	}
@@ -177,11 +210,10 @@ func New(ctx context.Context, inner timeline.Store, opts Options) (*Store, error
 			s.ttl = DefaultInvalidateTTL
 		}
 		if s.followers == nil {
-			lister, ok := inner.(FollowerLister)
-			if !ok {
-				return nil, errors.New("cache: policy invalidate needs Options.Followers, or a wrapped store that lists followers (FollowerLister)")
+			s.followers = pagedFollowers(inner)
+			if lister, ok := inner.(FollowerLister); ok {
+				s.followers = lister.AllFollowers
 			}
-			s.followers = lister.Followers
 		}
 	default:
 		return nil, fmt.Errorf("cache: policy %q: want %q or %q", opts.Policy, PolicyTTL, PolicyInvalidate)
@@ -268,7 +300,10 @@ func CheckServers(servers []string) error {
 	return nil
 }
 
-// Unwrap returns the wrapped store.
+// Unwrap implements timeline.Wrapper: it returns the wrapped store, whose
+// abilities timeline.As finds through the decorator (its pool, its
+// primer); the decorator's own are Counting (its hits and misses) and
+// Degraded (its servers and the wrapped store's).
 func (s *Store) Unwrap() timeline.Store { return s.inner }
 
 // Policy returns the store's policy.
@@ -292,7 +327,7 @@ func (s *Store) Stats() Stats {
 // now, as given in Options.Servers, and those of the wrapped store.
 func (s *Store) DownServers() []string {
 	down := s.mc.Down()
-	if d, ok := s.inner.(timeline.Degraded); ok {
+	if d, ok := timeline.As[timeline.Degraded](s.inner); ok {
 		for _, addr := range d.DownServers() {
 			if !slices.Contains(down, addr) {
 				down = append(down, addr)
@@ -313,16 +348,6 @@ func (s *Store) Counters() map[string]int64 {
 	}
 }
 
-// Settle implements timeline.Settler for a wrapped store that applies
-// writes later: it waits for that store. (The decorator's own work is done
-// before each call returns.)
-func (s *Store) Settle(ctx context.Context) error {
-	if settler, ok := s.inner.(timeline.Settler); ok {
-		return settler.Settle(ctx)
-	}
-	return nil
-}
-
 // Close closes the memcached connections and the wrapped store, and returns
 // the wrapped store's error. Calling it twice is harmless.
 func (s *Store) Close() error {
@@ -341,7 +366,7 @@ func (s *Store) genKey(user timeline.UserID) string {
 // isFirstPage reports whether q asks for the page the cache keeps: the
 // newest one at the default size.
 func isFirstPage(q timeline.Query) bool {
-	return q.Before == "" && (q.Limit == 0 || q.Limit == timeline.DefaultLimit)
+	return q.Before == "" && q.Since == "" && q.After == "" && (q.Limit == 0 || q.Limit == timeline.DefaultLimit)
 }
 
 // Timeline implements timeline.Store. The newest page at the default limit
@@ -579,6 +604,42 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 		s.invalidate(ctx, func(ictx context.Context) ([]timeline.UserID, error) { return s.followers(ictx, author) })
 	}
 	return m, err
+}
+
+// Delete implements timeline.Store. Under PolicyInvalidate it bumps the
+// generation of every follower of author after the wrapped store's Delete
+// returns, and before this one does, as Post does.
+func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	err := s.inner.Delete(ctx, author, id)
+	if s.policy == PolicyInvalidate && !errors.Is(err, timeline.ErrInvalidInput) && !errors.Is(err, timeline.ErrNotFound) {
+		s.invalidate(ctx, func(ictx context.Context) ([]timeline.UserID, error) { return s.followers(ictx, author) })
+	}
+	return err
+}
+
+// AuthorTimeline implements timeline.Store: the wrapped store's, uncached.
+func (s *Store) AuthorTimeline(ctx context.Context, author timeline.UserID, q timeline.Query) (timeline.Page, error) {
+	return s.inner.AuthorTimeline(ctx, author, q)
+}
+
+// Message implements timeline.Store: the wrapped store's, uncached.
+func (s *Store) Message(ctx context.Context, id timeline.MessageID) (timeline.Message, error) {
+	return s.inner.Message(ctx, id)
+}
+
+// Followees implements timeline.Store: the wrapped store's, uncached.
+func (s *Store) Followees(ctx context.Context, user timeline.UserID, q timeline.FollowQuery) (timeline.FollowPage, error) {
+	return s.inner.Followees(ctx, user, q)
+}
+
+// Followers implements timeline.Store: the wrapped store's, uncached.
+func (s *Store) Followers(ctx context.Context, user timeline.UserID, q timeline.FollowQuery) (timeline.FollowPage, error) {
+	return s.inner.Followers(ctx, user, q)
+}
+
+// Follows implements timeline.Store: the wrapped store's, uncached.
+func (s *Store) Follows(ctx context.Context, follower, followee timeline.UserID) (bool, error) {
+	return s.inner.Follows(ctx, follower, followee)
 }
 
 // Follow implements timeline.Store. Under PolicyInvalidate it bumps the

@@ -26,6 +26,7 @@ type entry struct {
 //	gen          uvarint
 //	fetchedAt    varint, Unix nanoseconds
 //	next         uvarint length, then the cursor's bytes
+//	prev         uvarint length, then the cursor's bytes
 //	count        uvarint, number of messages
 //	per message, newest first:
 //	  id         uvarint: the id for the first message, then the (positive)
@@ -38,7 +39,7 @@ type entry struct {
 //
 // The largest page the codec accepts (MaxLimit messages of MaxBodyChars
 // four-byte characters) is about 225 KB, under memcached's 1 MB item limit.
-const codecVersion = 1
+const codecVersion = 2
 
 const (
 	maxCursorLen = 256                       // cursors are 28 bytes; anything much longer is corrupt
@@ -65,10 +66,10 @@ func inRange(t time.Time) bool { return !t.Before(minTime) && !t.After(maxTime) 
 // would reject, so that whatever is stored can be read back.
 func appendEntry(dst []byte, e *entry) ([]byte, error) {
 	msgs := e.page.Messages
-	if len(msgs) > timeline.MaxLimit || len(e.page.Next) > maxCursorLen || !inRange(e.fetchedAt) ||
-		(len(msgs) == 0 && e.page.Next != "") {
-		return dst, fmt.Errorf("encode page: %d messages, cursor of %d bytes, fetched at %v",
-			len(msgs), len(e.page.Next), e.fetchedAt)
+	if len(msgs) > timeline.MaxLimit || len(e.page.Next) > maxCursorLen || len(e.page.Prev) > maxCursorLen || !inRange(e.fetchedAt) ||
+		(len(msgs) == 0 && (e.page.Next != "" || e.page.Prev != "")) {
+		return dst, fmt.Errorf("encode page: %d messages, cursors of %d and %d bytes, fetched at %v",
+			len(msgs), len(e.page.Next), len(e.page.Prev), e.fetchedAt)
 	}
 	start := len(dst)
 	dst = append(dst, codecVersion)
@@ -76,6 +77,8 @@ func appendEntry(dst []byte, e *entry) ([]byte, error) {
 	dst = binary.AppendVarint(dst, e.fetchedAt.UnixNano())
 	dst = binary.AppendUvarint(dst, uint64(len(e.page.Next)))
 	dst = append(dst, e.page.Next...)
+	dst = binary.AppendUvarint(dst, uint64(len(e.page.Prev)))
+	dst = append(dst, e.page.Prev...)
 	dst = binary.AppendUvarint(dst, uint64(len(msgs)))
 	var prevID timeline.MessageID
 	var prevAt int64
@@ -159,8 +162,9 @@ func decodeEntry(b []byte) (entry, error) {
 	e.gen = d.uvarint()
 	e.fetchedAt = time.Unix(0, d.varint()).UTC()
 	e.page.Next = timeline.Cursor(d.str(maxCursorLen))
+	e.page.Prev = timeline.Cursor(d.str(maxCursorLen))
 	n := d.uvarint()
-	if d.bad || n > timeline.MaxLimit || (n == 0 && e.page.Next != "") {
+	if d.bad || n > timeline.MaxLimit || (n == 0 && (e.page.Next != "" || e.page.Prev != "")) {
 		return entry{}, errCorrupt
 	}
 	if n > 0 {

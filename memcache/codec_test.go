@@ -16,7 +16,7 @@ import (
 )
 
 func sameEntry(a, b entry) bool {
-	if a.gen != b.gen || !a.fetchedAt.Equal(b.fetchedAt) || a.page.Next != b.page.Next || len(a.page.Messages) != len(b.page.Messages) {
+	if a.gen != b.gen || !a.fetchedAt.Equal(b.fetchedAt) || a.page.Next != b.page.Next || a.page.Prev != b.page.Prev || len(a.page.Messages) != len(b.page.Messages) {
 		return false
 	}
 	for i, m := range a.page.Messages {
@@ -70,6 +70,7 @@ func benchPage(rng *rand.Rand, n int) timeline.Page {
 		at = at.Add(-time.Duration(rng.Int64N(int64(20 * time.Second))))
 	}
 	p.Next = "AQAAAAAAAAACpOsEGjBazqbgpwdY"
+	p.Prev = "AQAAAAAAAAAZqF0sr1AcxM9gN2Ba"
 	return p
 }
 
@@ -80,7 +81,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{ID: math.MaxInt64 - 1, Author: 1, Body: "NUL \x00 byte", CreatedAt: minTime},
 		{ID: 2, Author: 7, Body: "x", CreatedAt: time.Unix(0, 0)},
 		{ID: 1, Author: 7, Body: "e\u0301 ǅ \u200b", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.FixedZone("X", 3600))},
-	}, Next: "cursor"}
+	}, Next: "cursor", Prev: "prev"}
 	for i, e := range []entry{
 		{fetchedAt: time.Now()},
 		{gen: math.MaxUint64, fetchedAt: time.Unix(0, 1), page: edge},
@@ -122,6 +123,8 @@ func TestCodecRefusesWhatItCannotRead(t *testing.T) {
 		"zero time":          {Messages: []timeline.Message{{ID: 1, Author: 1, Body: "b"}}},
 		"huge body":          {Messages: []timeline.Message{{ID: 1, Author: 1, Body: strings.Repeat("x", maxBodyBytes+1), CreatedAt: time.Now()}}},
 		"cursor, no message": {Next: "x"},
+		"prev, no message":   {Prev: "x"},
+		"long prev cursor":   {Messages: []timeline.Message{ok}, Prev: timeline.Cursor(strings.Repeat("x", maxCursorLen+1))},
 		"long cursor":        {Messages: []timeline.Message{ok}, Next: timeline.Cursor(strings.Repeat("x", maxCursorLen+1))},
 		"too many messages":  {Messages: make([]timeline.Message, timeline.MaxLimit+1)},
 	} {
@@ -174,7 +177,7 @@ func checkShape(t *testing.T, e entry) {
 			t.Fatalf("decoded a malformed message %d: %+v", i, m)
 		}
 	}
-	if len(e.page.Messages) == 0 && e.page.Next != "" {
+	if len(e.page.Messages) == 0 && (e.page.Next != "" || e.page.Prev != "") {
 		t.Fatal("decoded a cursor on an empty page")
 	}
 }

@@ -67,7 +67,7 @@ func (m *tracked) Unfollow(ctx context.Context, follower, followee timeline.User
 	return err
 }
 
-func (m *tracked) Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
+func (m *tracked) AllFollowers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -98,19 +98,19 @@ func openInner(t testing.TB, model string) (timeline.Store, memcache.FollowersFu
 	switch model {
 	case modelMemory:
 		m := newTracked()
-		s, followers = m, m.Followers
+		s, followers = m, m.AllFollowers
 	case modelPush:
 		p, err := push.Open(timelinetest.Context(t), push.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, followers = p, p.Followers
+		s, followers = p, p.AllFollowers
 	case modelPullSP:
 		p, err := pull.Open(timelinetest.Context(t), pull.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Read: sqlread.SP{}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, followers = p, p.Followers
+		s, followers = p, p.AllFollowers
 	default:
 		t.Fatalf("unknown model %q", model)
 	}
@@ -154,7 +154,7 @@ func has(p timeline.Page, id timeline.MessageID) bool {
 // samePage reports whether two pages hold the same messages (every field)
 // and the same cursor.
 func samePage(a, b timeline.Page) bool {
-	if a.Next != b.Next || len(a.Messages) != len(b.Messages) {
+	if a.Next != b.Next || a.Prev != b.Prev || len(a.Messages) != len(b.Messages) {
 		return false
 	}
 	return slices.EqualFunc(a.Messages, b.Messages, timelinetest.SameMessage)
@@ -178,7 +178,7 @@ func gated(t testing.TB, opts memcache.Options) (*tracked, *gate, *memcache.Stor
 	t.Helper()
 	mem := newTracked()
 	g := newGate(mem)
-	opts.Followers = mem.Followers
+	opts.Followers = mem.AllFollowers
 	return mem, g, wrap(t, g, opts)
 }
 

@@ -37,7 +37,10 @@ func init() {
 		Needs: registry.Memcached,
 		// The keys carry the database's identity, and invalidation
 		// needs the wrapped store's followers: models on a database.
-		Accepts: func(base registry.Model) bool { return base.Persistent() },
+		// ... and that apply their writes before they return: no
+		// invalidation keeps a page current across a fan-out that
+		// lands later (ErrApplyLater).
+		Accepts: func(base registry.Model) bool { return base.Persistent() && !base.Traits.Has(registry.Async) },
 		Summary: "memcached in front of the newest page, kept current by invalidation on every write",
 		Options: options,
 		Describe: func(base registry.Model) string {
@@ -65,7 +68,7 @@ func wrap(ctx context.Context, base registry.Model, inner timeline.Store, cfg re
 		inner.Close()
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
-	holder, ok := inner.(timeline.DBHolder)
+	holder, ok := timeline.As[timeline.DBHolder](inner)
 	if !ok {
 		return fail(fmt.Errorf("%s has no database to key the cache by", base.Name))
 	}

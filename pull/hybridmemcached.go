@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/registry"
@@ -51,6 +52,8 @@ var hybridMemcachedOptions = append([]registry.Option{
 		"followers from which an author is pulled: their posts hint no home index, and readers merge their lists in"),
 	registry.Int(OptionHomeLen, recent.DefaultHomeLen, 1, recent.MaxLen,
 		"message ids a home index holds; deeper pages are read as pull-recent reads them"),
+	registry.Duration(OptionCelebrityRefresh, recent.DefaultCelebrityRefresh, time.Millisecond, 24*time.Hour,
+		"how often a process rereads who the celebrities are (a follow through it that moves an author across the threshold rereads them at once)"),
 }, recentOptions...)
 
 func init() {
@@ -76,7 +79,8 @@ func openHybridMemcached(ctx context.Context, cfg registry.Config) (timeline.Sto
 	return OpenHybridMemcached(ctx, Config{
 		DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force,
 		Memcache: cfg.Memcache, Namespace: cfg.Namespace,
-	}, recent.Home{Recent: recentFrom(cfg), Keep: cfg.Int(OptionHomeLen), Threshold: cfg.Int(OptionThreshold)})
+	}, recent.Home{Recent: recentFrom(cfg), Keep: cfg.Int(OptionHomeLen), Threshold: cfg.Int(OptionThreshold),
+		CelebrityRefresh: cfg.Duration(OptionCelebrityRefresh)})
 }
 
 // OpenHybridMemcached opens hybrid-memcached on cfg's servers (cfg.Read is

@@ -39,6 +39,9 @@ const (
 	OptionActiveLen = "active_len"
 	// OptionHomeLen is recent.Home.Keep (hybrid-memcached).
 	OptionHomeLen = "home_len"
+	// OptionCelebrityRefresh is recent.Home.CelebrityRefresh
+	// (hybrid-memcached).
+	OptionCelebrityRefresh = "celebrity_refresh"
 )
 
 // MaxInProcess bounds the in-process caches' options (message_cache,
@@ -265,7 +268,7 @@ func (s *Store) Prime(ctx context.Context, users []timeline.UserID) error {
 	return s.hooks.PrimeHintTargets(ctx, users)
 }
 
-// Followers implements memcache.FollowerLister from the follows index.
-func (s *Store) Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
+// AllFollowers implements memcache.FollowerLister from the follows index.
+func (s *Store) AllFollowers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
 	return mysqlx.Followers(ctx, s.db, author)
 }

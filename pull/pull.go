@@ -26,6 +26,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/mckey"
 	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/internal/record"
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	schema "github.com/pushpull/pushpull/sql"
@@ -114,8 +115,11 @@ type Config struct {
 	VtgateStatus string
 }
 
-// Store is the pull model. It implements timeline.Store.
+// Store is the pull model. It implements timeline.Store; the reads of the
+// record (a message, an author's own timeline, the follow lists) are
+// record.Reader's.
 type Store struct {
+	record.Reader
 	db       *sql.DB
 	codec    *timeline.CursorCodec
 	now      func() time.Time
@@ -198,6 +202,7 @@ func (s *Store) open(ctx context.Context, cfg Config, model schema.Model, need W
 	if s.codec, err = schema.CursorCodec(ctx, s.db); err != nil {
 		return err
 	}
+	s.Reader = record.Reader{DB: s.db, Codec: s.codec}
 	recorded, err := RecordedHooks(ctx, s.db)
 	if err != nil {
 		return err
@@ -290,17 +295,42 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	return msg, nil
 }
 
+// Delete implements timeline.Store: one DELETE of the message's row, and
+// the write hooks the database needs (the author's list and the indexes
+// that may hold the id are rebuilt without it).
+func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	if err := timeline.CheckDelete(author, id); err != nil {
+		return err
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM messages WHERE id = ? AND author_id = ?`, id, author)
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	if s.hooks != nil && (err != nil || n > 0) {
+		s.hooks.Deleted(ctx, author, id)
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("pull delete: %w", err)
+	case n == 0:
+		return fmt.Errorf("pull delete: %w", timeline.ErrNotFound)
+	}
+	return nil
+}
+
 // Follow implements timeline.Store.
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
 	if err := timeline.CheckFollow(follower, followee); err != nil {
 		return err
 	}
-	_, err := s.db.ExecContext(ctx,
+	res, err := s.db.ExecContext(ctx,
 		`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`, follower, followee)
 	s.followsChanged(ctx, follower)
 	if err != nil {
 		return fmt.Errorf("pull follow: %w", err)
 	}
+	s.edgeChanged(ctx, res, follower, followee, true)
 	return nil
 }
 
@@ -309,13 +339,25 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 	if err := timeline.CheckFollow(follower, followee); err != nil {
 		return err
 	}
-	_, err := s.db.ExecContext(ctx,
+	res, err := s.db.ExecContext(ctx,
 		`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee)
 	s.followsChanged(ctx, follower)
 	if err != nil {
 		return fmt.Errorf("pull unfollow: %w", err)
 	}
+	s.edgeChanged(ctx, res, follower, followee, false)
 	return nil
+}
+
+// edgeChanged runs the hook of a follow (follow) or unfollow that changed
+// a row: a followee whose follower count may have crossed a threshold.
+func (s *Store) edgeChanged(ctx context.Context, res sql.Result, follower, followee timeline.UserID, follow bool) {
+	if s.hooks == nil {
+		return
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		s.hooks.FollowChanged(ctx, follower, followee, follow)
+	}
 }
 
 // followsChanged runs the follow hook. It runs even after a failed write,
@@ -328,15 +370,13 @@ func (s *Store) followsChanged(ctx context.Context, user timeline.UserID) {
 
 // Timeline implements timeline.Store with the configured strategy.
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
-	r, err := s.codec.ParseQuery(user, q)
-	if err != nil {
-		return timeline.Page{}, err
-	}
-	msgs, err := s.reader.Read(ctx, r)
-	if err != nil {
-		return timeline.Page{}, fmt.Errorf("pull timeline (%s): %w", s.strategy, err)
-	}
-	return s.codec.MakePage(r, msgs), nil
+	return s.codec.Serve(ctx, "user", user, q, func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+		msgs, err := s.reader.Read(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("pull timeline (%s): %w", s.strategy, err)
+		}
+		return msgs, nil
+	})
 }
 
 // Close implements timeline.Store.

@@ -48,6 +48,31 @@ func FanOut(ctx context.Context, tx *sql.Tx, id timeline.MessageID, author timel
 	return res.RowsAffected()
 }
 
+// RemoveMessage deletes author's message id and reports whether there was
+// one. Deleting the row first locks it, so a concurrent Follow's backfill
+// of author either ran before (and RemoveFanOut deletes its row) or waits
+// and no longer sees the message.
+func RemoveMessage(ctx context.Context, tx *sql.Tx, author timeline.UserID, id timeline.MessageID) (bool, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE id = ? AND author_id = ?`, id, author)
+	return affected(res, err)
+}
+
+// RemoveFanOut deletes message id from the mailbox of every follower of
+// author, with one DELETE over the followee index and the mailbox's
+// primary key, and returns how many rows it deleted: the rows FanOut and
+// later backfills wrote, since the mailbox holds a message for exactly
+// the author's current followers.
+func RemoveFanOut(ctx context.Context, tx *sql.Tx, id timeline.MessageID, author timeline.UserID) (int64, error) {
+	res, err := tx.ExecContext(ctx,
+		`DELETE b FROM follows f JOIN mailbox b ON b.user_id = f.follower_id AND b.message_id = ?
+		 WHERE f.followee_id = ?`,
+		id, author)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 // AddFollow records that follower follows followee and reports whether
 // the edge is new.
 func AddFollow(ctx context.Context, tx *sql.Tx, follower, followee timeline.UserID) (bool, error) {
@@ -154,6 +179,29 @@ func (w Writes) Post(ctx context.Context, author timeline.UserID, body string, b
 		return timeline.Message{}, fmt.Errorf("%s post: %w", w.Model, err)
 	}
 	return msg, nil
+}
+
+// Delete removes author's message id and runs clear (the model's rows
+// derived from it) in the same transaction; a message author does not
+// have is timeline.ErrNotFound.
+func (w Writes) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID, clear func(*sql.Tx) error) error {
+	if err := timeline.CheckDelete(author, id); err != nil {
+		return err
+	}
+	err := mysqlx.InTx(ctx, w.DB, func(tx *sql.Tx) error {
+		gone, err := RemoveMessage(ctx, tx, author, id)
+		if err != nil {
+			return err
+		}
+		if !gone {
+			return timeline.ErrNotFound
+		}
+		return clear(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("%s delete: %w", w.Model, err)
+	}
+	return nil
 }
 
 // Follow adds the edge and, if it is new, runs fill.

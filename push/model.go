@@ -60,7 +60,7 @@ func init() {
 // VitessModelName is VitessStore's name in package registry.
 const VitessModelName = ModelName + registry.VitessSuffix
 
-// Followers implements memcache.FollowerLister from the follows index.
-func (s *Store) Followers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
+// AllFollowers implements memcache.FollowerLister from the follows index.
+func (s *Store) AllFollowers(ctx context.Context, author timeline.UserID) ([]timeline.UserID, error) {
 	return mysqlx.Followers(ctx, s.db, author)
 }

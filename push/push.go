@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/internal/record"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -52,8 +53,11 @@ type Config struct {
 	VtgateStatus string
 }
 
-// Store is the push model. It implements timeline.Store.
+// Store is the push model. It implements timeline.Store; the reads of the
+// record (a message, an author's own timeline, the follow lists) are
+// record.Reader's.
 type Store struct {
+	record.Reader
 	db    *sql.DB
 	codec *timeline.CursorCodec
 	now   func() time.Time
@@ -83,7 +87,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open push store: %w", err)
 	}
-	return &Store{db: db, codec: codec, now: time.Now}, nil
+	return &Store{Reader: record.Reader{DB: db, Codec: codec}, db: db, codec: codec, now: time.Now}, nil
 }
 
 // DB returns the store's connection pool, for measurement and bulk loading.
@@ -98,27 +102,13 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	})
 }
 
-// changeFollow checks a follow or unfollow, then runs first (a statement
-// on follows with the arguments follower, followee) and, if it changed a
-// row, then, in one transaction; what begins its errors.
-func changeFollow(ctx context.Context, db *sql.DB, what string, follower, followee timeline.UserID, first string, then func(tx *sql.Tx) error) error {
-	if err := timeline.CheckFollow(follower, followee); err != nil {
+// Delete implements timeline.Store: the message and its rows in its
+// author's followers' mailboxes go together.
+func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	return s.Writes(ModelName).Delete(ctx, author, id, func(tx *sql.Tx) error {
+		_, err := RemoveFanOut(ctx, tx, id, author)
 		return err
-	}
-	err := mysqlx.InTx(ctx, db, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, first, follower, followee)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err // no change: the mailbox is as it should be
-		}
-		return then(tx)
 	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
 }
 
 // Follow implements timeline.Store: the follow row and the backfill of the
@@ -156,16 +146,14 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 // them at most, newest first), and makes the page and its cursor. Errors
 // of read are wrapped with model.
 func (s *Store) Page(ctx context.Context, model string, user timeline.UserID, q timeline.Query,
-	read func(context.Context, timeline.Request) ([]timeline.Message, error)) (timeline.Page, error) {
-	r, err := s.codec.ParseQuery(user, q)
-	if err != nil {
-		return timeline.Page{}, err
-	}
-	msgs, err := read(ctx, r)
-	if err != nil {
-		return timeline.Page{}, fmt.Errorf("%s timeline: %w", model, err)
-	}
-	return s.codec.MakePage(r, msgs), nil
+	read timeline.Reader) (timeline.Page, error) {
+	return s.codec.Serve(ctx, "user", user, q, func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+		msgs, err := read(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("%s timeline: %w", model, err)
+		}
+		return msgs, nil
+	})
 }
 
 // mailboxPage runs query (rows of r.User's mailbox b, "WHERE b.user_id =

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/internal/record"
 	"github.com/pushpull/pushpull/internal/vtstats"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	schema "github.com/pushpull/pushpull/sql"
@@ -51,6 +52,7 @@ const DefaultFanoutChunk = 5000
 // the first to commit and then reads its row; crossed waits are a
 // deadlock, which the transaction is retried after.
 type VitessStore struct {
+	record.Reader
 	db       *sql.DB
 	codec    *timeline.CursorCodec
 	now      func() time.Time
@@ -88,7 +90,10 @@ func OpenVitess(ctx context.Context, cfg Config) (*VitessStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("open push@vitess store: %w", err)
 	}
-	return &VitessStore{db: db, codec: codec, now: time.Now, chunk: chunk, keyspace: cfg.Database, status: cfg.VtgateStatus}, nil
+	return &VitessStore{
+		Reader: record.Reader{DB: db, Codec: codec, FollowersTable: true},
+		db:     db, codec: codec, now: time.Now, chunk: chunk, keyspace: cfg.Database, status: cfg.VtgateStatus,
+	}, nil
 }
 
 // Counters implements timeline.Counting: the calls vtgate has made to the
@@ -188,6 +193,44 @@ func (s *VitessStore) backfill(ctx context.Context, tx *sql.Tx, follower, follow
 	}
 }
 
+// Delete implements timeline.Store: the message on its author's shard,
+// then its mailbox rows on its followers' shards, s.chunk followers per
+// statement, each routed by the followers' ids.
+func (s *VitessStore) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	return s.writes().Delete(ctx, author, id, func(tx *sql.Tx) error {
+		var after uint64
+		for {
+			rows, err := tx.QueryContext(ctx,
+				`SELECT follower_id FROM followers WHERE followee_id = ? AND follower_id > ? ORDER BY follower_id LIMIT `+strconv.Itoa(s.chunk),
+				author, after)
+			if err != nil {
+				return err
+			}
+			var users []uint64
+			for rows.Next() {
+				var u uint64
+				if err := rows.Scan(&u); err != nil {
+					rows.Close()
+					return err
+				}
+				users = append(users, u)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil || len(users) == 0 {
+				return err
+			}
+			q := mysqlx.AppendList([]byte(`DELETE FROM mailbox WHERE message_id = `+strconv.FormatInt(int64(id), 10)+` AND user_id IN (`), users)
+			if _, err := tx.ExecContext(ctx, string(append(q, ')'))); err != nil {
+				return err
+			}
+			if len(users) < s.chunk {
+				return nil
+			}
+			after = users[len(users)-1]
+		}
+	})
+}
+
 // Unfollow implements timeline.Store.
 func (s *VitessStore) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
 	return s.writes().Unfollow(ctx, follower, followee,
@@ -205,13 +248,19 @@ func (s *VitessStore) Unfollow(ctx context.Context, follower, followee timeline.
 // Timeline implements timeline.Store: the page's ids and authors from the
 // reader's mailbox shard, then their bodies from the authors' shards.
 func (s *VitessStore) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
-	r, err := s.codec.ParseQuery(user, q)
-	if err != nil {
-		return timeline.Page{}, err
-	}
+	return s.codec.Serve(ctx, "user", user, q, func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+		msgs, err := s.read(ctx, r)
+		if err != nil {
+			return nil, fmt.Errorf("push@vitess timeline: %w", err)
+		}
+		return msgs, nil
+	})
+}
+
+func (s *VitessStore) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
 	rows, err := mailboxPage(ctx, s.db, r, `SELECT b.message_id, b.author_id FROM mailbox b WHERE b.user_id = ?`)
 	if err != nil {
-		return timeline.Page{}, fmt.Errorf("push@vitess timeline: %w", err)
+		return nil, err
 	}
 	var ids []uint64
 	var authors []timeline.UserID
@@ -220,7 +269,7 @@ func (s *VitessStore) Timeline(ctx context.Context, user timeline.UserID, q time
 		var author timeline.UserID
 		if err := rows.Scan(&id, &author); err != nil {
 			rows.Close()
-			return timeline.Page{}, fmt.Errorf("push@vitess timeline: %w", err)
+			return nil, err
 		}
 		ids = append(ids, id)
 		if !slices.Contains(authors, author) {
@@ -229,13 +278,9 @@ func (s *VitessStore) Timeline(ctx context.Context, user timeline.UserID, q time
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return timeline.Page{}, fmt.Errorf("push@vitess timeline: %w", err)
+		return nil, err
 	}
-	msgs, err := sqlread.VitessTables{}.Messages(ctx, s.db, ids, authors)
-	if err != nil {
-		return timeline.Page{}, fmt.Errorf("push@vitess timeline: %w", err)
-	}
-	return s.codec.MakePage(r, msgs), nil
+	return sqlread.VitessTables{}.Messages(ctx, s.db, ids, authors)
 }
 
 // Close implements timeline.Store.

@@ -7,10 +7,36 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// What a store may do beyond Store. Callers check for an ability with a
-// type assertion to one of these interfaces, never to an anonymous one,
-// and fall back as each says. The conformance kit (package timelinetest),
-// the benchmark and the command line all use these.
+// What a store may do beyond Store. Callers look for an ability with As,
+// never with a type assertion to an anonymous interface, and fall back as
+// each says. The conformance kit (package timelinetest), the benchmark and
+// the command line all use these.
+
+// Wrapper is a store in front of another (a decorator, such as the
+// memcache variant): Unwrap returns the store it wraps. A wrapper
+// implements an ability itself only where it adds to the wrapped store's
+// (a cache's own counters, its own servers); As finds the rest.
+type Wrapper interface {
+	Unwrap() Store
+}
+
+// As returns ability T of s: s itself if it has T, else the first store
+// down s's chain of wrappers (Wrapper) that has it, as errors.As finds an
+// error in a chain.
+func As[T any](s Store) (T, bool) {
+	for s != nil {
+		if t, ok := s.(T); ok {
+			return t, true
+		}
+		w, ok := s.(Wrapper)
+		if !ok {
+			break
+		}
+		s = w.Unwrap()
+	}
+	var none T
+	return none, false
+}
 
 // Settler is a store that applies part of an acknowledged write later
 // (asynchronous fan-out). Settle returns once everything acknowledged before

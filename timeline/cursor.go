@@ -1,12 +1,15 @@
 package timeline
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // A cursor carries the id of the last message of a page, so the next page is
@@ -69,59 +72,58 @@ func (c *CursorCodec) Encode(user UserID, before MessageID) Cursor {
 	return Cursor(base64.RawURLEncoding.EncodeToString(raw))
 }
 
-// Decode checks that cur was issued by this codec for user and returns the id
-// the next page starts below. Any other string gives ErrInvalidCursor.
-func (c *CursorCodec) Decode(user UserID, cur Cursor) (MessageID, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(string(cur))
-	if err != nil || len(raw) != cursorRawLen || raw[0] != cursorVersion {
-		return 0, inputError("cursor", ErrInvalidCursor, "not a cursor issued by this store")
-	}
-	before := MessageID(binary.BigEndian.Uint64(raw[1:9]))
-	if !hmac.Equal(raw[9:], c.mac(user, before)) {
-		return 0, inputError("cursor", ErrInvalidCursor, "forged, corrupted, or issued for another user")
-	}
-	if before <= 0 {
-		return 0, inputError("cursor", ErrInvalidCursor, "out of range")
-	}
-	return before, nil
+// idCursorPrefix starts a cursor made from a message id (IDCursor). It is
+// not in base64url's alphabet, so no signed cursor starts with it.
+const idCursorPrefix = "id."
+
+// IDCursor is the cursor of message id that any store accepts for any
+// timeline: what a service makes of an id a client sent (Mastodon's max_id,
+// since_id, min_id). It is not signed: it only names an id, and a page
+// bounded by an id shows nothing a page without the bound would not.
+func IDCursor(id MessageID) Cursor {
+	return Cursor(idCursorPrefix + strconv.FormatInt(int64(id), 10))
 }
 
-// Request is a validated Query: what a Store's read path works with.
+// Decode checks that cur was issued by this codec for user, or is an
+// IDCursor, and returns its id. Any other string gives ErrInvalidCursor.
+func (c *CursorCodec) Decode(user UserID, cur Cursor) (MessageID, error) {
+	return c.decode("cursor", user, cur)
+}
+
+func (c *CursorCodec) decode(field string, user UserID, cur Cursor) (MessageID, error) {
+	if digits, ok := strings.CutPrefix(string(cur), idCursorPrefix); ok {
+		id, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil || id <= 0 || IDCursor(MessageID(id)) != cur {
+			return 0, inputError(field, ErrInvalidCursor, "an id cursor must be %q and a positive id in decimal", idCursorPrefix)
+		}
+		return MessageID(id), nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(string(cur))
+	if err != nil || len(raw) != cursorRawLen || raw[0] != cursorVersion {
+		return 0, inputError(field, ErrInvalidCursor, "not a cursor issued by this store")
+	}
+	id := MessageID(binary.BigEndian.Uint64(raw[1:9]))
+	if !hmac.Equal(raw[9:], c.mac(user, id)) {
+		return 0, inputError(field, ErrInvalidCursor, "forged, corrupted, or issued for another timeline")
+	}
+	if id <= 0 {
+		return 0, inputError(field, ErrInvalidCursor, "out of range")
+	}
+	return id, nil
+}
+
+// Request is one read of a store's read path: at most Fetch() messages of
+// User's timeline below Before, newest first.
 type Request struct {
 	User   UserID
 	Limit  int       // 1..MaxLimit
-	Before MessageID // 0 for the newest page, else only ids below it
+	Before MessageID // 0 for the newest messages, else only ids below it
 }
 
 // Fetch is how many messages a store should fetch for a request: one more
 // than the page, so that it knows whether an older message remains.
 func (r Request) Fetch() int { return r.Limit + 1 }
 
-// ParseQuery validates user and q and decodes the cursor. Stores call it
-// first in Timeline.
-func (c *CursorCodec) ParseQuery(user UserID, q Query) (Request, error) {
-	if err := CheckUser("user", user); err != nil {
-		return Request{}, err
-	}
-	limit, err := PageLimit(q.Limit)
-	if err != nil {
-		return Request{}, err
-	}
-	r := Request{User: user, Limit: limit}
-	if q.Before != "" {
-		if r.Before, err = c.Decode(user, q.Before); err != nil {
-			return Request{}, err
-		}
-	}
-	return r, nil
-}
-
-// MakePage turns up to r.Fetch() messages, newest first, into a page: it
-// keeps r.Limit of them and sets Next only when there were more.
-func (c *CursorCodec) MakePage(r Request, msgs []Message) Page {
-	if len(msgs) <= r.Limit {
-		return Page{Messages: msgs}
-	}
-	msgs = msgs[:r.Limit]
-	return Page{Messages: msgs, Next: c.Encode(r.User, msgs[len(msgs)-1].ID)}
-}
+// Reader is a store's read path: the messages of r, at most r.Fetch(),
+// newest first.
+type Reader func(ctx context.Context, r Request) ([]Message, error)

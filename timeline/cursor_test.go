@@ -38,10 +38,14 @@ func FuzzCursorDecode(f *testing.F) {
 	f.Add("")
 	f.Add("AQAAAAAAAAAqAAAAAAAAAAAAAAAA")
 	f.Add(string(genuine) + "=")
+	f.Add("id.42")
+	f.Add("id.042")
+	f.Add("id.-1")
+	f.Add("id.+7")
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := c.Decode(1, Cursor(s))
 		if err == nil {
-			if c.Encode(1, id) != Cursor(s) {
+			if c.Encode(1, id) != Cursor(s) && IDCursor(id) != Cursor(s) {
 				t.Fatalf("%q decoded to %d but is not its cursor", s, id)
 			}
 			return

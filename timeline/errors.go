@@ -9,12 +9,17 @@ import (
 // caller can tell "your request was wrong" from "the store failed" with one
 // errors.Is.
 var (
-	ErrInvalidInput  = errors.New("invalid input")
-	ErrInvalidUser   = errors.New("invalid user id")
-	ErrInvalidBody   = errors.New("invalid message body")
-	ErrInvalidLimit  = errors.New("invalid page limit")
-	ErrInvalidCursor = errors.New("invalid cursor")
-	ErrSelfFollow    = errors.New("a user cannot follow themselves")
+	ErrInvalidInput   = errors.New("invalid input")
+	ErrInvalidUser    = errors.New("invalid user id")
+	ErrInvalidBody    = errors.New("invalid message body")
+	ErrInvalidLimit   = errors.New("invalid page limit")
+	ErrInvalidCursor  = errors.New("invalid cursor")
+	ErrInvalidMessage = errors.New("invalid message id")
+	ErrSelfFollow     = errors.New("a user cannot follow themselves")
+
+	// ErrNotFound means the message asked for does not exist: it never
+	// did, it was deleted, or (for Delete) it is another author's.
+	ErrNotFound = errors.New("message not found")
 
 	// ErrUnavailable wraps failures to reach a backing server: a store
 	// that cannot reach its database (or, when opened, any of its
@@ -29,7 +34,7 @@ var (
 // InputError describes one rejected argument. It matches its sentinel (Err)
 // and ErrInvalidInput under errors.Is.
 type InputError struct {
-	Field  string // the argument's name: "author", "follower", "followee", "user", "body", "limit", "cursor"
+	Field  string // the argument's name: "author", "follower", "followee", "user", "body", "limit", "cursor", "id"
 	Reason string // what is wrong with it, for people
 	Err    error  // one of the sentinels above
 }

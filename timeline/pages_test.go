@@ -91,3 +91,33 @@ func (s stuckStore) Timeline(ctx context.Context, user timeline.UserID, q timeli
 	p, err := s.Store.Timeline(ctx, user, timeline.Query{Limit: q.Limit})
 	return p, err
 }
+
+// wrapped is a decorator over a store, with an ability of its own.
+type wrapped struct{ timeline.Store }
+
+func (w wrapped) Unwrap() timeline.Store     { return w.Store }
+func (w wrapped) Counters() map[string]int64 { return map[string]int64{"own": 1} }
+
+// settling is a store with the Settler ability.
+type settling struct{ timeline.Store }
+
+func (settling) Settle(context.Context) error { return nil }
+
+// TestAs: an ability is found on the store itself first, then down the
+// chain of wrappers, and not at all when no store in it has it.
+func TestAs(t *testing.T) {
+	inner := settling{timeline.NewMemory()}
+	s := wrapped{wrapped{inner}}
+	if _, ok := timeline.As[timeline.Settler](s); !ok {
+		t.Fatal("the Settler two wrappers down was not found")
+	}
+	if c, ok := timeline.As[timeline.Counting](s); !ok || c.Counters()["own"] != 1 {
+		t.Fatal("the outer wrapper's own Counting was not found")
+	}
+	if _, ok := timeline.As[timeline.Lagging](s); ok {
+		t.Fatal("an ability no store has was found")
+	}
+	if _, ok := timeline.As[timeline.Settler](wrapped{timeline.NewMemory()}); ok {
+		t.Fatal("a wrapper of a store that does not settle passes for one")
+	}
+}

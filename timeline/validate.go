@@ -54,6 +54,53 @@ func CheckPost(author UserID, body string) error {
 	return CheckBody(body)
 }
 
+// CheckMessageID rejects message ids that are not positive.
+func CheckMessageID(id MessageID) error {
+	if id <= 0 {
+		return inputError("id", ErrInvalidMessage, "got %d, want a positive id", int64(id))
+	}
+	return nil
+}
+
+// CheckDelete validates the arguments of Store.Delete.
+func CheckDelete(author UserID, id MessageID) error {
+	if err := CheckUser("author", author); err != nil {
+		return err
+	}
+	return CheckMessageID(id)
+}
+
+// CheckFollowQuery validates the arguments of Store.Followees and
+// Store.Followers and resolves the limit.
+func CheckFollowQuery(user UserID, q FollowQuery) (limit int, err error) {
+	if err := CheckUser("user", user); err != nil {
+		return 0, err
+	}
+	if q.After < 0 {
+		return 0, inputError("after", ErrInvalidUser, "got %d, want 0 or a user id", int64(q.After))
+	}
+	return PageLimit(q.Limit)
+}
+
+// MakeFollowPage turns up to limit+1 user ids, ascending, into a page: it
+// keeps limit of them and sets Next only when there were more.
+func MakeFollowPage(limit int, users []UserID) FollowPage {
+	if len(users) <= limit {
+		return FollowPage{Users: users}
+	}
+	users = users[:limit]
+	return FollowPage{Users: users, Next: users[limit-1]}
+}
+
+// CheckFollows validates the arguments of Store.Follows: two user ids,
+// which may be the same (nobody follows themselves).
+func CheckFollows(follower, followee UserID) error {
+	if err := CheckUser("follower", follower); err != nil {
+		return err
+	}
+	return CheckUser("followee", followee)
+}
+
 // CheckFollow validates the arguments of Store.Follow and Store.Unfollow.
 func CheckFollow(follower, followee UserID) error {
 	if err := CheckUser("follower", follower); err != nil {

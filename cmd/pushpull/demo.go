@@ -376,7 +376,7 @@ func runDemo(ctx context.Context, out, stderr io.Writer, options map[string]stri
 		for j, msg := range p.Messages {
 			ids[j] = fmt.Sprint(int64(msg.ID))
 		}
-		fmt.Fprintf(out, "  page %d  ids %-10s  next: %s\n", i+1, strings.Join(ids, " "), nextString(p.Next))
+		fmt.Fprintf(out, "  page %d  ids %-10s  next: %s\n", i+1, strings.Join(ids, " "), cursorString(p.Next, "(end)"))
 	}
 	if len(pages) > 1 {
 		cur := pages[0].Next

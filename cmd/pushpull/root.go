@@ -66,6 +66,7 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 		newSandboxCmd(),
 		newSchemaCmd(getenv),
 		newPostCmd(getenv),
+		newDeleteCmd(getenv),
 		newFollowCmd(getenv, true),
 		newFollowCmd(getenv, false),
 		newTimelineCmd(getenv),
@@ -392,6 +393,32 @@ func parseUserID(field, s string) (timeline.UserID, error) {
 	return id, nil
 }
 
+// parseMessageID parses a message id given on the command line.
+func parseMessageID(field, s string) (timeline.MessageID, error) {
+	n, err := parseUserID(field, s)
+	if err != nil {
+		var ie *timeline.InputError
+		if errors.As(err, &ie) {
+			ie.Err = timeline.ErrInvalidMessage
+		}
+		return 0, err
+	}
+	return timeline.MessageID(n), nil
+}
+
+// parseBound parses a page bound given on the command line: a cursor a
+// page printed, or a message id, which is made a cursor (timeline.IDCursor).
+func parseBound(field, s string) (timeline.Cursor, error) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return timeline.Cursor(s), nil
+	}
+	id, err := parseMessageID(field, s)
+	if err != nil {
+		return "", err
+	}
+	return timeline.IDCursor(id), nil
+}
+
 // serverAddr describes where a DSN points without its credentials.
 func serverAddr(dsn string) string {
 	cfg, err := mysql.ParseDSN(dsn)
@@ -434,7 +461,7 @@ func (f *serverFlags) openStore(ctx context.Context, model registry.Model) (time
 
 // warnDegraded tells the user which servers a store opened without.
 func warnDegraded(w io.Writer, s timeline.Store) {
-	if d, ok := s.(timeline.Degraded); ok {
+	if d, ok := timeline.As[timeline.Degraded](s); ok {
 		if down := d.DownServers(); len(down) > 0 {
 			fmt.Fprintf(w, "warning: memcached %s not answering; working without it (reads of its keys go to the database)\n", strings.Join(down, ", "))
 		}

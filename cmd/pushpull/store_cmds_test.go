@@ -29,13 +29,25 @@ func next(t *testing.T, out string) string {
 	return m[1]
 }
 
+// field returns the value of the line that starts with name ("prev:").
+func field(t *testing.T, out, name string) string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("no %s line in\n%s", name, out)
+	return ""
+}
+
 // tableIDs returns the message ids of a timeline table, in order.
 func tableIDs(t *testing.T, out string) []int64 {
 	t.Helper()
 	var ids []int64
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
-		if len(f) == 0 || f[0] == "id" || f[0] == "next:" || f[0] == "(no" {
+		if len(f) == 0 || f[0] == "id" || f[0] == "next:" || f[0] == "prev:" || f[0] == "(no" {
 			continue
 		}
 		id, err := strconv.ParseInt(f[0], 10, 64)
@@ -157,6 +169,42 @@ func TestRoundTrip(t *testing.T) {
 				}
 			}
 
+			// A poll for what is newer than the newest page finds
+			// nothing, then the next post; the author's own timeline
+			// holds the author's messages alone; a delete takes a
+			// message out of both.
+			out = mustRun(t, env, store(tc.readers[0], "timeline", "--user", "1")...)
+			prev := field(t, out, "prev:")
+			if out := mustRun(t, env, store(tc.readers[0], "timeline", "--user", "1", "--after", prev)...); !strings.Contains(out, "(no messages)") {
+				t.Errorf("poll with nothing new:\n%s", out)
+			}
+			newer, err := strconv.ParseInt(strings.TrimSpace(mustRun(t, env, store(tc.writer, "post", "--author", "3", "one more")...)), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tableIDs(t, mustRun(t, env, store(tc.readers[0], "timeline", "--user", "1", "--after", prev)...)); !slices.Equal(got, []int64{newer}) {
+				t.Errorf("poll after a post: %v, want [%d]", got, newer)
+			}
+			if got := tableIDs(t, mustRun(t, env, store(tc.readers[0], "timeline", "--user", "1", "--since", strconv.FormatInt(ids[1], 10))...)); !slices.Equal(got, []int64{newer, ids[0]}) {
+				t.Errorf("since message %d: %v, want [%d %d]", ids[1], got, newer, ids[0])
+			}
+			if got := tableIDs(t, mustRun(t, env, store(tc.readers[0], "timeline", "--author", "2")...)); !slices.Equal(got, []int64{ids[0], ids[2], ids[4]}) {
+				t.Errorf("own timeline of 2: %v, want [%d %d %d]", got, ids[0], ids[2], ids[4])
+			}
+			if out := mustRun(t, env, store(tc.writer, "delete", "--author", "2", strconv.FormatInt(ids[0], 10))...); !strings.Contains(out, "deleted message") {
+				t.Errorf("delete: %q", out)
+			}
+			if got := tableIDs(t, mustRun(t, env, store(tc.readers[0], "timeline", "--author", "2")...)); !slices.Equal(got, []int64{ids[2], ids[4]}) {
+				t.Errorf("own timeline of 2 after a delete: %v", got)
+			}
+			if got := tableIDs(t, mustRun(t, env, store(tc.readers[0], "timeline", "--user", "1")...)); slices.Contains(got, ids[0]) {
+				t.Errorf("home timeline after a delete still holds %d: %v", ids[0], got)
+			}
+			r := run(t, env, store(tc.writer, "delete", "--author", "2", strconv.FormatInt(ids[0], 10))...)
+			if r.code != 1 || !strings.Contains(r.stderr, "not found") {
+				t.Errorf("second delete: exit %d, %q; want 1 and not found", r.code, r.stderr)
+			}
+
 			// Unfollow both: the timeline empties.
 			mustRun(t, env, store(tc.writer, "unfollow", "1", "2")...)
 			if out := mustRun(t, env, store(tc.writer, "unfollow", "1", "3")...); !strings.Contains(out, "user 1 no longer follows user 3") {
@@ -198,6 +246,12 @@ func TestInputErrors(t *testing.T) {
 		{"long body", []string{"post", "--author", "1", strings.Repeat("é", timeline.MaxBodyChars+1)}, "body", timeline.ErrInvalidBody},
 		{"forged cursor", []string{"timeline", "--user", "1", "--before", "AQAAAAAAAAAEwkYtl-CA_6zi9iew"}, "cursor", timeline.ErrInvalidCursor},
 		{"garbage cursor", []string{"timeline", "--user", "1", "--before", "not a cursor"}, "cursor", timeline.ErrInvalidCursor},
+		{"garbage since", []string{"timeline", "--user", "1", "--since", "x y"}, "since", timeline.ErrInvalidCursor},
+		{"zero after", []string{"timeline", "--user", "1", "--after", "0"}, "after", timeline.ErrInvalidMessage},
+		{"bad own timeline", []string{"timeline", "--author", "-1"}, "author", timeline.ErrInvalidUser},
+		{"bad message id", []string{"delete", "--author", "2", "12a"}, "id", timeline.ErrInvalidMessage},
+		{"zero message id", []string{"delete", "--author", "2", "0"}, "id", timeline.ErrInvalidMessage},
+		{"bad delete author", []string{"delete", "--author", "x", "5"}, "author", timeline.ErrInvalidUser},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{tc.args[0], "--model", "push", "--database", db}, tc.args[1:]...)
@@ -280,7 +334,10 @@ func TestModelChecks(t *testing.T) {
 		{[]string{"timeline", "--model", "memory", "--user", "1"}, []string{"memory", "between invocations", "push, push-compressed, push-async, push-capped, push-active, pull-sp"}},
 		{[]string{"schema", "--model", "nope"}, []string{`"nope"`, "push or pull"}},
 		{[]string{"timeline", "--model", "push", "--user", "1", "--database", "x;drop"}, []string{"--database"}},
-		{[]string{"timeline", "--model", "push"}, []string{"--user is required"}},
+		{[]string{"timeline", "--model", "push"}, []string{"give one of --user"}},
+		{[]string{"timeline", "--model", "push", "--user", "1", "--author", "2"}, []string{"give one of --user"}},
+		{[]string{"timeline", "--model", "push", "--user", "1", "--since", "3", "--after", "4"}, []string{"exclude each other"}},
+		{[]string{"delete", "--model", "push", "5"}, []string{"--author is required"}},
 		{[]string{"post", "--model", "push", "hi"}, []string{"--author is required"}},
 		{[]string{"post", "--model", "push", "--author", "1"}, []string{"body"}},
 		{[]string{"follow", "--model", "push", "1"}, []string{"2 arguments"}},

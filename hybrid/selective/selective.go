@@ -346,6 +346,18 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 	})
 }
 
+// Delete implements timeline.Store: the message and its rows in its
+// author's followers' mailboxes go together. The rows are looked for over
+// every follow, pushed or not: an edge that flipped since the post may
+// have left its row, and a row the read joins no message to is never
+// shown.
+func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	return s.Writes(ModelName).Delete(ctx, author, id, func(tx *sql.Tx) error {
+		_, err := push.RemoveFanOut(ctx, tx, id, author)
+		return err
+	})
+}
+
 // Unfollow implements timeline.Store: the follow row, the edge and, for a
 // pushed edge, the followee's messages in the follower's mailbox go
 // together.

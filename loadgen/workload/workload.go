@@ -164,9 +164,25 @@ var _ timeline.Store = Noop{}
 func (Noop) Post(context.Context, timeline.UserID, string) (timeline.Message, error) {
 	return timeline.Message{}, nil
 }
-func (Noop) Follow(context.Context, timeline.UserID, timeline.UserID) error   { return nil }
-func (Noop) Unfollow(context.Context, timeline.UserID, timeline.UserID) error { return nil }
+func (Noop) Follow(context.Context, timeline.UserID, timeline.UserID) error    { return nil }
+func (Noop) Unfollow(context.Context, timeline.UserID, timeline.UserID) error  { return nil }
+func (Noop) Delete(context.Context, timeline.UserID, timeline.MessageID) error { return nil }
 func (Noop) Timeline(context.Context, timeline.UserID, timeline.Query) (timeline.Page, error) {
 	return timeline.Page{}, nil
+}
+func (Noop) AuthorTimeline(context.Context, timeline.UserID, timeline.Query) (timeline.Page, error) {
+	return timeline.Page{}, nil
+}
+func (Noop) Message(context.Context, timeline.MessageID) (timeline.Message, error) {
+	return timeline.Message{}, nil
+}
+func (Noop) Followees(context.Context, timeline.UserID, timeline.FollowQuery) (timeline.FollowPage, error) {
+	return timeline.FollowPage{}, nil
+}
+func (Noop) Followers(context.Context, timeline.UserID, timeline.FollowQuery) (timeline.FollowPage, error) {
+	return timeline.FollowPage{}, nil
+}
+func (Noop) Follows(context.Context, timeline.UserID, timeline.UserID) (bool, error) {
+	return false, nil
 }
 func (Noop) Close() error { return nil }

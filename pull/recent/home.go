@@ -57,6 +57,11 @@ type Home struct {
 	// Threshold is the follower count from which an author is pulled; 0
 	// means DefaultHomeThreshold.
 	Threshold int
+	// CelebrityRefresh is how often a process rereads who the
+	// celebrities are; 0 means DefaultCelebrityRefresh. A follow or
+	// unfollow through the process that moves an author across Threshold
+	// has them reread at once.
+	CelebrityRefresh time.Duration
 }
 
 // DefaultHomeLen is Home.Keep's default: the benchmark's older pages go
@@ -89,7 +94,13 @@ func (c Home) NewReader(st *State) (sqlread.Reader, error) {
 	if c.Threshold == 0 {
 		c.Threshold = DefaultHomeThreshold
 	}
-	st.home = &homeState{keep: c.Keep, threshold: c.Threshold}
+	if c.CelebrityRefresh < 0 {
+		return nil, fmt.Errorf("celebrity refresh %v: want a positive duration, or 0 for the default", c.CelebrityRefresh)
+	}
+	if c.CelebrityRefresh == 0 {
+		c.CelebrityRefresh = DefaultCelebrityRefresh
+	}
+	st.home = &homeState{keep: c.Keep, threshold: c.Threshold, refresh: c.CelebrityRefresh}
 	c.setUp(st)
 	return &reader{st: st, read: st.readHome}, nil
 }
@@ -98,14 +109,16 @@ func (c Home) NewReader(st *State) (sqlread.Reader, error) {
 // as a base by the next reader.
 const homeCompactAt = 32
 
-// celebrityRefresh is how often a process rereads who the celebrities are.
-// Being late only costs hints: an index built with an old list takes hints
-// from an author it could have pulled.
-const celebrityRefresh = 5 * time.Minute
+// DefaultCelebrityRefresh is how often a process rereads who the
+// celebrities are unless Home.CelebrityRefresh says otherwise. Being late
+// only costs hints: an index built with an old list takes hints from an
+// author it could have pulled, or pulls one it could take hints from.
+const DefaultCelebrityRefresh = 5 * time.Minute
 
 // homeState is the part of a State that Home reads with.
 type homeState struct {
 	keep, threshold int
+	refresh         time.Duration // Home.CelebrityRefresh
 
 	celebs     atomic.Pointer[celebrities] // nil until the first read
 	refreshing atomic.Bool
@@ -130,21 +143,55 @@ func (h *homeState) known() []timeline.UserID {
 }
 
 // celebrities returns the celebrities for a build: the first call reads
-// them, and a call that finds them older than celebrityRefresh has them
-// reread in the background.
+// them, and a call that finds them older than the refresh interval has
+// them reread in the background.
 func (h *homeState) celebrities(ctx context.Context, db *sql.DB) ([]timeline.UserID, error) {
 	if c := h.celebs.Load(); c != nil {
-		if time.Since(c.readAt) > celebrityRefresh && h.refreshing.CompareAndSwap(false, true) {
-			go func() {
-				defer h.refreshing.Store(false)
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				h.read(ctx, db)
-			}()
+		if time.Since(c.readAt) > h.refresh {
+			h.reread(db)
 		}
 		return c.authors, nil
 	}
 	return h.read(ctx, db)
+}
+
+// reread reads the celebrities again in the background, unless a reread
+// is under way.
+func (h *homeState) reread(db *sql.DB) {
+	if !h.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer h.refreshing.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		h.read(ctx, db)
+	}()
+}
+
+// followed runs after follower follows (or unfollows) author through this
+// process: if that may have moved author across the threshold (an author
+// not known as a celebrity gained a follower, or one known lost one), it
+// counts author's followers up to the threshold, one short range of the
+// followee index, and rereads the celebrities if the count says author
+// is on the other side now.
+func (h *homeState) followed(ctx context.Context, db *sql.DB, author timeline.UserID, follow bool) {
+	c := h.celebs.Load()
+	if c == nil {
+		return // read at the first build
+	}
+	_, known := slices.BinarySearch(c.authors, author)
+	if known == follow {
+		return // a celebrity gaining a follower, or anyone else losing one
+	}
+	var followers int
+	if err := db.QueryRowContext(ctx,
+		`SELECT COUNT(*) FROM (SELECT 1 FROM follows WHERE followee_id = ? LIMIT ?) f`, author, h.threshold).Scan(&followers); err != nil {
+		return // the timer rereads them
+	}
+	if (followers >= h.threshold) != known {
+		h.reread(db)
+	}
 }
 
 // read reads the celebrities from db and keeps them.

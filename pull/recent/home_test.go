@@ -11,8 +11,10 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/pushpull/pushpull/internal/memcached"
+	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull/sqlread"
+	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -150,4 +152,59 @@ func TestHomeTokenIsItsOwn(t *testing.T) {
 	if b == nil || bytes.Equal(a.Value, b.Value) || replaced != nil {
 		t.Fatalf("two builds' tokens: %q and %+v (replacing %q)", a.Value, b, replaced)
 	}
+}
+
+// TestFollowRereadsCelebrities: a follow through the process that brings
+// an author to the threshold, and an unfollow that takes one below it,
+// have the celebrities reread at once (long before the refresh interval);
+// a follow that crosses nothing does not.
+func TestFollowRereadsCelebrities(t *testing.T) {
+	ctx := context.Background()
+	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: testserver.DSN(t), Database: testserver.Database(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := schema.Apply(ctx, db, schema.Pull, schema.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	h := &homeState{threshold: 3, refresh: time.Hour}
+	if _, err := h.read(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	follow := func(follower timeline.UserID, yes bool) {
+		t.Helper()
+		q := `INSERT INTO follows (follower_id, followee_id) VALUES (?, 9)`
+		if !yes {
+			q = `DELETE FROM follows WHERE follower_id = ? AND followee_id = 9`
+		}
+		if _, err := db.ExecContext(ctx, q, follower); err != nil {
+			t.Fatal(err)
+		}
+		h.followed(ctx, db, 9, yes)
+	}
+	// known waits (a reread runs in the background) until whether 9 is
+	// a known celebrity is want.
+	known := func(want bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if slices.Contains(h.known(), 9) == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("author 9 known as a celebrity: %v, want %v", !want, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	first := h.celebs.Load()
+	follow(1, true)
+	follow(2, true)
+	if h.celebs.Load() != first || h.refreshing.Load() {
+		t.Fatal("a follow below the threshold reread the celebrities")
+	}
+	follow(3, true)
+	known(true)
+	follow(3, false)
+	known(false)
 }

@@ -13,10 +13,12 @@ const DefaultMessageCache = 1 << 18
 
 // messageCache keeps messages by id in this process, so that
 // Recent, which learns a page's ids from memcached, can often skip
-// the database altogether. A message never changes once written (a Store
-// has no edit or delete), so a copy is never stale, and the cache needs no
-// invalidation across processes: it is filled only with rows read from
-// the database or just inserted into it.
+// the database altogether. A message never changes once written, so a
+// copy is never stale, and the cache needs no invalidation across
+// processes: it is filled only with rows read from the database or just
+// inserted into it. A deleted message's copy may stay in another
+// process's cache, but no list or index names its id once the delete's
+// hooks have run (State.Deleted), so no read asks for it.
 //
 // It is direct-mapped by id (directMapped): no locks, and a collision costs
 // a miss.
@@ -58,6 +60,17 @@ func (c *messageCache) put(m timeline.Message) {
 		return
 	}
 	c.slot(uint64(m.ID)).Store(&m)
+}
+
+// forget drops id's copy, if this slot holds it.
+func (c *messageCache) forget(id timeline.MessageID) {
+	if c == nil {
+		return
+	}
+	slot := c.slot(uint64(id))
+	if m := slot.Load(); m != nil && m.ID == id {
+		slot.CompareAndSwap(m, nil)
+	}
 }
 
 func (c *messageCache) putAll(ms []timeline.Message) {

@@ -336,6 +336,18 @@ func (st *State) PostFailed(ctx context.Context, author timeline.UserID) {
 	}
 }
 
+// Deleted runs after a delete of author's message id (committed, or
+// failed after it may have committed): the message leaves this process's
+// message cache, and the author's list and the indexes that may hold its
+// id are deleted, as after a failed post, to be rebuilt from the
+// database, where it is gone. A rebuild that read the database before the
+// delete committed cannot store its list: its CAS token is older than the
+// deletion of the key (see rebuild).
+func (st *State) Deleted(ctx context.Context, author timeline.UserID, id timeline.MessageID) {
+	st.messages.forget(id)
+	st.PostFailed(ctx, author)
+}
+
 // FollowsChanged tells every store that user's followees changed: it
 // replaces the user's follow token. It runs after the database write, and
 // also after a failed one, which may have committed all the same.
@@ -343,6 +355,15 @@ func (st *State) FollowsChanged(ctx context.Context, user timeline.UserID) {
 	ctx, cancel := memcached.WriteContext(ctx, st.timeout)
 	defer cancel()
 	st.followsChanged(ctx, user)
+}
+
+// FollowChanged runs after follower followed (follow) or unfollowed
+// author: with Home, an author that crossed the threshold has this
+// process reread who the celebrities are.
+func (st *State) FollowChanged(ctx context.Context, follower, author timeline.UserID, follow bool) {
+	if st.home != nil {
+		st.home.followed(ctx, st.db, author, follow)
+	}
 }
 
 // Close closes the connections to memcached.

@@ -310,6 +310,17 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 	})
 }
 
+// Delete implements timeline.Store: the message and its rows in the
+// mailboxes of its author's followers go together, active or not (an
+// inactive follower's mailbox holds no row to delete, and its rebuild
+// reads messages, where it is gone).
+func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	return s.Writes(ModelName).Delete(ctx, author, id, func(tx *sql.Tx) error {
+		_, err := push.RemoveFanOut(ctx, tx, id, author)
+		return err
+	})
+}
+
 // Unfollow implements timeline.Store: the follow row and the followee's
 // messages in the follower's mailbox go together, whether the follower is
 // active or not.

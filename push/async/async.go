@@ -166,15 +166,35 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	return msg, nil
 }
 
+// Delete implements timeline.Store: the message, its fan-out job if one
+// is left, and the mailbox rows written so far go together. Deleting the
+// job waits for a worker that holds it to commit its chunk, so the rows
+// that chunk wrote are deleted too, and no worker can claim the job
+// after.
+func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	return s.Writes(ModelName).Delete(ctx, author, id, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM fanout_jobs WHERE message_id = ?`, id); err != nil {
+			return err
+		}
+		_, err := push.RemoveFanOut(ctx, tx, id, author)
+		return err
+	})
+}
+
 // Settle implements timeline.Settler: it waits until every fan-out job
 // committed before the call is applied, by whichever worker (of this
 // store, another store, or `pushpull fanout`), or ctx ends. With no worker
-// running anywhere it waits for ctx.
+// running anywhere it waits for ctx; if the store runs none itself
+// (Options.Workers -1), the error says so.
 func (s *Store) Settle(ctx context.Context) error {
-	if err := Settle(ctx, s.DB()); err != nil {
-		return fmt.Errorf("push-async settle: %w", err)
+	err := Settle(ctx, s.DB())
+	switch {
+	case err == nil:
+		return nil
+	case s.opts.Workers == 0 && ctx.Err() != nil:
+		return fmt.Errorf("push-async settle: %w; this store runs no fan-out workers (option %s -1), so the jobs wait for another store's or for `pushpull fanout` on this database", err, OptionWorkers)
 	}
-	return nil
+	return fmt.Errorf("push-async settle: %w", err)
 }
 
 // Settle waits until no fan-out job committed in db before the call is

@@ -440,14 +440,18 @@ func TestChunkWaitsForNoOtherJob(t *testing.T) {
 }
 
 // TestSettleIsBounded: with no worker anywhere, Settle returns when its
-// context ends, saying so.
+// context ends, saying so, and saying that the store runs no workers.
 func TestSettleIsBounded(t *testing.T) {
 	s, _ := open(t, Options{Workers: -1})
 	timelinetest.Post(t, s, 1, "nobody applies this")
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if err := s.Settle(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	err := s.Settle(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Settle with no workers: %v, want a deadline error", err)
+	}
+	if !strings.Contains(err.Error(), "runs no fan-out workers") || !strings.Contains(err.Error(), "pushpull fanout") {
+		t.Fatalf("Settle with no workers: %q does not say why it waited", err)
 	}
 }
 

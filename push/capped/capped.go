@@ -232,6 +232,25 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 	})
 }
 
+// Delete implements timeline.Store: the message, its rows in its author's
+// followers' mailboxes and those mailboxes' entry counts go together. A
+// follower whose floor is above the message has no row of it, and no
+// count to lower: the pull merge below the floor reads messages, where
+// it is gone.
+func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	return s.Writes(ModelName).Delete(ctx, author, id, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx,
+			`UPDATE follows f JOIN mailbox b ON b.user_id = f.follower_id AND b.message_id = ?
+			 JOIN mailbox_state st ON st.user_id = f.follower_id
+			 SET st.entries = st.entries - LEAST(st.entries, 1)
+			 WHERE f.followee_id = ?`, id, author); err != nil {
+			return err
+		}
+		_, err := push.RemoveFanOut(ctx, tx, id, author)
+		return err
+	})
+}
+
 // trimBatch is how many due mailboxes one write trims at most.
 const trimBatch = 16
 

@@ -135,6 +135,13 @@ func openAll(t *testing.T) ([]timeline.Store, []string) {
 	for _, m := range registry.Models() {
 		open(m, nil)
 	}
+	// The variants, whose caches the stream's reads fill and its writes
+	// must keep current.
+	for _, m := range registry.Listed() {
+		if m.Variant != "" {
+			open(m, nil)
+		}
+	}
 	for _, small := range smallSettings {
 		m, err := registry.Lookup(small.model)
 		if err != nil {
@@ -145,11 +152,15 @@ func openAll(t *testing.T) ([]timeline.Store, []string) {
 	return out, names
 }
 
-// TestEquivalence applies one random stream of posts, follows and unfollows
-// (with some invalid ones) to every store, settles each, then walks every
-// user's whole timeline page by page in each and requires identical
-// results: the same messages (by the order they were posted), authors,
-// bodies, and page boundaries, and the same errors.
+// TestEquivalence applies one random stream of posts, deletes, follows,
+// unfollows and newest-page reads (with some invalid writes, and deletes
+// of messages that are gone or someone else's) to every store, settles
+// each, then reads everything in each and requires identical results: the
+// same errors; every user's whole timeline page by page, and every
+// author's own (the same messages, by the order they were posted, authors,
+// bodies, and page boundaries); the pages newer than a point of each; the
+// follow lists; messages by id. The reads in the stream fill the caches
+// the variants keep, which the writes after them must keep current.
 func TestEquivalence(t *testing.T) {
 	seed := *seedFlag
 	if seed == 0 {
@@ -172,25 +183,77 @@ func TestEquivalence(t *testing.T) {
 	for i := range canon {
 		canon[i] = make(map[timeline.MessageID]int)
 	}
-	posts := 0
+	// ids maps each store's post indexes back to its message ids, and
+	// authors the indexes to their authors.
+	ids := make([]map[int]timeline.MessageID, len(ss))
+	for i := range ids {
+		ids[i] = make(map[int]timeline.MessageID)
+	}
+	var authors []timeline.UserID
+	posts, deletes := 0, 0
 	user := func() timeline.UserID { return timeline.UserID(1 + rng.IntN(users)) }
+	// apply runs call on every store at once, and requires the same
+	// outcome of each: success, the same input error, or not found.
+	apply := func(op int, kind string, call func(i int, s timeline.Store) error) {
+		t.Helper()
+		errs := make([]error, len(ss))
+		var g errgroup.Group
+		for i, s := range ss {
+			g.Go(func() error { errs[i] = call(i, s); return nil })
+		}
+		g.Wait()
+		for i := range ss {
+			if errText(errs[i]) != errText(errs[0]) {
+				t.Fatalf("op %d (%s): %s says %v, %s says %v", op, kind, names[0], errs[0], names[i], errs[i])
+			}
+			if errs[i] != nil && !errors.Is(errs[i], timeline.ErrInvalidInput) && !errors.Is(errs[i], timeline.ErrNotFound) {
+				t.Fatalf("op %d (%s): %s failed: %v", op, kind, names[i], errs[i])
+			}
+		}
+	}
 	for op := range ops {
 		var kind string
 		var call func(i int, s timeline.Store) error
 		switch p := rng.IntN(100); {
-		case p < 55:
+		case p < 50:
 			author, body := user(), randomBody(rng)
 			if rng.IntN(200) == 0 {
 				body = "" // invalid: every store must reject it
 			}
 			idx := posts
 			posts++
+			authors = append(authors, author)
 			kind = fmt.Sprintf("post by %d", author)
 			call = func(i int, s timeline.Store) error {
 				m, err := s.Post(ctx, author, body)
 				if err == nil {
 					canon[i][m.ID] = idx
+					ids[i][idx] = m.ID
 				}
+				return err
+			}
+		case p < 55 && posts > 0:
+			// A random earlier post: often one that is gone already,
+			// or that failed; now and then by the wrong author.
+			idx := rng.IntN(posts)
+			author := authors[idx]
+			if rng.IntN(10) == 0 {
+				author = user()
+			}
+			deletes++
+			kind = fmt.Sprintf("delete #%d by %d", idx, author)
+			call = func(i int, s timeline.Store) error {
+				id, ok := ids[i][idx]
+				if !ok {
+					id = 1 << 40 // the post failed: no message has this id
+				}
+				return s.Delete(ctx, author, id)
+			}
+		case p < 62:
+			u := user()
+			kind = fmt.Sprintf("newest page of %d", u)
+			call = func(_ int, s timeline.Store) error {
+				_, err := s.Timeline(ctx, u, timeline.Query{})
 				return err
 			}
 		case p < 88:
@@ -202,26 +265,54 @@ func TestEquivalence(t *testing.T) {
 			kind = fmt.Sprintf("unfollow %d→%d", a, b)
 			call = func(_ int, s timeline.Store) error { return s.Unfollow(ctx, a, b) }
 		}
-		errs := make([]error, len(ss))
-		var g errgroup.Group
-		for i, s := range ss {
-			g.Go(func() error { errs[i] = call(i, s); return nil })
-		}
-		g.Wait()
-		for i := range ss {
-			if errText(errs[i]) != errText(errs[0]) {
-				t.Fatalf("op %d (%s): %s says %v, %s says %v", op, kind, names[0], errs[0], names[i], errs[i])
+		apply(op, kind, call)
+	}
+	// The tail: every user's newest page is read, warm in any cache, then
+	// recent messages (the ones such pages show) are deleted, with nothing
+	// between that would refresh a cache.
+	for u := timeline.UserID(1); u <= users; u++ {
+		apply(ops, fmt.Sprintf("newest page of %d", u), func(_ int, s timeline.Store) error {
+			_, err := s.Timeline(ctx, u, timeline.Query{})
+			return err
+		})
+	}
+	for range 40 {
+		idx := max(0, posts-1-rng.IntN(300))
+		author := authors[idx]
+		deletes++
+		apply(ops, fmt.Sprintf("delete #%d by %d", idx, author), func(i int, s timeline.Store) error {
+			id, ok := ids[i][idx]
+			if !ok {
+				id = 1 << 40
 			}
-			if errs[i] != nil && !errors.Is(errs[i], timeline.ErrInvalidInput) {
-				t.Fatalf("op %d (%s): %s failed: %v", op, kind, names[i], errs[i])
-			}
-		}
+			return s.Delete(ctx, author, id)
+		})
 	}
 
 	// An asynchronous store is compared once it has applied what it
-	// acknowledged.
+	// acknowledged. The newest pages first, while any cache still holds
+	// the pages the tail read (a cache's entries outlive the test only
+	// when nothing invalidates them).
 	for _, s := range ss {
 		timelinetest.Settle(t, s)
+	}
+	for u := timeline.UserID(1); u <= users; u++ {
+		var want []string
+		for i, s := range ss {
+			p, err := s.Timeline(ctx, u, timeline.Query{})
+			if err != nil {
+				t.Fatalf("newest page of %d: %v", u, err)
+			}
+			var got []string
+			for _, m := range p.Messages {
+				got = append(got, fmt.Sprintf("#%d", canon[i][m.ID]))
+			}
+			if i == 0 {
+				want = got
+			} else if !slices.Equal(got, want) {
+				t.Fatalf("newest page of %d after the tail: %s and %s differ: %s", u, names[0], names[i], firstDifference(want, got))
+			}
+		}
 	}
 	var walked, messages int
 	for u := timeline.UserID(1); u <= users; u++ {
@@ -241,10 +332,110 @@ func TestEquivalence(t *testing.T) {
 		}
 		walked++
 	}
-	t.Logf("%d ops (%d posts); %d timelines walked in %d stores, %d entries each", ops, posts, walked, len(ss), messages)
-	if messages == 0 {
-		t.Fatal("no timeline held any message: the test exercised nothing")
+	t.Logf("%d ops (%d posts, %d deletes); %d timelines walked in %d stores, %d entries each", ops, posts, deletes, walked, len(ss), messages)
+	if messages == 0 || deletes == 0 {
+		t.Fatal("no timeline held any message, or nothing was deleted: the test exercised nothing")
 	}
+	// Every other read, compared the same way.
+	for u := timeline.UserID(1); u <= users; u++ {
+		limit := 1 + rng.IntN(12)
+		var point int // a post to page newer than, in every store
+		if posts > 0 {
+			point = rng.IntN(posts)
+		}
+		var want []string
+		for i, s := range ss {
+			got := otherReads(t, s, canon[i], ids[i], u, limit, point)
+			if i == 0 {
+				want = got
+				continue
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("user %d, limit %d: %s and %s differ: %s",
+					u, limit, names[0], names[i], firstDifference(want, got))
+			}
+		}
+	}
+}
+
+// otherReads describes, store-independently, what s answers for user
+// besides the home timeline walk: the user's own timeline page by page; the
+// pages of the home and own timelines newer than post point (by After,
+// and the first by Since); the follow lists; whether the user follows the
+// next user; and the message of post point.
+func otherReads(t *testing.T, s timeline.Store, canon map[timeline.MessageID]int, ids map[int]timeline.MessageID,
+	user timeline.UserID, limit, point int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	describe := func(what string, p timeline.Page, err error) {
+		if err != nil {
+			t.Fatalf("%s of %d: %v", what, user, err)
+		}
+		for _, m := range p.Messages {
+			idx, ok := canon[m.ID]
+			if !ok {
+				t.Fatalf("%s of %d holds unknown message %d", what, user, m.ID)
+			}
+			out = append(out, fmt.Sprintf("%s #%d by %d: %q", what, idx, m.Author, m.Body))
+		}
+		out = append(out, fmt.Sprintf("%s |page| next %t prev %t", what, p.Next != "", p.Prev != ""))
+	}
+	q := timeline.Query{Limit: limit}
+	for {
+		p, err := s.AuthorTimeline(ctx, user, q)
+		describe("own", p, err)
+		if p.Next == "" {
+			break
+		}
+		q.Before = p.Next
+	}
+	if id, ok := ids[point]; ok {
+		after := timeline.Query{Limit: limit, After: timeline.IDCursor(id)}
+		for range 3 {
+			p, err := s.Timeline(ctx, user, after)
+			describe("home after", p, err)
+			if p.Prev == "" {
+				break
+			}
+			after.After = p.Prev
+		}
+		p, err := s.Timeline(ctx, user, timeline.Query{Limit: limit, Since: timeline.IDCursor(id)})
+		describe("home since", p, err)
+		p, err = s.AuthorTimeline(ctx, user, timeline.Query{Limit: limit, After: timeline.IDCursor(id)})
+		describe("own after", p, err)
+		m, err := s.Message(ctx, id)
+		switch {
+		case errors.Is(err, timeline.ErrNotFound):
+			out = append(out, "message not found")
+		case err != nil:
+			t.Fatalf("message #%d: %v", point, err)
+		default:
+			out = append(out, fmt.Sprintf("message #%d by %d: %q", canon[m.ID], m.Author, m.Body))
+		}
+	}
+	for _, list := range []struct {
+		what string
+		read func(context.Context, timeline.UserID, timeline.FollowQuery) (timeline.FollowPage, error)
+	}{{"followees", s.Followees}, {"followers", s.Followers}} {
+		q := timeline.FollowQuery{Limit: limit}
+		for {
+			p, err := list.read(ctx, user, q)
+			if err != nil {
+				t.Fatalf("%s of %d: %v", list.what, user, err)
+			}
+			out = append(out, fmt.Sprintf("%s %v", list.what, p.Users))
+			if p.Next == 0 {
+				break
+			}
+			q.After = p.Next
+		}
+	}
+	follows, err := s.Follows(ctx, user, user+1)
+	if err != nil {
+		t.Fatalf("does %d follow %d: %v", user, user+1, err)
+	}
+	return append(out, fmt.Sprintf("follows the next: %t", follows))
 }
 
 // firstDifference describes where two walks part, with a little context.
@@ -262,6 +453,9 @@ func errText(err error) string {
 	var ie *timeline.InputError
 	if errors.As(err, &ie) {
 		return ie.Error()
+	}
+	if errors.Is(err, timeline.ErrNotFound) {
+		return "not found"
 	}
 	if err != nil {
 		return "error"
@@ -514,6 +708,47 @@ func TestBadConfig(t *testing.T) {
 		}
 		if tc.is != nil && !errors.Is(err, tc.is) {
 			t.Fatalf("%s: error %q does not match %v", name, err, tc.is)
+		}
+	}
+}
+
+// TestCacheRefusesAsynchronousModels: memcached cannot be put in front of
+// a model that applies its writes after they return (push-async): a page
+// read before the fan-out ran would be cached and served after Settle.
+// Asking for one is an error that says so, not a store that breaks
+// read-your-writes.
+func TestCacheRefusesAsynchronousModels(t *testing.T) {
+	var async []registry.Model
+	for _, m := range registry.Models() {
+		if !m.Persistent() || m.OnVitess() {
+			continue
+		}
+		s, err := m.Open(context.Background(), config(t, m, fresh(t, m)))
+		if err != nil {
+			t.Fatalf("open %s: %v", m.Name, err)
+		}
+		if _, ok := timeline.As[timeline.Settler](s); ok {
+			async = append(async, m)
+		}
+		s.Close()
+	}
+	if len(async) == 0 {
+		t.Fatal("no registered model applies its writes later: nothing to check")
+	}
+	for _, base := range async {
+		name := base.Name + "+" + memcache.Variant
+		m, err := registry.Lookup(name)
+		if err != nil {
+			continue // refused by name: as good
+		}
+		s, err := m.Open(context.Background(), config(t, m, fresh(t, m)))
+		if err == nil {
+			s.Close()
+			t.Errorf("%s opened: its cached pages cannot be kept current", name)
+			continue
+		}
+		if !errors.Is(err, memcache.ErrApplyLater) {
+			t.Errorf("%s: %v, want an error matching memcache.ErrApplyLater", name, err)
 		}
 	}
 }

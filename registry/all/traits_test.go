@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
@@ -12,9 +11,9 @@ import (
 
 // TestTraits opens every model on a database of its own and checks each
 // trait its registration declares, and each it does not, against what the
-// store is: a Settler (asynchronous writes), a PartialMailbox with a shape
-// that is not push's whole mailbox, and the write hooks its database
-// records once it is open.
+// store is, through any wrapper (timeline.As): a Settler (asynchronous
+// writes), a PartialMailbox with a shape that is not push's whole
+// mailbox, and the write hooks its database records once it is open.
 func TestTraits(t *testing.T) {
 	ctx := context.Background()
 	seen := registry.Traits(0)
@@ -25,20 +24,14 @@ func TestTraits(t *testing.T) {
 				t.Fatalf("open %s: %v", m.Name, err)
 			}
 			defer s.Close()
-			if c, ok := s.(*memcache.Store); ok { // a variant: the store it wraps is the model's
-				if _, ok := s.(timeline.Settler); !ok {
-					t.Errorf("%s: the memcache variant does not settle what it wraps", m.Name)
-				}
-				s = c.Unwrap()
-			}
 			var is registry.Traits
-			if _, ok := s.(timeline.Settler); ok {
+			if _, ok := timeline.As[timeline.Settler](s); ok {
 				is |= registry.Async
 			}
-			if pm, ok := s.(registry.PartialMailbox); ok && !pm.MailboxShape().Whole() {
+			if pm, ok := timeline.As[registry.PartialMailbox](s); ok && !pm.MailboxShape().Whole() {
 				is |= registry.Partial
 			}
-			if h, ok := s.(timeline.DBHolder); ok {
+			if h, ok := timeline.As[timeline.DBHolder](s); ok {
 				hooks, err := pull.RecordedHooks(ctx, h.DB())
 				if err != nil {
 					t.Fatalf("%s: %v", m.Name, err)

@@ -99,7 +99,7 @@ func RunBenchmarksOn(b *testing.B, d Dataset, open func(b *testing.B) timeline.S
 			b.Fatalf("newest page of %d holds %d messages, want %d", u, len(p.Messages), d.pageLen(1))
 		}
 	}
-	if p, ok := s.(timeline.Primer); ok {
+	if p, ok := timeline.As[timeline.Primer](s); ok {
 		if err := p.Prime(Context(b), users); err != nil {
 			b.Fatalf("Prime: %v", err)
 		}
@@ -198,7 +198,7 @@ func measure(b *testing.B, s timeline.Store, op func(i int) error) {
 }
 
 func counters(s timeline.Store) map[string]int64 {
-	if c, ok := s.(timeline.Counting); ok {
+	if c, ok := timeline.As[timeline.Counting](s); ok {
 		return c.Counters()
 	}
 	return nil

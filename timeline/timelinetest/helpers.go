@@ -31,7 +31,7 @@ func Context(t testing.TB) context.Context {
 // so far is applied. For any other store it returns at once.
 func Settle(t testing.TB, s timeline.Store) {
 	t.Helper()
-	if st, ok := s.(timeline.Settler); ok {
+	if st, ok := timeline.As[timeline.Settler](s); ok {
 		if err := st.Settle(Context(t)); err != nil {
 			t.Fatalf("Settle: %v", err)
 		}
