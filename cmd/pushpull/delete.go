@@ -16,8 +16,8 @@ func newDeleteCmd(getenv func(string) string) *cobra.Command {
 		Long: `delete deletes the message MESSAGE-ID of the user --author: it leaves every
 home timeline, the author's own timeline and every cache the model keeps. On
 push it is also deleted from the mailbox of every follower of the author, in
-the same transaction; on push-async from the mailboxes the fan-out reached,
-and its fan-out stops.
+the same transaction; with asynchronous fan-out, from the mailboxes the
+fan-out reached, and its fan-out stops.
 
 A message that does not exist, was deleted already or is another user's is
 "message not found" (exit 1); a malformed id is refused (exit 2).`,

@@ -28,9 +28,11 @@ const (
 // downStore is one store of TestUnavailable and what it wrote before the
 // database went down.
 type downStore struct {
-	model string
-	s     timeline.Store
-	older timeline.Cursor // continues reader's timeline past its newest message
+	model  string
+	s      timeline.Store
+	older  timeline.Cursor    // continues reader's timeline past its newest message
+	first  timeline.MessageID // the author's first message
+	doomed timeline.MessageID // a message of the author's that Delete takes once the server is back
 }
 
 // Who does what in TestUnavailable: the reader follows both authors, and
@@ -117,12 +119,13 @@ func openDownStore(t *testing.T, m registry.Model, cfg registry.Config) *downSto
 	t.Cleanup(func() { s.Close() })
 	timelinetest.Follow(t, s, unavailReader, unavailAuthor)
 	timelinetest.Follow(t, s, unavailReader, unavailAuthor2)
-	timelinetest.PostN(t, s, unavailAuthor, 2)
+	doomed := timelinetest.Post(t, s, unavailAuthor, "to be deleted")
+	posted := timelinetest.PostN(t, s, unavailAuthor, 2)
 	p := timelinetest.Page(t, s, unavailReader, timeline.Query{Limit: 1})
 	if p.Next == "" {
 		t.Fatalf("%s: a page of one of two messages has no Next", m.Name)
 	}
-	return &downStore{model: m.Name, s: s, older: p.Next}
+	return &downStore{model: m.Name, s: s, older: p.Next, first: posted[0].ID, doomed: doomed.ID}
 }
 
 // checkDown calls every operation of every store, the stores at once, and
@@ -214,5 +217,30 @@ func (d *downStore) ops() []storeOp {
 			_, err := s.Timeline(ctx, unavailReader, timeline.Query{Limit: 1, Before: d.older})
 			return err
 		}},
+		{"Timeline (newer page)", func(ctx context.Context) error {
+			_, err := s.Timeline(ctx, unavailReader, timeline.Query{After: timeline.IDCursor(d.first)})
+			return err
+		}},
+		{"AuthorTimeline", func(ctx context.Context) error {
+			_, err := s.AuthorTimeline(ctx, unavailAuthor, timeline.Query{})
+			return err
+		}},
+		{"Message", func(ctx context.Context) error {
+			_, err := s.Message(ctx, d.first)
+			return err
+		}},
+		{"Followees", func(ctx context.Context) error {
+			_, err := s.Followees(ctx, unavailReader, timeline.FollowQuery{})
+			return err
+		}},
+		{"Followers", func(ctx context.Context) error {
+			_, err := s.Followers(ctx, unavailAuthor, timeline.FollowQuery{})
+			return err
+		}},
+		{"Follows", func(ctx context.Context) error {
+			_, err := s.Follows(ctx, unavailReader, unavailAuthor)
+			return err
+		}},
+		{"Delete", func(ctx context.Context) error { return s.Delete(ctx, unavailAuthor, d.doomed) }},
 	}
 }
