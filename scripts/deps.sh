@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the servers pushpull's tests and benchmark run: MariaDB and
-# memcached, from Debian's packages, only when they are missing. pushpull
+# Installs the servers pushpull's tests and benchmark run: MariaDB,
+# memcached and Redis, from Debian's packages, only when they are missing. pushpull
 # starts private copies in temporary directories; the system services are
 # neither configured nor left running.
 set -euo pipefail
@@ -9,6 +9,7 @@ missing=()
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
 have mariadbd || missing+=(mariadb-server)
 have memcached || missing+=(memcached)
+have redis-server || missing+=(redis-server)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 || [ ! -f /etc/debian_version ]; then
