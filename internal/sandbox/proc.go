@@ -37,12 +37,12 @@ var (
 // Freeze, Thaw and Restart run one at a time.
 type Proc struct {
 	sb    *Sandbox
-	name  string   // "mariadbd", "memcached", "memcached 1"
+	name  string   // "mariadbd", "memcached", "memcached 1", "redis-server"
 	bin   string   // the program
 	args  []string // its arguments, the same at every restart
 	log   string   // where its output goes, appended at every restart
-	addr  string   // MariaDB's socket path, or memcached's host:port
-	port  int      // memcached's port; 0 for MariaDB
+	addr  string   // MariaDB's socket path, or memcached's or Redis's host:port
+	port  int      // memcached's or Redis's port; 0 for MariaDB
 	ready func(ctx context.Context, srv *server) error
 
 	ops sync.Mutex // serializes Kill, Freeze, Thaw and Restart
@@ -62,12 +62,12 @@ func (sb *Sandbox) Memcached(i int) *Proc {
 	return sb.memcached[i]
 }
 
-// Name names the server in errors: "mariadbd", "memcached" or, when the
-// sandbox has several, "memcached 1".
+// Name names the server in errors: "mariadbd", "redis-server",
+// "memcached" or, when the sandbox has several, "memcached 1".
 func (p *Proc) Name() string { return p.name }
 
-// Addr is where the server listens: MariaDB's unix socket path or
-// memcached's host:port. It does not change on Restart.
+// Addr is where the server listens: MariaDB's unix socket path, or
+// memcached's or Redis's host:port. It does not change on Restart.
 func (p *Proc) Addr() string { return p.addr }
 
 // Log is the server's log file. Restart appends to it.
@@ -169,7 +169,7 @@ func (p *Proc) Thaw() error {
 // log there is to replay since the last checkpoint. The Sandbox's DSN and
 // Socket stay valid.
 //
-// memcached restarts empty on the same port. If another process took the
+// memcached and Redis restart empty on the same port. If another process took the
 // port after the kill, Restart fails with an error wrapping ErrPortInUse.
 // It fails with ErrStopped after Sandbox.Stop.
 func (p *Proc) Restart(ctx context.Context) error {
@@ -179,7 +179,7 @@ func (p *Proc) Restart(ctx context.Context) error {
 		return fmt.Errorf("restart %s: %w", p.name, err)
 	}
 	if p.port != 0 {
-		// memcached sets SO_REUSEADDR, as net.Listen does, so sockets
+		// memcached and Redis set SO_REUSEADDR, as net.Listen does, so sockets
 		// of the killed process left in TIME_WAIT do not count.
 		l, err := net.Listen("tcp", p.addr)
 		if err != nil {

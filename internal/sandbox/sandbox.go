@@ -1,14 +1,15 @@
-// Package sandbox starts private, throw-away MariaDB and memcached servers in
-// a temporary directory: the tests use it so that they run against real
+// Package sandbox starts private, throw-away MariaDB, memcached and Redis
+// servers in a temporary directory: the tests use it so that they run against real
 // servers, and the CLI uses it when no --dsn is given.
 //
 // MariaDB listens only on a unix socket inside the directory (networking
 // off), so sandboxes never collide with each other or with a system server.
-// memcached listens on a free loopback port. Stop ends exactly the processes
+// memcached and Redis listen on free loopback ports; Redis keeps nothing
+// on disk (no snapshots, no append-only file). Stop ends exactly the processes
 // the sandbox started, by pid, and removes the directory.
 //
 // Fault tests address each server by a Proc (Sandbox.MariaDB,
-// Sandbox.Memcached) to kill it with SIGKILL, freeze and thaw it with
+// Sandbox.Memcached, Sandbox.Redis) to kill it with SIGKILL, freeze and thaw it with
 // SIGSTOP and SIGCONT, and restart it where it was: on the same socket or
 // port, with the same data directory and settings.
 package sandbox
@@ -34,9 +35,10 @@ import (
 
 // Options says what to start.
 type Options struct {
-	// MariaDB and Memcached choose the servers to start.
+	// MariaDB, Memcached and Redis choose the servers to start.
 	MariaDB   bool
 	Memcached bool
+	Redis     bool
 
 	// Settings are mariadbd options (without the leading "--"), applied
 	// over DefaultSettings. Keys may use '-' or '_'.
@@ -147,6 +149,7 @@ type Sandbox struct {
 	MemcacheAddr  string            // host:port of the first memcached (MemcacheAddrs[0])
 	MemcacheAddrs []string          // host:port of every memcached, in the order of Memcached(i)
 	Settings      map[string]string // the mariadbd options in effect
+	RedisAddr     string            // host:port of the redis-server; "" without Options.Redis
 
 	// VtgateDSN is the go-sql-driver DSN of the Vitess cluster's vtgate
 	// (no keyspace), VtgateStatus the host:port of its status pages
@@ -159,6 +162,7 @@ type Sandbox struct {
 
 	mariadb   *Proc
 	memcached []*Proc
+	redis     *Proc
 
 	mu        sync.Mutex
 	extraDirs []string  // directories outside Dir that Stop removes
@@ -178,7 +182,7 @@ type server struct {
 }
 
 // ErrMissingBinary means a server program is not installed.
-var ErrMissingBinary = errors.New("server binary not found (run `make deps` to install mariadb-server and memcached)")
+var ErrMissingBinary = errors.New("server binary not found (run `make deps` to install mariadb-server, memcached and redis-server)")
 
 // Start starts the servers opts asks for and waits until they answer. On
 // failure it stops whatever it started and its error carries the tail of
@@ -223,6 +227,11 @@ func Start(ctx context.Context, opts Options) (_ *Sandbox, err error) {
 			}
 		}
 		sb.MemcacheAddr = sb.MemcacheAddrs[0]
+	}
+	if opts.Redis {
+		if err := sb.startRedis(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Vitess {
 		if err := sb.startVitess(ctx, opts.Shards, opts.Keyspaces, opts.VitessSettings); err != nil {

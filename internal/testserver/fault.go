@@ -8,10 +8,10 @@ import (
 	"github.com/pushpull/pushpull/internal/sandbox"
 )
 
-// StartFaultSandbox starts, for one test, a private MariaDB and n memcached
-// servers (none when n is 0) in a sandbox of their own, for fault tests
-// that kill, freeze and restart them through sb.MariaDB() and
-// sb.Memcached(i) (see sandbox.Proc). The package's shared servers, and
+// StartFaultSandbox starts, for one test, a private MariaDB, n memcached
+// servers (none when n is 0) and a redis-server in a sandbox of their
+// own, for fault tests that kill, freeze and restart them through
+// sb.MariaDB(), sb.Memcached(i) and sb.Redis() (see sandbox.Proc). The package's shared servers, and
 // PUSHPULL_TEST_DSN, are not used: a fault test must not break other
 // tests' servers.
 //
@@ -40,6 +40,7 @@ func StartFaultSandbox(t testing.TB, n int, durable bool) *sandbox.Sandbox {
 		Memcached:      n > 0,
 		MemcachedCount: n,
 		MemcachedMB:    16,
+		Redis:          true,
 		Settings:       settings,
 		BaseDir:        baseDir(),
 	})
@@ -53,7 +54,7 @@ func StartFaultSandbox(t testing.TB, n int, durable bool) *sandbox.Sandbox {
 	t.Cleanup(func() {
 		// Stop's SIGKILL ends frozen servers too; the thaw first only
 		// makes sure no server is left stopped should Stop fail.
-		procs := []*sandbox.Proc{sb.MariaDB()}
+		procs := []*sandbox.Proc{sb.MariaDB(), sb.Redis()}
 		for i := range sb.MemcacheAddrs {
 			procs = append(procs, sb.Memcached(i))
 		}

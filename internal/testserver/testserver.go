@@ -1,11 +1,11 @@
 // Package testserver gives each test package one real MariaDB (and, when
-// asked, memcached) for the whole package run, and a fresh database per
+// asked, memcached and Redis) for the whole package run, and a fresh database per
 // test. Tests never mock the database.
 //
 // By default the servers come from a sandbox started in TestMain, which also
-// exports them as PUSHPULL_DSN and PUSHPULL_MEMCACHE for the package's
-// Example functions. Set
-// PUSHPULL_TEST_DSN (and PUSHPULL_TEST_MEMCACHE) to run against existing
+// exports them as PUSHPULL_DSN, PUSHPULL_MEMCACHE and PUSHPULL_REDIS for
+// the package's Example functions. Set PUSHPULL_TEST_DSN (and
+// PUSHPULL_TEST_MEMCACHE, PUSHPULL_TEST_REDIS) to run against existing
 // servers instead; each test then works in its own pp_test_* database and
 // drops it afterwards.
 package testserver
@@ -28,6 +28,7 @@ import (
 var (
 	dsn       string
 	memcache  string
+	redis     string
 	vtgate    string
 	keyspaces chan string // the Vitess keyspaces no test has borrowed
 	counter   atomic.Int64
@@ -36,6 +37,8 @@ var (
 // Options says which servers a test package needs.
 type Options struct {
 	Memcached bool
+	// Redis starts a redis-server (no persistence) on a loopback port.
+	Redis bool
 	// Vitess starts a Vitess cluster with VitessKeyspaces keyspaces of
 	// VitessShards shards each, which tests borrow with Keyspace.
 	Vitess bool
@@ -61,7 +64,9 @@ func run(m *testing.M, opts Options) int {
 	memcache = os.Getenv("PUSHPULL_TEST_MEMCACHE")
 	needDB := dsn == ""
 	needMC := opts.Memcached && memcache == ""
-	if needDB || needMC || opts.Vitess {
+	redis = os.Getenv("PUSHPULL_TEST_REDIS")
+	needRedis := opts.Redis && redis == ""
+	if needDB || needMC || needRedis || opts.Vitess {
 		start := time.Now()
 		var names []string
 		if opts.Vitess {
@@ -72,6 +77,7 @@ func run(m *testing.M, opts Options) int {
 		sb, err := sandbox.Start(context.Background(), sandbox.Options{
 			MariaDB:   needDB,
 			Memcached: needMC,
+			Redis:     needRedis,
 			Settings:  sandbox.TestSettings(),
 			BaseDir:   baseDir(),
 			Vitess:    opts.Vitess,
@@ -89,6 +95,9 @@ func run(m *testing.M, opts Options) int {
 		if needMC {
 			memcache = sb.MemcacheAddr
 		}
+		if needRedis {
+			redis = sb.RedisAddr
+		}
 		if opts.Vitess {
 			vtgate = sb.VtgateDSN
 			keyspaces = make(chan string, len(names))
@@ -105,6 +114,9 @@ func run(m *testing.M, opts Options) int {
 	os.Setenv("PUSHPULL_DSN", dsn)
 	if memcache != "" {
 		os.Setenv("PUSHPULL_MEMCACHE", memcache)
+	}
+	if redis != "" {
+		os.Setenv("PUSHPULL_REDIS", redis)
 	}
 	return m.Run()
 }
@@ -135,6 +147,14 @@ func Memcache(t testing.TB) string {
 		t.Fatal("testserver: no memcached; pass Options{Memcached: true} to testserver.Main")
 	}
 	return memcache
+}
+
+// Redis is the redis-server's address (host:port).
+func Redis(t testing.TB) string {
+	if redis == "" {
+		t.Fatal("testserver: no redis-server; pass Options{Redis: true} to testserver.Main")
+	}
+	return redis
 }
 
 // Database returns the name of a fresh, empty database for this test and

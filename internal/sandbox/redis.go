@@ -1,0 +1,101 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// startRedis starts a redis-server on a free loopback port: no
+// persistence (no RDB snapshots, no append-only file), so that a restart
+// starts empty as memcached's does, and what it holds is only ever state
+// derived from MariaDB.
+func (sb *Sandbox) startRedis(ctx context.Context) error {
+	bin, err := lookPath("redis-server")
+	if err != nil {
+		return fmt.Errorf("start redis: %w", err)
+	}
+	logPath := filepath.Join(sb.Dir, "redis.log")
+	var lastErr error
+	for range 5 { // a free port may be taken before redis binds it
+		port, err := freePort()
+		if err != nil {
+			return fmt.Errorf("start redis: %w", err)
+		}
+		args := []string{
+			"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--save", "", "--appendonly", "no", "--dir", sb.Dir,
+			"--daemonize", "no", "--protected-mode", "yes", "--maxclients", "4096",
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		p := &Proc{sb: sb, name: "redis-server", bin: bin, args: args, log: logPath, addr: addr, port: port}
+		p.ready = func(_ context.Context, srv *server) error {
+			pid, err := RedisPid(addr)
+			if err != nil {
+				return err
+			}
+			if pid != srv.cmd.Process.Pid {
+				return fmt.Errorf("%s is answered by another redis-server (pid %d)", addr, pid)
+			}
+			return nil
+		}
+		if lastErr = p.start(ctx, "start"); lastErr == nil {
+			sb.redis = p
+			sb.RedisAddr = addr
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return lastErr
+}
+
+// Redis returns the handle of the sandbox's redis-server, or nil if it
+// started none.
+func (sb *Sandbox) Redis() *Proc { return sb.redis }
+
+// RedisPid asks the redis-server at addr for its process id (INFO
+// server), waiting at most a second to connect and a second for the
+// answer. Fault tests use it to tell which process answers on a port.
+func RedisPid(addr string) (int, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := io.WriteString(c, "*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n"); err != nil {
+		return 0, err
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	if !strings.HasPrefix(head, "$") {
+		// -LOADING and the like: not ready yet.
+		return 0, fmt.Errorf("unexpected answer to INFO: %q", strings.TrimSpace(head))
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("unexpected answer to INFO: %q", strings.TrimSpace(head))
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("no process_id in redis INFO server")
+}
