@@ -68,7 +68,7 @@ func (c *followSets) get(user timeline.UserID, now time.Time) *followSet {
 	if c == nil {
 		return nil
 	}
-	fs := c.slot(uint64(user)).Load()
+	fs := c.Slot(uint64(user)).Load()
 	if fs == nil || fs.user != user || now.Sub(fs.loadedAt) > recentMaxAge {
 		return nil
 	}
@@ -79,7 +79,7 @@ func (c *followSets) put(fs *followSet) {
 	if c == nil {
 		return
 	}
-	c.slot(uint64(fs.user)).Store(fs)
+	c.Slot(uint64(fs.user)).Store(fs)
 }
 
 // forget drops user's followees, so that this process reloads them.
@@ -87,7 +87,7 @@ func (c *followSets) forget(user timeline.UserID) {
 	if c == nil {
 		return
 	}
-	slot := c.slot(uint64(user))
+	slot := c.Slot(uint64(user))
 	if fs := slot.Load(); fs != nil && fs.user == user {
 		slot.CompareAndSwap(fs, nil)
 	}

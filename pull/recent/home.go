@@ -338,7 +338,7 @@ func (st *State) buildHome(ctx context.Context, user timeline.UserID, fs *follow
 	if err != nil {
 		return homeIndex{}, 0, err
 	}
-	st.messages.putAll(msgs)
+	st.messages.PutAll(msgs)
 	var floor uint64
 	if len(msgs) > h.keep {
 		floor = uint64(msgs[h.keep].ID)
@@ -763,7 +763,7 @@ func (st *State) pageFromHome(ctx context.Context, r timeline.Request, fs *follo
 	var own []timeline.Message
 	if len(ids) > 0 {
 		var cached bool
-		if own, cached = st.messages.getAll(ids); cached {
+		if own, cached = st.messages.GetAll(ids); cached {
 			st.stats.messageHits.Add(1)
 		} else {
 			own, err = st.tables.Messages(ctx, st.db, ids, authors)
@@ -771,7 +771,7 @@ func (st *State) pageFromHome(ctx context.Context, r timeline.Request, fs *follo
 				return nil, 0, err
 			}
 			rows += int64(len(own))
-			st.messages.putAll(own)
+			st.messages.PutAll(own)
 		}
 		if len(own) != len(ids) {
 			return nil, 0, st.suspectHome(ctx, key)

@@ -314,7 +314,7 @@ func (st *State) SendsHints() bool { return st.active != nil }
 // commit, never before: a list may only ever hold ids that the database
 // has (see added).
 func (st *State) Posted(ctx context.Context, msg timeline.Message) {
-	st.messages.put(msg)
+	st.messages.Put(msg)
 	ctx, cancel := memcached.WriteContext(ctx, st.timeout)
 	defer cancel()
 	if st.active != nil {
@@ -344,7 +344,7 @@ func (st *State) PostFailed(ctx context.Context, author timeline.UserID) {
 // delete committed cannot store its list: its CAS token is older than the
 // deletion of the key (see rebuild).
 func (st *State) Deleted(ctx context.Context, author timeline.UserID, id timeline.MessageID) {
-	st.messages.forget(id)
+	st.messages.Forget(id)
 	st.PostFailed(ctx, author)
 }
 
@@ -961,19 +961,19 @@ func (st *State) mergeLists(ctx context.Context, r timeline.Request, followees [
 	var msgs []timeline.Message
 	if b.Branches() == 0 {
 		var cached bool
-		if msgs, cached = st.messages.getAll(taken); cached {
+		if msgs, cached = st.messages.GetAll(taken); cached {
 			st.stats.messageHits.Add(1)
 		} else {
 			msgs, err = st.tables.Messages(ctx, st.db, taken, authorsOf(followees, owner))
 			rows += int64(len(msgs))
-			st.messages.putAll(msgs)
+			st.messages.PutAll(msgs)
 		}
 	} else {
 		st.stats.fallbacks.Add(int64(b.Branches()))
 		var branchRows int64
 		msgs, branchRows, err = st.tables.Page(ctx, st.db, &b, taken, authorsOf(followees, owner), fetch)
 		rows += branchRows + int64(len(msgs))
-		st.messages.putAll(msgs)
+		st.messages.PutAll(msgs)
 	}
 	if err != nil {
 		return nil, 0, err
