@@ -95,6 +95,8 @@ const (
 	// Vitess: the store keeps its tables in a keyspace sharded by user
 	// behind the vtgate Config.Vtgate names (models named ...@vitess).
 	Vitess
+	// Redis: Config.Redis must name a redis-server.
+	Redis
 )
 
 // String lists the servers, e.g. "MariaDB and memcached".
@@ -108,6 +110,9 @@ func (s Servers) String() string {
 	}
 	if s&Vitess != 0 {
 		names = append(names, "Vitess")
+	}
+	if s&Redis != 0 {
+		names = append(names, "Redis")
 	}
 	if len(names) == 0 {
 		return "no server"
@@ -137,8 +142,12 @@ type Config struct {
 	Force bool
 	// Memcache lists memcached servers ("host:port" or a socket path).
 	Memcache []string
-	// Namespace prefixes memcached keys, so that several stores or runs
-	// can share one memcached without seeing each other's entries.
+	// Redis is a redis-server ("host:port") for the models that keep
+	// state in Redis.
+	Redis string
+	// Namespace prefixes memcached and Redis keys, so that several
+	// stores or runs can share one server without seeing each other's
+	// entries.
 	Namespace string
 	// Options are model and variant settings by name (for the memcache
 	// variant: "policy" and "ttl"; for push-capped: "cap"), as declared in
@@ -618,6 +627,9 @@ func (m Model) checkServers(cfg Config) error {
 	}
 	if m.Needs&MariaDB != 0 && cfg.DSN == "" {
 		return fmt.Errorf("model %s: %w: it needs a MariaDB or MySQL server (Config.DSN, --dsn)", m.Name, ErrMissingServer)
+	}
+	if m.Needs&Redis != 0 && cfg.Redis == "" {
+		return fmt.Errorf("model %s: %w: it needs a redis-server (Config.Redis, --redis)", m.Name, ErrMissingServer)
 	}
 	if m.Needs&Vitess != 0 && cfg.Vtgate == "" {
 		return fmt.Errorf("model %s: %w: it needs a vtgate (Config.Vtgate, --vtgate)", m.Name, ErrMissingServer)

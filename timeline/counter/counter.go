@@ -93,3 +93,21 @@ const (
 	// the window.
 	Expired = "expired"
 )
+
+// Counters of a store that keeps home feeds in Redis (push-redis); it
+// reports PushedRows, SkippedRows, Rebuilds and RebuildRows too, counting
+// feed entries rather than mailbox rows, and CacheErrors for the pages
+// that fell back to MariaDB.
+const (
+	// FeedPages: pages read from a feed in Redis.
+	FeedPages = "feed_pages"
+	// PagesBelowCap: of those, pages whose rest came from the pull
+	// merge below the feed's floor.
+	PagesBelowCap = "pages_below_cap"
+	// Fences: times the store made every feed missing at once, because
+	// a write's Redis part failed in a way that may have left a feed
+	// behind.
+	Fences = "fences"
+	// RedisCalls: commands the store sent to Redis.
+	RedisCalls = "redis_calls"
+)
