@@ -134,6 +134,10 @@ type Config struct {
 //     skips tombstoned ids: a merge that reached Redis before the
 //     tombstone committed its follow before the delete read the
 //     followers, so the delete removes the id after it.
+//   - A follow merges the followee's newest Cap ids into a complete
+//     feed, raising its floor below them if the followee has older ones;
+//     it deletes a feed being built, whose rebuild may have read the
+//     timeline before the follow committed.
 //   - An unfollow sets a tombstone for the edge, then reads the
 //     followee's ids, then removes them (or deletes a building feed). A
 //     post's fan-out skips a follower with a tombstone for its author; one
@@ -298,15 +302,15 @@ func (s *Store) DownServers() []string {
 // fences paid.
 func (s *Store) Counters() map[string]int64 {
 	return map[string]int64{
-		counter.PushedRows:  s.pushed.Load(),
-		counter.SkippedRows: s.skip.Load(),
-		counter.Rebuilds:    s.rebuilds.Load(),
-		counter.RebuildRows: s.rebuildRows.Load(),
-		counter.CacheErrors: s.fallbacks.Load(),
-		counter.FeedPages:   s.feedPages.Load(),
+		counter.PushedRows:    s.pushed.Load(),
+		counter.SkippedRows:   s.skip.Load(),
+		counter.Rebuilds:      s.rebuilds.Load(),
+		counter.RebuildRows:   s.rebuildRows.Load(),
+		counter.CacheErrors:   s.fallbacks.Load(),
+		counter.FeedPages:     s.feedPages.Load(),
 		counter.PagesBelowCap: s.pagesBelowCap.Load(),
-		counter.Fences:      s.fences.Load(),
-		counter.RedisCalls:  s.rc.Calls(),
+		counter.Fences:        s.fences.Load(),
+		counter.RedisCalls:    s.rc.Calls(),
 	}
 }
 
@@ -542,7 +546,8 @@ func (s *Store) tombstoneTTL() string { return strconv.Itoa(int(tombstoneTTL / t
 
 // Follow implements timeline.Store: pull's INSERT, then the edge's
 // tombstone cleared, then the followee's newest Cap ids merged into the
-// follower's feed (those above its floor).
+// follower's feed (those above its floor; if the followee has more, the
+// floor rises to just below the oldest of them).
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
 	err := s.Store.Follow(ctx, follower, followee)
 	if errors.Is(err, timeline.ErrInvalidInput) {
@@ -562,7 +567,12 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 		}
 		return nil
 	}
-	args := append([]string{"", strconv.Itoa(s.cap), strconv.Itoa(s.limit), s.prefix + "d"}, ids...)
+	floor := "0" // the followee's every id is among ids
+	if len(ids) == s.cap {
+		lowest, _ := strconv.ParseInt(ids[len(ids)-1], 10, 64)
+		floor = strconv.FormatInt(lowest-1, 10)
+	}
+	args := append([]string{"", strconv.Itoa(s.cap), strconv.Itoa(s.limit), s.prefix + "d", floor}, ids...)
 	if _, err := s.mutate(ctx, follow, []redisx.Call{{Keys: []string{s.epochKey, s.FeedKey(follower)}, Args: args}}); err != nil {
 		return fmt.Errorf("%s follow: %w", ModelName, err)
 	}

@@ -122,15 +122,30 @@ trim(KEYS[2], tonumber(ARGV[4]))
 return 1
 `)
 
-// follow adds a new followee's newest ids ARGV[5..] to the feed KEYS[2],
+// follow adds a new followee's newest ids ARGV[6..] to the feed KEYS[2],
 // those above its floor, but deleted ones (tombstones ARGV[4] .. id).
-// ARGV: epoch, cap, trim limit, the delete tombstones' prefix, ids.
+// When the followee may have older ids than those (ARGV[5] is the lowest
+// given less one, else "0"), the floor rises to ARGV[5], so that the feed
+// still holds every id of the timeline above its floor. A feed being
+// built is deleted: its rebuild may have read the timeline before the
+// follow. ARGV: epoch, cap, trim limit, the delete tombstones' prefix,
+// the floor, ids.
 var follow = redisx.NewScript(preamble + `
 local sc = redis.call('ZSCORE', KEYS[2], S)
 if not sc then return 0 end
 sc = tonumber(sc)
-add(KEYS[2], ARGV, 5, sc, sc < 0, ARGV[4])
-if sc >= 0 and redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[3]) + 1 then
+if sc < 0 then
+	redis.call('DEL', KEYS[2])
+	return 0
+end
+local floor = tonumber(ARGV[5])
+if floor > sc then
+	redis.call('ZREMRANGEBYSCORE', KEYS[2], 0, floor)
+	redis.call('ZADD', KEYS[2], floor, S)
+	sc = floor
+end
+add(KEYS[2], ARGV, 6, sc, false, ARGV[4])
+if redis.call('ZCARD', KEYS[2]) > tonumber(ARGV[3]) + 1 then
 	trim(KEYS[2], tonumber(ARGV[2]))
 end
 return 1
