@@ -12,4 +12,5 @@ import (
 	_ "github.com/pushpull/pushpull/push/active"      // push-active
 	_ "github.com/pushpull/pushpull/push/async"       // push-async
 	_ "github.com/pushpull/pushpull/push/capped"      // push-capped
+	_ "github.com/pushpull/pushpull/push/redis"       // push-redis
 )

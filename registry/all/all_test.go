@@ -24,12 +24,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testserver.Main(m, testserver.Options{Memcached: true, Vitess: true})
+	testserver.Main(m, testserver.Options{Memcached: true, Redis: true, Vitess: true})
 }
 
-// config is the Config of a store on database: the test memcached for the
-// models that need it, under the database's name, so that no two stores of
-// a run share keys, and the test vtgate for the models on Vitess.
+// config is the Config of a store on database: the test memcached and
+// Redis for the models that need them, under the database's name, so that
+// no two stores of a run share keys, and the test vtgate for the models
+// on Vitess.
 func config(t *testing.T, m registry.Model, database string) registry.Config {
 	cfg := registry.Config{DSN: testserver.DSN(t), Database: database}
 	if m.OnVitess() {
@@ -37,6 +38,10 @@ func config(t *testing.T, m registry.Model, database string) registry.Config {
 	}
 	if m.Needs&registry.Memcached != 0 {
 		cfg.Memcache = []string{testserver.Memcache(t)}
+		cfg.Namespace = database + "/"
+	}
+	if m.Needs&registry.Redis != 0 {
+		cfg.Redis = testserver.Redis(t)
 		cfg.Namespace = database + "/"
 	}
 	return cfg
@@ -108,6 +113,7 @@ var smallSettings = []struct {
 	{"hybrid-memcached", map[string]string{"threshold": "3"}},
 	{"selective", map[string]string{"h": "1", "l": "1", "flush": "5"}},
 	{"push-active", map[string]string{"window": "1ms", "rebuild": "4"}},
+	{"push-redis", map[string]string{"cap": "4", "window": "1s"}},
 }
 
 // openAll opens every model, and those of smallSettings again, each SQL
@@ -585,6 +591,22 @@ func TestUnreachableServer(t *testing.T) {
 		}
 		if !errors.Is(err, timeline.ErrUnavailable) {
 			t.Fatalf("%s with memcached at 127.0.0.1:1: got %v, want ErrUnavailable", model, err)
+		}
+	}
+	// A redis-server that does not answer, for the models that need one.
+	for _, m := range registry.Listed() {
+		if m.Needs&registry.Redis == 0 {
+			continue
+		}
+		cfg := config(t, m, fresh(t, m))
+		cfg.Redis = "127.0.0.1:1"
+		s, err := m.Open(context.Background(), cfg)
+		if err == nil {
+			s.Close()
+			t.Fatalf("%s with Redis at 127.0.0.1:1: opened", m.Name)
+		}
+		if !errors.Is(err, timeline.ErrUnavailable) {
+			t.Fatalf("%s with Redis at 127.0.0.1:1: got %v, want ErrUnavailable", m.Name, err)
 		}
 	}
 }

@@ -20,9 +20,9 @@ import (
 
 // The fault test's shape: every model that keeps its data on a server
 // runs two store instances (as two application servers would) on one
-// database and memcached namespace, with a reader and a writer each, while
-// one of two memcached servers and then the MariaDB are frozen, thawed,
-// killed (-9) and restarted under them.
+// database and memcached or Redis namespace, with a reader and a writer
+// each, while one of two memcached servers, the Redis and then the
+// MariaDB are frozen, thawed, killed (-9) and restarted under them.
 const (
 	faultReaders  = 4 // users 1..4, each following every author
 	faultAuthors  = 6 // users 5..10
@@ -114,7 +114,7 @@ func (w *faultWindow) now() string {
 
 // TestFaults: under traffic from two store instances per model, a
 // memcached (one of two) is frozen and thawed, killed and restarted; then
-// the MariaDB is frozen and thawed, killed (-9) and restarted. For every
+// the redis-server is; then the MariaDB is frozen and thawed, killed (-9) and restarted. For every
 // model on those servers: no read fails while the database is up, no page
 // read after a post was acknowledged lacks it (but for a timeline.Settler,
 // which promises its posts once settled), no acknowledged post is lost,
@@ -142,6 +142,10 @@ func TestFaults(t *testing.T) {
 		cfg := registry.Config{DSN: sb.DSN, Database: fmt.Sprintf("fault_%d", i), MaxConns: 8}
 		if m.Needs&registry.Memcached != 0 {
 			cfg.Memcache = sb.MemcacheAddrs
+			cfg.Namespace = fmt.Sprintf("fault%d/", i)
+		}
+		if m.Needs&registry.Redis != 0 {
+			cfg.Redis = sb.RedisAddr
 			cfg.Namespace = fmt.Sprintf("fault%d/", i)
 		}
 		log := &faultLog{model: m.Name}
@@ -252,6 +256,15 @@ func TestFaults(t *testing.T) {
 	defer cancel()
 	step("memcached 2 restarted", mc.Restart(rctx))
 	pause(1500 * time.Millisecond)
+	rd := sb.Redis()
+	step("Redis frozen", rd.Freeze())
+	pause(1200 * time.Millisecond)
+	step("Redis thawed", rd.Thaw())
+	pause(1500 * time.Millisecond)
+	step("Redis killed", rd.Kill())
+	pause(1200 * time.Millisecond)
+	step("Redis restarted", rd.Restart(rctx))
+	pause(1500 * time.Millisecond)
 	window.dbDown.Store(true)
 	step("MariaDB frozen", db.Freeze())
 	pause(1200 * time.Millisecond)
@@ -318,5 +331,5 @@ func TestFaults(t *testing.T) {
 }
 
 func describe(sb *sandbox.Sandbox) string {
-	return fmt.Sprintf("MariaDB %s, memcached %v", sb.Socket, sb.MemcacheAddrs)
+	return fmt.Sprintf("MariaDB %s, memcached %v, Redis %s", sb.Socket, sb.MemcacheAddrs, sb.RedisAddr)
 }

@@ -62,6 +62,10 @@ func TestUnavailable(t *testing.T) {
 			cfg.Memcache = sb.MemcacheAddrs
 			cfg.Namespace = fmt.Sprintf("unavail%d/", i)
 		}
+		if m.Needs&registry.Redis != 0 {
+			cfg.Redis = sb.RedisAddr
+			cfg.Namespace = fmt.Sprintf("unavail%d/", i)
+		}
 		stores = append(stores, openDownStore(t, m, cfg))
 	}
 	db := sb.MariaDB()
