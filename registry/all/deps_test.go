@@ -179,3 +179,25 @@ func TestForbiddenChains(t *testing.T) {
 		t.Fatal("isHeavy misjudges a path")
 	}
 }
+
+// redisClientMay are the only packages outside the standard library and
+// pushpull that the Redis client (internal/redisx, which push-redis and
+// pull-redis embed) may reach: rueidis and what it needs.
+var redisClientMay = []string{"github.com/redis/rueidis", "golang.org/x/sys/"}
+
+// TestRedisClientStaysLight: the Redis client brings in rueidis alone.
+func TestRedisClientStaysLight(t *testing.T) {
+	roots, imports := importGraph(t, "./internal/redisx")
+	foreign := func(path string) bool {
+		if _, listed := imports[path]; !listed || strings.HasPrefix(path, module+"/") {
+			return false // the standard library (importGraph lists no such package), or pushpull
+		}
+		return !slices.ContainsFunc(redisClientMay, func(prefix string) bool { return strings.HasPrefix(path, prefix) })
+	}
+	for _, chain := range forbiddenChains(roots, imports, foreign) {
+		t.Errorf("the Redis client reaches %s: %s", short(chain[len(chain)-1:]), short(chain))
+	}
+	if _, ok := imports["github.com/redis/rueidis"]; !ok {
+		t.Fatal("the Redis client does not import rueidis: the test checks nothing")
+	}
+}
