@@ -86,6 +86,9 @@ type BenchConfig struct {
 	// Memcache lists memcached servers for the models that need them when
 	// DSN is set; a sandbox starts its own memcached.
 	Memcache []string
+	// Redis is a redis-server (host:port) for the models that need one,
+	// with DSN; without DSN the sandbox starts its own.
+	Redis string
 	// CacheTTL is the page lifetime of the cached models' ttl-policy
 	// phase; 0 means memcache.DefaultTTL.
 	CacheTTL time.Duration
@@ -247,7 +250,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	if cfg.Shards < 0 || cfg.Shards > 256 {
 		return nil, fmt.Errorf("%d shards: want 1 to 256", cfg.Shards)
 	}
-	needMemcache := false
+	needMemcache, needRedis := false, false
 	var models []registry.Model
 	var memcached []string
 	for _, name := range cfg.Models {
@@ -265,6 +268,12 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		if m.Needs&registry.Memcached != 0 {
 			needMemcache = true
 			memcached = append(memcached, name)
+		}
+		if m.Needs&registry.Redis != 0 {
+			needRedis = true
+			if cfg.DSN != "" && cfg.Redis == "" {
+				return nil, fmt.Errorf("model %s keeps data in Redis: name a server with --redis (or leave out --dsn to use a sandbox)", name)
+			}
 		}
 	}
 	if len(models) == 0 {
@@ -328,15 +337,18 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		for k, v := range cfg.Settings {
 			settings[k] = v
 		}
+		servers := []string{"MariaDB"}
 		if needMemcache {
-			logf("starting a sandboxed MariaDB and memcached ...")
-		} else {
-			logf("starting a sandboxed MariaDB ...")
+			servers = append(servers, "memcached")
 		}
+		if needRedis {
+			servers = append(servers, "Redis")
+		}
+		logf("starting a sandboxed %s ...", strings.Join(servers, " and "))
 		if cfg.Vitess {
 			logf("starting a Vitess cluster (a minute or so; the first time, Vitess is built first) ...")
 		}
-		opts := sandbox.Options{MariaDB: true, Memcached: needMemcache, Settings: settings, Vitess: cfg.Vitess, Shards: cfg.Shards}
+		opts := sandbox.Options{MariaDB: true, Memcached: needMemcache, Redis: needRedis, Settings: settings, Vitess: cfg.Vitess, Shards: cfg.Shards}
 		if cfg.Vitess {
 			// The same server settings on both sides: what differs is
 			// Vitess.
@@ -378,8 +390,14 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	}
 	if sb != nil {
 		b.vtgate, b.vtgateStatus = sb.VtgateDSN, sb.VtgateStatus
+		b.redis = sb.RedisAddr
+	} else {
+		b.redis = cfg.Redis
 	}
 	b.meter = cost.NewMeter(admin, b.memcache)
+	if b.redis != "" {
+		b.meter.WithRedis(b.redis)
+	}
 	if sb != nil && sb.MariaDB() != nil {
 		b.meter.WithDatabaseProcess(sb.MariaDB().Pid())
 	}

@@ -14,7 +14,7 @@ import (
 	schema "github.com/pushpull/pushpull/sql"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true, Redis: true}) }
 
 // TestBenchRefusesForeignDatabase: against an existing server, the
 // benchmark drops and re-creates only databases pushpull made, unless

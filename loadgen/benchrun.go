@@ -32,6 +32,7 @@ type bench struct {
 	res      *results.Result
 	dsn      string
 	memcache []string
+	redis    string
 	// vtgate and vtgateStatus: the Vitess cluster's, for the models on it.
 	vtgate, vtgateStatus string
 	data                 *dataset.Dataset
@@ -79,7 +80,7 @@ func (b *bench) openModel(ctx context.Context, m registry.Model, namespace strin
 	return m.Open(ctx, registry.Config{
 		DSN: b.dsn, Database: m.Database, MaxConns: conns,
 		Vtgate: b.vtgate, VtgateStatus: b.vtgateStatus,
-		Memcache: b.memcache, Namespace: namespace, Options: options,
+		Memcache: b.memcache, Redis: b.redis, Namespace: namespace, Options: options,
 	})
 }
 
@@ -411,9 +412,13 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 		sample = registry.DefaultOlderSample
 	}
 	usesMemcache := m.Needs&registry.Memcached != 0
-	var startMem int64
+	usesRedis := m.Needs&registry.Redis != 0
+	var startMem, startRedis int64
 	if usesMemcache {
 		startMem, _ = memcachedBytes(b.memcache)
+	}
+	if usesRedis {
+		startRedis, _ = redisBytes(b.redis)
 	}
 	if m.Bench.WarmReads {
 		// The figure wanted is a warm cache's, as a service would see
@@ -448,6 +453,14 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 		// an underestimate; none expire this soon.)
 		if now, err := memcachedBytes(b.memcache); err == nil && now > startMem {
 			rm.Extra["memcached_mb"] = float64(now-startMem) / 1e6
+		}
+	}
+	if usesRedis {
+		// What this model's reads added to Redis (used_memory): the
+		// feeds or indexes the warm reads built, for every user who
+		// read.
+		if now, err := redisBytes(b.redis); err == nil && now > startRedis {
+			rm.Extra["redis_mb"] = float64(now-startRedis) / 1e6
 		}
 	}
 	if !m.Bench.Has(registry.PhaseOlder) {

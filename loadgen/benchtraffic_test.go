@@ -41,7 +41,7 @@ func TestTrafficEveryModel(t *testing.T) {
 	for _, open := range []bool{false, true} {
 		mix := workload.DefaultMix()
 		cfg := BenchConfig{
-			DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Force: true,
+			DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Redis: testserver.Redis(t), Force: true,
 			Spec: spec, Scale: 0.002, Models: registry.Names(notOnVitess(registry.Listed())), Ops: 40, Mix: &mix,
 		}
 		if open {
@@ -96,8 +96,8 @@ func TestTrafficEveryModel(t *testing.T) {
 					t.Fatalf("%s: rate search %+v", name, s)
 				}
 			}
-			if mm, _ := registry.Lookup(name); m.Base != "" || !mm.Persistent() || mm.Needs&registry.Memcached != 0 {
-				continue // reads from memory or memcached
+			if mm, _ := registry.Lookup(name); m.Base != "" || !mm.Persistent() || mm.Needs&(registry.Memcached|registry.Redis) != 0 {
+				continue // reads from memory, memcached or Redis
 			}
 			if !(m.Retrieve.Cost[cost.RowsRead] > 0) || !(m.Submit.Cost[cost.RowsWritten] >= 1) {
 				t.Fatalf("%s: rows read per page %v, written per post %v", name, m.Retrieve.Cost, m.Submit.Cost)
@@ -198,7 +198,7 @@ func TestTrafficOnlyIsWarm(t *testing.T) {
 	mix := workload.DefaultMix()
 	var progress bytes.Buffer
 	cfg := BenchConfig{
-		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Force: true,
+		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Redis: testserver.Redis(t), Force: true,
 		Spec: spec, Scale: 0.05, Models: models, Mix: &mix, Rate: 150, TrafficOnly: true,
 		Duration: time.Second, Warmup: 100 * time.Millisecond, Concurrency: 2, Progress: &progress,
 	}

@@ -42,3 +42,12 @@ func memcachedBytes(servers []string) (int64, error) {
 	}
 	return st["bytes"], nil
 }
+
+// redisBytes is the memory the redis-server at addr uses (used_memory).
+func redisBytes(addr string) (int64, error) {
+	st, err := cost.RedisStats(addr)
+	if err != nil {
+		return 0, err
+	}
+	return st["used_memory"], nil
+}

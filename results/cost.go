@@ -24,8 +24,12 @@ var costColumns = []costColumn{
 	{cost.MCSets, "mc sets", nil},
 	{cost.MCIncrs, "mc incrs", nil},
 	{cost.MCBytes, "mc bytes", nil},
+	{cost.RDScripts, "redis scripts", nil},
+	{cost.RDCommands, "redis cmds", nil},
+	{cost.RDBytes, "redis bytes", nil},
 	{cost.CPU, "client CPU µs", nil},
 	{cost.MCCPU, "mc CPU µs", nil},
+	{cost.RDCPU, "redis CPU µs", nil},
 	{cost.DBCPU, "db CPU µs", nil},
 	{costAllCPU, "all CPU µs", cost.Cost.AllCPU},
 }
@@ -46,8 +50,8 @@ func (col costColumn) value(c cost.Cost) (float64, bool) {
 	return v, ok
 }
 
-// costAllCPU names the table's column for the CPU of client, memcached
-// and database server together (AllCPU): what an operation cost a
+// costAllCPU names the table's column for the CPU of client, memcached,
+// Redis and database server together (AllCPU): what an operation cost a
 // machine they share.
 const costAllCPU = "all CPU"
 

@@ -24,6 +24,7 @@ import (
 type benchFlags struct {
 	dsn, graph, durability     string
 	memcacheList               string
+	redis                      string
 	activity, selfFollows      string
 	inExponent, outExponent    float64
 	postExponent, readExponent float64
@@ -59,6 +60,7 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.dsn, "dsn", "", "existing server to use instead of a sandbox (the models' databases, "+strings.Join(benchDatabases(), " and ")+", are dropped and re-created)")
 	f.BoolVar(&b.force, "force", false, "with --dsn, drop those databases even if pushpull did not create them")
 	f.StringVar(&b.memcacheList, "memcache", "", "with --dsn, memcached servers (host:port, comma-separated) for "+strings.Join(needingMemcached(), ", "))
+	f.StringVar(&b.redis, "redis", "", "with --dsn, a redis-server (host:port) for "+strings.Join(needing(registry.Redis), ", "))
 	f.StringSliceVar(&b.models, "models", nil, "models to measure, comma-separated (default "+strings.Join(loadgen.DefaultBenchModels(), ",")+")")
 	f.DurationVar(&b.duration, "duration", 10*time.Second, "measured time per phase of the paper's models")
 	f.DurationVar(&b.extraDuration, "extra-duration", 2*time.Second, "measured time per phase of the other models (never longer than --duration)")
@@ -221,6 +223,9 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	if b.dsn == "" && len(servers) > 0 {
 		return usagef("--memcache goes with --dsn; without it the sandbox starts its own memcached")
 	}
+	if b.dsn == "" && b.redis != "" {
+		return usagef("--redis goes with --dsn; without it the sandbox starts its own redis-server")
+	}
 	var modelList []string
 	if len(b.models) > 0 {
 		modelList = b.models
@@ -250,10 +255,17 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 			}
 		}
 	}
+	if b.dsn != "" && b.redis == "" {
+		for _, m := range ms {
+			if m.Needs&registry.Redis != 0 {
+				return usagef("--model %s keeps data in Redis: with --dsn, pass --redis host:port (or choose --models without it)", m.Name)
+			}
+		}
+	}
 	b.cfg = loadgen.BenchConfig{
 		DSN: b.dsn, Force: b.force, Models: modelList, Spec: spec, Scale: b.scale,
 		Duration: b.duration, ExtraDuration: b.extraDuration, Ops: b.ops, Warmup: b.warmup, SlowCap: b.slowCap, Concurrency: b.concurrency,
-		Memcache: servers, CacheTTL: b.cacheTTL,
+		Memcache: servers, Redis: b.redis, CacheTTL: b.cacheTTL,
 		ReadRatio: b.readRatio, Durability: b.durability, Settings: settings, Options: options,
 		Mix: mix, Rate: b.rate, Arrivals: arr, MaxInFlight: b.maxInFlight,
 		FindRate: b.findRate, SLO: b.slo, StepDuration: b.step, SearchSteps: b.searchSteps,

@@ -199,9 +199,9 @@ func pickDemoRoles(models []registry.Model) (demoRoles, error) {
 // runDemo runs the demo, giving each model the options of options it
 // declares.
 func runDemo(ctx context.Context, out, stderr io.Writer, options map[string]string) (err error) {
-	fmt.Fprintln(stderr, "pushpull demo: starting a throw-away MariaDB and memcached (small, non-durable test settings)...")
+	fmt.Fprintln(stderr, "pushpull demo: starting a throw-away MariaDB, memcached and Redis (small, non-durable test settings)...")
 	start := time.Now()
-	sb, err := sandbox.Start(ctx, sandbox.Options{MariaDB: true, Memcached: true, Settings: sandbox.TestSettings()})
+	sb, err := sandbox.Start(ctx, sandbox.Options{MariaDB: true, Memcached: true, Redis: true, Settings: sandbox.TestSettings()})
 	if err != nil {
 		return err
 	}
@@ -210,8 +210,8 @@ func runDemo(ctx context.Context, out, stderr io.Writer, options map[string]stri
 			err = serr
 		}
 	}()
-	fmt.Fprintf(stderr, "pushpull demo: MariaDB and memcached ready in %v\n", time.Since(start).Round(100*time.Millisecond))
-	fmt.Fprintf(out, "MariaDB and memcached sandbox in %s\n", sb.Dir)
+	fmt.Fprintf(stderr, "pushpull demo: MariaDB, memcached and Redis ready in %v\n", time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(out, "MariaDB, memcached and Redis sandbox in %s\n", sb.Dir)
 	fmt.Fprintf(out, "(small, non-durable test settings: innodb_buffer_pool_size=%s, innodb_flush_log_at_trx_commit=%s; fine for a demo, not for measurements)\n\n",
 		sb.Settings["innodb_buffer_pool_size"], sb.Settings["innodb_flush_log_at_trx_commit"])
 
@@ -232,9 +232,9 @@ func runDemo(ctx context.Context, out, stderr io.Writer, options map[string]stri
 	// memcached state records it in its database, and the others would
 	// then have to keep it too (see registry.Bench.WriteRank).
 	where := map[string][]string{}
-	var databases, memcached []string
+	var databases, memcached, redis []string
 	for _, m := range registry.OpenOrder(models) {
-		s, err := m.Open(ctx, registry.Config{DSN: sb.DSN, MaxConns: 8, Memcache: []string{sb.MemcacheAddr}, Options: m.OwnOptions(options)})
+		s, err := m.Open(ctx, registry.Config{DSN: sb.DSN, MaxConns: 8, Memcache: []string{sb.MemcacheAddr}, Redis: sb.RedisAddr, Options: m.OwnOptions(options)})
 		if err != nil {
 			return fmt.Errorf("open %s: %w", m.Name, err)
 		}
@@ -248,13 +248,19 @@ func runDemo(ctx context.Context, out, stderr io.Writer, options map[string]stri
 		if m.Needs&registry.Memcached != 0 {
 			memcached = append(memcached, m.Name)
 		}
+		if m.Needs&registry.Redis != 0 {
+			redis = append(redis, m.Name)
+		}
 	}
 	var placed []string
 	for _, db := range databases {
 		placed = append(placed, fmt.Sprintf("%s in database %s", strings.Join(where[db], ", "), db))
 	}
-	fmt.Fprintf(out, "Opened %s: %s (%s also keep state in memcached at %s).\n",
-		strings.Join(names, ", "), strings.Join(placed, "; "), strings.Join(memcached, " and "), sb.MemcacheAddr)
+	fmt.Fprintf(out, "Opened %s: %s (%s also keep state in memcached at %s", strings.Join(names, ", "), strings.Join(placed, "; "), strings.Join(memcached, " and "), sb.MemcacheAddr)
+	if len(redis) > 0 {
+		fmt.Fprintf(out, "; %s in Redis at %s", strings.Join(redis, " and "), sb.RedisAddr)
+	}
+	fmt.Fprintln(out, ").")
 	if len(options) > 0 {
 		fmt.Fprintf(out, "Options: %s.\n", registry.OptionsTaken(models, options))
 	}

@@ -18,12 +18,13 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
-// dsnEnv and memcacheEnv name the environment variables that --dsn and
-// --memcache default to.
+// dsnEnv, memcacheEnv and redisEnv name the environment variables that
+// --dsn, --memcache and --redis default to.
 const (
 	dsnEnv      = "PUSHPULL_DSN"
 	vtgateEnv   = "PUSHPULL_VTGATE"
 	memcacheEnv = "PUSHPULL_MEMCACHE"
+	redisEnv    = "PUSHPULL_REDIS"
 )
 
 // newRootCmd builds the whole command tree. Each call returns fresh commands
@@ -227,6 +228,7 @@ type serverFlags struct {
 	dsn      string
 	database string
 	memcache string
+	redis    string
 	options  []string
 	cmd      *cobra.Command // for its error stream
 }
@@ -236,6 +238,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.dsn, "dsn", "", "go-sql-driver DSN of the server, e.g. 'user:pass@tcp(127.0.0.1:3306)/' (default $"+dsnEnv+"); for a model on Vitess, a vtgate's (default $"+vtgateEnv+")")
 	cmd.Flags().StringVar(&f.database, "database", "", "database to use instead of the model's default (see pushpull --help)")
 	cmd.Flags().StringVar(&f.memcache, "memcache", "", "memcached servers as host:port, comma-separated; "+strings.Join(needingMemcached(), ", ")+" need them (default $"+memcacheEnv+")")
+	cmd.Flags().StringVar(&f.redis, "redis", "", "redis-server as host:port; "+strings.Join(needing(registry.Redis), ", ")+" need it (default $"+redisEnv+")")
 	cmd.Flags().StringArrayVar(&f.options, "option", nil, optionUsage+"; the model must declare it")
 }
 
@@ -268,6 +271,30 @@ func (f *serverFlags) modelOptions(model registry.Model) (map[string]string, err
 		return nil, &usageError{fmt.Errorf("--option: %w", err)}
 	}
 	return options, nil
+}
+
+// needing names the base models that need server.
+func needing(server registry.Servers) []string {
+	var out []string
+	for _, m := range registry.Models() {
+		if m.Needs&server != 0 {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// resolveRedis returns the server of --redis, else $PUSHPULL_REDIS; model
+// says whether it is required.
+func (f *serverFlags) resolveRedis(model registry.Model) (string, error) {
+	addr := f.redis
+	if addr == "" {
+		addr = f.getenv(redisEnv)
+	}
+	if addr == "" && model.Needs&registry.Redis != 0 {
+		return "", usagef("--model %s keeps data in Redis: pass --redis host:port or export %s (`pushpull sandbox` prints its address)", model.Name, redisEnv)
+	}
+	return addr, nil
 }
 
 // needingMemcached names the listed models that need memcached, and the
@@ -449,6 +476,9 @@ func (f *serverFlags) openStore(ctx context.Context, model registry.Model) (time
 		return nil, err
 	}
 	if cfg.Memcache, err = f.resolveMemcache(model); err != nil {
+		return nil, err
+	}
+	if cfg.Redis, err = f.resolveRedis(model); err != nil {
 		return nil, err
 	}
 	s, err := model.Open(ctx, cfg)

@@ -28,16 +28,17 @@ func newSandboxCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "sandbox [--memcached-mb N] [--set key=value ...] [--dir DIR] [--vitess [--shards N]]",
-		Short: "Run a private MariaDB and memcached until interrupted",
-		Long: `sandbox starts a private MariaDB server and a private memcached in a new
-temporary directory, prints how to reach them, and keeps them running until it
-gets SIGINT (Ctrl-C) or SIGTERM. Then it stops both servers and removes the
-directory with everything in it.
+		Short: "Run a private MariaDB, memcached and Redis until interrupted",
+		Long: `sandbox starts a private MariaDB server, a private memcached and a private
+Redis in a new temporary directory, prints how to reach them, and keeps them
+running until it gets SIGINT (Ctrl-C) or SIGTERM. Then it stops the servers
+and removes the directory with everything in it.
 
 MariaDB listens only on a unix socket inside the directory, as root without a
-password; memcached listens on a free port on 127.0.0.1. Nothing is installed
-or configured system-wide, and no system service is touched. The servers come
-from the mariadb-server and memcached packages ('make deps' installs them).
+password; memcached and Redis listen on free ports on 127.0.0.1, and Redis
+keeps nothing on disk. Nothing is installed or configured system-wide, and no
+system service is touched. The servers come from the mariadb-server,
+memcached and redis-server packages ('make deps' installs them).
 
 MariaDB runs with the benchmark's settings (internal/sandbox.DefaultSettings:
 a 6G buffer pool, a 2G redo log, durable commits); --set overrides one
@@ -83,7 +84,7 @@ shell and the other pushpull commands find the servers without --dsn.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			stderr := cmd.ErrOrStderr()
-			fmt.Fprintln(stderr, "pushpull sandbox: starting MariaDB and memcached...")
+			fmt.Fprintln(stderr, "pushpull sandbox: starting MariaDB, memcached and Redis...")
 			if withVitess {
 				fmt.Fprintf(stderr, "pushpull sandbox: and a Vitess cluster of %d shards per keyspace (a minute or so; the first time, Vitess is built first)...\n", shards)
 			}
@@ -91,6 +92,7 @@ shell and the other pushpull commands find the servers without --dsn.`,
 			sb, err := sandbox.Start(ctx, sandbox.Options{
 				MariaDB:     true,
 				Memcached:   true,
+				Redis:       true,
 				Settings:    settings,
 				MemcachedMB: memcachedMB,
 				BaseDir:     dir,
@@ -106,6 +108,7 @@ shell and the other pushpull commands find the servers without --dsn.`,
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "MariaDB DSN:    %s\n", sb.DSN)
 			fmt.Fprintf(out, "memcached:      %s (%d MB)\n", sb.MemcacheAddr, memcachedMB)
+			fmt.Fprintf(out, "Redis:          %s (no persistence)\n", sb.RedisAddr)
 			if withVitess {
 				fmt.Fprintf(out, "vtgate DSN:     %s (keyspaces %s, %d shards each; status at http://%s/)\n",
 					sb.VtgateDSN, strings.Join(sb.Keyspaces, ", "), sb.Shards, sb.VtgateStatus)
@@ -127,6 +130,7 @@ shell and the other pushpull commands find the servers without --dsn.`,
 			fmt.Fprintln(out)
 			fmt.Fprintf(out, "export %s=%s\n", dsnEnv, shellQuote(sb.DSN))
 			fmt.Fprintf(out, "export %s=%s\n", memcacheEnv, shellQuote(sb.MemcacheAddr))
+			fmt.Fprintf(out, "export %s=%s\n", redisEnv, shellQuote(sb.RedisAddr))
 			if withVitess {
 				fmt.Fprintf(out, "export %s=%s\n", vtgateEnv, shellQuote(sb.VtgateDSN))
 			}

@@ -328,10 +328,10 @@ func TestModelChecks(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"timeline", "--model", "nope", "--user", "1"}, []string{`"nope"`, "push, push-compressed, push-async, push-capped, push-active, pull-sp, pull-client, pull-naive"}},
-		{[]string{"post", "--model", "pull", "--author", "1", "x"}, []string{`"pull"`, "push, push-compressed, push-async, push-capped, push-active, pull-sp, pull-client, pull-naive"}},
-		{[]string{"follow", "1", "2"}, []string{"--model is required", "push, push-compressed, push-async, push-capped, push-active, pull-sp, pull-client, pull-naive"}},
-		{[]string{"timeline", "--model", "memory", "--user", "1"}, []string{"memory", "between invocations", "push, push-compressed, push-async, push-capped, push-active, pull-sp"}},
+		{[]string{"timeline", "--model", "nope", "--user", "1"}, []string{`"nope"`, "push, push-compressed, push-async, push-capped, push-active, push-redis, pull-sp, pull-client, pull-naive"}},
+		{[]string{"post", "--model", "pull", "--author", "1", "x"}, []string{`"pull"`, "push, push-compressed, push-async, push-capped, push-active, push-redis, pull-sp, pull-client, pull-naive"}},
+		{[]string{"follow", "1", "2"}, []string{"--model is required", "push, push-compressed, push-async, push-capped, push-active, push-redis, pull-sp, pull-client, pull-naive"}},
+		{[]string{"timeline", "--model", "memory", "--user", "1"}, []string{"memory", "between invocations", "push, push-compressed, push-async, push-capped, push-active, push-redis, pull-sp"}},
 		{[]string{"schema", "--model", "nope"}, []string{`"nope"`, "push or pull"}},
 		{[]string{"timeline", "--model", "push", "--user", "1", "--database", "x;drop"}, []string{"--database"}},
 		{[]string{"timeline", "--model", "push"}, []string{"give one of --user"}},

@@ -58,6 +58,7 @@ var memcachedCounters = []string{"cmd_get", "cmd_set", "incr_hits", "incr_misses
 type Meter struct {
 	db       *sql.DB
 	memcache []string
+	redis    string
 	dbPid    int
 }
 
@@ -78,6 +79,7 @@ func (m *Meter) WithDatabaseProcess(pid int) *Meter {
 type Snapshot struct {
 	Server    map[string]int64 // nil when not taken
 	Memcached map[string]int64 // summed over the servers; nil when none
+	Redis     map[string]int64 // RedisStats; nil without Meter.WithRedis
 	CPU       time.Duration    // user + system time of this process
 	// ServerCPU is the user + system time of the database server's
 	// process, when HasServerCPU (a process was named and could be read).
@@ -96,6 +98,11 @@ func (m *Meter) Take(ctx context.Context) (Snapshot, error) {
 	}
 	if len(m.memcache) > 0 {
 		if s.Memcached, err = MemcachedStats(m.memcache, memcachedCounters...); err != nil {
+			return s, err
+		}
+	}
+	if m.redis != "" {
+		if s.Redis, err = RedisStats(m.redis); err != nil {
 			return s, err
 		}
 	}
@@ -150,6 +157,12 @@ func PerOp(before, after Snapshot, ops int64) Cost {
 		set(b, a, MCIncrs, "incr_hits", "incr_misses", "decr_hits", "decr_misses")
 		set(b, a, MCBytes, "bytes_read", "bytes_written")
 		set(b, a, MCCPU, "rusage_user", "rusage_system")
+	}
+	if b, a := before.Redis, after.Redis; b != nil && a != nil {
+		set(b, a, RDScripts, "scripts")
+		set(b, a, RDCommands, "commands")
+		set(b, a, RDBytes, "net_bytes")
+		set(b, a, RDCPU, "cpu_us")
 	}
 	if before.HasServerCPU && after.HasServerCPU && after.ServerCPU >= before.ServerCPU {
 		c[DBCPU] = float64((after.ServerCPU - before.ServerCPU).Microseconds()) / n

@@ -18,7 +18,7 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
+func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true, Redis: true}) }
 
 // measure runs op n times between two snapshots and returns the cost of
 // one.

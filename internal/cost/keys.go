@@ -58,6 +58,17 @@ const (
 	// MCCPU: memcached's CPU time, user plus system (its stats
 	// rusage_user and rusage_system, over all servers), in microseconds.
 	MCCPU = "mc_cpu_us_per_op"
+	// RDScripts: Lua scripts Redis ran (EVAL and EVALSHA calls).
+	RDScripts = "rd_scripts_per_op"
+	// RDCommands: commands Redis ran, a script run and each command it
+	// ran counting one (total_commands_processed): the Redis
+	// counterpart of rows read and written, each on one key.
+	RDCommands = "rd_commands_per_op"
+	// RDBytes: bytes Redis received and sent.
+	RDBytes = "rd_bytes_per_op"
+	// RDCPU: Redis's CPU time, user plus system (INFO cpu), in
+	// microseconds.
+	RDCPU = "rd_cpu_us_per_op"
 	// DBCPU: the database server process's CPU time, user plus
 	// system (/proc), in microseconds; measured only when the benchmark
 	// started the server itself, on this machine.
@@ -69,12 +80,12 @@ const (
 )
 
 // AllCPU is the CPU time one operation cost the benchmark process,
-// memcached (when used) and the database server together, in
+// memcached and Redis (when used) and the database server together, in
 // microseconds; false when the database server's was not measured.
 func (c Cost) AllCPU() (float64, bool) {
 	db, ok := c[DBCPU]
 	if !ok {
 		return 0, false
 	}
-	return db + c[MCCPU] + c[CPU], true
+	return db + c[MCCPU] + c[RDCPU] + c[CPU], true
 }
