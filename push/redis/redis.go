@@ -6,9 +6,6 @@ package redis
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -174,20 +171,15 @@ type Store struct {
 	merge         sqlread.Reader // pages Redis cannot serve
 	rebuildMerge  sqlread.Reader // rebuilds' reads
 	messages      *directmap.Messages
+	fence         *redisx.Fence
 	prefix        string
-	epochKey      string
-	epoch         atomic.Pointer[string]
 	cap, limit    int
 	ttl           string // Window in seconds
-	owes          atomic.Bool
-	stop          chan struct{}
-	wg            sync.WaitGroup
 	closeOnce     sync.Once
 	pushed, skip  atomic.Int64
 	rebuilds      atomic.Int64
 	rebuildRows   atomic.Int64
 	fallbacks     atomic.Int64
-	fences        atomic.Int64
 	feedPages     atomic.Int64
 	pagesBelowCap atomic.Int64
 }
@@ -255,16 +247,14 @@ func open(ctx context.Context, base *pull.Store, cfg Config) (*Store, error) {
 		merge:        sqlread.Merge{}.NewReader(sqlread.Env{DB: db, Pages: &sqlread.PageCount{}}),
 		rebuildMerge: sqlread.Merge{}.NewReader(sqlread.Env{DB: db, Pages: &sqlread.PageCount{}}),
 		messages:     directmap.NewMessages(cfg.MessageCache),
-		prefix:       prefix, epochKey: prefix + "epoch",
-		cap: cfg.Cap, limit: cfg.Cap + max(1, cfg.Cap/8),
-		ttl:  strconv.FormatInt(max(1, int64(cfg.Window/time.Second)), 10),
-		stop: make(chan struct{}),
+		prefix:       prefix,
+		cap:          cfg.Cap, limit: cfg.Cap + max(1, cfg.Cap/8),
+		ttl: strconv.FormatInt(max(1, int64(cfg.Window/time.Second)), 10),
 	}
-	if err := s.learnEpoch(ctx, ""); err != nil {
+	if s.fence, err = redisx.NewFence(ctx, rc, prefix+"epoch"); err != nil {
 		rc.Close()
 		return nil, fmt.Errorf("%w: redis %s: %w", timeline.ErrUnavailable, cfg.Redis, err)
 	}
-	s.wg.Go(s.payFences)
 	return s, nil
 }
 
@@ -309,7 +299,7 @@ func (s *Store) Counters() map[string]int64 {
 		counter.CacheErrors:   s.fallbacks.Load(),
 		counter.FeedPages:     s.feedPages.Load(),
 		counter.PagesBelowCap: s.pagesBelowCap.Load(),
-		counter.Fences:        s.fences.Load(),
+		counter.Fences:        s.fence.Paid(),
 		counter.RedisCalls:    s.rc.Calls(),
 	}
 }
@@ -317,138 +307,30 @@ func (s *Store) Counters() map[string]int64 {
 // Close implements timeline.Store.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		close(s.stop)
-		s.wg.Wait()
+		s.fence.Close()
 		s.rc.Close()
 	})
 	return s.Store.Close()
 }
 
-// newToken returns a random token below 2^50, so that Redis writes it as
-// a double exactly.
-func newToken() int64 {
-	var b [8]byte
-	crand.Read(b[:])
-	return int64(binary.LittleEndian.Uint64(b[:])>>14) | 1
-}
 
-// learnEpoch adopts the epoch Redis holds, making one if there is none;
-// seen is what a script reported ("" for none, or not known).
-func (s *Store) learnEpoch(ctx context.Context, seen string) error {
-	if seen != "" {
-		s.epoch.Store(&seen)
-		return nil
-	}
-	var b [8]byte
-	crand.Read(b[:])
-	fresh := hex.EncodeToString(b[:])
-	r := s.rc.Do(ctx, func(b redisx.Builder) redisx.Completed {
-		return b.Set().Key(s.epochKey).Value(fresh).Nx().Get().Build()
-	})
-	cur, err := r.ToString()
-	switch {
-	case redisx.IsNil(err):
-		cur = fresh // set by this call
-	case err != nil:
-		return err
-	}
-	s.epoch.Store(&cur)
-	return nil
-}
-
-// run runs script under the current epoch, adopting a new one and
-// running again when the script reports that the epoch changed.
-func (s *Store) run(ctx context.Context, read bool, script *redisx.Script, calls []redisx.Call) ([]redisx.Result, error) {
-	for range 3 {
-		ep := *s.epoch.Load()
-		for i := range calls {
-			calls[i].Args[0] = ep
-		}
-		res := s.rc.RunAll(ctx, read, script, calls)
-		var stale string
-		epochChanged := false
-		for _, r := range res {
-			if rest, ok := redisx.ErrorPrefix(r.Error(), "EPOCH"); ok {
-				epochChanged, stale = true, rest
-			}
-		}
-		if !epochChanged {
-			for _, r := range res {
-				if err := r.Error(); err != nil {
-					return res, err
-				}
-			}
-			return res, nil
-		}
-		if err := s.learnEpoch(ctx, stale); err != nil {
-			return nil, err
-		}
-	}
-	return nil, errors.New("redis epoch keeps changing")
-}
-
-// mutate runs script as a write that keeps feeds current after a MariaDB
-// write: if it fails in a way that may have left a feed behind, the store
-// owes a fence, which it pays at once if it can. It returns an error only
-// when the feeds may be behind and no fence could be paid.
+// mutate runs script as the Redis part of a write whose MariaDB part is
+// done (redisx.Fence.Mutate).
 func (s *Store) mutate(ctx context.Context, script *redisx.Script, calls []redisx.Call) ([]redisx.Result, error) {
-	// The MariaDB write is done: this part runs to its own deadlines
-	// even if the caller gives up.
-	ctx = context.WithoutCancel(ctx)
-	res, err := s.run(ctx, false, script, calls)
-	if err == nil || redisx.NotApplied(err) {
-		return res, nil // applied, or no server holds feeds to fix
+	res, err := s.fence.Mutate(ctx, script, calls)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", timeline.ErrUnavailable, err)
 	}
-	return nil, s.oweFence(ctx, err)
+	return res, nil
 }
 
-// oweFence records that the feeds cannot be trusted (cause says why) and
-// tries to pay the fence at once.
+// oweFence records that a feed may lack a write whose MariaDB part may
+// have committed (redisx.Fence.Owe).
 func (s *Store) oweFence(ctx context.Context, cause error) error {
-	s.owes.Store(true)
-	if err := s.payFence(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("%w: redis feeds may lack a write (%v), and the fence failed: %w", timeline.ErrUnavailable, cause, err)
+	if err := s.fence.Owe(ctx, cause); err != nil {
+		return fmt.Errorf("%w: %w", timeline.ErrUnavailable, err)
 	}
 	return nil
-}
-
-// payFence replaces the epoch if a fence is owed.
-func (s *Store) payFence(ctx context.Context) error {
-	if !s.owes.Load() {
-		return nil
-	}
-	var b [8]byte
-	crand.Read(b[:])
-	fresh := hex.EncodeToString(b[:])
-	err := s.rc.Do(ctx, func(b redisx.Builder) redisx.Completed {
-		return b.Set().Key(s.epochKey).Value(fresh).Build()
-	}).Error()
-	if err != nil && !redisx.NotApplied(err) {
-		return err
-	}
-	if err == nil {
-		s.epoch.Store(&fresh)
-	}
-	// Refused: no server is running, and the next one starts empty.
-	s.owes.Store(false)
-	s.fences.Add(1)
-	return nil
-}
-
-// payFences pays an owed fence as soon as Redis answers, until Close.
-func (s *Store) payFences() {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-tick.C:
-			if s.owes.Load() {
-				s.payFence(context.Background())
-			}
-		}
-	}
 }
 
 // Post implements timeline.Store: pull's INSERT, then the id to the feed
@@ -480,7 +362,7 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	var calls []redisx.Call
 	for chunk := range slices.Chunk(followers, fanOutChunk) {
 		keys := make([]string, 1, len(chunk)+1)
-		keys[0] = s.epochKey
+		keys[0] = s.fence.Key()
 		args := make([]string, 7, len(chunk)+7)
 		args[1], args[2], args[3], args[4], args[5], args[6] = id, capArg, limitArg, s.prefix+"u", by, s.deletedKey(msg.ID)
 		for _, f := range chunk {
@@ -517,7 +399,7 @@ func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.
 		s.oweFence(ctx, err) // the DELETE may have committed
 		return err
 	}
-	if _, err := s.mutate(ctx, tombstone, []redisx.Call{{Keys: []string{s.epochKey, s.deletedKey(id)}, Args: []string{"", s.tombstoneTTL()}}}); err != nil {
+	if _, err := s.mutate(ctx, tombstone, []redisx.Call{{Keys: []string{s.fence.Key(), s.deletedKey(id)}, Args: []string{"", s.tombstoneTTL()}}}); err != nil {
 		return fmt.Errorf("%s delete: %w", ModelName, err)
 	}
 	followers, err := mysqlx.Followers(ctx, s.DB(), author)
@@ -530,7 +412,7 @@ func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.
 	var calls []redisx.Call
 	idArg := strconv.FormatInt(int64(id), 10)
 	for chunk := range slices.Chunk(followers, fanOutChunk) {
-		keys := []string{s.epochKey}
+		keys := []string{s.fence.Key()}
 		for _, f := range chunk {
 			keys = append(keys, s.FeedKey(f))
 		}
@@ -557,7 +439,7 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 		s.oweFence(ctx, err)
 		return err
 	}
-	if _, err := s.mutate(ctx, tombstone, []redisx.Call{{Keys: []string{s.epochKey, s.unfollowedKey(follower, followee)}, Args: []string{"", "0"}}}); err != nil {
+	if _, err := s.mutate(ctx, tombstone, []redisx.Call{{Keys: []string{s.fence.Key(), s.unfollowedKey(follower, followee)}, Args: []string{"", "0"}}}); err != nil {
 		return fmt.Errorf("%s follow: %w", ModelName, err)
 	}
 	ids, err := s.newestOf(ctx, followee, s.cap)
@@ -573,7 +455,7 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 		floor = strconv.FormatInt(lowest-1, 10)
 	}
 	args := append([]string{"", strconv.Itoa(s.cap), strconv.Itoa(s.limit), s.prefix + "d", floor}, ids...)
-	if _, err := s.mutate(ctx, follow, []redisx.Call{{Keys: []string{s.epochKey, s.FeedKey(follower)}, Args: args}}); err != nil {
+	if _, err := s.mutate(ctx, follow, []redisx.Call{{Keys: []string{s.fence.Key(), s.FeedKey(follower)}, Args: args}}); err != nil {
 		return fmt.Errorf("%s follow: %w", ModelName, err)
 	}
 	return nil
@@ -592,7 +474,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 		s.oweFence(ctx, err)
 		return err
 	}
-	if _, err := s.mutate(ctx, tombstone, []redisx.Call{{Keys: []string{s.epochKey, s.unfollowedKey(follower, followee)}, Args: []string{"", s.tombstoneTTL()}}}); err != nil {
+	if _, err := s.mutate(ctx, tombstone, []redisx.Call{{Keys: []string{s.fence.Key(), s.unfollowedKey(follower, followee)}, Args: []string{"", s.tombstoneTTL()}}}); err != nil {
 		return fmt.Errorf("%s unfollow: %w", ModelName, err)
 	}
 	ids, err := s.newestOf(ctx, followee, s.limit)
@@ -602,7 +484,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 		}
 		return nil
 	}
-	if _, err := s.mutate(ctx, remove, []redisx.Call{{Keys: []string{s.epochKey, s.FeedKey(follower)}, Args: append([]string{""}, ids...)}}); err != nil {
+	if _, err := s.mutate(ctx, remove, []redisx.Call{{Keys: []string{s.fence.Key(), s.FeedKey(follower)}, Args: append([]string{""}, ids...)}}); err != nil {
 		return fmt.Errorf("%s unfollow: %w", ModelName, err)
 	}
 	return nil
@@ -642,7 +524,7 @@ func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Messag
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if s.owes.Load() {
+	if s.fence.Owed() {
 		s.fallbacks.Add(1)
 		return s.merge.Read(ctx, r)
 	}
@@ -706,8 +588,8 @@ func (s *Store) feedPage(ctx context.Context, r timeline.Request) ([]uint64, tim
 	if r.Before != 0 {
 		bound = "(" + strconv.FormatInt(int64(r.Before), 10)
 	}
-	res, err := s.run(ctx, true, readFeed, []redisx.Call{{
-		Keys: []string{s.epochKey, s.FeedKey(r.User)},
+	res, err := s.fence.Run(ctx, true, readFeed, []redisx.Call{{
+		Keys: []string{s.fence.Key(), s.FeedKey(r.User)},
 		Args: []string{"", bound, strconv.Itoa(r.Fetch()), s.ttl},
 	}})
 	if err != nil {
@@ -761,9 +643,9 @@ func (s *Store) bodies(ctx context.Context, ids []uint64) ([]timeline.Message, e
 // what it read. started is false when the feed was complete already (a
 // concurrent read built it), and nothing was read.
 func (s *Store) rebuild(ctx context.Context, r timeline.Request) (msgs []timeline.Message, started bool, err error) {
-	token := strconv.FormatInt(newToken(), 10)
-	feed := []string{s.epochKey, s.FeedKey(r.User)}
-	res, err := s.run(ctx, false, beginRebuild, []redisx.Call{{Keys: feed, Args: []string{"", token, s.ttl}}})
+	token := strconv.FormatInt(redisx.BuildToken(), 10)
+	feed := []string{s.fence.Key(), s.FeedKey(r.User)}
+	res, err := s.fence.Run(ctx, false, beginRebuild, []redisx.Call{{Keys: feed, Args: []string{"", token, s.ttl}}})
 	if err != nil {
 		return nil, false, err
 	}
@@ -787,7 +669,7 @@ func (s *Store) rebuild(ctx context.Context, r timeline.Request) (msgs []timelin
 		args = append(args, strconv.FormatInt(int64(m.ID), 10))
 	}
 	// Whether it completes or not, the page comes from what was read.
-	if res, err := s.run(ctx, false, completeRebuild, []redisx.Call{{Keys: feed, Args: args}}); err == nil {
+	if res, err := s.fence.Run(ctx, false, completeRebuild, []redisx.Call{{Keys: feed, Args: args}}); err == nil {
 		if n, _ := res[0].AsInt64(); n == 1 {
 			s.rebuilds.Add(1)
 			s.rebuildRows.Add(int64(len(kept)))

@@ -3,23 +3,16 @@ package redis
 import "github.com/pushpull/pushpull/internal/redisx"
 
 // The feeds' scripts. Each runs atomically in Redis, so a feed is never
-// seen half-changed. KEYS[1] is the epoch key and ARGV[1] the epoch the
-// process believes in: every script first checks it (fenced), so that a
-// process that missed a fence learns the new epoch before it touches a
-// feed. A feed's sentinel is the member "e" .. epoch: its score is the
+// seen half-changed, and under the store's redisx.Fence: KEYS[1] is the
+// epoch's key and ARGV[1] the epoch, which every script checks first, so
+// that a process that missed a fence learns the new epoch before it
+// touches a feed. A feed's sentinel is the member "e" .. epoch: its score is the
 // floor (>= 0) of a complete feed, which holds every id of the timeline
 // above it, or minus the token (< 0) of the rebuild under way. A feed
 // without the sentinel of the current epoch is missing.
 
-// preamble defines what every script uses.
-const preamble = `
-local S = 'e' .. ARGV[1]
-local function fenced()
-	local cur = redis.call('GET', KEYS[1])
-	if cur ~= ARGV[1] then
-		return redis.error_reply('EPOCH ' .. (cur or ''))
-	end
-end
+// helpers are the Lua functions the scripts share.
+const helpers = `
 -- trim keeps the newest cap ids of a complete feed (the sentinel, whose
 -- score is below every id, has rank 0) and raises the floor to the
 -- newest id it removed.
@@ -49,8 +42,6 @@ local function add(key, ids, first, floor, building, tomb)
 		redis.call('ZADD', key, unpack(batch))
 	end
 end
-local e = fenced()
-if e then return e end
 `
 
 // fanOut adds a post to the complete or building feeds among KEYS[2..]
@@ -58,7 +49,7 @@ if e then return e end
 // was deleted. ARGV: epoch, id, cap, trim limit, the unfollow tombstones'
 // prefix, ":" .. author, the post's delete tombstone, then the followers
 // of KEYS[2..] in order. It returns how many feeds it added to.
-var fanOut = redisx.NewScript(preamble + `
+var fanOut = redisx.FencedScript(helpers, `
 if redis.call('EXISTS', ARGV[7]) == 1 then return 0 end
 local id = tonumber(ARGV[2])
 local cap, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -84,7 +75,7 @@ return n
 // bound ("+inf" or "(" .. id), how many ids, the TTL. It returns {"-"}
 // for a missing feed, else the floor and then the ids above it, newest
 // first.
-var readFeed = redisx.NewScript(preamble + `
+var readFeed = redisx.FencedScript(helpers, `
 local sc = redis.call('ZSCORE', KEYS[2], S)
 if not sc or tonumber(sc) < 0 then return {'-'} end
 redis.call('EXPIRE', KEYS[2], ARGV[4])
@@ -96,7 +87,7 @@ return ids
 // beginRebuild starts building the feed KEYS[2] under token ARGV[2]
 // (with the TTL ARGV[3]), unless it is complete already: it returns 1 when
 // it started, 0 when the feed is complete.
-var beginRebuild = redisx.NewScript(preamble + `
+var beginRebuild = redisx.FencedScript(helpers, `
 local sc = redis.call('ZSCORE', KEYS[2], S)
 if sc and tonumber(sc) >= 0 then return 0 end
 redis.call('DEL', KEYS[2])
@@ -111,7 +102,7 @@ return 1
 // meanwhile; ids that posts and follows added while it was building stay,
 // those at or below the floor go. ARGV[4] is the cap. It returns 1 when
 // the feed is complete.
-var completeRebuild = redisx.NewScript(preamble + `
+var completeRebuild = redisx.FencedScript(helpers, `
 local sc = redis.call('ZSCORE', KEYS[2], S)
 if not sc or tonumber(sc) ~= -tonumber(ARGV[2]) then return 0 end
 local floor = tonumber(ARGV[3])
@@ -130,7 +121,7 @@ return 1
 // built is deleted: its rebuild may have read the timeline before the
 // follow. ARGV: epoch, cap, trim limit, the delete tombstones' prefix,
 // the floor, ids.
-var follow = redisx.NewScript(preamble + `
+var follow = redisx.FencedScript(helpers, `
 local sc = redis.call('ZSCORE', KEYS[2], S)
 if not sc then return 0 end
 sc = tonumber(sc)
@@ -155,7 +146,7 @@ return 1
 // complete, and deletes those being built (whose rebuild may have read
 // the ids from the database before they went): an unfollow's followee's
 // ids, or a deleted message.
-var remove = redisx.NewScript(preamble + `
+var remove = redisx.FencedScript(helpers, `
 for i = 2, #KEYS do
 	local sc = redis.call('ZSCORE', KEYS[i], S)
 	if sc then
@@ -170,7 +161,7 @@ return 1
 `)
 
 // tombstone sets KEYS[2] for ARGV[2] seconds (ARGV[2] "0": deletes it).
-var tombstone = redisx.NewScript(preamble + `
+var tombstone = redisx.FencedScript(helpers, `
 if ARGV[2] == '0' then
 	redis.call('DEL', KEYS[2])
 else
