@@ -313,7 +313,6 @@ func (s *Store) Close() error {
 	return s.Store.Close()
 }
 
-
 // mutate runs script as the Redis part of a write whose MariaDB part is
 // done (redisx.Fence.Mutate).
 func (s *Store) mutate(ctx context.Context, script *redisx.Script, calls []redisx.Call) ([]redisx.Result, error) {
