@@ -135,7 +135,9 @@ type Config struct {
 //     feed, raising its floor below them if the followee has older ones;
 //     it deletes a feed being built, whose rebuild may have read the
 //     timeline before the follow committed.
-//   - An unfollow sets a tombstone for the edge, then reads the
+//   - An unfollow sets a tombstone for the edge (a field of its
+//     followee's hash of them, so that a post looks at its followers'
+//     tombstones only when its author has any), then reads the
 //     followee's ids, then removes them (or deletes a building feed). A
 //     post's fan-out skips a follower with a tombstone for its author; one
 //     that came before the tombstone committed before the unfollow read
@@ -273,8 +275,8 @@ func (s *Store) deletedKey(id timeline.MessageID) string {
 	return s.prefix + "d" + strconv.FormatInt(int64(id), 10)
 }
 
-func (s *Store) unfollowedKey(follower, followee timeline.UserID) string {
-	return s.prefix + "u" + strconv.FormatInt(int64(follower), 10) + ":" + strconv.FormatInt(int64(followee), 10)
+func (s *Store) unfollowedKey(followee timeline.UserID) string {
+	return s.prefix + "u" + strconv.FormatInt(int64(followee), 10)
 }
 
 // DownServers implements timeline.Degraded: the redis-server while it is
@@ -357,13 +359,13 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	}
 	id := strconv.FormatInt(int64(msg.ID), 10)
 	capArg, limitArg := strconv.Itoa(s.cap), strconv.Itoa(s.limit)
-	by := ":" + strconv.FormatInt(int64(author), 10)
+	unfollowed, deleted := s.unfollowedKey(author), s.deletedKey(msg.ID)
 	var calls []redisx.Call
 	for chunk := range slices.Chunk(followers, fanOutChunk) {
 		keys := make([]string, 1, len(chunk)+1)
 		keys[0] = s.fence.Key()
-		args := make([]string, 7, len(chunk)+7)
-		args[1], args[2], args[3], args[4], args[5], args[6] = id, capArg, limitArg, s.prefix+"u", by, s.deletedKey(msg.ID)
+		args := make([]string, 6, len(chunk)+6)
+		args[1], args[2], args[3], args[4], args[5] = id, capArg, limitArg, unfollowed, deleted
 		for _, f := range chunk {
 			u := strconv.FormatInt(int64(f), 10)
 			keys = append(keys, s.prefix+"f"+u)
@@ -438,7 +440,7 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 		s.oweFence(ctx, err)
 		return err
 	}
-	if _, err := s.mutate(ctx, tombstone, []redisx.Call{{Keys: []string{s.fence.Key(), s.unfollowedKey(follower, followee)}, Args: []string{"", "0"}}}); err != nil {
+	if _, err := s.mutate(ctx, edgeTombstone, []redisx.Call{{Keys: []string{"", s.unfollowedKey(followee)}, Args: []string{"", strconv.FormatInt(int64(follower), 10), "0"}}}); err != nil {
 		return fmt.Errorf("%s follow: %w", ModelName, err)
 	}
 	ids, err := s.newestOf(ctx, followee, s.cap)
@@ -473,7 +475,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 		s.oweFence(ctx, err)
 		return err
 	}
-	if _, err := s.mutate(ctx, tombstone, []redisx.Call{{Keys: []string{s.fence.Key(), s.unfollowedKey(follower, followee)}, Args: []string{"", s.tombstoneTTL()}}}); err != nil {
+	if _, err := s.mutate(ctx, edgeTombstone, []redisx.Call{{Keys: []string{"", s.unfollowedKey(followee)}, Args: []string{"", strconv.FormatInt(int64(follower), 10), s.tombstoneTTL()}}}); err != nil {
 		return fmt.Errorf("%s unfollow: %w", ModelName, err)
 	}
 	ids, err := s.newestOf(ctx, followee, s.limit)

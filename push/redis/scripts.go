@@ -45,12 +45,15 @@ end
 `
 
 // fanOut adds a post to the complete or building feeds among KEYS[2..]
-// whose follower has not unfollowed its author lately, unless the post
-// was deleted. ARGV: epoch, id, cap, trim limit, the unfollow tombstones'
-// prefix, ":" .. author, the post's delete tombstone, then the followers
-// of KEYS[2..] in order. It returns how many feeds it added to.
+// whose follower has not unfollowed its author lately (the author's
+// unfollow tombstones, a hash of followers, are looked at only when
+// there are any), unless the post was deleted. ARGV: epoch, id, cap, trim
+// limit, the author's unfollow tombstones, the post's delete tombstone,
+// then the followers of KEYS[2..] in order. It returns how many feeds it
+// added to.
 var fanOut = redisx.FencedScript(helpers, `
-if redis.call('EXISTS', ARGV[7]) == 1 then return 0 end
+if redis.call('EXISTS', ARGV[6]) == 1 then return 0 end
+local unfollowed = redis.call('EXISTS', ARGV[5]) == 1
 local id = tonumber(ARGV[2])
 local cap, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local n = 0
@@ -58,7 +61,7 @@ for i = 2, #KEYS do
 	local sc = redis.call('ZSCORE', KEYS[i], S)
 	if sc then
 		sc = tonumber(sc)
-		if (sc < 0 or id > sc) and redis.call('EXISTS', ARGV[5] .. ARGV[6 + i] .. ARGV[6]) == 0 then
+		if (sc < 0 or id > sc) and not (unfollowed and redis.call('HEXISTS', ARGV[5], ARGV[5 + i]) == 1) then
 			redis.call('ZADD', KEYS[i], id, ARGV[2])
 			n = n + 1
 			if sc >= 0 and redis.call('ZCARD', KEYS[i]) > limit + 1 then
@@ -160,12 +163,21 @@ end
 return 1
 `)
 
-// tombstone sets KEYS[2] for ARGV[2] seconds (ARGV[2] "0": deletes it).
+// tombstone sets KEYS[2] for ARGV[2] seconds: a deleted message's.
 var tombstone = redisx.FencedScript(helpers, `
-if ARGV[2] == '0' then
-	redis.call('DEL', KEYS[2])
+redis.call('SET', KEYS[2], '1', 'EX', ARGV[2])
+return 1
+`)
+
+// edgeTombstone sets the field ARGV[2] (a follower) of the hash KEYS[2]
+// (its followee's unfollow tombstones) and makes the hash live ARGV[3]
+// seconds more, or, when ARGV[3] is "0", deletes the field.
+var edgeTombstone = redisx.FencedScript(helpers, `
+if ARGV[3] == '0' then
+	redis.call('HDEL', KEYS[2], ARGV[2])
 else
-	redis.call('SET', KEYS[2], '1', 'EX', ARGV[2])
+	redis.call('HSET', KEYS[2], ARGV[2], '1')
+	redis.call('EXPIRE', KEYS[2], ARGV[3])
 end
 return 1
 `)
