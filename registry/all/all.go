@@ -8,6 +8,7 @@ import (
 	_ "github.com/pushpull/pushpull/hybrid/selective" // selective
 	_ "github.com/pushpull/pushpull/memcache"         // the memcache variant
 	_ "github.com/pushpull/pushpull/pull"             // pull-sp, pull-client, ... pull-active
+	_ "github.com/pushpull/pushpull/pull/redisindex"  // pull-redis
 	_ "github.com/pushpull/pushpull/push"             // push, push-compressed, push@vitess
 	_ "github.com/pushpull/pushpull/push/active"      // push-active
 	_ "github.com/pushpull/pushpull/push/async"       // push-async

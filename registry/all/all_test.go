@@ -114,6 +114,7 @@ var smallSettings = []struct {
 	{"selective", map[string]string{"h": "1", "l": "1", "flush": "5"}},
 	{"push-active", map[string]string{"window": "1ms", "rebuild": "4"}},
 	{"push-redis", map[string]string{"cap": "4", "window": "1s"}},
+	{"pull-redis", map[string]string{"window": "1s"}},
 }
 
 // openAll opens every model, and those of smallSettings again, each SQL
