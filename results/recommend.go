@@ -74,6 +74,10 @@ type Candidate struct {
 	// when the run had memcached; part of CostPerOp.
 	MemcachedGetsPerOp *float64 `json:"mc_gets_per_op,omitempty"`
 	MemcachedSetsPerOp *float64 `json:"mc_sets_per_op,omitempty"`
+	// RedisCommandsPerOp is the commands Redis ran per operation (those
+	// its scripts ran included), when the run had Redis; part of
+	// CostPerOp, each command touching one key as a memcached get does.
+	RedisCommandsPerOp *float64 `json:"rd_commands_per_op,omitempty"`
 	// CPUPerOpUs is the CPU time of the benchmark process, memcached and
 	// the database server together per operation, in microseconds
 	// (Cost.AllCPU), when the run started the database server itself.
@@ -115,11 +119,22 @@ func (c Candidate) MemcachedKeysPerOp() float64 {
 	return n
 }
 
+// RedisCommands is the commands Redis ran per operation, 0 without Redis.
+func (c Candidate) RedisCommands() float64 {
+	if c.RedisCommandsPerOp == nil {
+		return 0
+	}
+	return *c.RedisCommandsPerOp
+}
+
 // CostPerOp is the cost the decision ranks by: the items the servers
 // touched per operation, rows read and written in MariaDB plus keys got
-// and set in memcached (a design that serves reads from memcached moves
-// work there, it does not make it free); NaN when not measured.
-func (c Candidate) CostPerOp() float64 { return c.RowsPerOp() + c.MemcachedKeysPerOp() }
+// and set in memcached plus commands Redis ran (a design that serves
+// reads from memcached or Redis moves work there, it does not make it
+// free); NaN when not measured.
+func (c Candidate) CostPerOp() float64 {
+	return c.RowsPerOp() + c.MemcachedKeysPerOp() + c.RedisCommands()
+}
 
 // Size is the data size the decision breaks ties by: on disk when
 // measured, else data plus index.
@@ -167,15 +182,19 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 	fmt.Fprintf(w, "workload: %s users, %s messages, %s graph, %s activity\n", fmtInt(int64(wl.Users)), fmtInt(int64(wl.Messages)), wl.Graph, wl.Activity)
 	fmt.Fprintf(w, "traffic:  %s (%.0f%% reads), open loop at %s ops/s planned, objective p99 ≤ %s from intended starts\n\n",
 		wl.Mix, 100*wl.ReadShare, fmtNum(wl.RatePerSec), fmtMs(wl.SLOMs))
-	mc, cpu := false, false
+	mc, rd, cpu := false, false, false
 	for _, c := range r.Candidates {
 		mc = mc || c.MemcachedGetsPerOp != nil
+		rd = rd || c.RedisCommandsPerOp != nil
 		cpu = cpu || c.CPUPerOpUs != nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "model\theld SLO\tp99\tachieved\terrors\trows read/op\trows written/op\t"
 	if mc {
 		head += "memcached keys/op\t"
+	}
+	if rd {
+		head += "redis cmds/op\t"
 	}
 	head += "cost/op\t"
 	if cpu {
@@ -208,6 +227,13 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 				keys = fmtNum(c.MemcachedKeysPerOp())
 			}
 			fmt.Fprintf(tw, "%s\t", keys)
+		}
+		if rd {
+			cmds := Dash
+			if c.RedisCommandsPerOp != nil {
+				cmds = fmtNum(*c.RedisCommandsPerOp)
+			}
+			fmt.Fprintf(tw, "%s\t", cmds)
 		}
 		fmt.Fprintf(tw, "%s\t", total)
 		if cpu {

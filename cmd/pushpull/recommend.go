@@ -233,7 +233,7 @@ func runMap(cmd *cobra.Command, mc recommend.MapConfig, out string, quiet bool) 
 // writeMapTable prints the map as a grid: a row per skew, a column per
 // read share, the design chosen in each cell and its rows per operation.
 func writeMapTable(w io.Writer, m *results.DecisionMap) {
-	fmt.Fprintf(w, "best design at %s ops/s within p99 ≤ %s ms (cost: rows read + written and memcached keys per operation)\n",
+	fmt.Fprintf(w, "best design at %s ops/s within p99 ≤ %s ms (cost: rows read + written, memcached keys and Redis commands per operation)\n",
 		strconv.FormatFloat(m.RatePerSec, 'g', -1, 64), strconv.FormatFloat(m.SLOMs, 'g', -1, 64))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "skew \\ reads\t")
@@ -284,14 +284,14 @@ traffic (--read-share, or --mix for every operation's share), the rate you
 plan for (--rate, operations per second) and your latency objective (--slo,
 the p99 from each operation's intended start). recommend generates one
 dataset, loads it into every candidate's database on one private MariaDB (and
-memcached, for the models that use it), and drives each candidate in turn with
+memcached and Redis, for the models that use them), and drives each candidate in turn with
 that traffic in an open loop at the planned rate, for --duration after
 --warmup. Then it decides by the rule that docs/recommend.md states: a
 candidate holds the objective when at most %s of its operations failed, it
 kept up with the plan (at least %s of the offered rate completed) and its
 p99 is within --slo; of those, the one that touches the fewest items per
 operation wins (rows read and written in MariaDB plus keys got and set in
-memcached), costs within %s of each other being a tie.
+memcached plus commands Redis ran), costs within %s of each other being a tie.
 
 It prints a row per candidate (held or not and why, p99 at the planned rate,
 achieved rate, errors, rows read and written and memcached keys per

@@ -217,6 +217,9 @@ func Evidence(m *results.Model) results.Candidate {
 	if v, ok := t.Total.Cost[cost.MCSets]; ok {
 		c.MemcachedSetsPerOp = &v
 	}
+	if v, ok := t.Total.Cost[cost.RDCommands]; ok {
+		c.RedisCommandsPerOp = &v
+	}
 	if v, ok := t.Total.Cost.AllCPU(); ok {
 		c.CPUPerOpUs = &v
 	}
@@ -264,7 +267,8 @@ func Judge(c results.Candidate, slo time.Duration) (held bool, why string) {
 //     never wins, however cheap.
 //  2. Among those, the cost is the items the servers touched per
 //     operation (results.Candidate.CostPerOp: rows read and written in
-//     MariaDB plus keys got and set in memcached, from the servers' own
+//     MariaDB plus keys got and set in memcached plus commands Redis
+//     ran, from the servers' own
 //     counters over the measured stretch): the work the design asks of
 //     its servers for this traffic, which is what grows with the service
 //     and what bigger machines are bought for.
@@ -429,9 +433,16 @@ func costText(c results.Candidate) string {
 	if !c.Costed {
 		return "cost not measured"
 	}
-	if k := c.MemcachedKeysPerOp(); k > 0 {
-		return fmt.Sprintf("%s items/op (%s rows read, %s written, %s memcached keys)", fmtFloat(round2(c.CostPerOp())),
-			fmtFloat(round2(c.RowsReadPerOp)), fmtFloat(round2(c.RowsWrittenPerOp)), fmtFloat(round2(k)))
+	if k, r := c.MemcachedKeysPerOp(), c.RedisCommands(); k > 0 || r > 0 {
+		var beside []string
+		if k > 0 {
+			beside = append(beside, fmtFloat(round2(k))+" memcached keys")
+		}
+		if r > 0 {
+			beside = append(beside, fmtFloat(round2(r))+" Redis commands")
+		}
+		return fmt.Sprintf("%s items/op (%s rows read, %s written, %s)", fmtFloat(round2(c.CostPerOp())),
+			fmtFloat(round2(c.RowsReadPerOp)), fmtFloat(round2(c.RowsWrittenPerOp)), strings.Join(beside, ", "))
 	}
 	return fmt.Sprintf("%s rows/op (%s read, %s written)", fmtFloat(round2(c.CostPerOp())), fmtFloat(round2(c.RowsReadPerOp)), fmtFloat(round2(c.RowsWrittenPerOp)))
 }
