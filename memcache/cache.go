@@ -167,6 +167,12 @@ type Store struct {
 
 	flights singleflight.Group
 	stats   counters
+
+	// inFlight, when not nil, is called by every miss once it has
+	// started the read of its page or joined one in flight, before it
+	// waits for it. Tests set it (export_test.go) to know that a caller
+	// shares a read they hold; nothing else does.
+	inFlight func(user timeline.UserID)
 }
 
 var (
@@ -535,6 +541,9 @@ func (s *Store) fill(ctx context.Context, user timeline.UserID, gen uint64, star
 			led = true
 			return s.load(ctx, user, gen)
 		})
+		if s.inFlight != nil {
+			s.inFlight(user)
+		}
 		var r singleflight.Result
 		select {
 		case <-ctx.Done():

@@ -342,8 +342,9 @@ func TestCoalescingRespectsGeneration(t *testing.T) {
 	var p timeline.Page
 	select {
 	case p = <-second:
-	case <-time.After(time.Second):
-		// It joined the old flight: let that finish to see what it got.
+	case <-time.After(30 * time.Second):
+		// It joined the old flight, which the gate holds until released:
+		// let that finish to see what it got.
 		close(g.release)
 		p = <-second
 		<-first
@@ -387,11 +388,14 @@ func TestEvictedGeneration(t *testing.T) {
 }
 
 // TestCoalescing: concurrent misses for one page make one read of the
-// wrapped store.
+// wrapped store. The first read is held at the gate until every miss has
+// reached the read of the page, so all the others are in its flight
+// however late they were scheduled.
 func TestCoalescing(t *testing.T) {
 	for _, policy := range []memcache.Policy{memcache.PolicyTTL, memcache.PolicyInvalidate} {
 		t.Run(string(policy), func(t *testing.T) {
 			_, g, s := gated(t, memcache.Options{Policy: policy, TTL: time.Minute})
+			inFlight := watchFlights(s)
 			timelinetest.Follow(t, s, 1, 2)
 			m := timelinetest.Post(t, s, 2, "hello")
 			g.arm(1)
@@ -404,7 +408,7 @@ func TestCoalescing(t *testing.T) {
 				})
 			}
 			g.waitEntered(t)
-			time.Sleep(200 * time.Millisecond) // let the others join the flight
+			inFlight.wait(t, n) // the first holds the read: the others joined it
 			close(g.release)
 			wg.Wait()
 			for i, p := range pages {
@@ -425,9 +429,12 @@ func TestCoalescing(t *testing.T) {
 }
 
 // TestCanceledLeader: the caller whose miss is reading the store gives up;
-// those waiting for it still get the page.
+// those waiting for it still get the page. The leader's read is held at
+// the gate until the waiter has joined it, so the waiter is always in the
+// flight its leader abandons, and gets its page from a read of its own.
 func TestCanceledLeader(t *testing.T) {
 	_, g, s := gated(t, memcache.Options{Policy: memcache.PolicyInvalidate})
+	inFlight := watchFlights(s)
 	timelinetest.Follow(t, s, 1, 2)
 	m := timelinetest.Post(t, s, 2, "hello")
 	g.arm(1)
@@ -438,6 +445,7 @@ func TestCanceledLeader(t *testing.T) {
 		leaderErr <- err
 	}()
 	g.waitEntered(t)
+	inFlight.wait(t, 1) // the leader's
 	waiter := make(chan timeline.Page)
 	go func() {
 		p, err := s.Timeline(context.Background(), 1, timeline.Query{})
@@ -446,13 +454,16 @@ func TestCanceledLeader(t *testing.T) {
 		}
 		waiter <- p
 	}()
-	time.Sleep(100 * time.Millisecond) // let it join the flight
+	inFlight.wait(t, 1) // the waiter joined the leader's read, held at the gate
 	cancel()
 	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled reader: got %v, want context.Canceled", err)
 	}
 	if p := <-waiter; len(p.Messages) != 1 || p.Messages[0].ID != m.ID {
 		t.Fatalf("waiting reader got %v", timelinetest.IDs(p.Messages))
+	}
+	if c, st := g.calls.Load(), s.Stats(); c != 2 || st.Misses != 2 || st.Coalesced != 0 {
+		t.Fatalf("%d reads of the store, stats %+v: want the leader's and the waiter's own after it", c, st)
 	}
 }
 
