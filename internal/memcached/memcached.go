@@ -181,6 +181,12 @@ type Client struct {
 
 	stopHealth context.CancelFunc // ends checkHealth
 	healthDone chan struct{}      // closed when checkHealth has returned
+
+	// Hooks for tests (export_test.go), nil otherwise: recovering is
+	// called by the caller that holds a server's recovery token, before
+	// it replaces the fence (recover); awaitingRecovery by a caller about
+	// to wait for another's replacement (ready).
+	recovering, awaitingRecovery func()
 }
 
 // server is one memcached and what this client knows of it.
@@ -522,6 +528,9 @@ func (c *Client) ready(ctx context.Context, s *server, req request, write bool) 
 		case until != 0 && !write:
 			return down()
 		}
+		if c.awaitingRecovery != nil {
+			c.awaitingRecovery()
+		}
 		if err := s.waitRecovery(ctx); err != nil {
 			return fmt.Errorf("memcached %s: %w", s.name, err)
 		}
@@ -541,6 +550,9 @@ func (c *Client) ready(ctx context.Context, s *server, req request, write bool) 
 // recover replaces s's fence, so nothing it held before can be read, and
 // marks it up. The caller holds s's recovery token.
 func (c *Client) recover(ctx context.Context, s *server) error {
+	if c.recovering != nil {
+		c.recovering()
+	}
 	asked := s.suspect.Load()
 	fence := newFence()
 	if err := c.roundTrip(ctx, s, fenceSet{key: c.fenceKey, value: fence}); err != nil {
