@@ -534,7 +534,7 @@ func TestTTLFollowNotInvalidated(t *testing.T) {
 func TestMemcachedKilled(t *testing.T) {
 	for _, policy := range []memcache.Policy{memcache.PolicyInvalidate, memcache.PolicyTTL} {
 		t.Run(string(policy), func(t *testing.T) {
-			mc := testserver.StartMemcached(t, 0)
+			mc := testserver.StartRestartableMemcached(t)
 			s, inner := open(t, modelMemory, memcache.Options{Policy: policy, Servers: []string{mc.Addr}, TTL: time.Minute})
 			timelinetest.Follow(t, s, 1, 2)
 			timelinetest.Post(t, s, 2, "before")
@@ -563,10 +563,7 @@ func TestMemcachedKilled(t *testing.T) {
 				t.Fatalf("errors not counted: %+v", st)
 			}
 
-			back := testserver.StartMemcached(t, mc.Port)
-			if back == nil {
-				t.Skipf("port %d taken after the kill; cannot restart memcached there", mc.Port)
-			}
+			testserver.RestartMemcached(t, mc)
 			// gomemcache dropped the broken connections; the first
 			// operations may still meet one.
 			deadline := time.Now().Add(10 * time.Second)
@@ -776,7 +773,7 @@ func TestNewValidates(t *testing.T) {
 // every read (from the wrapped store where the dead server's keys live);
 // once the server is back it is used again.
 func TestOpensWithOneServerDown(t *testing.T) {
-	up, down := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	up, down := testserver.StartMemcached(t, 0), testserver.StartRestartableMemcached(t)
 	down.Kill()
 	s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyInvalidate, Servers: []string{up.Addr, down.Addr}})
 	if got := s.DownServers(); len(got) != 1 || got[0] != down.Addr {
@@ -800,9 +797,7 @@ func TestOpensWithOneServerDown(t *testing.T) {
 	if st := s.Stats(); st.Hits == 0 {
 		t.Errorf("no hits from the live server: %+v", st)
 	}
-	if testserver.RestartMemcached(t, down) == nil {
-		t.Skip("port taken meanwhile")
-	}
+	testserver.RestartMemcached(t, down)
 	deadline := time.Now().Add(5 * time.Second)
 	for len(s.DownServers()) > 0 {
 		if time.Now().After(deadline) {
@@ -819,7 +814,7 @@ func TestOpensWithOneServerDown(t *testing.T) {
 // DefaultRetryAfter), and drops it within about as long once it is back:
 // its client checks its servers in the background.
 func TestDownServersWhileIdle(t *testing.T) {
-	up, dies := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	up, dies := testserver.StartMemcached(t, 0), testserver.StartRestartableMemcached(t)
 	s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyTTL, Servers: []string{up.Addr, dies.Addr}})
 	const within = 2*memcached.DefaultRetryAfter + 2*time.Second // the rest is slack for a loaded machine
 	dies.Kill()
@@ -827,9 +822,7 @@ func TestDownServersWhileIdle(t *testing.T) {
 		return slices.Equal(s.DownServers(), []string{dies.Addr}) && s.Stats().ServersDown == 1
 	})
 	t.Logf("reported down after %v", took.Round(time.Millisecond))
-	if testserver.RestartMemcached(t, dies) == nil {
-		t.Skip("port taken meanwhile")
-	}
+	testserver.RestartMemcached(t, dies)
 	took = testserver.Poll(t, within, "DownServers empty once the server is back", func() bool { return len(s.DownServers()) == 0 })
 	t.Logf("reported up after %v", took.Round(time.Millisecond))
 }

@@ -538,7 +538,7 @@ func TestActiveOneOfTwoMemcachedDown(t *testing.T) {
 
 func oneOfTwoMemcachedDown(t *testing.T, read recent.Strategy) {
 	ctx := timelinetest.Context(t)
-	m1, m2 := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	m1, m2 := testserver.StartMemcached(t, 0), testserver.StartRestartableMemcached(t)
 	cfg := config(t, pull.StrategyActive, testserver.Database(t))
 	cfg.Memcache = []string{m1.Addr, m2.Addr}
 	cfg.Read = read

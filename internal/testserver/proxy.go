@@ -16,9 +16,10 @@ import (
 type Proxy struct {
 	Addr string // 127.0.0.1:port, where clients connect
 
-	network, target string
+	network string
 
 	mu     sync.Mutex
+	target string // where new connections go (retarget)
 	ln     net.Listener
 	conns  []net.Conn
 	cut    chan struct{} // closed by Cut: ends the forwarding of the connections of before
@@ -54,7 +55,14 @@ func (p *Proxy) serve(ln net.Listener) {
 			if err != nil {
 				return
 			}
-			up, err := net.Dial(p.network, p.target)
+			p.mu.Lock()
+			target := p.target
+			p.mu.Unlock()
+			if target == "" { // nothing to forward to: as if refused
+				c.Close()
+				continue
+			}
+			up, err := net.Dial(p.network, target)
 			if err != nil {
 				c.Close()
 				continue
@@ -91,6 +99,15 @@ func (p *Proxy) forward(dst, src net.Conn, cut chan struct{}) {
 			return
 		}
 	}
+}
+
+// retarget sends the connections accepted from now on to target (on the
+// same network), or closes them at once if target is ""; those made
+// before keep theirs.
+func (p *Proxy) retarget(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
 }
 
 // Cut closes the listener and every connection: clients see the server
