@@ -24,6 +24,7 @@ type Proxy struct {
 	conns  []net.Conn
 	cut    chan struct{} // closed by Cut: ends the forwarding of the connections of before
 	thawed chan struct{} // closed while not frozen
+	onHeld func()        // see OnHeld
 	wg     sync.WaitGroup
 }
 
@@ -84,12 +85,19 @@ func (p *Proxy) forward(dst, src net.Conn, cut chan struct{}) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			thawed := p.thawed
+			thawed, onHeld := p.thawed, p.onHeld
 			p.mu.Unlock()
 			select {
 			case <-thawed:
-			case <-cut:
-				return
+			default:
+				if onHeld != nil {
+					onHeld()
+				}
+				select {
+				case <-thawed:
+				case <-cut:
+					return
+				}
 			}
 			if _, err := dst.Write(buf[:n]); err != nil {
 				return
@@ -135,6 +143,17 @@ func (p *Proxy) Restore(t testing.TB) {
 		t.Fatal(err)
 	}
 	p.serve(ln)
+}
+
+// OnHeld makes the proxy call f each time, frozen, it holds what a side
+// sent (a request waiting for the frozen server, say), in the goroutine
+// that holds it, before it waits for Thaw: a test learns that a call is
+// waiting on the server from the event, not from a guess of how long it
+// takes to get there. nil calls nothing.
+func (p *Proxy) OnHeld(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.onHeld = f
 }
 
 // Freeze stops forwarding, both ways, until Thaw.
