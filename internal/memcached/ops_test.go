@@ -930,21 +930,32 @@ func TestOpenSlow(t *testing.T) {
 }
 
 // TestCancelWhileDialing: a cancellation ends a call that waits to connect.
+// The call is canceled as it begins to dial (a hook of the client's), so
+// it always reaches the dial; a client that dialed without the context
+// would wait out the dial's deadline, Timeout, and the call returns well
+// before that.
 func TestCancelWhileDialing(t *testing.T) {
 	m := testserver.StartMemcached(t, 0)
 	hung := hangingListener(t)
 	addrs := []string{m.Addr, hung}
 	const timeout = 2 * time.Second
-	c := newClient(t, "t:", timeout, addrs...)
+	// No health checks during the test: only the call dials.
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: addrs, Prefix: "t:", Timeout: timeout, RetryAfter: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	if d := c.Down(); len(d) != 1 || d[0] != hung {
 		t.Fatalf("Down = %v, want [%s]", d, hung)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
+	defer cancel()
+	var dials atomic.Int64
+	memcached.SetDialingHook(c, func() { dials.Add(1); cancel() })
 	start := time.Now()
 	// A write tries a server marked down (see the package doc).
-	err := c.Set(ctx, item(keyOn(t, addrs, hung, 0), "v"))
-	if took := time.Since(start); !errors.Is(err, context.Canceled) || took > timeout/2 {
-		t.Errorf("canceled while dialing: %v after %v", err, took)
+	err = c.Set(ctx, item(keyOn(t, addrs, hung, 0), "v"))
+	if took := time.Since(start); !errors.Is(err, context.Canceled) || dials.Load() != 1 || took >= timeout {
+		t.Errorf("canceled while dialing: %v after %v, %d dials; want context.Canceled before the dial's deadline (%v)", err, took, dials.Load(), timeout)
 	}
 }
