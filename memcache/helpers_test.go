@@ -223,6 +223,32 @@ func (g *gate) waitEntered(t testing.TB) {
 	}
 }
 
+// clock is the clock of a store's TTL, moved by the test alone.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// setClock makes s read the time of its TTL from the returned clock, which
+// starts at the real time; call it before s is used.
+func setClock(s *memcache.Store) *clock {
+	c := &clock{t: time.Now()}
+	memcache.SetClock(s, c.now)
+	return c
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
 // flights reports the misses of a store: the user of each, once it has
 // started the read of its page from the wrapped store or joined one in
 // flight (memcache.SetInFlight).
