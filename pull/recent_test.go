@@ -234,12 +234,13 @@ func TestRecentRacingRebuilds(t *testing.T) {
 	for _, m := range f.posts {
 		ackedAll[m.ID] = true
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	var reads atomic.Int64
+	end := newRaceEnd(func() bool { return reads.Load() > 0 && f.s.Stats().Rebuilds > 0 })
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for w := range 3 {
 		wg.Go(func() {
-			for i := 0; time.Now().Before(deadline); i++ {
+			for i := 0; !end.over(); i++ {
 				m, err := f.s.Post(ctx, timeline.UserID(2+w), fmt.Sprintf("race %d", i))
 				if err != nil {
 					errs <- err
@@ -253,7 +254,7 @@ func TestRecentRacingRebuilds(t *testing.T) {
 		})
 	}
 	wg.Go(func() {
-		for i := 0; time.Now().Before(deadline); i++ {
+		for i := 0; !end.over(); i++ {
 			key := f.s.RecentKey(timeline.UserID(2 + i%3))
 			if i%2 == 0 {
 				f.mc.Delete(key)
@@ -263,10 +264,9 @@ func TestRecentRacingRebuilds(t *testing.T) {
 			time.Sleep(time.Duration(i%3) * time.Millisecond)
 		}
 	})
-	var reads atomic.Int64
 	for range 3 {
 		wg.Go(func() {
-			for time.Now().Before(deadline) {
+			for !end.over() {
 				var want [3]int64
 				for i := range want {
 					want[i] = acked[i].Load()
