@@ -167,6 +167,16 @@ type Store struct {
 
 	flights singleflight.Group
 	stats   counters
+
+	// now is the clock of the TTL: when a read begins and when a fill
+	// read the wrapped store. time.Now but in tests (export_test.go).
+	now func() time.Time
+
+	// inFlight, when not nil, is called by every miss once it has
+	// started the read of its page or joined one in flight, before it
+	// waits for it. Tests set it (export_test.go) to know that a caller
+	// shares a read they hold; nothing else does.
+	inFlight func(user timeline.UserID)
 }
 
 var (
@@ -195,6 +205,7 @@ func New(ctx context.Context, inner timeline.Store, opts Options) (*Store, error
 	}
 	s := &Store{
 		inner:     inner,
+		now:       time.Now,
 		policy:    opts.Policy,
 		ttl:       opts.TTL,
 		prefix:    "pushpull:" + opts.Namespace + ":",
@@ -381,7 +392,7 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 	if err := ctx.Err(); err != nil {
 		return timeline.Page{}, err
 	}
-	start := time.Now()
+	start := s.now()
 	var (
 		gen    uint64
 		hit    *timeline.Page
@@ -535,6 +546,9 @@ func (s *Store) fill(ctx context.Context, user timeline.UserID, gen uint64, star
 			led = true
 			return s.load(ctx, user, gen)
 		})
+		if s.inFlight != nil {
+			s.inFlight(user)
+		}
 		var r singleflight.Result
 		select {
 		case <-ctx.Done():
@@ -573,7 +587,7 @@ func (s *Store) fill(ctx context.Context, user timeline.UserID, gen uint64, star
 // page. The read begins after gen was read from memcached, which is what
 // makes the page current for gen.
 func (s *Store) load(ctx context.Context, user timeline.UserID, gen uint64) (any, error) {
-	fetchedAt := time.Now()
+	fetchedAt := s.now()
 	p, err := s.inner.Timeline(ctx, user, timeline.Query{})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -342,8 +342,9 @@ func TestCoalescingRespectsGeneration(t *testing.T) {
 	var p timeline.Page
 	select {
 	case p = <-second:
-	case <-time.After(time.Second):
-		// It joined the old flight: let that finish to see what it got.
+	case <-time.After(30 * time.Second):
+		// It joined the old flight, which the gate holds until released:
+		// let that finish to see what it got.
 		close(g.release)
 		p = <-second
 		<-first
@@ -387,11 +388,14 @@ func TestEvictedGeneration(t *testing.T) {
 }
 
 // TestCoalescing: concurrent misses for one page make one read of the
-// wrapped store.
+// wrapped store. The first read is held at the gate until every miss has
+// reached the read of the page, so all the others are in its flight
+// however late they were scheduled.
 func TestCoalescing(t *testing.T) {
 	for _, policy := range []memcache.Policy{memcache.PolicyTTL, memcache.PolicyInvalidate} {
 		t.Run(string(policy), func(t *testing.T) {
 			_, g, s := gated(t, memcache.Options{Policy: policy, TTL: time.Minute})
+			inFlight := watchFlights(s)
 			timelinetest.Follow(t, s, 1, 2)
 			m := timelinetest.Post(t, s, 2, "hello")
 			g.arm(1)
@@ -404,7 +408,7 @@ func TestCoalescing(t *testing.T) {
 				})
 			}
 			g.waitEntered(t)
-			time.Sleep(200 * time.Millisecond) // let the others join the flight
+			inFlight.wait(t, n) // the first holds the read: the others joined it
 			close(g.release)
 			wg.Wait()
 			for i, p := range pages {
@@ -425,9 +429,12 @@ func TestCoalescing(t *testing.T) {
 }
 
 // TestCanceledLeader: the caller whose miss is reading the store gives up;
-// those waiting for it still get the page.
+// those waiting for it still get the page. The leader's read is held at
+// the gate until the waiter has joined it, so the waiter is always in the
+// flight its leader abandons, and gets its page from a read of its own.
 func TestCanceledLeader(t *testing.T) {
 	_, g, s := gated(t, memcache.Options{Policy: memcache.PolicyInvalidate})
+	inFlight := watchFlights(s)
 	timelinetest.Follow(t, s, 1, 2)
 	m := timelinetest.Post(t, s, 2, "hello")
 	g.arm(1)
@@ -438,6 +445,7 @@ func TestCanceledLeader(t *testing.T) {
 		leaderErr <- err
 	}()
 	g.waitEntered(t)
+	inFlight.wait(t, 1) // the leader's
 	waiter := make(chan timeline.Page)
 	go func() {
 		p, err := s.Timeline(context.Background(), 1, timeline.Query{})
@@ -446,7 +454,7 @@ func TestCanceledLeader(t *testing.T) {
 		}
 		waiter <- p
 	}()
-	time.Sleep(100 * time.Millisecond) // let it join the flight
+	inFlight.wait(t, 1) // the waiter joined the leader's read, held at the gate
 	cancel()
 	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled reader: got %v, want context.Canceled", err)
@@ -454,66 +462,63 @@ func TestCanceledLeader(t *testing.T) {
 	if p := <-waiter; len(p.Messages) != 1 || p.Messages[0].ID != m.ID {
 		t.Fatalf("waiting reader got %v", timelinetest.IDs(p.Messages))
 	}
+	if c, st := g.calls.Load(), s.Stats(); c != 2 || st.Misses != 2 || st.Coalesced != 0 {
+		t.Fatalf("%d reads of the store, stats %+v: want the leader's and the waiter's own after it", c, st)
+	}
 }
 
 // TestTTLStalenessBounded: under the ttl policy a page may be stale, but
 // never once the TTL has passed since the post returned. The bound is
 // checked on the decorator's own clock (each value records when its read
 // began), so it holds to the millisecond, not to memcached's whole seconds.
+// The test sets that clock, so the reads fall where it says, before and
+// after the TTL, however slowly they run; memcached's own expiry of the
+// page, on its clock, is an hour and more away.
 func TestTTLStalenessBounded(t *testing.T) {
-	for _, ttl := range []time.Duration{300 * time.Millisecond, time.Second} {
-		t.Run(ttl.String(), func(t *testing.T) {
-			s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyTTL, TTL: ttl})
-			timelinetest.Follow(t, s, 1, 2)
-			timelinetest.Post(t, s, 2, "a")
-			timelinetest.Newest(t, s, 1) // fill
-			b := timelinetest.Post(t, s, 2, "b")
-			posted := time.Now()
-			stale, fresh := 0, 0
-			for {
-				start := time.Now()
-				p := timelinetest.Newest(t, s, 1)
-				switch {
-				case has(p, b.ID):
-					fresh++
-				case start.Sub(posted) >= ttl:
-					t.Fatalf("read begun %v after the post returned lacks it (TTL %v)", start.Sub(posted), ttl)
-				default:
-					stale++
-				}
-				if start.Sub(posted) > ttl+200*time.Millisecond {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			t.Logf("stale reads %d, fresh %d, stats %+v", stale, fresh, s.Stats())
-			if stale == 0 {
-				t.Fatal("no read was stale: the page was not cached")
-			}
-			if fresh == 0 {
-				t.Fatal("no read was fresh")
-			}
-		})
+	const ttl = time.Hour
+	s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyTTL, TTL: ttl})
+	clock := setClock(s)
+	timelinetest.Follow(t, s, 1, 2)
+	timelinetest.Post(t, s, 2, "a")
+	timelinetest.Newest(t, s, 1) // fill
+	clock.advance(time.Millisecond)
+	b := timelinetest.Post(t, s, 2, "b")
+	posted := clock.now()
+	for _, at := range []time.Duration{0, ttl / 2, ttl - time.Millisecond, ttl, ttl + time.Millisecond, 2 * ttl} {
+		clock.advance(posted.Add(at).Sub(clock.now()))
+		hits := s.Stats().Hits
+		p := timelinetest.Newest(t, s, 1)
+		switch fresh := has(p, b.ID); {
+		case at >= ttl && !fresh:
+			t.Fatalf("read begun %v after the post returned lacks it (TTL %v)", at, ttl)
+		case at < ttl-time.Millisecond && (fresh || s.Stats().Hits != hits+1):
+			// The page was filled a millisecond before the post: it
+			// is served until the TTL has passed since then.
+			t.Fatalf("read begun %v after the post: fresh %v, %+v; want the cached page, stale", at, fresh, s.Stats())
+		}
 	}
+	t.Logf("stats %+v", s.Stats())
 }
 
 // TestTTLFollowNotInvalidated: under ttl, writes leave the cache alone
-// (the staleness the policy allows), and the TTL ends it.
+// (the staleness the policy allows), and the TTL ends it. The test moves
+// the decorator's clock past the TTL instead of waiting for it.
 func TestTTLFollowNotInvalidated(t *testing.T) {
-	const ttl = 300 * time.Millisecond
+	const ttl = time.Hour
 	s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyTTL, TTL: ttl})
+	clock := setClock(s)
 	m := timelinetest.Post(t, s, 2, "a")
 	timelinetest.Newest(t, s, 1)
 	timelinetest.Follow(t, s, 1, 2)
 	if p := timelinetest.Newest(t, s, 1); len(p.Messages) != 0 {
 		t.Fatalf("ttl policy invalidated on follow: %v", timelinetest.IDs(p.Messages))
 	}
-	time.Sleep(ttl + 50*time.Millisecond)
+	clock.advance(ttl + time.Millisecond)
 	if p := timelinetest.Newest(t, s, 1); !has(p, m.ID) {
 		t.Fatalf("after the TTL: %v", timelinetest.IDs(p.Messages))
 	}
-	if st := s.Stats(); st.Invalidations != 0 {
-		t.Fatalf("ttl policy invalidated: %+v", st)
+	if st := s.Stats(); st.Invalidations != 0 || st.Hits != 1 {
+		t.Fatalf("ttl policy invalidated, or did not serve the page it kept: %+v", st)
 	}
 }
 
@@ -523,7 +528,7 @@ func TestTTLFollowNotInvalidated(t *testing.T) {
 func TestMemcachedKilled(t *testing.T) {
 	for _, policy := range []memcache.Policy{memcache.PolicyInvalidate, memcache.PolicyTTL} {
 		t.Run(string(policy), func(t *testing.T) {
-			mc := testserver.StartMemcached(t, 0)
+			mc := testserver.StartRestartableMemcached(t)
 			s, inner := open(t, modelMemory, memcache.Options{Policy: policy, Servers: []string{mc.Addr}, TTL: time.Minute})
 			timelinetest.Follow(t, s, 1, 2)
 			timelinetest.Post(t, s, 2, "before")
@@ -552,10 +557,7 @@ func TestMemcachedKilled(t *testing.T) {
 				t.Fatalf("errors not counted: %+v", st)
 			}
 
-			back := testserver.StartMemcached(t, mc.Port)
-			if back == nil {
-				t.Skipf("port %d taken after the kill; cannot restart memcached there", mc.Port)
-			}
+			testserver.RestartMemcached(t, mc)
 			// gomemcache dropped the broken connections; the first
 			// operations may still meet one.
 			deadline := time.Now().Add(10 * time.Second)
@@ -765,7 +767,7 @@ func TestNewValidates(t *testing.T) {
 // every read (from the wrapped store where the dead server's keys live);
 // once the server is back it is used again.
 func TestOpensWithOneServerDown(t *testing.T) {
-	up, down := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	up, down := testserver.StartMemcached(t, 0), testserver.StartRestartableMemcached(t)
 	down.Kill()
 	s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyInvalidate, Servers: []string{up.Addr, down.Addr}})
 	if got := s.DownServers(); len(got) != 1 || got[0] != down.Addr {
@@ -789,9 +791,7 @@ func TestOpensWithOneServerDown(t *testing.T) {
 	if st := s.Stats(); st.Hits == 0 {
 		t.Errorf("no hits from the live server: %+v", st)
 	}
-	if testserver.RestartMemcached(t, down) == nil {
-		t.Skip("port taken meanwhile")
-	}
+	testserver.RestartMemcached(t, down)
 	deadline := time.Now().Add(5 * time.Second)
 	for len(s.DownServers()) > 0 {
 		if time.Now().After(deadline) {
@@ -808,7 +808,7 @@ func TestOpensWithOneServerDown(t *testing.T) {
 // DefaultRetryAfter), and drops it within about as long once it is back:
 // its client checks its servers in the background.
 func TestDownServersWhileIdle(t *testing.T) {
-	up, dies := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	up, dies := testserver.StartMemcached(t, 0), testserver.StartRestartableMemcached(t)
 	s, _ := open(t, modelMemory, memcache.Options{Policy: memcache.PolicyTTL, Servers: []string{up.Addr, dies.Addr}})
 	const within = 2*memcached.DefaultRetryAfter + 2*time.Second // the rest is slack for a loaded machine
 	dies.Kill()
@@ -816,9 +816,7 @@ func TestDownServersWhileIdle(t *testing.T) {
 		return slices.Equal(s.DownServers(), []string{dies.Addr}) && s.Stats().ServersDown == 1
 	})
 	t.Logf("reported down after %v", took.Round(time.Millisecond))
-	if testserver.RestartMemcached(t, dies) == nil {
-		t.Skip("port taken meanwhile")
-	}
+	testserver.RestartMemcached(t, dies)
 	took = testserver.Poll(t, within, "DownServers empty once the server is back", func() bool { return len(s.DownServers()) == 0 })
 	t.Logf("reported up after %v", took.Round(time.Millisecond))
 }
@@ -845,22 +843,23 @@ func TestLongKeys(t *testing.T) {
 }
 
 // TestFollowersFailure: when the follower lookup fails, Post still
-// succeeds, the failure is counted, and staleness is bounded by the TTL.
+// succeeds, the failure is counted, and staleness is bounded by the TTL,
+// on the decorator's clock, which the test moves past it.
 func TestFollowersFailure(t *testing.T) {
-	const ttl = 300 * time.Millisecond
+	const ttl = time.Hour
 	mem := newTracked()
 	fail := func(context.Context, timeline.UserID) ([]timeline.UserID, error) {
 		return nil, errors.New("follower lookup down")
 	}
 	s := wrap(t, mem, memcache.Options{Policy: memcache.PolicyInvalidate, TTL: ttl, Followers: fail})
+	clock := setClock(s)
 	timelinetest.Follow(t, s, 1, 2)
 	timelinetest.Newest(t, s, 1)
 	m := timelinetest.Post(t, s, 2, "hello")
-	posted := time.Now()
 	if st := s.Stats(); st.Errors != 1 {
 		t.Fatalf("follower lookup failure not counted: %+v", st)
 	}
-	time.Sleep(ttl - time.Since(posted) + 20*time.Millisecond)
+	clock.advance(ttl + time.Millisecond)
 	if p := timelinetest.Newest(t, s, 1); !has(p, m.ID) {
 		t.Fatalf("stale beyond the TTL: %v", timelinetest.IDs(p.Messages))
 	}
@@ -868,8 +867,11 @@ func TestFollowersFailure(t *testing.T) {
 
 // TestInvalidationOutOfTime: when the follower lookup cannot finish in the
 // caller's time (the database frozen after the post committed), Post still
-// returns soon after its deadline, and no follower is served a page
-// without the post: the fences are replaced instead.
+// returns after its deadline, and no follower is served a page without
+// the post: the fences are replaced instead. The lookup hangs until its
+// context ends, so a Post that did not give it up by the deadline would
+// not return at all: the test waits for it for 30 s, not for a guess of
+// how soon it returns.
 func TestInvalidationOutOfTime(t *testing.T) {
 	inner, followers := openInner(t, modelMemory)
 	var frozen atomic.Bool
@@ -895,15 +897,24 @@ func TestInvalidationOutOfTime(t *testing.T) {
 	frozen.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	start := time.Now()
-	m, err := s.Post(ctx, 1, "while the lookup hangs")
-	took := time.Since(start)
-	if err != nil {
-		t.Fatal(err)
+	type posted struct {
+		m   timeline.Message
+		err error
 	}
-	t.Logf("Post returned after %v", took)
-	if took > 300*time.Millisecond+2*100*time.Millisecond+time.Second {
-		t.Errorf("Post returned %v after it began; its deadline was 300ms", took)
+	done := make(chan posted, 1)
+	go func() {
+		m, err := s.Post(ctx, 1, "while the lookup hangs")
+		done <- posted{m, err}
+	}()
+	var m timeline.Message
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		m = r.m
+	case <-time.After(30 * time.Second):
+		t.Fatal("Post did not return within 30 s of its 300 ms deadline: it waited for the hanging follower lookup")
 	}
 	for u := timeline.UserID(2); u <= users; u++ {
 		if p := timelinetest.Newest(t, s, u); !has(p, m.ID) {
@@ -918,25 +929,27 @@ func TestInvalidationOutOfTime(t *testing.T) {
 // TestCanceledIsNoError: a read whose caller gives up while memcached is
 // answering (its context canceled, as a benchmark does to the calls in
 // flight when a phase ends) returns the cancellation and is not counted
-// as a memcached error.
+// as a memcached error. memcached sits behind a proxy that the test
+// freezes, and the read is canceled when the proxy holds its request, so
+// it is always waiting on memcached then; its Timeout of a minute leaves
+// the cancellation the only way out.
 func TestCanceledIsNoError(t *testing.T) {
 	for _, policy := range []memcache.Policy{memcache.PolicyTTL, memcache.PolicyInvalidate} {
 		t.Run(string(policy), func(t *testing.T) {
-			mc := testserver.StartMemcached(t, 0)
-			s, _ := open(t, modelMemory, memcache.Options{Policy: policy, Servers: []string{mc.Addr}})
+			p := testserver.StartProxy(t, "tcp", testserver.Memcache(t))
+			s, _ := open(t, modelMemory, memcache.Options{Policy: policy, Servers: []string{p.Addr}, Timeout: time.Minute})
 			timelinetest.Follow(t, s, 1, 2)
 			timelinetest.Post(t, s, 2, "a")
-			timelinetest.Newest(t, s, 1)        // fills
-			if err := mc.Freeze(); err != nil { // so that the read waits on it
-				t.Fatal(err)
-			}
-			defer mc.Thaw()
+			timelinetest.Newest(t, s, 1) // fills
 			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(5*time.Millisecond, cancel)
-			if _, err := s.Timeline(ctx, 1, timeline.Query{}); !errors.Is(err, context.Canceled) {
-				t.Fatalf("read canceled while memcached answered: %v, want context.Canceled", err)
+			defer cancel()
+			var held atomic.Int64
+			p.OnHeld(func() { held.Add(1); cancel() })
+			p.Freeze()
+			if _, err := s.Timeline(ctx, 1, timeline.Query{}); !errors.Is(err, context.Canceled) || held.Load() == 0 {
+				t.Fatalf("read canceled while memcached answered: %v (requests held: %d), want context.Canceled", err, held.Load())
 			}
-			if st := s.Stats(); st.Errors != 0 {
+			if st := s.Stats(); st.Errors != 0 || st.ServersDown != 0 {
 				t.Fatalf("a canceled read counted as a memcached error: %+v", st)
 			}
 		})

@@ -223,6 +223,57 @@ func (g *gate) waitEntered(t testing.TB) {
 	}
 }
 
+// clock is the clock of a store's TTL, moved by the test alone.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// setClock makes s read the time of its TTL from the returned clock, which
+// starts at the real time; call it before s is used.
+func setClock(s *memcache.Store) *clock {
+	c := &clock{t: time.Now()}
+	memcache.SetClock(s, c.now)
+	return c
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// flights reports the misses of a store: the user of each, once it has
+// started the read of its page from the wrapped store or joined one in
+// flight (memcache.SetInFlight).
+type flights chan timeline.UserID
+
+// watchFlights makes s report its misses to the returned flights; call it
+// before s is used.
+func watchFlights(s *memcache.Store) flights {
+	f := make(flights, 100)
+	memcache.SetInFlight(s, func(u timeline.UserID) { f <- u })
+	return f
+}
+
+// wait waits until n more misses have started or joined a read.
+func (f flights) wait(t testing.TB, n int) {
+	t.Helper()
+	for i := range n {
+		select {
+		case <-f:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of %d misses reached the read of their page", i, n)
+		}
+	}
+}
+
 // rawCache reads and writes a cache namespace's keys directly, as the
 // decorator stores them (fenced; see internal/memcached), so that tests
 // can delete or garble them.

@@ -285,11 +285,13 @@ func TestActiveHintsWhileMemcachedDown(t *testing.T) {
 func TestActiveRacingHints(t *testing.T) {
 	eachIndex(t, func(t *testing.T, read recent.Strategy) {
 		f := newIndexFixture(t, "", read)
-		r := newRace(t, f)
+		r := newRace(t, f, func(st, st2 pull.Stats) bool {
+			return st.IndexReads+st2.IndexReads > 0 && st.IndexBuilds+st2.IndexBuilds >= 3
+		})
 		for w := range 4 {
 			r.wg.Go(func() {
 				s := r.stores[w%2]
-				for i := 0; time.Now().Before(r.deadline); i++ {
+				for i := 0; !r.end.over(); i++ {
 					m, err := s.Post(r.ctx, timeline.UserID(2+(w*3+i)%12), fmt.Sprintf("race %d/%d", w, i))
 					if err != nil {
 						r.errs <- err
@@ -301,7 +303,7 @@ func TestActiveRacingHints(t *testing.T) {
 			})
 		}
 		r.wg.Go(func() {
-			for i := 0; time.Now().Before(r.deadline); i++ {
+			for i := 0; !r.end.over(); i++ {
 				switch i % 4 {
 				case 0:
 					f.mc.Delete(f.s.IndexKey(1))
@@ -316,7 +318,7 @@ func TestActiveRacingHints(t *testing.T) {
 			}
 		})
 		r.read()
-		r.end(t)
+		r.wait(t)
 		st, st2 := r.stores[0].Stats(), r.stores[1].Stats()
 		t.Logf("%+v\n%+v", st, st2)
 		if st.IndexReads+st2.IndexReads == 0 || st.IndexBuilds+st2.IndexBuilds < 3 {
@@ -328,14 +330,14 @@ func TestActiveRacingHints(t *testing.T) {
 }
 
 // race is what the racing tests share: two stores on f's namespace (f's
-// own first), a deadline two seconds away, the posts that returned, the
+// own first), the race's end (see raceEnd), the posts that returned, the
 // newest that returned of the authors read throughout (newestAcked, see
 // acked), and the goroutines of the race with the errors they send.
 type race struct {
 	f           *activeFixture
 	ctx         context.Context
 	stores      []*pull.Store
-	deadline    time.Time
+	end         *raceEnd
 	newestAcked atomic.Int64
 	wg          sync.WaitGroup
 	errs        chan error
@@ -343,9 +345,12 @@ type race struct {
 	raced       []timeline.Message
 }
 
-func newRace(t *testing.T, f *activeFixture) *race {
-	return &race{f: f, ctx: context.Background(), stores: []*pull.Store{f.s, openConfig(t, f.cfg)},
-		deadline: time.Now().Add(2 * time.Second), errs: make(chan error, 16)}
+// newRace starts a race on f whose end comes once enough reports true of
+// the two stores' stats.
+func newRace(t *testing.T, f *activeFixture, enough func(st, st2 pull.Stats) bool) *race {
+	r := &race{f: f, ctx: context.Background(), stores: []*pull.Store{f.s, openConfig(t, f.cfg)}, errs: make(chan error, 16)}
+	r.end = newRaceEnd(func() bool { return enough(r.stores[0].Stats(), r.stores[1].Stats()) })
+	return r
 }
 
 // posted records m, a post that returned.
@@ -358,13 +363,13 @@ func (r *race) posted(m timeline.Message) {
 // read starts a reader on each store (readWhileRacing).
 func (r *race) read() {
 	for _, s := range r.stores {
-		r.wg.Go(func() { readWhileRacing(r.ctx, s, &r.newestAcked, r.deadline, r.errs) })
+		r.wg.Go(func() { readWhileRacing(r.ctx, s, &r.newestAcked, r.end, r.errs) })
 	}
 }
 
-// end waits for the race's goroutines, fails on any error they sent, and
+// wait waits for the race's goroutines, fails on any error they sent, and
 // adds the posts they made, in id order, to the fixture's.
-func (r *race) end(t *testing.T) {
+func (r *race) wait(t *testing.T) {
 	t.Helper()
 	r.wg.Wait()
 	close(r.errs)
@@ -385,12 +390,12 @@ func acked(newest *atomic.Int64, id timeline.MessageID) {
 	}
 }
 
-// readWhileRacing reads user 1's newest page through s until deadline,
+// readWhileRacing reads user 1's newest page through s until the race ends,
 // and sends an error to errs if a page lacks the newest post that had
 // returned before the read began (newest) and is not a full page of newer
 // ones.
-func readWhileRacing(ctx context.Context, s *pull.Store, newest *atomic.Int64, deadline time.Time, errs chan<- error) {
-	for time.Now().Before(deadline) {
+func readWhileRacing(ctx context.Context, s *pull.Store, newest *atomic.Int64, end *raceEnd, errs chan<- error) {
+	for !end.over() {
 		want := timeline.MessageID(newest.Load())
 		p, err := s.Timeline(ctx, 1, timeline.Query{Limit: 2})
 		if err != nil {
@@ -538,7 +543,7 @@ func TestActiveOneOfTwoMemcachedDown(t *testing.T) {
 
 func oneOfTwoMemcachedDown(t *testing.T, read recent.Strategy) {
 	ctx := timelinetest.Context(t)
-	m1, m2 := testserver.StartMemcached(t, 0), testserver.StartMemcached(t, 0)
+	m1, m2 := testserver.StartMemcached(t, 0), testserver.StartRestartableMemcached(t)
 	cfg := config(t, pull.StrategyActive, testserver.Database(t))
 	cfg.Memcache = []string{m1.Addr, m2.Addr}
 	cfg.Read = read

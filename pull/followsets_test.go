@@ -159,11 +159,15 @@ func TestFollowsRaceReads(t *testing.T) {
 	// returned; the odd-numbered changes (k = 0, 2, ...) follow user 5.
 	var state atomic.Int64
 	state.Store(0)
-	deadline := time.Now().Add(1500 * time.Millisecond)
+	var checked atomic.Int64
+	end := newRaceEnd(func() bool {
+		st := reader.Stats()
+		return checked.Load() >= 20 && st.FollowMisses >= 5 && st.FollowHits > 0
+	})
 	errs := make(chan error, 4)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for k := int64(0); time.Now().Before(deadline); k++ {
+		for k := int64(0); !end.over(); k++ {
 			state.Store(2*k + 1)
 			var err error
 			if k%2 == 0 {
@@ -179,10 +183,9 @@ func TestFollowsRaceReads(t *testing.T) {
 			time.Sleep(time.Duration(k%3) * time.Millisecond)
 		}
 	})
-	var checked atomic.Int64
 	for range 2 {
 		wg.Go(func() {
-			for time.Now().Before(deadline) {
+			for !end.over() {
 				before := state.Load()
 				p, err := reader.Timeline(ctx, 1, timeline.Query{})
 				if err != nil {

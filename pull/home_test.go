@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
@@ -216,12 +217,12 @@ func TestHomePatchRaisesFloor(t *testing.T) {
 // exact.
 func TestHomePatchRacingHints(t *testing.T) {
 	f := newIndexFixture(t, "", recent.Home{Keep: 8})
-	r := newRace(t, f)
+	r := newRace(t, f, func(st, st2 pull.Stats) bool { return st.IndexPatches+st2.IndexPatches >= 10 })
 	var following [2]atomic.Bool
 	for w := range 3 {
 		r.wg.Go(func() {
 			s := r.stores[w%2]
-			for i := 0; time.Now().Before(r.deadline); i++ {
+			for i := 0; !r.end.over(); i++ {
 				author := timeline.UserID(2 + (w*3+i)%12)
 				if i%3 == 2 {
 					author = timeline.UserID(20 + i%2) // followed on and off
@@ -240,7 +241,7 @@ func TestHomePatchRacingHints(t *testing.T) {
 		})
 	}
 	r.wg.Go(func() {
-		for i := 0; time.Now().Before(r.deadline); i++ {
+		for i := 0; !r.end.over(); i++ {
 			a := i % 2
 			on := !following[a].Load()
 			op := r.stores[i%2].Follow
@@ -256,7 +257,7 @@ func TestHomePatchRacingHints(t *testing.T) {
 		}
 	})
 	r.read()
-	r.end(t)
+	r.wait(t)
 	f.follows[20], f.follows[21] = following[0].Load(), following[1].Load()
 	st, st2 := r.stores[0].Stats(), r.stores[1].Stats()
 	t.Logf("%+v\n%+v", st, st2)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
@@ -16,6 +17,38 @@ import (
 func TestMain(m *testing.M) { testserver.Main(m, testserver.Options{Memcached: true}) }
 
 var namespaces atomic.Int64
+
+// A race (goroutines that write, read and damage state at once) runs for
+// raceMin, and then until what it is there to exercise has happened, for
+// raceMax at most: a busy machine makes a race longer, not vacuous, and a
+// race that exercised nothing in raceMax fails its test.
+const raceMin, raceMax = 2 * time.Second, time.Minute
+
+// raceEnd tells the goroutines of a race when to stop.
+type raceEnd struct {
+	start  time.Time
+	enough func() bool // whether the race has exercised what it is for
+	ended  atomic.Bool
+}
+
+// newRaceEnd starts the clock of a race that has run long enough once
+// enough reports true.
+func newRaceEnd(enough func() bool) *raceEnd {
+	return &raceEnd{start: time.Now(), enough: enough}
+}
+
+// over reports whether the race has run raceMin and exercised enough, or
+// has run raceMax; once it has reported true it always does.
+func (e *raceEnd) over() bool {
+	if e.ended.Load() {
+		return true
+	}
+	if d := time.Since(e.start); d < raceMin || (d < raceMax && !e.enough()) {
+		return false
+	}
+	e.ended.Store(true)
+	return true
+}
 
 // config returns the Config of a store on database; StrategyRecent and
 // StrategyActive get the test memcached and a namespace no other store in

@@ -190,14 +190,12 @@ func TestRecentMemcachedDown(t *testing.T) {
 // still names its memcached within about a second of its death, and drops
 // it within about as long once it is back.
 func TestRecentDownServersWhileIdle(t *testing.T) {
-	mc := testserver.StartMemcached(t, 0)
+	mc := testserver.StartRestartableMemcached(t)
 	f := newRecentFixture(t, mc.Addr)
 	mc.Kill()
 	const within = 2*memcached.DefaultRetryAfter + 2*time.Second // the rest is slack for a loaded machine
 	testserver.Poll(t, within, "the dead memcached in DownServers", func() bool { return slices.Equal(f.s.DownServers(), []string{mc.Addr}) })
-	if testserver.RestartMemcached(t, mc) == nil {
-		t.Skip("port taken meanwhile")
-	}
+	testserver.RestartMemcached(t, mc)
 	testserver.Poll(t, within, "DownServers empty once memcached is back", func() bool { return len(f.s.DownServers()) == 0 })
 	f.check(t, "memcached back")
 }
@@ -236,12 +234,13 @@ func TestRecentRacingRebuilds(t *testing.T) {
 	for _, m := range f.posts {
 		ackedAll[m.ID] = true
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	var reads atomic.Int64
+	end := newRaceEnd(func() bool { return reads.Load() > 0 && f.s.Stats().Rebuilds > 0 })
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for w := range 3 {
 		wg.Go(func() {
-			for i := 0; time.Now().Before(deadline); i++ {
+			for i := 0; !end.over(); i++ {
 				m, err := f.s.Post(ctx, timeline.UserID(2+w), fmt.Sprintf("race %d", i))
 				if err != nil {
 					errs <- err
@@ -255,7 +254,7 @@ func TestRecentRacingRebuilds(t *testing.T) {
 		})
 	}
 	wg.Go(func() {
-		for i := 0; time.Now().Before(deadline); i++ {
+		for i := 0; !end.over(); i++ {
 			key := f.s.RecentKey(timeline.UserID(2 + i%3))
 			if i%2 == 0 {
 				f.mc.Delete(key)
@@ -265,10 +264,9 @@ func TestRecentRacingRebuilds(t *testing.T) {
 			time.Sleep(time.Duration(i%3) * time.Millisecond)
 		}
 	})
-	var reads atomic.Int64
 	for range 3 {
 		wg.Go(func() {
-			for time.Now().Before(deadline) {
+			for !end.over() {
 				var want [3]int64
 				for i := range want {
 					want[i] = acked[i].Load()
@@ -342,21 +340,28 @@ func waitServersUp(t *testing.T, s *pull.Store, read func()) {
 	}
 }
 
-// frozenStore opens a store of strategy on a memcached of its own, in
-// which user 1 follows users 2 to authors+1, who have posted once each,
-// and has read once (lists and followees cached); then it freezes that
-// memcached (SIGSTOP) until the test ends.
-func frozenStore(t *testing.T, strategy pull.Strategy, authors int) *pull.Store {
+// warmStore opens a store of strategy on the memcached at addr, in which
+// user 1 follows users 2 to authors+1, who have posted once each, and has
+// read once (lists and followees cached).
+func warmStore(t *testing.T, strategy pull.Strategy, authors int, addr string) *pull.Store {
 	t.Helper()
-	mc := testserver.StartMemcached(t, 0)
 	cfg := config(t, strategy, testserver.Database(t))
-	cfg.Memcache = []string{mc.Addr}
+	cfg.Memcache = []string{addr}
 	s := openConfig(t, cfg)
 	for a := timeline.UserID(2); a <= timeline.UserID(authors+1); a++ {
 		timelinetest.Follow(t, s, 1, a)
 		timelinetest.Post(t, s, a, "before")
 	}
 	timelinetest.Newest(t, s, 1)
+	return s
+}
+
+// frozenStore is warmStore on a memcached of its own, which it then
+// freezes (SIGSTOP) until the test ends.
+func frozenStore(t *testing.T, strategy pull.Strategy, authors int) *pull.Store {
+	t.Helper()
+	mc := testserver.StartMemcached(t, 0)
+	s := warmStore(t, strategy, authors, mc.Addr)
 	if err := mc.Freeze(); err != nil {
 		t.Fatal(err)
 	}
@@ -409,15 +414,22 @@ func TestRecentFrozenMemcached(t *testing.T) {
 // memcached is answering (its context canceled, as a benchmark does to the
 // calls in flight when a phase ends) returns the cancellation, and
 // memcached, which did nothing wrong, is not charged a cache error.
+// memcached sits behind a proxy that the test freezes, and the read is
+// canceled the moment the proxy holds its request, so it is always
+// waiting on memcached then, well within the store's memcached timeout.
 func TestRecentCanceledIsNoCacheError(t *testing.T) {
 	for _, strategy := range []pull.Strategy{pull.StrategyRecent, pull.StrategyActive} {
 		t.Run(string(strategy), func(t *testing.T) {
-			s := frozenStore(t, strategy, 3) // so that the read waits on memcached
+			p := testserver.StartProxy(t, "tcp", testserver.Memcache(t))
+			s := warmStore(t, strategy, 3, p.Addr)
 			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(5*time.Millisecond, cancel)
+			defer cancel()
+			var held atomic.Int64
+			p.OnHeld(func() { held.Add(1); cancel() })
+			p.Freeze()
 			_, err := s.Timeline(ctx, 1, timeline.Query{})
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("read canceled while memcached answered: %v, want context.Canceled", err)
+			if !errors.Is(err, context.Canceled) || held.Load() == 0 {
+				t.Fatalf("read canceled while memcached answered: %v (requests held: %d), want context.Canceled", err, held.Load())
 			}
 			if st := s.Stats(); st.CacheErrors != 0 {
 				t.Fatalf("a canceled read counted as a cache error: %+v", st)

@@ -181,6 +181,15 @@ type Client struct {
 
 	stopHealth context.CancelFunc // ends checkHealth
 	healthDone chan struct{}      // closed when checkHealth has returned
+
+	hooks hooks // for tests (export_test.go); none otherwise
+}
+
+// hooks are called, when set, where tests synchronise with a call.
+type hooks struct {
+	recovering       func() // by the caller that holds a server's recovery token, before it replaces the fence (recover)
+	awaitingRecovery func() // by a caller about to wait for another's replacement (ready)
+	dialing          func() // before a new connection is dialed (conn)
 }
 
 // server is one memcached and what this client knows of it.
@@ -522,6 +531,9 @@ func (c *Client) ready(ctx context.Context, s *server, req request, write bool) 
 		case until != 0 && !write:
 			return down()
 		}
+		if c.hooks.awaitingRecovery != nil {
+			c.hooks.awaitingRecovery()
+		}
 		if err := s.waitRecovery(ctx); err != nil {
 			return fmt.Errorf("memcached %s: %w", s.name, err)
 		}
@@ -541,6 +553,9 @@ func (c *Client) ready(ctx context.Context, s *server, req request, write bool) 
 // recover replaces s's fence, so nothing it held before can be read, and
 // marks it up. The caller holds s's recovery token.
 func (c *Client) recover(ctx context.Context, s *server) error {
+	if c.hooks.recovering != nil {
+		c.hooks.recovering()
+	}
 	asked := s.suspect.Load()
 	fence := newFence()
 	if err := c.roundTrip(ctx, s, fenceSet{key: c.fenceKey, value: fence}); err != nil {
@@ -704,6 +719,9 @@ func (c *Client) conn(ctx context.Context, s *server, deadline time.Time, fresh 
 			return cn, true, nil
 		}
 		s.mu.Unlock()
+	}
+	if c.hooks.dialing != nil {
+		c.hooks.dialing()
 	}
 	d := net.Dialer{Deadline: deadline}
 	nc, err := d.DialContext(ctx, s.addr.Network(), s.addr.String())

@@ -782,6 +782,12 @@ func TestAppendErrors(t *testing.T) {
 // replaced (it is frozen), one caller waits out Timeout and marks it down;
 // the reads queued behind it fail at once then, and a hurried one returns
 // by its own deadline, instead of each waiting out a Timeout in turn.
+//
+// The replacement is held (a hook of the client's) until every reader
+// waits for it and the hurried read has returned, so the test orders the
+// calls by what they report, not by how soon they are scheduled; that
+// each queued read failed at once is told by the server's failures, one
+// per Timeout waited out.
 func TestDistrustFrozen(t *testing.T) {
 	ctx := context.Background()
 	m := testserver.StartMemcached(t, 0)
@@ -791,6 +797,27 @@ func TestDistrustFrozen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	var replacements atomic.Int64
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	defer releaseAll()
+	replacing := make(chan struct{}, 100)
+	waiting := make(chan struct{}, 100)
+	memcached.SetRecoveryHooks(c,
+		func() { replacements.Add(1); replacing <- struct{}{}; <-release },
+		func() { waiting <- struct{}{} })
+	await := func(ch chan struct{}, n int, what string) {
+		t.Helper()
+		for i := range n {
+			select {
+			case <-ch:
+			case <-time.After(30 * time.Second):
+				releaseAll()
+				t.Fatalf("%s: %d of %d", what, i, n)
+			}
+		}
+	}
 	if err := c.Set(ctx, item("page", "v")); err != nil {
 		t.Fatal(err)
 	}
@@ -803,29 +830,54 @@ func TestDistrustFrozen(t *testing.T) {
 		}
 	}()
 	c.Distrust("page")
-	start := time.Now()
 	const readers = 6
 	var wg sync.WaitGroup
 	errs := make([]error, readers)
 	for i := range readers {
 		wg.Go(func() { _, errs[i] = c.Get(ctx, []string{"page"}) })
 	}
-	time.Sleep(100 * time.Millisecond)
-	hurried, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancel()
-	hStart := time.Now()
-	_, herr := c.Get(hurried, []string{"page"})
-	if took := time.Since(hStart); !errors.Is(herr, context.DeadlineExceeded) || took > timeout*7/10 {
-		t.Errorf("a read with a 100ms deadline behind a fence replacement: %v after %v", herr, took)
+	await(replacing, 1, "readers replacing the fence")
+	await(waiting, readers-1, "readers waiting for the replacement")
+
+	// A read with a short deadline behind the replacement. If its
+	// deadline passed before it began to wait (a late scheduler), it
+	// tested nothing: it is tried again.
+	for attempt := 1; ; attempt++ {
+		hurried, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { _, err := c.Get(hurried, []string{"page"}); done <- err }()
+		var herr error
+		select {
+		case herr = <-done:
+		case <-time.After(30 * time.Second):
+			releaseAll()
+			t.Fatal("a read with a 100ms deadline behind a fence replacement did not return by it")
+		}
+		cancel()
+		select {
+		case <-waiting:
+		default:
+			if attempt == 10 {
+				t.Fatalf("a read with a 100ms deadline never waited for the replacement: %v", herr)
+			}
+			continue
+		}
+		if !errors.Is(herr, context.DeadlineExceeded) || errors.Is(herr, memcached.ErrServerDown) {
+			t.Errorf("a read with a 100ms deadline behind a fence replacement: %v, want its deadline's error", herr)
+		}
+		break
 	}
+
+	releaseAll()
 	wg.Wait()
-	if took := time.Since(start); took > 3*timeout {
-		t.Errorf("%d reads of a frozen distrusted server took %v; want about one Timeout (%v)", readers, took, timeout)
-	}
 	for i, err := range errs {
 		if !errors.Is(err, memcached.ErrServerDown) {
 			t.Errorf("read %d: %v, want ErrServerDown", i, err)
 		}
+	}
+	if n, st := replacements.Load(), c.Status()[0]; n != 1 || st.Failures != 1 || st.Up {
+		t.Errorf("%d reads of a frozen distrusted server: %d fence replacements, %d Timeouts waited out, up %v; want one, one, down",
+			readers, n, st.Failures, st.Up)
 	}
 }
 
@@ -878,21 +930,32 @@ func TestOpenSlow(t *testing.T) {
 }
 
 // TestCancelWhileDialing: a cancellation ends a call that waits to connect.
+// The call is canceled as it begins to dial (a hook of the client's), so
+// it always reaches the dial; a client that dialed without the context
+// would wait out the dial's deadline, Timeout, and the call returns well
+// before that.
 func TestCancelWhileDialing(t *testing.T) {
 	m := testserver.StartMemcached(t, 0)
 	hung := hangingListener(t)
 	addrs := []string{m.Addr, hung}
 	const timeout = 2 * time.Second
-	c := newClient(t, "t:", timeout, addrs...)
+	// No health checks during the test: only the call dials.
+	c, err := memcached.New(t.Context(), memcached.Options{Servers: addrs, Prefix: "t:", Timeout: timeout, RetryAfter: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	if d := c.Down(); len(d) != 1 || d[0] != hung {
 		t.Fatalf("Down = %v, want [%s]", d, hung)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
+	defer cancel()
+	var dials atomic.Int64
+	memcached.SetDialingHook(c, func() { dials.Add(1); cancel() })
 	start := time.Now()
 	// A write tries a server marked down (see the package doc).
-	err := c.Set(ctx, item(keyOn(t, addrs, hung, 0), "v"))
-	if took := time.Since(start); !errors.Is(err, context.Canceled) || took > timeout/2 {
-		t.Errorf("canceled while dialing: %v after %v", err, took)
+	err = c.Set(ctx, item(keyOn(t, addrs, hung, 0), "v"))
+	if took := time.Since(start); !errors.Is(err, context.Canceled) || dials.Load() != 1 || took >= timeout {
+		t.Errorf("canceled while dialing: %v after %v, %d dials; want context.Canceled before the dial's deadline (%v)", err, took, dials.Load(), timeout)
 	}
 }

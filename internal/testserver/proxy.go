@@ -16,13 +16,15 @@ import (
 type Proxy struct {
 	Addr string // 127.0.0.1:port, where clients connect
 
-	network, target string
+	network string
 
 	mu     sync.Mutex
+	target string // where new connections go (retarget)
 	ln     net.Listener
 	conns  []net.Conn
 	cut    chan struct{} // closed by Cut: ends the forwarding of the connections of before
 	thawed chan struct{} // closed while not frozen
+	onHeld func()        // see OnHeld
 	wg     sync.WaitGroup
 }
 
@@ -54,7 +56,14 @@ func (p *Proxy) serve(ln net.Listener) {
 			if err != nil {
 				return
 			}
-			up, err := net.Dial(p.network, p.target)
+			p.mu.Lock()
+			target := p.target
+			p.mu.Unlock()
+			if target == "" { // nothing to forward to: as if refused
+				c.Close()
+				continue
+			}
+			up, err := net.Dial(p.network, target)
 			if err != nil {
 				c.Close()
 				continue
@@ -76,12 +85,19 @@ func (p *Proxy) forward(dst, src net.Conn, cut chan struct{}) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			thawed := p.thawed
+			thawed, onHeld := p.thawed, p.onHeld
 			p.mu.Unlock()
 			select {
 			case <-thawed:
-			case <-cut:
-				return
+			default:
+				if onHeld != nil {
+					onHeld()
+				}
+				select {
+				case <-thawed:
+				case <-cut:
+					return
+				}
 			}
 			if _, err := dst.Write(buf[:n]); err != nil {
 				return
@@ -91,6 +107,15 @@ func (p *Proxy) forward(dst, src net.Conn, cut chan struct{}) {
 			return
 		}
 	}
+}
+
+// retarget sends the connections accepted from now on to target (on the
+// same network), or closes them at once if target is ""; those made
+// before keep theirs.
+func (p *Proxy) retarget(target string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = target
 }
 
 // Cut closes the listener and every connection: clients see the server
@@ -118,6 +143,17 @@ func (p *Proxy) Restore(t testing.TB) {
 		t.Fatal(err)
 	}
 	p.serve(ln)
+}
+
+// OnHeld makes the proxy call f each time, frozen, it holds what a side
+// sent (a request waiting for the frozen server, say), in the goroutine
+// that holds it, before it waits for Thaw: a test learns that a call is
+// waiting on the server from the event, not from a guess of how long it
+// takes to get there. nil calls nothing.
+func (p *Proxy) OnHeld(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.onHeld = f
 }
 
 // Freeze stops forwarding, both ways, until Thaw.

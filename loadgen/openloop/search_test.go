@@ -59,9 +59,11 @@ func TestFindRateBisects(t *testing.T) {
 
 // TestFindRateOnAFakeStore: a store of known capacity (4 workers, 5 ms per
 // operation: 800 ops/s) is searched for real, in short open-loop steps;
-// the rate found is near its capacity. The bounds are wide: timers on a
-// busy machine oversleep, and queueing near capacity raises the p99 well
-// before the rate reaches it.
+// the rate found is near the capacity the store showed in the run. Timers
+// on a busy machine oversleep, which lowers that capacity: the rate found
+// is held to the highest rate any step achieved, not to the nominal 800/s,
+// which it cannot exceed. The bounds are wide: queueing near capacity
+// raises the p99 well before the rate reaches it.
 func TestFindRateOnAFakeStore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs about 5 s of timed steps")
@@ -77,11 +79,13 @@ func TestFindRateOnAFakeStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var shown float64 // the highest rate the store achieved in a step
 	for _, s := range res.Steps {
 		t.Logf("rate %.0f: achieved %.0f, p99 %.1f ms, missed %d, held %v", s.Rate, s.Achieved, s.P99Ms, s.Missed, s.Held)
+		shown = max(shown, s.Achieved)
 	}
-	if res.Best < 0.4*capacity || res.Best > 1.1*capacity {
-		t.Fatalf("best %.0f/s for a store of capacity %.0f/s", res.Best, capacity)
+	if res.Best < 0.4*shown || res.Best > 1.1*capacity {
+		t.Fatalf("best %.0f/s for a store of capacity %.0f/s that achieved %.0f/s here", res.Best, capacity, shown)
 	}
 }
 

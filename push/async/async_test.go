@@ -208,8 +208,9 @@ func TestWorkerStoppedMidChunk(t *testing.T) {
 }
 
 // runChildWorker is the worker process of TestKilledWorkerProcess: it
-// applies jobs on the database in spec ("dsn|database|chunk") forever,
-// slowly, until killed.
+// applies jobs on the database in spec ("dsn|database|chunk"), commits
+// three chunks, and stops inside the fourth's transaction, its rows
+// written and not committed, until killed.
 func runChildWorker(spec string) {
 	parts := strings.Split(spec, "|")
 	if len(parts) != 3 {
@@ -228,13 +229,21 @@ func runChildWorker(spec string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	w := &Worker{DB: s.DB(), Chunk: chunk, beforeCommit: func() { time.Sleep(20 * time.Millisecond) }}
+	chunks := 0
+	w := &Worker{DB: s.DB(), Chunk: chunk, beforeCommit: func() {
+		if chunks++; chunks == 4 {
+			select {} // until killed
+		}
+	}}
 	w.Run(context.Background())
 }
 
 // TestKilledWorkerProcess kills (-9) a worker process in the middle of a
 // celebrity's job, then restarts the work in this process: every follower
-// ends with the message exactly once.
+// ends with the message exactly once. The worker process holds its fourth
+// chunk open once its first three have committed, so the kill always
+// lands inside a chunk's transaction, however the two processes are
+// scheduled.
 func TestKilledWorkerProcess(t *testing.T) {
 	const followers, chunk = 3000, 50
 	s, database := open(t, Options{Workers: -1})
@@ -248,20 +257,14 @@ func TestKilledWorkerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	deadline := time.Now().Add(time.Minute)
-	for mailboxOf(t, s, m.ID) < 3*chunk {
-		if time.Now().After(deadline) {
-			t.Fatal("the worker process wrote nothing within a minute")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testserver.Poll(t, time.Minute, "the worker process's three chunks", func() bool { return mailboxOf(t, s, m.ID) >= 3*chunk })
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
 	before := mailboxOf(t, s, m.ID)
-	if before >= followers {
-		t.Fatalf("the worker finished (%d rows) before it was killed; the test proves nothing", before)
+	if before != 3*chunk {
+		t.Fatalf("the worker process committed %d rows before it was killed, want its three chunks' %d", before, 3*chunk)
 	}
 	t.Logf("killed the worker process after %d of %d followers", before, followers)
 

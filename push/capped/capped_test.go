@@ -227,10 +227,15 @@ func TestPagingAcrossFloor(t *testing.T) {
 // TestConcurrentPostsStayAboveFloor races posts of several authors into
 // the same small mailboxes, so that trims run between other posts' ids and
 // fan-outs, and requires no mailbox row below its user's floor and every
-// timeline whole.
+// timeline whole. Each mailbox receives 160 entries against a cap of 5,
+// so the posts' trims must have raised every floor, and, once the last
+// post has returned, cut every mailbox to at most cap + slack rows: the
+// last write to a mailbox commits before its trim looks, and a trim it
+// finds holding the mailbox sees that write. Without trimming the floors
+// stay at 0, which would make the first check hold vacuously.
 func TestConcurrentPostsStayAboveFloor(t *testing.T) {
-	const authors, readers = 4, 6
-	s := open(t, 5, 1)
+	const authors, readers, limit, slack = 4, 6, 5, 1
+	s := open(t, limit, slack)
 	ctx := context.Background()
 	for r := authors + 1; r <= authors+readers; r++ {
 		for a := 1; a <= authors; a++ {
@@ -258,6 +263,19 @@ func TestConcurrentPostsStayAboveFloor(t *testing.T) {
 	}
 	if below != 0 {
 		t.Fatalf("%d mailbox rows below their user's floor", below)
+	}
+	rows := mailboxRows(t, s)
+	for r := authors + 1; r <= authors+readers; r++ {
+		var floor timeline.MessageID
+		var entries int
+		if err := s.DB().QueryRow(`SELECT floor_id, entries FROM mailbox_state WHERE user_id = ?`, r).Scan(&floor, &entries); err != nil {
+			t.Fatalf("reader %d: %v", r, err)
+		}
+		n := rows[timeline.UserID(r)]
+		if floor == 0 || n > limit+slack || entries != n {
+			t.Fatalf("reader %d: floor %d, %d mailbox rows, %d entries counted; want a floor above 0 and at most %d rows, all counted: the posts did not trim",
+				r, floor, n, entries, limit+slack)
+		}
 	}
 	want := authors * 40
 	for r := authors + 1; r <= authors+readers; r++ {
