@@ -200,7 +200,6 @@ func NewHookGuard(ctx context.Context, db *sql.DB, database string, runs Hooks) 
 // recorded value equals it.
 const unchecked = "\x00unchecked"
 
-
 // Run adds h to the hooks the store runs: a store in front of it (package
 // memcache's) that runs them on every write calls it before it records
 // them.
