@@ -16,6 +16,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/mckey"
 	"github.com/pushpull/pushpull/internal/memcached"
+	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/counter"
 )
@@ -267,7 +268,31 @@ func New(ctx context.Context, inner timeline.Store, opts Options) (*Store, error
 		return nil, fmt.Errorf("cache: memcached at %v: %w: %w", opts.Servers, timeline.ErrUnavailable, err)
 	}
 	s.mc = mc
+	if err := s.recordHooks(ctx); err != nil {
+		mc.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// recordHooks: under PolicyInvalidate every write through the store
+// invalidates the pages it changes, so a write that bypasses it (a store
+// of the same database in another process) would leave them stale. When
+// the wrapped store's writes are guarded (schema.Guarded), the store says
+// it runs schema.HookPages and records it in the database: such a write
+// then fails with schema.ErrWriteHooks instead.
+func (s *Store) recordHooks(ctx context.Context) error {
+	if s.policy != PolicyInvalidate {
+		return nil
+	}
+	g, ok := timeline.As[schema.Guarded](s.inner)
+	if !ok || g.WriteGuard() == nil {
+		return nil
+	}
+	if err := g.WriteGuard().Record(ctx, schema.HookPages); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	return nil
 }
 
 // checkNamespace: the cache needs a namespace, and one that follows

@@ -35,6 +35,9 @@ func init() {
 	registry.RegisterVariant(registry.Variant{
 		Name:  Variant,
 		Needs: registry.Memcached,
+		// Under the invalidate policy (the default) a write that bypasses
+		// the cache would leave its pages stale: it records the pages hook.
+		Traits: registry.WriteHooks,
 		// The keys carry the database's identity, and invalidation
 		// needs the wrapped store's followers: models on a database.
 		// ... and that apply their writes before they return: no

@@ -21,6 +21,7 @@ package pull
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -126,12 +127,16 @@ type Store struct {
 	strategy Strategy
 	reader   sqlread.Reader
 	pages    sqlread.PageCount
-	hooks    *recent.State // nil unless the store runs write hooks
-	keyspace string        // on Vitess with VtgateStatus: the keyspace
-	status   string        // and vtgate's status pages, for Counters
+	hooks    *recent.State     // nil unless the store runs write hooks
+	guard    *schema.HookGuard // nil on Vitess
+	keyspace string            // on Vitess with VtgateStatus: the keyspace
+	status   string            // and vtgate's status pages, for Counters
 }
 
 var _ timeline.Store = (*Store)(nil)
+
+// errNoMeta: a guarded INSERT found no write_hooks row to read.
+var errNoMeta = errors.New("the database's pushpull_meta has no write_hooks row (was it emptied by hand?)")
 
 // Open connects to the server, creates the database, tables and procedures
 // if needed, and returns the store. A store of package recent's strategies
@@ -207,7 +212,9 @@ func (s *Store) open(ctx context.Context, cfg Config, model schema.Model, need W
 	if err != nil {
 		return err
 	}
-	hooks := recorded | need
+	// The hooks of package recent are turned on here; the others are run
+	// by the stores built on this one, which say so to the guard.
+	hooks := (recorded | need) & (HookLists | HookHints)
 	if hooks != 0 && len(cfg.Memcache) == 0 {
 		return fmt.Errorf("%w: database %s needs the %s write hooks, recorded in its pushpull_meta by a store that reads memcached; give this store the memcached servers and namespace of those stores (Config.Memcache, Config.Namespace)",
 			ErrWriteHooks, cfg.Database, recorded)
@@ -238,8 +245,28 @@ func (s *Store) open(ctx context.Context, cfg Config, model schema.Model, need W
 		}
 	}
 	// Recorded last, once this store can keep them: stores opened from
-	// now on run them.
-	return recordHooks(ctx, s.db, need&^recorded)
+	// now on run them, stores open already learn of them at their next
+	// write.
+	if err := schema.RecordHooks(ctx, s.db, need&^recorded); err != nil {
+		return err
+	}
+	if !cfg.Vitess {
+		s.guard, err = schema.NewHookGuard(ctx, s.db, cfg.Database, hooks)
+	}
+	return err
+}
+
+// WriteGuard implements schema.Guarded: the guard of the store's writes,
+// nil on Vitess, where the hooks are checked only when a store opens.
+func (s *Store) WriteGuard() *schema.HookGuard { return s.guard }
+
+// write runs a write statement: guarded, the guard's condition in it, on
+// MariaDB; plain on Vitess.
+func (s *Store) write(ctx context.Context, guarded, plain string, args ...any) (sql.Result, error) {
+	if s.guard == nil {
+		return s.db.ExecContext(ctx, plain, args...)
+	}
+	return s.guard.Exec(ctx, s.db, guarded, args...)
 }
 
 // DB returns the store's connection pool, for measurement and bulk loading.
@@ -275,12 +302,16 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 		return timeline.Message{}, err
 	}
 	msg := timeline.Message{Author: author, Body: body, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
-	res, err := s.db.ExecContext(ctx,
+	res, err := s.write(ctx,
+		`INSERT INTO messages (author_id, body, created_at) SELECT ?, ?, ? `+schema.GuardFrom,
 		`INSERT INTO messages (author_id, body, created_at) VALUES (?, ?, ?)`,
 		author, body, msg.CreatedAt)
 	var id int64
 	if err == nil {
 		id, err = res.LastInsertId()
+	}
+	if err == nil && id == 0 {
+		err = errNoMeta
 	}
 	if err != nil {
 		if s.hooks != nil {
@@ -302,7 +333,9 @@ func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.
 	if err := timeline.CheckDelete(author, id); err != nil {
 		return err
 	}
-	res, err := s.db.ExecContext(ctx, `DELETE FROM messages WHERE id = ? AND author_id = ?`, id, author)
+	res, err := s.write(ctx,
+		`DELETE FROM messages WHERE id = ? AND author_id = ? AND `+schema.GuardExists,
+		`DELETE FROM messages WHERE id = ? AND author_id = ?`, id, author)
 	var n int64
 	if err == nil {
 		n, err = res.RowsAffected()
@@ -324,7 +357,8 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 	if err := timeline.CheckFollow(follower, followee); err != nil {
 		return err
 	}
-	res, err := s.db.ExecContext(ctx,
+	res, err := s.write(ctx,
+		`INSERT IGNORE INTO follows (follower_id, followee_id) SELECT ?, ? `+schema.GuardFrom,
 		`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`, follower, followee)
 	s.followsChanged(ctx, follower)
 	if err != nil {
@@ -339,7 +373,8 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 	if err := timeline.CheckFollow(follower, followee); err != nil {
 		return err
 	}
-	res, err := s.db.ExecContext(ctx,
+	res, err := s.write(ctx,
+		`DELETE FROM follows WHERE follower_id = ? AND followee_id = ? AND `+schema.GuardExists,
 		`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee)
 	s.followsChanged(ctx, follower)
 	if err != nil {

@@ -3,10 +3,12 @@ package push
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
+	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
 
@@ -15,10 +17,12 @@ import (
 // model composes them with its own bookkeeping and keeps one commit per
 // call.
 
-// InsertMessage adds a message by author and returns it with its id.
-func InsertMessage(ctx context.Context, tx *sql.Tx, author timeline.UserID, body string, now time.Time) (timeline.Message, error) {
+// InsertMessage adds a message by author and returns it with its id; g
+// (nil: none) guards the statement (see schema.HookGuard).
+func InsertMessage(ctx context.Context, tx *sql.Tx, g *schema.HookGuard, author timeline.UserID, body string, now time.Time) (timeline.Message, error) {
 	msg := timeline.Message{Author: author, Body: body, CreatedAt: now.UTC().Truncate(time.Microsecond)}
-	res, err := tx.ExecContext(ctx,
+	res, err := guardedExec(ctx, tx, g,
+		`INSERT INTO messages (author_id, body, created_at) SELECT ?, ?, ? `+schema.GuardFrom,
 		`INSERT INTO messages (author_id, body, created_at) VALUES (?, ?, ?)`,
 		author, body, msg.CreatedAt)
 	if err != nil {
@@ -28,8 +32,23 @@ func InsertMessage(ctx context.Context, tx *sql.Tx, author timeline.UserID, body
 	if err != nil {
 		return timeline.Message{}, err
 	}
+	if id == 0 {
+		return timeline.Message{}, errNoMeta
+	}
 	msg.ID = timeline.MessageID(id)
 	return msg, nil
+}
+
+// errNoMeta: a guarded INSERT found no write_hooks row to read.
+var errNoMeta = errors.New("the database's pushpull_meta has no write_hooks row (was it emptied by hand?)")
+
+// guardedExec runs a write statement in tx: guarded, g's condition in it,
+// when g is not nil; else plain.
+func guardedExec(ctx context.Context, tx *sql.Tx, g *schema.HookGuard, guarded, plain string, args ...any) (sql.Result, error) {
+	if g == nil {
+		return tx.ExecContext(ctx, plain, args...)
+	}
+	return g.Exec(ctx, tx, guarded, args...)
 }
 
 // FanOut writes message id into the mailbox of every follower of author,
@@ -51,9 +70,11 @@ func FanOut(ctx context.Context, tx *sql.Tx, id timeline.MessageID, author timel
 // RemoveMessage deletes author's message id and reports whether there was
 // one. Deleting the row first locks it, so a concurrent Follow's backfill
 // of author either ran before (and RemoveFanOut deletes its row) or waits
-// and no longer sees the message.
-func RemoveMessage(ctx context.Context, tx *sql.Tx, author timeline.UserID, id timeline.MessageID) (bool, error) {
-	res, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE id = ? AND author_id = ?`, id, author)
+// and no longer sees the message. g (nil: none) guards the statement.
+func RemoveMessage(ctx context.Context, tx *sql.Tx, g *schema.HookGuard, author timeline.UserID, id timeline.MessageID) (bool, error) {
+	res, err := guardedExec(ctx, tx, g,
+		`DELETE FROM messages WHERE id = ? AND author_id = ? AND `+schema.GuardExists,
+		`DELETE FROM messages WHERE id = ? AND author_id = ?`, id, author)
 	return affected(res, err)
 }
 
@@ -74,16 +95,19 @@ func RemoveFanOut(ctx context.Context, tx *sql.Tx, id timeline.MessageID, author
 }
 
 // AddFollow records that follower follows followee and reports whether
-// the edge is new.
-func AddFollow(ctx context.Context, tx *sql.Tx, follower, followee timeline.UserID) (bool, error) {
-	res, err := tx.ExecContext(ctx,
+// the edge is new; g (nil: none) guards the statement.
+func AddFollow(ctx context.Context, tx *sql.Tx, g *schema.HookGuard, follower, followee timeline.UserID) (bool, error) {
+	res, err := guardedExec(ctx, tx, g,
+		`INSERT IGNORE INTO follows (follower_id, followee_id) SELECT ?, ? `+schema.GuardFrom,
 		`INSERT IGNORE INTO follows (follower_id, followee_id) VALUES (?, ?)`, follower, followee)
 	return affected(res, err)
 }
 
-// RemoveFollow deletes the edge and reports whether there was one.
-func RemoveFollow(ctx context.Context, tx *sql.Tx, follower, followee timeline.UserID) (bool, error) {
-	res, err := tx.ExecContext(ctx,
+// RemoveFollow deletes the edge and reports whether there was one; g
+// (nil: none) guards the statement.
+func RemoveFollow(ctx context.Context, tx *sql.Tx, g *schema.HookGuard, follower, followee timeline.UserID) (bool, error) {
+	res, err := guardedExec(ctx, tx, g,
+		`DELETE FROM follows WHERE follower_id = ? AND followee_id = ? AND `+schema.GuardExists,
 		`DELETE FROM follows WHERE follower_id = ? AND followee_id = ?`, follower, followee)
 	return affected(res, err)
 }
@@ -154,6 +178,10 @@ type Writes struct {
 	DB    *sql.DB
 	Model string
 	Now   func() time.Time
+	// Guard (nil: none, on Vitess) guards the first statement of each
+	// write, which holds the recorded hooks share-locked until the
+	// write commits (see schema.HookGuard).
+	Guard *schema.HookGuard
 }
 
 // Post adds the message; before (nil: nothing) runs first, before the
@@ -170,7 +198,7 @@ func (w Writes) Post(ctx context.Context, author timeline.UserID, body string, b
 			}
 		}
 		var err error
-		if msg, err = InsertMessage(ctx, tx, author, body, w.Now()); err != nil {
+		if msg, err = InsertMessage(ctx, tx, w.Guard, author, body, w.Now()); err != nil {
 			return err
 		}
 		return fanOut(tx, msg)
@@ -189,7 +217,7 @@ func (w Writes) Delete(ctx context.Context, author timeline.UserID, id timeline.
 		return err
 	}
 	err := mysqlx.InTx(ctx, w.DB, func(tx *sql.Tx) error {
-		gone, err := RemoveMessage(ctx, tx, author, id)
+		gone, err := RemoveMessage(ctx, tx, w.Guard, author, id)
 		if err != nil {
 			return err
 		}
@@ -215,12 +243,12 @@ func (w Writes) Unfollow(ctx context.Context, follower, followee timeline.UserID
 }
 
 func (w Writes) edge(ctx context.Context, verb string, follower, followee timeline.UserID,
-	change func(context.Context, *sql.Tx, timeline.UserID, timeline.UserID) (bool, error), then func(*sql.Tx) error) error {
+	change func(context.Context, *sql.Tx, *schema.HookGuard, timeline.UserID, timeline.UserID) (bool, error), then func(*sql.Tx) error) error {
 	if err := timeline.CheckFollow(follower, followee); err != nil {
 		return err
 	}
 	err := mysqlx.InTx(ctx, w.DB, func(tx *sql.Tx) error {
-		changed, err := change(ctx, tx, follower, followee)
+		changed, err := change(ctx, tx, w.Guard, follower, followee)
 		if err != nil || !changed {
 			return err // nothing changed: the mailbox is as it was
 		}

@@ -61,6 +61,7 @@ type Store struct {
 	db    *sql.DB
 	codec *timeline.CursorCodec
 	now   func() time.Time
+	guard *schema.HookGuard
 }
 
 var _ timeline.Store = (*Store)(nil)
@@ -87,8 +88,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open push store: %w", err)
 	}
-	return &Store{Reader: record.Reader{DB: db, Codec: codec}, db: db, codec: codec, now: time.Now}, nil
+	guard, err := schema.NewHookGuard(ctx, db, cfg.Database, 0)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open push store: %w", err)
+	}
+	return &Store{Reader: record.Reader{DB: db, Codec: codec}, db: db, codec: codec, now: time.Now, guard: guard}, nil
 }
+
+// WriteGuard implements schema.Guarded: the guard of the store's writes,
+// which runs no write hooks of its own. A store in front of it that keeps
+// state (package memcache's) records its hooks and tells the guard it
+// runs them; a push store of another process then learns of them at its
+// next write and fails it with schema.ErrWriteHooks.
+func (s *Store) WriteGuard() *schema.HookGuard { return s.guard }
 
 // DB returns the store's connection pool, for measurement and bulk loading.
 func (s *Store) DB() *sql.DB { return s.db }
@@ -131,7 +144,9 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 
 // Writes is the frame of the store's writes, for a model built on it;
 // model names it in errors.
-func (s *Store) Writes(model string) Writes { return Writes{DB: s.db, Model: model, Now: s.now} }
+func (s *Store) Writes(model string) Writes {
+	return Writes{DB: s.db, Model: model, Now: s.now, Guard: s.guard}
+}
 
 // Timeline implements timeline.Store with one backward range scan of the
 // mailbox's primary key, starting below the cursor.

@@ -156,6 +156,13 @@ type Config struct {
 	// (ErrBadOption). The command line takes them from --option
 	// name=value.
 	Options map[string]string
+	// IgnoreWriteHooks has the store write without the write hooks that
+	// other stores record in its database, leaving their state in
+	// memcached or Redis stale (schema.HookGuard.Ignore). It is for a
+	// harness that measures stores one after another on one database and
+	// reads none after another wrote (pushpull bench); a service never
+	// sets it: its writes then fail with schema.ErrWriteHooks instead.
+	IgnoreWriteHooks bool
 
 	// parsed holds, once a Model's Open has checked Options, every option
 	// the model declares, parsed: what the accessors (Int, ...) return.
@@ -226,10 +233,11 @@ const (
 	// (a cap, pulled authors or edges, active users only); its stores are
 	// PartialMailboxes, which the benchmark's loader asks for the part.
 	Partial
-	// WriteHooks: a store of the model records, in its database, write
-	// hooks that every store writing to that database must then run (state
-	// kept in memcached beside it; see package pull's WriteHooks), so
-	// that the models sharing the database need memcached to write too.
+	// WriteHooks: a store of the model (with its default options)
+	// records, in its database, write hooks that every store writing to
+	// that database must then run (state kept in memcached or Redis
+	// beside it; see schema.Hooks): a store of another model there fails
+	// its writes with schema.ErrWriteHooks, unless it runs them.
 	WriteHooks
 )
 
@@ -369,6 +377,8 @@ type Variant struct {
 	// Options are the options the variant takes, beside its base's (see
 	// Option); no base may declare one of the same name.
 	Options []Option
+	// Traits are what the variant adds to its base's.
+	Traits Traits
 	// Wrap opens the variant over an opened base store, whose model is
 	// base; on error it must close inner. cfg's accessors (Config.Int,
 	// ...) return the variant's options.
@@ -471,7 +481,13 @@ func (m Model) checkedOpen(open Open) Open {
 			return nil, err
 		}
 		cfg.parsed = parsed
-		return open(ctx, cfg)
+		s, err := open(ctx, cfg)
+		if err == nil && cfg.IgnoreWriteHooks {
+			if g, ok := timeline.As[schema.Guarded](s); ok && g.WriteGuard() != nil {
+				g.WriteGuard().Ignore()
+			}
+		}
+		return s, err
 	}
 }
 
@@ -530,7 +546,7 @@ func lookup(name string) (Model, error) {
 	m := Model{
 		Name: name, Family: b.Family, Schema: b.Schema, Database: b.Database,
 		Needs: b.Needs | v.Needs, Summary: v.Describe(b), Bench: v.Bench,
-		Options: slices.Concat(b.Options, v.Options), Traits: b.Traits,
+		Options: slices.Concat(b.Options, v.Options), Traits: b.Traits | v.Traits,
 		Variant: v.Name, Base: b.Name,
 	}
 	m.Bench.Default = slices.ContainsFunc(b.Offers, func(o Offer) bool { return o.Variant == v.Name && o.Bench })

@@ -27,6 +27,7 @@ func init() {
 		Schema:   schema.Pull,
 		Database: DefaultDatabase,
 		Needs:    registry.MariaDB | registry.Redis,
+		Traits:   registry.WriteHooks, // index
 		Summary: fmt.Sprintf("pull, with each reader's followees ranked by their newest message in a Redis sorted set (Flickr's), so that a newest page merges only the %d who posted last; posts raise their author's score in every active follower's index",
 			timeline.DefaultLimit+1),
 		Options: []registry.Option{windowOption},

@@ -169,6 +169,13 @@ func (s *Store) connect(ctx context.Context, cfg Config) error {
 		s.rc.Close()
 		return fmt.Errorf("%w: redis %s: %w", timeline.ErrUnavailable, cfg.Redis, err)
 	}
+	// Every post must raise its author in the indexes, every follow and
+	// unfollow change one: a store of this database that keeps none
+	// fails its writes from now on (schema.HookGuard).
+	if err := s.WriteGuard().Record(ctx, schema.HookIndex); err != nil {
+		s.rc.Close()
+		return err
+	}
 	return nil
 }
 

@@ -53,6 +53,7 @@ func init() {
 		Schema:   schema.Pull,
 		Database: DefaultDatabase,
 		Needs:    registry.MariaDB | registry.Redis,
+		Traits:   registry.WriteHooks, // feeds
 		Summary: fmt.Sprintf("push into home feeds kept in Redis sorted sets of the newest %d ids (option cap), for the followers who read within %d days (option window), as Mastodon does; MariaDB is the record, and a missing feed is rebuilt by pull",
 			DefaultCap, DefaultWindow/(24*time.Hour)),
 		Options: options,

@@ -257,6 +257,12 @@ func open(ctx context.Context, base *pull.Store, cfg Config) (*Store, error) {
 		rc.Close()
 		return nil, fmt.Errorf("%w: redis %s: %w", timeline.ErrUnavailable, cfg.Redis, err)
 	}
+	// Every write must reach the feeds: a store of this database that
+	// keeps none fails its writes from now on (schema.HookGuard).
+	if err := base.WriteGuard().Record(ctx, schema.HookFeeds); err != nil {
+		rc.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
