@@ -5,14 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/record"
 	"github.com/pushpull/pushpull/internal/vtstats"
-	"github.com/pushpull/pushpull/pull/sqlread"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -33,9 +31,11 @@ const DefaultFanoutChunk = 5000
 //     sends each mailbox row to its reader's shard. vtgate refuses a
 //     statement of more than 10,000 rows, so the fan-out goes in chunks
 //     of FanoutChunk followers in follower_id order.
-//   - Timeline reads (message, author) pairs from the reader's shard,
-//     then the page's bodies by author_id IN (...), which vtgate sends
-//     only to the shards of the page's authors.
+//   - Timeline reads the page from the reader's shard alone: the
+//     mailbox row carries the message's author, body and time, copied by
+//     the fan-out (see vitess.sql), so a page is one tablet call at any
+//     shard count, where reading the bodies from the authors' shards
+//     would add one call per distinct author's shard.
 //   - Follow writes both follow tables (the follower's shard and the
 //     followee's) and copies the followee's messages into the mailbox in
 //     chunks; Unfollow deletes them by (user_id, author_id) on one shard.
@@ -120,22 +120,23 @@ func (s *VitessStore) writes() Writes { return Writes{DB: s.db, Model: VitessMod
 // Post implements timeline.Store.
 func (s *VitessStore) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	return s.writes().Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
-		return s.fanOut(ctx, tx, author, int64(msg.ID))
+		return s.fanOut(ctx, tx, msg)
 	})
 }
 
-// fanOut writes message id into the mailbox of each of author's
-// followers, s.chunk followers per statement. The message is new, so no
-// mailbox holds it yet, and a chunk writes a row per follower it reads:
-// a chunk of fewer than s.chunk rows is the last.
-func (s *VitessStore) fanOut(ctx context.Context, tx *sql.Tx, author timeline.UserID, id int64) error {
+// fanOut writes msg, with its body and time, into the mailbox of each of
+// its author's followers, s.chunk followers per statement. The message is
+// new, so no mailbox holds it yet, and a chunk writes a row per follower
+// it reads: a chunk of fewer than s.chunk rows is the last.
+func (s *VitessStore) fanOut(ctx context.Context, tx *sql.Tx, msg timeline.Message) error {
+	author := msg.Author
 	var after uint64
 	for {
 		res, err := tx.ExecContext(ctx,
-			`INSERT INTO mailbox (user_id, message_id, author_id)
-			 SELECT follower_id, `+strconv.FormatInt(id, 10)+`, followee_id FROM followers
+			`INSERT INTO mailbox (user_id, message_id, author_id, body, created_at)
+			 SELECT follower_id, `+strconv.FormatInt(int64(msg.ID), 10)+`, followee_id, ?, ? FROM followers
 			 WHERE followee_id = ? AND follower_id > ? ORDER BY follower_id LIMIT `+strconv.Itoa(s.chunk),
-			author, after)
+			msg.Body, msg.CreatedAt, author, after)
 		if err != nil {
 			return err
 		}
@@ -174,8 +175,8 @@ func (s *VitessStore) Follow(ctx context.Context, follower, followee timeline.Us
 // than a chunk reads (a mailbox left holding some of them), so each
 // chunk's upper end is looked up first.
 func (s *VitessStore) backfill(ctx context.Context, tx *sql.Tx, follower, followee timeline.UserID) error {
-	const insert = `INSERT IGNORE INTO mailbox (user_id, message_id, author_id)
-		SELECT ?, id, author_id FROM messages WHERE author_id = ? AND id > ?`
+	const insert = `INSERT IGNORE INTO mailbox (user_id, message_id, author_id, body, created_at)
+		SELECT ?, id, author_id, body, created_at FROM messages WHERE author_id = ? AND id > ?`
 	var after uint64
 	for {
 		upper, err := nthKey(ctx, tx, `SELECT id FROM messages WHERE author_id = ? AND id > ? ORDER BY id`, followee, after, s.chunk)
@@ -245,8 +246,8 @@ func (s *VitessStore) Unfollow(ctx context.Context, follower, followee timeline.
 		})
 }
 
-// Timeline implements timeline.Store: the page's ids and authors from the
-// reader's mailbox shard, then their bodies from the authors' shards.
+// Timeline implements timeline.Store: the page from the reader's mailbox
+// shard, one tablet call.
 func (s *VitessStore) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
 	return s.codec.Serve(ctx, "user", user, q, func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
 		msgs, err := s.read(ctx, r)
@@ -258,29 +259,11 @@ func (s *VitessStore) Timeline(ctx context.Context, user timeline.UserID, q time
 }
 
 func (s *VitessStore) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-	rows, err := mailboxPage(ctx, s.db, r, `SELECT b.message_id, b.author_id FROM mailbox b WHERE b.user_id = ?`)
+	rows, err := mailboxPage(ctx, s.db, r, `SELECT b.message_id, b.author_id, b.body, b.created_at FROM mailbox b WHERE b.user_id = ?`)
 	if err != nil {
 		return nil, err
 	}
-	var ids []uint64
-	var authors []timeline.UserID
-	for rows.Next() {
-		var id uint64
-		var author timeline.UserID
-		if err := rows.Scan(&id, &author); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ids = append(ids, id)
-		if !slices.Contains(authors, author) {
-			authors = append(authors, author)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return sqlread.VitessTables{}.Messages(ctx, s.db, ids, authors)
+	return mysqlx.ScanMessages(rows, r.Fetch())
 }
 
 // Close implements timeline.Store.

@@ -39,9 +39,9 @@ var (
 	// Followers is the follow graph by followee, on Vitess, where the
 	// push model's fan-out reads it from the author's shard.
 	Followers = Table{Name: "followers", Columns: []string{"followee_id", "follower_id"}}
-	// VitessMailbox is the push model's mailbox on Vitess, which names
-	// each message's author (see vitess.sql).
-	VitessMailbox = Table{Name: "mailbox", Columns: []string{"user_id", "message_id", "author_id"}}
+	// VitessMailbox is the push model's mailbox on Vitess, which copies
+	// each message's author, body and time (see vitess.sql).
+	VitessMailbox = Table{Name: "mailbox", Columns: []string{"user_id", "message_id", "author_id", "body", "created_at"}}
 )
 
 // DataTables returns the tables of m that hold the dataset (not

@@ -99,7 +99,7 @@ func run(m *testing.M, opts Options) int {
 			redis = sb.RedisAddr
 		}
 		if opts.Vitess {
-			vtgate = sb.VtgateDSN
+			vtgate, vtgateStatus = sb.VtgateDSN, sb.VtgateStatus
 			keyspaces = make(chan string, len(names))
 			for _, n := range names {
 				keyspaces <- n

@@ -18,6 +18,16 @@ func Vtgate(t testing.TB) string {
 	return vtgate
 }
 
+// vtgateStatus is the host:port of the test vtgate's status pages.
+var vtgateStatus string
+
+// VtgateStatus is the host:port of the test vtgate's status pages, where
+// package vtstats reads its tablet calls.
+func VtgateStatus(t testing.TB) string {
+	Vtgate(t)
+	return vtgateStatus
+}
+
 // Keyspace lends the test an empty keyspace of the test Vitess cluster,
 // sharded by user into VitessShards shards, and empties it for the next
 // test when this one ends. Keyspaces cannot be made as cheaply as

@@ -109,19 +109,18 @@ func loadVitessTable(ctx context.Context, d *dataset.Dataset, db *sql.DB, st sch
 				return add(func(q []byte) []byte {
 					q = appendPair(q, id, uint64(author))
 					q = append(q, ',')
-					body = d.AppendBody(body[:0], id)
-					q = appendQuoted(q, body)
-					q = append(q, ",'"...)
-					q = d.CreatedAt(id).AppendFormat(q, "2006-01-02 15:04:05")
-					return append(q, '\'')
+					return appendBodyAndTime(q, &body, d, id)
 				})
 			})
 		case schema.VitessMailbox.Name:
+			var body []byte
 			err = d.EachMailbox(func(user uint32, id uint64) error {
 				return add(func(q []byte) []byte {
 					q = appendPair(q, uint64(user), id)
 					q = append(q, ',')
-					return strconv.AppendUint(q, uint64(d.Authors[id-1]), 10)
+					q = strconv.AppendUint(q, uint64(d.Authors[id-1]), 10)
+					q = append(q, ',')
+					return appendBodyAndTime(q, &body, d, id)
 				})
 			})
 		default:
@@ -137,6 +136,16 @@ func loadVitessTable(ctx context.Context, d *dataset.Dataset, db *sql.DB, st sch
 		return err
 	})
 	return rows, g.Wait()
+}
+
+// appendBodyAndTime appends message id's body and time as SQL literals,
+// separated by a comma, using *buf for the body.
+func appendBodyAndTime(q []byte, buf *[]byte, d *dataset.Dataset, id uint64) []byte {
+	*buf = d.AppendBody((*buf)[:0], id)
+	q = appendQuoted(q, *buf)
+	q = append(q, ",'"...)
+	q = d.CreatedAt(id).AppendFormat(q, "2006-01-02 15:04:05")
+	return append(q, '\'')
 }
 
 // appendQuoted appends s as a single-quoted SQL string literal.

@@ -12,11 +12,13 @@ import (
 	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/internal/vtstats"
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/load"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/pull/sqlread"
+	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
@@ -188,5 +190,56 @@ func TestRecentVitess(t *testing.T) {
 		if after := s.Stats(); after.CacheErrors == before.CacheErrors {
 			t.Fatalf("list of %d claiming %d: not caught: %+v", other, forged, after)
 		}
+	}
+}
+
+// TestPushVitessPageIsOneCall: a push@vitess page, newest or older, is one
+// tablet call, to the reader's shard, whatever shards its authors live
+// on; the mailbox rows carry what the page shows.
+func TestPushVitessPageIsOneCall(t *testing.T) {
+	ctx := context.Background()
+	keyspace := testserver.Keyspace(t)
+	status := testserver.VtgateStatus(t)
+	s, err := push.OpenVitess(ctx, push.Config{DSN: testserver.Vtgate(t), Database: keyspace, VtgateStatus: status})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var posts []timeline.Message
+	for a := timeline.UserID(2); a <= 17; a++ {
+		timelinetest.Follow(t, s, 1, a)
+		posts = append(posts, timelinetest.Post(t, s, a, fmt.Sprintf("by %d", a)))
+	}
+	calls := func() int64 {
+		t.Helper()
+		c, err := vtstats.Calls(ctx, status, keyspace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c[vtstats.TabletCalls]
+	}
+	before := calls()
+	first, err := s.Timeline(ctx, 1, timeline.Query{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := calls()
+	older, err := s.Timeline(ctx, 1, timeline.Query{Limit: 10, Before: first.Next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := calls()
+	shown := append(first.Messages, older.Messages...)
+	if got, want := timelinetest.IDs(shown), timelinetest.NewestFirst(posts); !slices.Equal(got, want) {
+		t.Fatalf("pages %v, want %v", got, want)
+	}
+	for _, got := range shown {
+		m := posts[slices.IndexFunc(posts, func(p timeline.Message) bool { return p.ID == got.ID })]
+		if got.Body != m.Body || got.Author != m.Author || !got.CreatedAt.Equal(m.CreatedAt) {
+			t.Fatalf("message %d on the page: %+v, posted %+v", m.ID, got, m)
+		}
+	}
+	if mid-before != 1 || after-mid != 1 {
+		t.Fatalf("tablet calls: newest page %d, older page %d; want 1 each", mid-before, after-mid)
 	}
 }
