@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -241,5 +242,46 @@ func TestPushVitessPageIsOneCall(t *testing.T) {
 	}
 	if mid-before != 1 || after-mid != 1 {
 		t.Fatalf("tablet calls: newest page %d, older page %d; want 1 each", mid-before, after-mid)
+	}
+}
+
+// TestVitessStrictMode: the strict SQL mode holds through vtgate, as on
+// MariaDB: a statement that would truncate a body of 281 characters, or
+// store a negative id, fails and writes nothing, for both models' schemas.
+func TestVitessStrictMode(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"push@vitess", "pull-merge@vitess"} {
+		t.Run(name, func(t *testing.T) {
+			m := lookup(t, name)
+			keyspace := fresh(t, m)
+			s, err := m.Open(ctx, config(t, m, keyspace))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			db := s.(timeline.DBHolder).DB()
+			var mode string
+			if err := db.QueryRowContext(ctx, `SELECT @@SESSION.sql_mode`).Scan(&mode); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(mode, "STRICT_ALL_TABLES") && !strings.Contains(mode, "STRICT_TRANS_TABLES") {
+				t.Errorf("sql_mode through vtgate is %q: not strict", mode)
+			}
+			for what, q := range map[string]string{
+				"a 281-character body": `INSERT INTO messages (author_id, body, created_at) VALUES (7, REPEAT('x', 281), NOW(6))`,
+				"a negative author":    `INSERT INTO messages (author_id, body, created_at) VALUES (-7, 'x', NOW(6))`,
+			} {
+				if _, err := db.ExecContext(ctx, q); err == nil {
+					t.Errorf("%s through vtgate: no error", what)
+				}
+			}
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM messages WHERE author_id = 7`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Errorf("%d rows written by statements that failed", n)
+			}
+		})
 	}
 }
