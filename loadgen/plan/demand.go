@@ -18,16 +18,33 @@ type degreeBucket struct{ n, mean float64 }
 // dataset's generatePowerLaw): rank k gets a share in proportion to
 // k^-1/(exponent-1), at most n-1 (the ranks that would get more get n-1,
 // and the rest is shared again). The shares are computed in floating
-// point, rank by rank, without holding them: a plan for 10^8 users takes
-// two passes over the ranks. The top ranks are buckets of their own, then
-// the ranks go in geometric steps of ratio.
+// point without being held: the top exactRanks ranks one by one, the rest
+// as integrals of the weight, so that a plan for 10^8 users takes
+// moments. The top ranks are buckets of their own, then the ranks go in
+// geometric steps of ratio.
 func powerLawBuckets(n int, edges, exponent float64, top int, ratio float64) []degreeBucket {
 	a := 1 / (exponent - 1)
 	w := func(k int) float64 { return math.Pow(float64(k), -a) }
-	var total float64
-	for k := 1; k <= n; k++ {
-		total += w(k)
+	// sum is Σ w(k) for k in (from, to]: exact up to exactRanks, an
+	// integral (midpoint rule over unit steps) beyond.
+	const exactRanks = 100_000
+	integral := func(x, y float64) float64 { // ∫ x^-a from x to y
+		if math.Abs(a-1) < 1e-12 {
+			return math.Log(y / x)
+		}
+		return (math.Pow(y, 1-a) - math.Pow(x, 1-a)) / (1 - a)
 	}
+	sum := func(from, to int) float64 {
+		var s float64
+		for k := from + 1; k <= min(to, exactRanks); k++ {
+			s += w(k)
+		}
+		if to > exactRanks {
+			s += integral(float64(max(from, exactRanks))+0.5, float64(to)+0.5)
+		}
+		return s
+	}
+	total := sum(0, n)
 	limit := float64(n - 1)
 	capped, rest, restWeight := 0, edges, total
 	for capped < n && rest/restWeight*w(capped+1) > limit {
@@ -43,15 +60,9 @@ func powerLawBuckets(n int, edges, exponent float64, top int, ratio float64) []d
 			end = max(end, int(math.Ceil(float64(i)*ratio)))
 		}
 		end = min(end, n)
-		var sum float64
-		for k := i + 1; k <= end; k++ {
-			if k <= capped {
-				sum += limit
-			} else {
-				sum += scale * w(k)
-			}
-		}
-		out = append(out, degreeBucket{float64(end - i), sum / float64(end-i)})
+		c := min(max(capped-i, 0), end-i) // ranks of the bucket at the limit
+		s := float64(c)*limit + scale*sum(i+c, end)
+		out = append(out, degreeBucket{float64(end - i), s / float64(end-i)})
 		i = end
 	}
 	return out

@@ -339,7 +339,14 @@ func margin(p *results.Plan, w Workload) string {
 	if len(p.Verdict.Ranking) > 1 {
 		for _, d := range p.Designs {
 			if d.Model == p.Verdict.Ranking[1] {
-				parts = append(parts, fmt.Sprintf("the next design, %s, costs %s%% more", d.Model, fmtFloat(math.Round(100*(d.RunCost/best.RunCost-1)))))
+				diff := math.Round(100 * (d.RunCost/best.RunCost - 1))
+				switch {
+				case diff >= 0 && d.RunCost > best.RunCost*(1+recommend.TieShare):
+					parts = append(parts, fmt.Sprintf("the next design, %s, costs %s%% more", d.Model, fmtFloat(diff)))
+				default:
+					parts = append(parts, fmt.Sprintf("the next design, %s, costs %s%% %s, within the tie band: the tie-breakers decided (smaller data, then lower p99)",
+						d.Model, fmtFloat(math.Abs(diff)), map[bool]string{true: "more", false: "less"}[diff >= 0]))
+				}
 			}
 		}
 	}
