@@ -305,18 +305,22 @@ type PlanCheck struct {
 	Rows        []PlanCheckRow `json:"rows"`
 }
 
-// Summary counts the rows within 10% on items and 30% on CPU.
-func (c *PlanCheck) Summary() (rows, itemsWithin10, cpuWithin30 int) {
+// Summary counts the rows, those within 10% on items, those whose CPU was
+// measured and those of them within 30%.
+func (c *PlanCheck) Summary() (rows, itemsWithin10, cpuRows, cpuWithin30 int) {
 	for _, r := range c.Rows {
 		rows++
 		if math.Abs(r.ItemsErrorPct()) <= 10 {
 			itemsWithin10++
 		}
-		if math.Abs(r.CPUErrorPct()) <= 30 {
-			cpuWithin30++
+		if r.MeasuredCPUUs > 0 {
+			cpuRows++
+			if math.Abs(r.CPUErrorPct()) <= 30 {
+				cpuWithin30++
+			}
 		}
 	}
-	return rows, itemsWithin10, cpuWithin30
+	return rows, itemsWithin10, cpuRows, cpuWithin30
 }
 
 // WritePlanCheck prints a row per run, design and phase: the items per
@@ -325,6 +329,12 @@ func (c *PlanCheck) Summary() (rows, itemsWithin10, cpuWithin30 int) {
 func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "run\tmodel\tphase\trows read\trows written\tmc keys\tredis cmds\titems error\tCPU µs/op\tCPU error\t")
+	cpuPair := func(m, p float64) string {
+		if m == 0 {
+			return Dash + " / " + fmtNum(p)
+		}
+		return fmtNum(m) + " / " + fmtNum(p)
+	}
 	pair := func(m, p float64) string {
 		if m == 0 && p == 0 {
 			return "0"
@@ -341,13 +351,13 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Run, r.Model, r.Phase,
 			pair(r.Measured.RowsRead, r.Predicted.RowsRead), pair(r.Measured.RowsWritten, r.Predicted.RowsWritten),
 			pair(r.Measured.MCKeys, r.Predicted.MCKeys), pair(r.Measured.RedisCommands, r.Predicted.RedisCommands),
-			pct(r.ItemsErrorPct()), pair(r.MeasuredCPUUs, r.PredictedCPUUs), pct(r.CPUErrorPct()))
+			pct(r.ItemsErrorPct()), cpuPair(r.MeasuredCPUUs, r.PredictedCPUUs), pct(r.CPUErrorPct()))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	n, items, cpu := c.Summary()
-	_, err := fmt.Fprintf(w, "\nmeasured / predicted per operation. %d of %d phases within 10%% on items, %d within 30%% on CPU.\n", items, n, cpu)
+	n, items, cpuN, cpu := c.Summary()
+	_, err := fmt.Fprintf(w, "\nmeasured / predicted per operation. %d of %d phases within 10%% on items; %d of the %d with CPU measured within 30%% on CPU.\n", items, n, cpu, cpuN)
 	return err
 }
 
