@@ -155,6 +155,9 @@ type PlanDesign struct {
 	LagP99Ms float64 `json:"lag_p99_ms,omitempty"`
 	LagMaxMs float64 `json:"lag_max_ms,omitempty"`
 	Async    bool    `json:"async,omitempty"`
+	// FallsBehind: the fan-out needs more workers than the plan's
+	// application nodes run, and its lag grows without bound.
+	FallsBehind bool `json:"falls_behind,omitempty"`
 	// Held and Why: whether it meets the objective and the freshness
 	// bound.
 	Held bool   `json:"held"`
@@ -204,7 +207,10 @@ func WritePlan(w io.Writer, p *Plan) error {
 			mark = " ◀"
 		}
 		lag := Dash
-		if d.Async {
+		switch {
+		case d.FallsBehind:
+			lag = "unbounded"
+		case d.Async:
 			lag = fmtMs(d.LagP99Ms) + ", " + fmtMs(d.LagMaxMs)
 		}
 		r := d.Resources

@@ -301,7 +301,7 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 		workers := math.Max(1, ow.Workers) * float64(pd.AppNodes)
 		switch {
 		case busy >= workers:
-			pd.LagP99Ms, pd.LagMaxMs = math.Inf(1), math.Inf(1)
+			pd.LagP99Ms, pd.LagMaxMs, pd.FallsBehind = math.Inf(1), math.Inf(1), true
 			whys = append(whys, fmt.Sprintf("fan-out falls behind: %s workers busy of %s", fmtFloat(round2(busy)), fmtFloat(workers)))
 		case w.Freshness > 0 && pd.LagP99Ms > ms(w.Freshness):
 			whys = append(whys, fmt.Sprintf("fan-out lag p99 %s ms > %s ms", fmtFloat(round2(pd.LagP99Ms)), fmtFloat(ms(w.Freshness))))
@@ -335,7 +335,7 @@ func margin(p *results.Plan, w Workload) string {
 		parts = append(parts, fmt.Sprintf("fan-out lag p99 %s ms, the most followed author's post %s ms", fmtFloat(round2(best.LagP99Ms)), fmtFloat(round2(best.LagMaxMs))))
 	}
 	parts = append(parts, fmt.Sprintf("%d database node(s) of %s cores (one serves %s ops/s of this mix), %d cache node(s), %d application node(s)",
-		best.DBNodes, fmtFloat(w.Node.Cores), fmtFloat(math.Round(best.ShardCeilingPerSec)), best.CacheNodes, best.AppNodes))
+		best.DBNodes, fmtFloat(w.Node.Cores), dataset.Commas(int64(math.Round(best.ShardCeilingPerSec))), best.CacheNodes, best.AppNodes))
 	if len(p.Verdict.Ranking) > 1 {
 		for _, d := range p.Designs {
 			if d.Model == p.Verdict.Ranking[1] {
