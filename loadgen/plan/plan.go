@@ -54,11 +54,15 @@ const (
 )
 
 // models are the designs w plans: w.Models, or the candidates of package
-// recommend.
+// recommend that declare a cost model.
 func (w Workload) models() ([]registry.Model, error) {
 	names := w.Models
 	if names == nil {
-		names = recommend.Candidates()
+		for _, name := range recommend.Candidates() {
+			if m, err := registry.Lookup(name); err == nil && m.Work != nil {
+				names = append(names, name)
+			}
+		}
 	}
 	if len(names) == 0 {
 		return nil, &InputError{Field: "models", Reason: "no models to plan"}
