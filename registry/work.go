@@ -140,24 +140,18 @@ func (d Demand) Prepared() Demand {
 	return d
 }
 
-func (d Demand) postTotal() float64 {
-	if d.sumPosts > 0 {
-		return d.sumPosts
-	}
-	var total float64
-	for _, x := range d.Classes {
-		total += x.Users * x.Posts
-	}
-	return total
-}
+func (d Demand) postTotal() float64 { return d.total(d.sumPosts, posts) }
 
-func (d Demand) readTotal() float64 {
-	if d.sumReads > 0 {
-		return d.sumReads
+func (d Demand) readTotal() float64 { return d.total(d.sumReads, reads) }
+
+// total is kept when Prepared kept it (above 0), else Σ Users·rate.
+func (d Demand) total(kept float64, rate func(UserClass) float64) float64 {
+	if kept > 0 {
+		return kept
 	}
 	var total float64
 	for _, x := range d.Classes {
-		total += x.Users * x.Reads
+		total += x.Users * rate(x)
 	}
 	return total
 }
