@@ -340,6 +340,9 @@ func margin(p *results.Plan, w Workload) string {
 	}
 	parts = append(parts, fmt.Sprintf("%d database node(s) of %s cores (one serves %s ops/s of this mix), %d cache node(s), %d application node(s)",
 		best.DBNodes, fmtFloat(w.Node.Cores), dataset.Commas(int64(math.Round(best.ShardCeilingPerSec))), best.CacheNodes, best.AppNodes))
+	if best.DBNodes > 1 {
+		parts = append(parts, fmt.Sprintf("as %d Vitess shards, an operation of the mix makes %s shard calls on average", best.DBNodes, fmtFloat(round2(best.PerOp.ShardCalls))))
+	}
 	if len(p.Verdict.Ranking) > 1 {
 		for _, d := range p.Designs {
 			if d.Model == p.Verdict.Ranking[1] {
