@@ -77,3 +77,42 @@ func TestPlanTenMillionUsers(t *testing.T) {
 		t.Errorf("loaded %v: %+v", err, p)
 	}
 }
+
+// TestPlanCalibrateAndCheck fits a calibration on the saved counted runs
+// of evidence/plan, plans with it, and checks the cost models against a
+// run: each saves its files, and the check's table and plot name every
+// design it set against the run.
+func TestPlanCalibrateAndCheck(t *testing.T) {
+	runs := filepath.Join("..", "..", "evidence", "plan", "runs")
+	uniform, powerlaw := filepath.Join(runs, "uniform-1000"), filepath.Join(runs, "powerlaw-1000")
+	cal, out := t.TempDir(), t.TempDir()
+	r := run(t, nil, "plan", "--calibrate-from", uniform+","+powerlaw, "--calibration", cal)
+	if r.code != 0 || !strings.Contains(r.stdout, "database, per row read") {
+		t.Fatalf("calibrate: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	c, err := results.LoadCalibration(cal)
+	if err != nil || c.Fit.Phases == 0 || !(c.DBRowReadUs > 0) || len(c.Sources) != 2 {
+		t.Fatalf("calibration %v: %+v", err, c)
+	}
+	r = run(t, nil, "plan", "--calibration", cal, "--users", "5000", "--rate", "100", "--out", out, "--quiet")
+	if r.code != 0 {
+		t.Fatalf("plan with it: exit %d: %s", r.code, r.stderr)
+	}
+	r = run(t, nil, "plan", "--calibration", cal, "--check", uniform, "--out", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "phases within 10%") {
+		t.Fatalf("check: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	saved, _ := filepath.Glob(filepath.Join(out, "check", "*", results.PlanCheckPNGFile))
+	if len(saved) != 1 {
+		t.Fatalf("check saved %v", saved)
+	}
+	check, err := results.LoadPlanCheck(filepath.Dir(saved[0]))
+	if err != nil || len(check.Rows) == 0 {
+		t.Fatalf("check %v: %+v", err, check)
+	}
+	for _, row := range check.Rows {
+		if !strings.Contains(r.stdout, row.Model) {
+			t.Errorf("the table lacks %s", row.Model)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -286,4 +287,35 @@ func TestDefaultCalibration(t *testing.T) {
 	if !(c.DBRowReadUs > 0 && c.DBStatementUs > 0 && c.MessageBytes > 0 && c.MailboxRowBytes > 0) {
 		t.Errorf("costs nothing: %+v", c)
 	}
+}
+
+// TestEdgeFileAsSample: an edge file stands for a graph of the planned
+// size: its users scale up, their counts stay, and so does the mean.
+func TestEdgeFileAsSample(t *testing.T) {
+	path := t.TempDir() + "/edges.txt"
+	// 1 and 2 follow 3; 3 follows 1; 4 follows 1, 2 and 3.
+	if err := os.WriteFile(path, []byte("1 3\n2 3\n3 1\n4 1\n4 2\n4 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	el, err := dataset.ReadEdgeList(path, dataset.SelfFollowsReject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := Workload{Users: 4_000_000, Graph: dataset.GraphEdges, EdgeList: el, AvgFollowees: el.AvgFollowees(), NewestPerSec: 100, PostsPerSec: 1}
+	d, err := w.Demand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users float64
+	for _, c := range d.Classes {
+		users += c.Users
+	}
+	near := func(what string, got, want float64) {
+		if math.Abs(got-want) > 1e-6*want {
+			t.Errorf("%s %v, want %v", what, got, want)
+		}
+	}
+	near("users", users, 4_000_000)
+	near("follows per user", d.Edges()/d.Users, 1.5)
+	near("most followers", d.MostFollowers(), 3)
 }
