@@ -280,7 +280,7 @@ func newPlanCmd() *cobra.Command {
 	f.StringArrayVar(&options, "option", nil, "model option, name=value (repeatable), given to every planned model that declares it")
 	f.StringSliceVar(&w.Models, "models", nil, "designs to plan, comma-separated (default: recommend's candidates: "+strings.Join(recommend.Candidates(), ",")+")")
 	f.StringVar(&calibration, "calibration", "", "directory (or file) of the calibration to use, or to save with --calibrate (default: "+defaultCalibrationDir()+" if saved there, else the one built in)")
-	f.BoolVar(&calibrate, "calibrate", false, "measure a calibration here: counted runs of the candidates at scale "+calibrationScale+" on the uniform and the powerlaw graph (about 12 minutes), fitted and saved")
+	f.BoolVar(&calibrate, "calibrate", false, "measure a calibration here: counted runs of the candidates at scale "+calibrationScale+" on the uniform and the powerlaw graph (about ten minutes), fitted and saved")
 	f.StringSliceVar(&calibrateFrom, "calibrate-from", nil, "fit the calibration on these saved runs (pushpull bench --cost directories) instead")
 	f.StringSliceVar(&check, "check", nil, "set the cost models against these saved counted runs and save the table and plot under --out/check")
 	f.StringVar(&out, "out", "results/plans", "directory under which the plan's (or the check's) directory is made")
