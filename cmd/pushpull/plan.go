@@ -68,7 +68,7 @@ Describe the workload:
 
 The CPU figures come from --calibration (default: the calibration saved
 with pushpull, fitted on this project's machine; make your own with
---calibrate, about 12 minutes of counted runs, or --calibrate-from with
+--calibrate, about ten minutes of counted runs, or --calibrate-from with
 bench --cost runs you have). --check DIR,... sets the cost models against
 counted runs (pushpull bench --cost --mix default) and prints and plots
 predicted against measured for every design and phase.
