@@ -225,6 +225,9 @@ func WritePlan(w io.Writer, p *Plan) error {
 	}
 	fmt.Fprintf(w, "\ncost = %s per core + %s per GB of memory + %s per GB of disk; cores at %s ops/s with every server filled to the planned utilisation.\n",
 		fmtNum(p.Prices.Core), fmtNum(p.Prices.MemoryGB), fmtNum(p.Prices.DiskGB), fmtNum(p.RatePerSec))
+	fmt.Fprintf(w, "calibration: %s, fitted %s on %d counted run(s) (%d phases, CPU within %s%% at the median)\n",
+		p.Calibration.Machine, p.Calibration.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"), len(p.Calibration.Sources),
+		p.Calibration.Fit.Phases, fmtNum(p.Calibration.Fit.MedianErrorPct))
 	fmt.Fprintln(w, "assumptions:")
 	for _, a := range p.Assumptions {
 		fmt.Fprintf(w, "  - %s\n", a)
