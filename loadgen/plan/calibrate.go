@@ -125,8 +125,8 @@ func counted(r *results.Result) ([]countedPhase, error) {
 			}
 			_, read := ph.Cost[cost.RowsRead]
 			_, written := ph.Cost[cost.RowsWritten]
-			if ph.Cost == nil || ph.Cost[cost.Ops] <= 0 || ph.OpsPerSec <= 0 || !read || !written {
-				continue // not counted (a shared submission shows another model's)
+			if ph.Cost == nil || ph.Cost[cost.Ops] <= 0 || ph.OpsPerSec <= 0 || !read || !written || ph.Errors > 0 {
+				continue // not counted (a shared submission shows another model's), or failing over
 			}
 			w := base
 			rate := ph.OpsPerSec
