@@ -25,6 +25,7 @@ func init() {
 		Needs:    registry.MariaDB,
 		Summary:  fmt.Sprintf("push, except for authors with %d followers or more (option threshold), whose posts their followers pull at read time", DefaultThreshold),
 		Options:  options,
+		Work:     Work,
 		Traits:   registry.Partial,
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},

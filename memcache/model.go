@@ -53,6 +53,7 @@ func init() {
 			return fmt.Sprintf("older pages pass through to %s uncached; not measured again", base.Name)
 		},
 		Wrap: wrap,
+		Work: work,
 		Bench: registry.Bench{
 			Phases:         []registry.Phase{registry.PhaseNewest, registry.PhaseCacheMixed},
 			WarmReads:      true,

@@ -67,6 +67,7 @@ func init() {
 			recent.DefaultHomeThreshold),
 		Options: hybridMemcachedOptions,
 		Traits:  registry.WriteHooks,
+		Work:    hybridMemcachedWork,
 		Open:    openHybridMemcached,
 		Bench: registry.Bench{Phases: registry.AllPhases, WarmReads: true, OwnSubmission: true,
 			SubmissionNote: "its posts also append to the author's list and hint the home index of each registered follower"},

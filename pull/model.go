@@ -118,24 +118,25 @@ func init() {
 		summary  string
 		bench    registry.Bench
 		offers   []registry.Offer
+		work     registry.WorkModel
 	}{
 		{StrategySP, "merge on read, run by stored procedures (one CALL per page), as in the paper",
-			paper(registry.Bench{}), []registry.Offer{{Variant: "memcache", Bench: true}}},
+			paper(registry.Bench{}), []registry.Offer{{Variant: "memcache", Bench: true}}, spWork},
 		{StrategyClient, "merge on read, run as concurrent small queries from the client",
-			paper(registry.Bench{OlderSample: 100}), []registry.Offer{{Variant: "memcache"}}},
+			paper(registry.Bench{OlderSample: 100}), []registry.Offer{{Variant: "memcache"}}, clientWork},
 		{StrategyNaive, "merge on read as one JOIN ... ORDER BY ... LIMIT (the baseline)",
-			paper(registry.Bench{OlderSample: 40, Slow: true}), nil},
+			paper(registry.Bench{OlderSample: 40, Slow: true}), nil, nil},
 		{StrategyUnion, "merge on read: newest id per followee, then one UNION ALL statement for the top followees' messages (two round trips)",
-			extra(registry.Bench{WriteRank: 2}), nil},
+			extra(registry.Bench{WriteRank: 2}), nil, unionWork},
 		{StrategyMerge, "merge on read with early stop: after the newest id per followee, one range scan reads only the ids that can still reach the page",
-			extra(registry.Bench{WriteRank: 2}), nil},
+			extra(registry.Bench{WriteRank: 2}), nil, mergeWork},
 		{StrategyRecent, fmt.Sprintf("merge on read from each author's newest %d ids kept in memcached (one multi-get), bodies from an in-process cache; the database stays the system of record", recent.DefaultRecentLen),
 			extra(registry.Bench{WarmReads: true, OwnSubmission: true, WriteRank: 1,
-				SubmissionNote: "its posts also append to the author's list in memcached"}), nil},
+				SubmissionNote: "its posts also append to the author's list in memcached"}), nil, recentWork},
 		{StrategyActive, fmt.Sprintf("%s plus, for users following more than %d authors, an index of the %d who posted last, so a page fetches %d lists, not all; each post hints the index of every such follower",
 			ModelName(StrategyRecent), 2*recent.DefaultActiveLen, recent.DefaultActiveLen, timeline.DefaultLimit+1),
 			extra(registry.Bench{WarmReads: true, OwnSubmission: true, WriteRank: 0,
-				SubmissionNote: "its posts also append to the author's list and send a hint to the index of each heavy follower"}), nil},
+				SubmissionNote: "its posts also append to the author's list and send a hint to the index of each heavy follower"}), nil, activeWork},
 	} {
 		read, err := Read(m.strategy)
 		if err != nil {
@@ -158,6 +159,7 @@ func init() {
 			Open:     openStrategy(set),
 			Bench:    m.bench,
 			Offers:   m.offers,
+			Work:     m.work,
 		})
 	}
 	onVitess := registry.Bench{Phases: registry.AllPhases, WriteRank: 2, OlderSample: 100}

@@ -31,6 +31,7 @@ func init() {
 			return Open(ctx, ConfigFrom(cfg))
 		},
 		Bench:  registry.Bench{Default: true, Paper: true, Phases: registry.AllPhases, WriteRank: 2},
+		Work:   Work,
 		Offers: []registry.Offer{{Variant: "memcache", Bench: true}},
 	})
 	registry.Register(registry.Model{
@@ -42,6 +43,7 @@ func init() {
 		Summary:  "push with the mailbox in compressed InnoDB pages (PAGE_COMPRESSED): less disk for CPU on page writes and reads",
 		Open:     openCompressed,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+		Work:     Work,
 	})
 	registry.Register(registry.Model{
 		Name:     VitessModelName,

@@ -207,6 +207,11 @@ type Model struct {
 	Open Open
 	// Bench is how the benchmark measures the model.
 	Bench Bench
+	// Work is the design's cost model: the work per operation and the
+	// footprint its rules imply for a workload (see WorkModel); nil for a
+	// model that declares none. A base+variant model's combines its
+	// base's with the variant's (Variant.Work).
+	Work WorkModel
 	// Offers lists the variants the model is offered with, by name, and
 	// whether the benchmark measures each by default.
 	Offers []Offer
@@ -389,6 +394,8 @@ type Variant struct {
 	Describe func(base Model) string
 	// Note, if set, is Bench.Note of base+variant.
 	Note func(base Model) string
+	// Work, if set, is the variant's cost model over its base's.
+	Work VariantWorkModel
 }
 
 var (
@@ -563,6 +570,12 @@ func lookup(name string) (Model, error) {
 		return v.Wrap(ctx, b, inner, cfg)
 	}
 	m.Open = m.checkedOpen(m.open)
+	if b.Work != nil && v.Work != nil {
+		m.Work = func(d Demand, cfg Config) (OpWork, Footprint) {
+			w, f := b.Work(d, cfg)
+			return v.Work(b, w, f, d, cfg)
+		}
+	}
 	return m, nil
 }
 

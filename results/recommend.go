@@ -88,6 +88,19 @@ type Candidate struct {
 	// (models that share a database show the same).
 	DataBytes int64 `json:"data_bytes"`
 	DiskBytes int64 `json:"disk_bytes"`
+	// Resources are what the model needs to serve the planned rate (see
+	// loadgen/recommend.ResourcesOf), and RunCost their price: what the
+	// verdict ranks by. Absent when the run measured no CPU.
+	Resources *Resources `json:"resources,omitempty"`
+	RunCost   *float64   `json:"run_cost,omitempty"`
+}
+
+// Cost is the cost the decision ranks by: RunCost, NaN when not known.
+func (c Candidate) Cost() float64 {
+	if c.RunCost == nil {
+		return math.NaN()
+	}
+	return *c.RunCost
 }
 
 // ErrorRate is Errors over all measured operations.
@@ -196,11 +209,18 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 	if rd {
 		head += "redis cmds/op\t"
 	}
-	head += "cost/op\t"
+	head += "items/op\t"
 	if cpu {
 		head += "CPU/op, all\t"
 	}
 	head += "data size\t"
+	run := false
+	for _, c := range r.Candidates {
+		run = run || c.RunCost != nil
+	}
+	if run {
+		head += "cores\tcost to run\t"
+	}
 	fmt.Fprintln(tw, head)
 	for _, c := range r.Candidates {
 		held := "yes"
@@ -243,14 +263,27 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 			}
 			fmt.Fprintf(tw, "%s\t", us)
 		}
-		fmt.Fprintf(tw, "%s\t\n", fmtBytes(c.Size()))
+		fmt.Fprintf(tw, "%s\t", fmtBytes(c.Size()))
+		if run {
+			cores, price := Dash, Dash
+			if c.RunCost != nil && c.Resources != nil {
+				cores, price = fmtNum(c.Resources.Cores()), fmtNum(*c.RunCost)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t", cores, price)
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\ncost/op, which the verdict ranks by, is rows read + written in MariaDB plus keys got + set in memcached, per operation (the servers' own counters).")
+	if run {
+		fmt.Fprintln(w, "\ncost to run, which the verdict ranks by, is the cores the database, the caches and the application need at the planned rate (their measured CPU per operation, each server filled to half its cores) plus the data on disk, at the default prices (docs/recommend.md).")
+		fmt.Fprintln(w, "items/op, shown beside, is rows read + written in MariaDB plus keys got + set in memcached plus commands Redis ran, per operation (the servers' own counters).")
+	} else {
+		fmt.Fprintln(w, "\nitems/op, which the verdict ranks by when the run measured no CPU, is rows read + written in MariaDB plus keys got + set in memcached plus commands Redis ran, per operation (the servers' own counters).")
+	}
 	if cpu {
-		fmt.Fprintln(w, "CPU/op, all is the CPU time of this process, memcached and MariaDB together per operation, on this machine: what bounds the rate when they share it; not ranked by, as it depends on what shares the machine.")
+		fmt.Fprintln(w, "CPU/op, all is the CPU time of this process, memcached, Redis and MariaDB together per operation, on this machine.")
 	}
 	_, err := fmt.Fprintf(w, "verdict: %s\n", r.Verdict.Reason)
 	return err

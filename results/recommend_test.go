@@ -10,8 +10,9 @@ import (
 )
 
 // TestRecommendationCPU: a candidate's CPU per operation, when measured,
-// is a column of the table with its unit and a note that the verdict does
-// not rank by it; a table where none was measured has neither; a saved
+// is a column of the table with its unit and a note that says what it is;
+// a table where none was measured has neither; a run cost, when known, is
+// a column with its cores, and the note says the verdict ranks by it; a saved
 // recommendation keeps the figure, and a figure that is not finite is
 // saved as 0 rather than failing the save.
 func TestRecommendationCPU(t *testing.T) {
@@ -37,7 +38,7 @@ func TestRecommendationCPU(t *testing.T) {
 			col = i
 		}
 	}
-	if col < 0 || !strings.Contains(out, "not ranked by") {
+	if col < 0 || !strings.Contains(out, "CPU/op, all is") || strings.Contains(out, "cost to run") {
 		t.Fatalf("no CPU column or note:\n%s", out)
 	}
 	if c := cells(line(t, out, "a ◀")); len(c) <= col || c[col] != "87.5 µs" {
@@ -69,6 +70,23 @@ func TestRecommendationCPU(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "CPU/op") {
 		t.Errorf("a CPU column with nothing in it:\n%s", b.String())
+	}
+
+	cost := 3.5
+	r.Candidates[0].RunCost, r.Candidates[0].Resources = &cost, &Resources{DBCores: 2, AppCores: 1}
+	b.Reset()
+	if err := WriteRecommendation(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out = b.String()
+	if !strings.Contains(out, "cost to run, which the verdict ranks by") {
+		t.Errorf("no note on the run cost:\n%s", out)
+	}
+	if c := cells(line(t, out, "a ◀")); c[len(c)-2] != "3.00" || c[len(c)-1] != "3.50" {
+		t.Errorf("a's row %q: want 3 cores and a cost of 3.5 last", c)
+	}
+	if c := cells(line(t, out, "b ")); c[len(c)-1] != Dash {
+		t.Errorf("b's row %q: want no cost", c)
 	}
 }
 

@@ -289,15 +289,19 @@ that traffic in an open loop at the planned rate, for --duration after
 --warmup. Then it decides by the rule that docs/recommend.md states: a
 candidate holds the objective when at most %s of its operations failed, it
 kept up with the plan (at least %s of the offered rate completed) and its
-p99 is within --slo; of those, the one that touches the fewest items per
-operation wins (rows read and written in MariaDB plus keys got and set in
-memcached plus commands Redis ran), costs within %s of each other being a tie.
+p99 is within --slo; of those, the one that costs least to run wins: the
+cores its database, caches and application need at the planned rate (from
+the CPU each spent per operation, every server filled to half) plus its data
+on disk, at relative prices; costs within %s of each other are a tie. Without
+CPU figures (--dsn) the items per operation decide: rows read and written in
+MariaDB plus keys got and set in memcached plus commands Redis ran.
+pushpull plan applies the same rule at your real size, without running.
 
 It prints a row per candidate (held or not and why, p99 at the planned rate,
 achieved rate, errors, rows read and written and memcached keys per
-operation, cost, the CPU of this process, memcached and MariaDB per
-operation when it started the servers itself (shown, not ranked by), data
-size) and a one-line verdict with the figures that decided it, or, when none holds,
+operation, items, the CPU of this process, memcached, Redis and MariaDB per
+operation when it started the servers itself, data size, cores and cost to
+run) and a one-line verdict with the figures that decided it, or, when none holds,
 which came closest. Progress goes to stderr.
 
 The candidates are every registered model on MariaDB that keeps its data on a

@@ -76,6 +76,7 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 		newBenchCmd(),
 		newSweepCmd(),
 		newRecommendCmd(),
+		newPlanCmd(),
 		newReportCmd(),
 		newVersionCmd(),
 	)

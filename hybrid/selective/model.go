@@ -33,6 +33,7 @@ func init() {
 		Needs:    registry.MariaDB,
 		Summary:  "push or pull per follow edge (Feeding Frenzy): pushed when the follower reads at least H/L times as often as the author posts, from decayed rates and measured costs (options h, l, halflife, flush, reads_per_post)",
 		Options:  options,
+		Work:     Work,
 		Traits:   registry.Partial,
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},

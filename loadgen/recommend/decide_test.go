@@ -269,3 +269,34 @@ func TestEvidence(t *testing.T) {
 		t.Fatalf("with the server's CPU: %+v", c)
 	}
 }
+
+// TestRankByRunCost: with a run cost for every candidate that held, the
+// cheapest to run wins whatever its items, and the verdict shows both;
+// when one lacks it, items decide, as before.
+func TestRankByRunCost(t *testing.T) {
+	priced := func(c results.Candidate, cost float64) results.Candidate {
+		c.RunCost, c.Resources = &cost, &results.Resources{DBCores: cost}
+		return c
+	}
+	slo := 50 * time.Millisecond
+	cands := []results.Candidate{priced(cand("many-items", 10, 100, 1), 2), priced(cand("few-items", 10, 10, 1), 5)}
+	_, v := Decide(cands, 100, slo)
+	if v.Best != "many-items" {
+		t.Fatalf("best %q, want the cheaper to run; %s", v.Best, v.Reason)
+	}
+	for _, want := range []string{"costs 2 to run (2 cores", "100 rows/op", "next: few-items, costs 5 to run"} {
+		if !strings.Contains(v.Reason, want) {
+			t.Errorf("reason %q lacks %q", v.Reason, want)
+		}
+	}
+	cands[1].RunCost = nil
+	if _, v := Decide(cands, 100, slo); v.Best != "few-items" {
+		t.Errorf("a candidate without a run cost: best %q, want the fewest items", v.Best)
+	}
+	// A candidate over the objective is never chosen, however cheap to run.
+	over := priced(cand("cheap-but-slow", 80, 1, 1), 0.5)
+	if _, v := Decide([]results.Candidate{over, priced(cand("dear", 10, 100, 1), 9)}, 100, slo); v.Best != "dear" ||
+		!strings.Contains(v.Reason, "cheaper but over the objective: cheap-but-slow") {
+		t.Errorf("best %q: %s", v.Best, v.Reason)
+	}
+}

@@ -189,8 +189,40 @@ func FromRun(r *results.Result, models []string, rate float64, slo time.Duration
 		}
 		cands = append(cands, c)
 	}
+	for i := range cands {
+		if m := r.Model(cands[i].Model); m != nil && m.Traffic != nil {
+			if res, ok := ResourcesOf(m.Traffic.Total.Cost, rate, cands[i].Size()); ok {
+				run := results.DefaultPrices.Of(res)
+				cands[i].Resources, cands[i].RunCost = &res, &run
+			}
+		}
+	}
 	rec.Candidates, rec.Verdict = Decide(cands, rate, slo)
 	return rec
+}
+
+// Utilization is the share of a server's cores a design may fill at the
+// planned rate: the rest is headroom that keeps queues short. Resources
+// are sized to it.
+const Utilization = 0.5
+
+// ResourcesOf is what serving rate operations per second needs, from the
+// CPU time per operation of each process that a phase measured (its cost
+// counters: the database's, memcached's and Redis's, and this process's
+// for the application) with every server filled to Utilization, and
+// size bytes of data on disk. Memory is not measured by a run and is
+// left 0. ok is false when the database's CPU was not measured (a run on
+// a server it did not start).
+func ResourcesOf(c cost.Cost, rate float64, size int64) (r results.Resources, ok bool) {
+	db, ok := c[cost.DBCPU]
+	if !ok {
+		return results.Resources{}, false
+	}
+	cores := func(us float64) float64 { return rate * us / 1e6 / Utilization }
+	return results.Resources{
+		DBCores: cores(db), CacheCores: cores(c[cost.MCCPU] + c[cost.RDCPU]), AppCores: cores(c[cost.CPU]),
+		StorageGB: float64(size) / 1e9,
+	}, true
 }
 
 // Evidence is what model m's traffic phase showed, unjudged.
@@ -261,42 +293,52 @@ func Judge(c results.Candidate, slo time.Duration) (held bool, why string) {
 }
 
 // Decide judges every candidate (Judge) and chooses the design that serves
-// the workload at the lowest cost within the objective. The rule:
+// the workload at the lowest cost within the objective (Rank). It returns
+// the judged candidates, in the order given, and the verdict.
+func Decide(cands []results.Candidate, rate float64, slo time.Duration) ([]results.Candidate, results.Verdict) {
+	judged := slices.Clone(cands)
+	for i := range judged {
+		judged[i].Held, judged[i].Why = Judge(judged[i], slo)
+	}
+	return judged, Rank(judged, rate, slo)
+}
+
+// Rank chooses, among judged candidates (Held and Why set, by Judge or by
+// a plan's prediction), the design that serves the workload at the lowest
+// cost within the objective. The rule, the same for a measured
+// recommendation and for a capacity plan (package loadgen/plan):
 //
 //  1. Only a candidate that held the objective can be chosen: one over it
 //     never wins, however cheap.
-//  2. Among those, the cost is the items the servers touched per
-//     operation (results.Candidate.CostPerOp: rows read and written in
-//     MariaDB plus keys got and set in memcached plus commands Redis
-//     ran, from the servers' own
-//     counters over the measured stretch): the work the design asks of
-//     its servers for this traffic, which is what grows with the service
-//     and what bigger machines are bought for.
+//  2. Among those, the cost is what the design costs to run at the
+//     planned rate (results.Candidate.RunCost): the cores of its database,
+//     caches and application, its memory and its storage, weighed by
+//     prices (results.Prices). A row of MariaDB and a key of memcached
+//     count by the CPU they cost, not alike. When a candidate that held
+//     has no run cost (the run measured no CPU: a server it did not
+//     start), every candidate is ranked by items instead: rows read and
+//     written plus memcached keys plus Redis commands per operation
+//     (results.Candidate.CostPerOp), shown beside the cost either way.
 //  3. Costs within TieShare of the lowest are a tie. A tie goes to the
-//     smaller data size (on disk when measured, else data plus index;
-//     memcached's memory is not counted), then to the lower p99, then to
-//     the name first in the order given.
-//  4. A candidate whose cost was not measured ranks after every one whose
-//     cost was, by the same tie-breakers.
+//     smaller data size (on disk when measured, else data plus index),
+//     then to the lower p99, then to the name first in the order given.
+//  4. A candidate whose cost is not known ranks after every one whose
+//     cost is, by the same tie-breakers.
 //  5. When none held, there is no design to recommend; Closest names the
 //     one that came nearest: fewest errors over the limit first, then
 //     the lowest p99 latency relative to the objective among those.
 //
-// A memcached key counts as much as a row: both are one item found by
-// key in an index or a hash table. rate is the planned rate, for the
-// verdict's line.
-//
-// It returns the judged candidates, in the order given, and the verdict,
-// whose Ranking lists the candidates that held, best first.
-func Decide(cands []results.Candidate, rate float64, slo time.Duration) ([]results.Candidate, results.Verdict) {
-	judged := slices.Clone(cands)
+// rate is the planned rate, for the verdict's line. The verdict's Ranking
+// lists the candidates that held, best first.
+func Rank(judged []results.Candidate, rate float64, slo time.Duration) results.Verdict {
 	var held []int
 	for i := range judged {
-		judged[i].Held, judged[i].Why = Judge(judged[i], slo)
 		if judged[i].Held {
 			held = append(held, i)
 		}
 	}
+	costOf := rankCost(judged, held)
+	costText := func(c results.Candidate) string { return costText(c, costOf) }
 	var v results.Verdict
 	sloText := fmtFloat(ms(slo)) + " ms"
 	rateText := fmtFloat(rate)
@@ -307,17 +349,17 @@ func Decide(cands []results.Candidate, rate float64, slo time.Duration) ([]resul
 			c := find(judged, v.Closest)
 			v.Reason += fmt.Sprintf("; closest: %s (%s, %s ops/s achieved)", c.Model, c.Why, fmtFloat(math.Round(c.AchievedPerSec)))
 		}
-		return judged, v
+		return v
 	}
 	// The lowest measured cost sets the tie band.
 	low := math.Inf(1)
 	for _, i := range held {
-		if c := judged[i].CostPerOp(); !math.IsNaN(c) {
+		if c := costOf(judged[i]); !math.IsNaN(c) {
 			low = min(low, c)
 		}
 	}
 	band := func(c results.Candidate) int { // 0: in the tie band, 1: dearer, 2: not costed
-		switch x := c.CostPerOp(); {
+		switch x := costOf(c); {
 		case math.IsNaN(x):
 			return 2
 		case x <= low*(1+TieShare) || x-low < 1e-9:
@@ -330,8 +372,8 @@ func Decide(cands []results.Candidate, rate float64, slo time.Duration) ([]resul
 		x, y := judged[a], judged[b]
 		if bx, by := band(x), band(y); bx != by {
 			return bx - by
-		} else if bx == 1 && x.CostPerOp() != y.CostPerOp() {
-			return cmp.Compare(x.CostPerOp(), y.CostPerOp())
+		} else if bx == 1 && costOf(x) != costOf(y) {
+			return cmp.Compare(costOf(x), costOf(y))
 		}
 		if x.Size() != y.Size() {
 			return cmp.Compare(x.Size(), y.Size())
@@ -365,14 +407,25 @@ func Decide(cands []results.Candidate, rate float64, slo time.Duration) ([]resul
 	}
 	var over []string
 	for _, c := range judged {
-		if !c.Held && c.Costed && !math.IsNaN(best.CostPerOp()) && c.CostPerOp() < best.CostPerOp() {
+		if !c.Held && !math.IsNaN(costOf(c)) && !math.IsNaN(costOf(best)) && costOf(c) < costOf(best) {
 			over = append(over, fmt.Sprintf("%s (%s)", c.Model, c.Why))
 		}
 	}
 	if len(over) > 0 {
 		v.Reason += "; cheaper but over the objective: " + strings.Join(over, ", ")
 	}
-	return judged, v
+	return v
+}
+
+// rankCost is the figure Rank ranks by: the run cost when every candidate
+// that held has one, else the items per operation.
+func rankCost(cands []results.Candidate, held []int) func(results.Candidate) float64 {
+	for _, i := range held {
+		if cands[i].RunCost == nil {
+			return results.Candidate.CostPerOp
+		}
+	}
+	return results.Candidate.Cost
 }
 
 // tieBreak says what set a apart from b, tied in cost.
@@ -429,7 +482,19 @@ func find(cs []results.Candidate, name string) results.Candidate {
 	return results.Candidate{}
 }
 
-func costText(c results.Candidate) string {
+// costText is c's cost as the verdict states it: the run cost, when
+// ranked by it, then the items per operation.
+func costText(c results.Candidate, costOf func(results.Candidate) float64) string {
+	items := itemsText(c)
+	if c.RunCost != nil && !math.IsNaN(costOf(c)) && costOf(c) == c.Cost() {
+		return fmt.Sprintf("costs %s to run (%s cores, %s GB stored), %s", fmtFloat(round2(c.Cost())),
+			fmtFloat(round2(c.Resources.Cores())), fmtFloat(round2(c.Resources.StorageGB)), items)
+	}
+	return items
+}
+
+// itemsText is c's items per operation.
+func itemsText(c results.Candidate) string {
 	if !c.Costed {
 		return "cost not measured"
 	}

@@ -61,9 +61,17 @@ func checkVerdict(t *testing.T, where string, cands []results.Candidate, v resul
 	if best == nil || !best.Held || !best.Costed {
 		t.Fatalf("%s: best %q: %+v", where, v.Best, best)
 	}
+	// The rule ranks by the run cost when every candidate that held has
+	// one, else by items.
+	key := results.Candidate.Cost
 	for _, c := range cands {
-		if c.Held && c.Costed && c.RowsPerOp()*(1+TieShare) < best.RowsPerOp() {
-			t.Errorf("%s: %s won at %.1f rows/op, but %s held at %.1f", where, best.Model, best.RowsPerOp(), c.Model, c.RowsPerOp())
+		if c.Held && c.RunCost == nil {
+			key = results.Candidate.CostPerOp
+		}
+	}
+	for _, c := range cands {
+		if c.Held && !math.IsNaN(key(c)) && key(c)*(1+TieShare) < key(*best) {
+			t.Errorf("%s: %s won at a cost of %.2f, but %s held at %.2f", where, best.Model, key(*best), c.Model, key(c))
 		}
 	}
 }

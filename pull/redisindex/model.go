@@ -31,6 +31,7 @@ func init() {
 		Summary: fmt.Sprintf("pull, with each reader's followees ranked by their newest message in a Redis sorted set (Flickr's), so that a newest page merges only the %d who posted last; posts raise their author's score in every active follower's index",
 			timeline.DefaultLimit+1),
 		Options: []registry.Option{windowOption},
+		Work:    Work,
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 			return Open(ctx, Config{
 				DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force,

@@ -32,6 +32,7 @@ func init() {
 		Summary:  fmt.Sprintf("push to the followers who read within %d days (option window) only; an inactive reader's next read rebuilds their mailbox by pull", DefaultWindow/(24*time.Hour)),
 		Options:  options,
 		Traits:   registry.Partial,
+		Work:     Work,
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})

@@ -40,6 +40,7 @@ func init() {
 			"in chunks of followers; reads see a post once the store settles",
 		Options: options,
 		Traits:  registry.Async,
+		Work:    Work,
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 			return Open(ctx, push.ConfigFrom(cfg), Options{Workers: cfg.Int(OptionWorkers), Chunk: cfg.Int(OptionChunk)})
 		},

@@ -26,6 +26,7 @@ func init() {
 		Summary:  fmt.Sprintf("push with each mailbox capped at its newest %d entries (option cap); older pages come from the pull merge", DefaultCap),
 		Options:  options,
 		Traits:   registry.Partial,
+		Work:     Work,
 		Open:     openModel,
 		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})

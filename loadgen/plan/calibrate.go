@@ -1,0 +1,439 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/workload"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+	schema "github.com/pushpull/pushpull/sql"
+)
+
+// FollowBytes is what a follow takes on disk: its two B-tree entries
+// (by follower and by followee) of two 4-byte ids, about 37 bytes each
+// with InnoDB's record overhead and page fill. It is assumed, not fitted:
+// every counted run has the same follows per message.
+const FollowBytes = 75
+
+// phaseNames are the phases of a counted run the plan predicts, as
+// results.Model names them.
+var phaseNames = []string{"retrieve", "retrieve_older", "submit", "traffic"}
+
+// countedPhase is one model's phase of a counted run: what the servers
+// counted, and the work the model's cost model predicts for the run's
+// own workload at the phase's rates.
+type countedPhase struct {
+	run, model, phase string
+	needs             registry.Servers
+	measured          cost.Cost
+	predicted         registry.Work
+}
+
+// runLabel names a run in tables: its graph and users.
+func runLabel(r *results.Result) string {
+	g := r.Dataset.Graph
+	if i := strings.IndexByte(g, '('); i > 0 {
+		g = g[:i]
+	}
+	return fmt.Sprintf("%s, %s users", g, dataset.Commas(int64(r.Dataset.Users)))
+}
+
+// runWorkload is the workload of a counted run, without rates: its
+// users, graph, activity and messages.
+func runWorkload(r *results.Result) (Workload, error) {
+	ds := r.Dataset
+	w := Workload{Users: ds.Users, AvgFollowees: ds.AvgFollowees, MessagesPerUser: float64(ds.Messages) / float64(ds.Users)}
+	switch {
+	case strings.HasPrefix(ds.Graph, dataset.GraphUniform):
+		w.Graph = dataset.GraphUniform
+	case strings.HasPrefix(ds.Graph, dataset.GraphPowerLaw):
+		w.Graph = dataset.GraphPowerLaw
+		w.InExponent, w.OutExponent = ds.GraphParams["in_exponent"], ds.GraphParams["out_exponent"]
+	case ds.GraphFile != "":
+		el, err := dataset.ReadEdgeList(ds.GraphFile, dataset.SelfFollowsSkip)
+		if err != nil {
+			return Workload{}, err
+		}
+		w.Graph, w.EdgeList = dataset.GraphEdges, el
+	default:
+		return Workload{}, fmt.Errorf("plan: run %s: graph %q has no cost model (uniform, powerlaw or an edge file)", r.Command, ds.Graph)
+	}
+	switch {
+	case strings.HasPrefix(ds.Activity, dataset.ActivitySkewed):
+		w.Activity = dataset.Activity{Mode: dataset.ActivitySkewed,
+			PostExponent: ds.ActivityParams["post_exponent"], ReadExponent: ds.ActivityParams["read_exponent"]}
+	case ds.Activity == "" || ds.Activity == dataset.ActivityUniform:
+		w.Activity = dataset.Activity{Mode: dataset.ActivityUniform}
+	default:
+		return Workload{}, fmt.Errorf("plan: run %s: activity %q has no cost model", r.Command, ds.Activity)
+	}
+	return w, nil
+}
+
+// mixOf is the shares of a traffic phase's mix by operation.
+func mixOf(spec string) (newest, older, post, follow, unfollow float64, err error) {
+	m, err := workload.ParseMix(spec)
+	if err != nil {
+		return 0, 0, 0, 0, 0, err
+	}
+	return m.Share(workload.OpNewest), m.Share(workload.OpOlder), m.Share(workload.OpPost),
+		m.Share(workload.OpFollow), m.Share(workload.OpUnfollow), nil
+}
+
+// counted returns every phase of r that carries costs, for the models
+// that declare a cost model, with the prediction for it.
+func counted(r *results.Result) ([]countedPhase, error) {
+	base, err := runWorkload(r)
+	if err != nil {
+		return nil, err
+	}
+	var out []countedPhase
+	for i := range r.Models {
+		m := &r.Models[i]
+		reg, err := registry.Lookup(m.Name)
+		if err != nil || reg.Work == nil {
+			continue
+		}
+		for _, name := range phaseNames {
+			var ph *results.Phase
+			var shares [5]float64 // newest, older, post, follow, unfollow
+			switch name {
+			case "retrieve":
+				ph, shares = &m.Retrieve, [5]float64{1, 0, 0, 0, 0}
+			case "retrieve_older":
+				ph, shares = &m.RetrieveOlder, [5]float64{0, 1, 0, 0, 0}
+			case "submit":
+				ph, shares = &m.Submit, [5]float64{0, 0, 1, 0, 0}
+			case "traffic":
+				if m.Traffic == nil {
+					continue
+				}
+				ph = &m.Traffic.Total
+				n, o, p, f, u, err := mixOf(m.Traffic.Mix)
+				if err != nil {
+					return nil, err
+				}
+				shares = [5]float64{n, o, p, f, u}
+			}
+			_, read := ph.Cost[cost.RowsRead]
+			_, written := ph.Cost[cost.RowsWritten]
+			if ph.Cost == nil || ph.Cost[cost.Ops] <= 0 || ph.OpsPerSec <= 0 || !read || !written || ph.Errors > 0 {
+				continue // not counted (a shared submission shows another model's), or failing over
+			}
+			w := base
+			rate := ph.OpsPerSec
+			w.NewestPerSec, w.OlderPerSec, w.PostsPerSec = rate*shares[0], rate*shares[1], rate*shares[2]
+			w.FollowsPerSec = rate * (shares[3] + shares[4])
+			if shares[0]+shares[1] == 0 {
+				// The read phases ran just before the write phases: every
+				// user had read lately, at the newest-page phase's rate.
+				w.NewestPerSec = m.Retrieve.OpsPerSec
+			}
+			d, _, err := w.demand()
+			if err != nil {
+				return nil, err
+			}
+			ow, _, _, err := reg.WorkFor(d, nil)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, countedPhase{
+				run: runLabel(r), model: m.Name, phase: name, needs: reg.Needs, measured: ph.Cost,
+				predicted: mixWork(ow, shares),
+			})
+		}
+	}
+	return out, nil
+}
+
+// mixWork is the work of an operation drawn by shares (newest, older,
+// post, follow, unfollow): a post counts its later fan-out too.
+func mixWork(w registry.OpWork, shares [5]float64) registry.Work {
+	return w.Newest.Scale(shares[0]).Add(w.Older.Scale(shares[1])).Add(w.Post.Add(w.Later).Scale(shares[2])).
+		Add(w.Follow.Scale(shares[3])).Add(w.Unfollow.Scale(shares[4]))
+}
+
+// measuredWork is the work a phase's counters counted.
+func measuredWork(c cost.Cost) registry.Work {
+	return registry.Work{
+		RowsRead: c[cost.RowsRead], RowsWritten: c[cost.RowsWritten],
+		MCKeys: c[cost.MCGets] + c[cost.MCSets] + c[cost.MCIncrs], RedisCommands: c[cost.RDCommands],
+	}
+}
+
+// cacheCalls splits a phase's predicted cache round trips between
+// memcached and Redis by the servers its model needs.
+func cacheCalls(p countedPhase) (mc, rd float64) {
+	switch {
+	case p.needs&registry.Memcached != 0 && p.needs&registry.Redis != 0:
+		return p.predicted.CacheCalls / 2, p.predicted.CacheCalls / 2
+	case p.needs&registry.Memcached != 0:
+		return p.predicted.CacheCalls, 0
+	case p.needs&registry.Redis != 0:
+		return 0, p.predicted.CacheCalls
+	}
+	return 0, 0
+}
+
+// Calibrate fits a calibration on counted runs (pushpull bench --cost,
+// with the database's CPU measured: the run started its own servers):
+// each server's CPU per operation of every phase as a weighted least
+// squares, coefficients at least 0, on the items its counters counted
+// and the statements and round trips the designs' cost models predict.
+// Each phase weighs by the inverse square of its CPU, so the fit is in
+// relative error. sources name the runs.
+func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, error) {
+	var phases []countedPhase
+	for _, r := range runs {
+		ps, err := counted(r)
+		if err != nil {
+			return nil, err
+		}
+		phases = append(phases, ps...)
+	}
+	type obs struct {
+		x []float64
+		y float64
+	}
+	var db, mc, rd, app []obs
+	for _, p := range phases {
+		c := p.measured
+		m := measuredWork(c)
+		mcCalls, rdCalls := cacheCalls(p)
+		if v, ok := c[cost.DBCPU]; ok {
+			db = append(db, obs{[]float64{m.RowsRead, m.RowsWritten, p.predicted.Statements}, v})
+		}
+		if v, ok := c[cost.MCCPU]; ok && p.needs&registry.Memcached != 0 {
+			mc = append(mc, obs{[]float64{m.MCKeys, mcCalls}, v})
+		}
+		if v, ok := c[cost.RDCPU]; ok && p.needs&registry.Redis != 0 {
+			rd = append(rd, obs{[]float64{m.RedisCommands, rdCalls}, v})
+		}
+		if v, ok := c[cost.CPU]; ok {
+			app = append(app, obs{[]float64{1, p.predicted.Statements, p.predicted.CacheCalls, m.MCKeys + m.RedisCommands}, v})
+		}
+	}
+	fit := func(what string, os []obs, n int) ([]float64, error) {
+		if len(os) < n {
+			return nil, fmt.Errorf("plan: calibrate: %d phases with %s CPU, want at least %d (a bench --cost run that started its own servers)", len(os), what, n)
+		}
+		xs := make([][]float64, len(os))
+		ys := make([]float64, len(os))
+		ws := make([]float64, len(os))
+		for i, o := range os {
+			xs[i], ys[i] = o.x, o.y
+			ws[i] = 1 / math.Pow(o.y+5, 2)
+		}
+		return nnls(xs, ys, ws), nil
+	}
+	cdb, err := fit("database", db, 3)
+	if err != nil {
+		return nil, err
+	}
+	capp, err := fit("application", app, 4)
+	if err != nil {
+		return nil, err
+	}
+	cmc, crd := []float64{0, 0}, []float64{0, 0}
+	if len(mc) >= 2 {
+		cmc, _ = fit("memcached", mc, 2)
+	}
+	if len(rd) >= 2 {
+		crd, _ = fit("Redis", rd, 2)
+	}
+	cal := &results.Calibration{
+		Version: results.CalibrationFormatVersion, CreatedAt: time.Now(), Sources: sources, Machine: machine(runs),
+		DBRowReadUs: cdb[0], DBRowWrittenUs: cdb[1], DBStatementUs: cdb[2],
+		MCKeyUs: cmc[0], MCCallUs: cmc[1], RedisCommandUs: crd[0], RedisCallUs: crd[1],
+		AppOpUs: capp[0], AppStatementUs: capp[1], AppCallUs: capp[2], AppItemUs: capp[3],
+		FollowBytes: FollowBytes,
+	}
+	cal.MessageBytes, cal.MailboxRowBytes = fitBytes(runs)
+	// How well the fit reproduces its own phases, on measured items.
+	var errs []float64
+	for _, p := range phases {
+		all, ok := p.measured.AllCPU()
+		if !ok || all <= 0 {
+			continue
+		}
+		mw := measuredWork(p.measured)
+		mw.Statements, mw.CacheCalls = p.predicted.Statements, p.predicted.CacheCalls
+		errs = append(errs, math.Abs(cpuOf(cal, mw, p.needs).all()-all)/all*100)
+	}
+	slices.Sort(errs)
+	cal.Fit.Phases = len(errs)
+	if len(errs) > 0 {
+		cal.Fit.MedianErrorPct = math.Round(errs[len(errs)/2])
+		cal.Fit.MaxErrorPct = math.Round(errs[len(errs)-1])
+	}
+	return cal, nil
+}
+
+// machine describes the machine runs ran on.
+func machine(runs []*results.Result) string {
+	host, _ := os.Hostname()
+	cpus := runtime.NumCPU()
+	if len(runs) > 0 && runs[0].Environment.CPUs > 0 {
+		cpus = runs[0].Environment.CPUs
+	}
+	model := ""
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s, %d CPUs %s", host, cpus, model))
+}
+
+// fitBytes derives the bytes per message and per mailbox row from the
+// data sizes of a run's pull and push databases: the pull database holds
+// the messages and the follows, the push database those and the mailbox.
+func fitBytes(runs []*results.Result) (message, mailbox float64) {
+	var ms, bs []float64
+	for _, r := range runs {
+		var pullBytes, pushBytes int64
+		for i := range r.Models {
+			m := &r.Models[i]
+			reg, err := registry.Lookup(m.Name)
+			if err != nil || reg.Variant != "" {
+				continue
+			}
+			size := m.DiskBytes
+			if size == 0 {
+				size = m.DataBytes
+			}
+			switch {
+			case reg.Schema == schema.Pull && reg.Needs == registry.MariaDB && pullBytes == 0:
+				pullBytes = size
+			case reg.Schema == schema.Push && reg.Traits == 0 && pushBytes == 0:
+				pushBytes = size
+			}
+		}
+		ds := r.Dataset
+		if pullBytes > 0 && ds.Messages > 0 {
+			ms = append(ms, (float64(pullBytes)-FollowBytes*float64(ds.Edges))/float64(ds.Messages))
+		}
+		if pullBytes > 0 && pushBytes > pullBytes && ds.MailboxRows > 0 {
+			bs = append(bs, float64(pushBytes-pullBytes)/float64(ds.MailboxRows))
+		}
+	}
+	mean := func(xs []float64, def float64) float64 {
+		if len(xs) == 0 {
+			return def
+		}
+		var s float64
+		for _, x := range xs {
+			s += x
+		}
+		return s / float64(len(xs))
+	}
+	return math.Max(mean(ms, 300), 50), math.Max(mean(bs, 40), 8)
+}
+
+// nnls solves min Σ w·(y - x·c)² with every c ≥ 0, by least squares on a
+// shrinking set: the most negative coefficient is fixed at 0 until none
+// is negative.
+func nnls(xs [][]float64, ys, ws []float64) []float64 {
+	n := len(xs[0])
+	free := make([]bool, n)
+	for i := range free {
+		free[i] = true
+	}
+	c := make([]float64, n)
+	for {
+		var idx []int
+		for j := range n {
+			if free[j] {
+				idx = append(idx, j)
+			}
+		}
+		k := len(idx)
+		a := make([][]float64, k)
+		for i := range a {
+			a[i] = make([]float64, k+1)
+		}
+		for r, x := range xs {
+			for i, p := range idx {
+				for j, q := range idx {
+					a[i][j] += ws[r] * x[p] * x[q]
+				}
+				a[i][k] += ws[r] * x[p] * ys[r]
+			}
+		}
+		sol := solve(a)
+		clear(c)
+		worst, at := 0.0, -1
+		for i, p := range idx {
+			c[p] = sol[i]
+			if sol[i] < worst {
+				worst, at = sol[i], p
+			}
+		}
+		if at < 0 {
+			return c
+		}
+		free[at] = false
+	}
+}
+
+// solve solves the augmented system a by Gaussian elimination with
+// partial pivoting; a singular column gets 0.
+func solve(a [][]float64) []float64 {
+	k := len(a)
+	for col := range k {
+		piv := col
+		for r := col + 1; r < k; r++ {
+			if math.Abs(a[r][col]) > math.Abs(a[piv][col]) {
+				piv = r
+			}
+		}
+		a[col], a[piv] = a[piv], a[col]
+		if math.Abs(a[col][col]) < 1e-12 {
+			continue
+		}
+		for r := range k {
+			if r == col {
+				continue
+			}
+			f := a[r][col] / a[col][col]
+			for j := col; j <= k; j++ {
+				a[r][j] -= f * a[col][j]
+			}
+		}
+	}
+	out := make([]float64, k)
+	for i := range k {
+		if math.Abs(a[i][i]) >= 1e-12 {
+			out[i] = a[i][k] / a[i][i]
+		}
+	}
+	return out
+}
+
+// cpu is an operation's CPU by process, µs.
+type cpu struct{ db, mc, rd, app float64 }
+
+func (c cpu) all() float64   { return c.db + c.mc + c.rd + c.app }
+func (c cpu) cache() float64 { return c.mc + c.rd }
+
+// cpuOf is what work w costs on cal's machine, for a model needing needs.
+func cpuOf(cal *results.Calibration, w registry.Work, needs registry.Servers) cpu {
+	mcCalls, rdCalls := cacheCalls(countedPhase{needs: needs, predicted: w})
+	return cpu{
+		db:  cal.DBRowReadUs*w.RowsRead + cal.DBRowWrittenUs*w.RowsWritten + cal.DBStatementUs*w.Statements,
+		mc:  cal.MCKeyUs*w.MCKeys + cal.MCCallUs*mcCalls,
+		rd:  cal.RedisCommandUs*w.RedisCommands + cal.RedisCallUs*rdCalls,
+		app: cal.AppOpUs + cal.AppStatementUs*w.Statements + cal.AppCallUs*w.CacheCalls + cal.AppItemUs*(w.MCKeys+w.RedisCommands),
+	}
+}

@@ -1,0 +1,407 @@
+// Package plan is the capacity plan: which design serves a feed at the
+// size its owners name (10^5 to 10^8 users, on many machines), what
+// servers it needs and with what margin, computed in seconds instead of
+// measured.
+//
+// It is built from three parts, each checked:
+//
+//   - The work per operation. Every design declares its cost model beside
+//     its code (registry.Model.Work): the rows, memcached keys, Redis
+//     commands, statements and round trips an operation asks for, as
+//     functions of the workload (registry.Demand: the users in classes of
+//     alike degree and activity, the messages kept, the rates). The plan
+//     builds that Demand for the workload at its real size: the power-law
+//     graph's exact degree sequence (dataset.PowerLawFollowerCounts), the
+//     uniform graph's Poisson degrees, or an edge file taken as a sample.
+//   - The cost of a unit of work on this machine (results.Calibration):
+//     CPU per row read and written, per statement, per key, per command,
+//     per round trip, for each server and the application, fitted on
+//     counted runs (Calibrate), and bytes per row on disk.
+//   - The check (Check): the cost models' predictions for the workloads of
+//     counted runs, set against what the servers counted.
+//
+// Make then sizes each design: CPU per operation of the planned mix, the
+// cores of each server at the planned rate, memory and disk, nodes and
+// shards, the p99 latency and the fan-out lag that follow, and the verdict
+// by the same rule as a measured recommendation (recommend.Rank).
+package plan
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/recommend"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+)
+
+// Footprint figures the plan assumes (see the assumptions it prints).
+const (
+	// MemcachedIDBytes is what an id costs in a memcached value (8 bytes
+	// and the framing of its record), RedisIDBytes in a Redis sorted set
+	// (its skiplist and dict entries), KeyBytes a key of either (item
+	// header and key).
+	MemcachedIDBytes = 10
+	RedisIDBytes     = 80
+	KeyBytes         = 100
+	// DBMemoryShare is the share of the database's data its buffer pool
+	// holds: the hot part (recent messages and mailbox rows, follows).
+	DBMemoryShare = 0.1
+)
+
+// models are the designs w plans: w.Models, or the candidates of package
+// recommend that declare a cost model.
+func (w Workload) models() ([]registry.Model, error) {
+	names := w.Models
+	if names == nil {
+		for _, name := range recommend.Candidates() {
+			if m, err := registry.Lookup(name); err == nil && m.Work != nil {
+				names = append(names, name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, &InputError{Field: "models", Reason: "no models to plan"}
+	}
+	var out []registry.Model
+	for i, name := range names {
+		m, err := registry.Lookup(name)
+		if err != nil {
+			return nil, &InputError{Field: "models", Reason: err.Error()}
+		}
+		if slices.Contains(names[:i], name) {
+			return nil, &InputError{"models", name, "named twice"}
+		}
+		if m.Work == nil {
+			return nil, &InputError{"models", name, "declares no cost model (registry.Model.Work)"}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// opShares are the shares of the planned rate: newest, older, post,
+// follow, unfollow.
+func (w Workload) opShares() (rate float64, shares [5]float64) {
+	rate = w.NewestPerSec + w.OlderPerSec + w.PostsPerSec + w.FollowsPerSec
+	shares = [5]float64{w.NewestPerSec / rate, w.OlderPerSec / rate, w.PostsPerSec / rate, w.FollowsPerSec / 2 / rate, w.FollowsPerSec / 2 / rate}
+	return rate, shares
+}
+
+// component is a kind of operation with the share of the traffic it
+// takes and its mean service time: what the p99 of the mix is drawn from.
+type component struct{ weight, meanUs float64 }
+
+// p99Of is the 99th percentile of a mix of exponential times, each
+// component's mean being its service time stretched by queueing at
+// utilisation u (an M/M/1 response time: mean S/(1-u)).
+func p99Of(cs []component, u float64) float64 {
+	var total float64
+	for _, c := range cs {
+		total += c.weight
+	}
+	tail := func(t float64) float64 {
+		var s float64
+		for _, c := range cs {
+			if c.meanUs > 0 {
+				s += c.weight / total * math.Exp(-t*(1-u)/c.meanUs)
+			}
+		}
+		return s
+	}
+	lo, hi := 0.0, 1.0
+	for tail(hi) > 0.01 {
+		hi *= 2
+		if hi > 1e15 {
+			return math.Inf(1)
+		}
+	}
+	for range 100 {
+		mid := (lo + hi) / 2
+		if tail(mid) > 0.01 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
+}
+
+// distinct is how many of s shards n items spread at random reach.
+func distinct(s, n float64) float64 {
+	if s <= 1 || n <= 0 {
+		return math.Min(1, math.Max(s, 0))
+	}
+	return s * (1 - math.Pow(1-1/s, n))
+}
+
+// Make plans w on the machine cal was fitted on. It checks w first (an
+// *InputError, nothing computed).
+func Make(w Workload, cal *results.Calibration, command string) (*results.Plan, error) {
+	start := time.Now()
+	if err := w.Check(); err != nil {
+		return nil, err
+	}
+	w = w.WithDefaults()
+	d, dc, err := w.demand()
+	if err != nil {
+		return nil, err
+	}
+	models, err := w.models()
+	if err != nil {
+		return nil, err
+	}
+	rate, shares := w.opShares()
+	p := &results.Plan{
+		Version: results.PlanFormatVersion, CreatedAt: time.Now(), Command: command,
+		RatePerSec: rate, SLOMs: ms(w.SLO), FreshnessMs: ms(w.Freshness), Prices: w.Prices, Calibration: *cal,
+	}
+	p.Workload, p.Assumptions = describe(w, d)
+	// The share of reads and posts each degree bucket takes.
+	readShare := make([]float64, dc.followeeBuckets)
+	postShare := make([]float64, dc.followerBuckets)
+	var reads, posts float64
+	for i, c := range d.Classes {
+		readShare[dc.followeeOf[i]] += c.Users * c.Reads
+		postShare[dc.followerOf[i]] += c.Users * c.Posts
+		reads += c.Users * c.Reads
+		posts += c.Users * c.Posts
+	}
+	var cands []results.Candidate
+	for _, m := range models {
+		pd, err := planDesign(w, d, dc, m, cal, rate, shares, readShare, reads, postShare, posts)
+		if err != nil {
+			return nil, err
+		}
+		p.Designs = append(p.Designs, pd)
+		run := pd.RunCost
+		res := pd.Resources
+		cands = append(cands, results.Candidate{
+			Model: pd.Model, Held: pd.Held, Why: pd.Why, Ops: 1, P99Ms: pd.P99Ms,
+			OfferedPerSec: rate, AchievedPerSec: rate,
+			Costed: true, RowsReadPerOp: pd.PerOp.RowsRead, RowsWrittenPerOp: pd.PerOp.RowsWritten,
+			MemcachedGetsPerOp: ptr(pd.PerOp.MCKeys), RedisCommandsPerOp: ptr(pd.PerOp.RedisCommands),
+			DiskBytes: int64(res.StorageGB * 1e9), Resources: &res, RunCost: &run,
+		})
+	}
+	p.Verdict = recommend.Rank(cands, rate, w.SLO)
+	if p.Verdict.Best == "" {
+		// Rank names the closest by measured errors and p99; a plan has
+		// no errors, so the closest is the lowest p99 among the designs.
+		best := -1
+		for i, d := range p.Designs {
+			if best < 0 || d.P99Ms < p.Designs[best].P99Ms {
+				best = i
+			}
+		}
+		if best >= 0 {
+			p.Verdict.Closest = p.Designs[best].Model
+		}
+	}
+	p.Margin = margin(p, w)
+	p.Seconds = time.Since(start).Seconds()
+	return p, nil
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// planDesign sizes one design.
+func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Model, cal *results.Calibration,
+	rate float64, shares [5]float64, readShare []float64, reads float64, postShare []float64, posts float64) (results.PlanDesign, error) {
+	ow, fp, _, err := m.WorkFor(d, w.Options)
+	if err != nil {
+		return results.PlanDesign{}, &InputError{Field: "option", Reason: err.Error()}
+	}
+	pd := results.PlanDesign{Model: m.Name, Async: m.Traits.Has(registry.Async)}
+	perOp := mixWork(ow, shares)
+	c := cpuOf(cal, perOp, m.Needs)
+	pd.PerOp, pd.Post, pd.Page = planWork(perOp), planWork(ow.Post.Add(ow.Later)), planWork(ow.Newest)
+	pd.DBUs, pd.CacheUs, pd.AppUs = c.db, c.cache(), c.app
+	u := w.Utilization
+	cores := func(us float64) float64 { return rate * us / 1e6 / u }
+	res := results.Resources{DBCores: cores(c.db), CacheCores: cores(c.cache()), AppCores: cores(c.app)}
+	storage := d.Messages*cal.MessageBytes + d.Edges()*cal.FollowBytes + fp.MailboxRows*cal.MailboxRowBytes
+	res.StorageGB = storage / 1e9
+	res.DBMemoryGB = DBMemoryShare * res.StorageGB
+	idBytes := MemcachedIDBytes
+	if m.Needs&registry.Redis != 0 && m.Needs&registry.Memcached == 0 {
+		idBytes = RedisIDBytes
+	}
+	res.CacheMemoryGB = (fp.CacheIDs*float64(idBytes) + fp.CacheKeys*KeyBytes) / 1e9
+	pd.Resources, pd.MailboxRows = res, fp.MailboxRows
+	pd.RunCost = w.Prices.Of(res)
+	node := w.Node
+	pd.DBNodes = int(math.Max(1, math.Ceil(math.Max(res.DBCores/node.Cores, math.Max(res.StorageGB/node.DiskGB, res.DBMemoryGB/node.MemoryGB)))))
+	if res.CacheCores > 0 || res.CacheMemoryGB > 0 {
+		pd.CacheNodes = int(math.Max(1, math.Ceil(math.Max(res.CacheCores/node.Cores, res.CacheMemoryGB/node.MemoryGB))))
+	}
+	pd.AppNodes = int(math.Max(1, math.Ceil(res.AppCores/node.Cores)))
+	if c.db > 0 {
+		pd.ShardCeilingPerSec = node.Cores * u * 1e6 / c.db
+	}
+	// Shard calls on Vitess with DBNodes shards: a page reaches its
+	// followees' shards (pull) or its entries' authors' (the rest), a
+	// post its followers' when it fans out.
+	s := float64(pd.DBNodes)
+	page := distinct(s, d.Fetch())
+	if m.Family == registry.FamilyPull {
+		page = distinct(s, d.ReadFollowees())
+	}
+	pd.PerOp.ShardCalls = (shares[0]+shares[1])*(1+page) + shares[2]*(1+distinct(s, ow.Post.Add(ow.Later).RowsWritten-1)) + (shares[3] + shares[4])
+
+	// Latency: a component per kind of operation and degree bucket, each
+	// its CPU on every process it passes plus a round trip per statement
+	// and cache call.
+	service := func(x registry.Work) float64 {
+		return cpuOf(cal, x, m.Needs).all() + float64(w.RTT.Microseconds())*(x.Statements+x.CacheCalls)
+	}
+	var comps []component
+	for b := range dc.followeeBuckets {
+		if readShare[b] == 0 {
+			continue
+		}
+		x, _, _, err := m.WorkFor(dc.readsOf(d, b), w.Options)
+		if err != nil {
+			return results.PlanDesign{}, err
+		}
+		comps = append(comps, component{shares[0] * readShare[b] / reads, service(x.Newest)},
+			component{shares[1] * readShare[b] / reads, service(x.Older)})
+	}
+	var lags []component
+	var laterUs float64
+	for b := range dc.followerBuckets {
+		if postShare[b] == 0 {
+			continue
+		}
+		x, _, _, err := m.WorkFor(dc.postsOf(d, b), w.Options)
+		if err != nil {
+			return results.PlanDesign{}, err
+		}
+		comps = append(comps, component{shares[2] * postShare[b] / posts, service(x.Post)})
+		if pd.Async {
+			l := cpuOf(cal, x.Later, m.Needs).db
+			lags = append(lags, component{postShare[b] / posts, l})
+			laterUs += postShare[b] / posts * l
+		}
+	}
+	comps = append(comps, component{shares[3], service(ow.Follow)}, component{shares[4], service(ow.Unfollow)})
+	pd.P99Ms = p99Of(comps, u) / 1000
+	var whys []string
+	if pd.P99Ms > ms(w.SLO) {
+		whys = append(whys, fmt.Sprintf("p99 %s ms > %s ms", fmtFloat(round2(pd.P99Ms)), fmtFloat(ms(w.SLO))))
+	}
+	if pd.Async {
+		// One post's fan-out is applied by one worker; the workers of
+		// every application node share the queue.
+		pd.LagP99Ms = p99Of(lags, u) / 1000
+		pd.LagMaxMs = cpuOf(cal, ow.LargestPost, m.Needs).db / (1 - u) / 1000
+		busy := w.PostsPerSec * laterUs / 1e6
+		workers := math.Max(1, ow.Workers) * float64(pd.AppNodes)
+		switch {
+		case busy >= workers:
+			pd.LagP99Ms, pd.LagMaxMs, pd.FallsBehind = math.Inf(1), math.Inf(1), true
+			whys = append(whys, fmt.Sprintf("fan-out falls behind: %s workers busy of %s", fmtFloat(round2(busy)), fmtFloat(workers)))
+		case w.Freshness > 0 && pd.LagP99Ms > ms(w.Freshness):
+			whys = append(whys, fmt.Sprintf("fan-out lag p99 %s ms > %s ms", fmtFloat(round2(pd.LagP99Ms)), fmtFloat(ms(w.Freshness))))
+		}
+	}
+	pd.Held, pd.Why = len(whys) == 0, strings.Join(whys, "; ")
+	return pd, nil
+}
+
+func round2(v float64) float64 {
+	if math.Abs(v) >= 100 {
+		return math.Round(v)
+	}
+	return math.Round(v*100) / 100
+}
+
+// margin says how far the chosen design is from the objective, the
+// freshness bound and the next design.
+func margin(p *results.Plan, w Workload) string {
+	var best *results.PlanDesign
+	for i := range p.Designs {
+		if p.Designs[i].Model == p.Verdict.Best {
+			best = &p.Designs[i]
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	parts := []string{fmt.Sprintf("p99 %s ms against %s ms (%s× headroom)", fmtFloat(round2(best.P99Ms)), fmtFloat(p.SLOMs), fmtFloat(round2(p.SLOMs/best.P99Ms)))}
+	if best.Async {
+		parts = append(parts, fmt.Sprintf("fan-out lag p99 %s ms, the most followed author's post %s ms", fmtFloat(round2(best.LagP99Ms)), fmtFloat(round2(best.LagMaxMs))))
+	}
+	parts = append(parts, fmt.Sprintf("%d database node(s) of %s cores (one serves %s ops/s of this mix), %d cache node(s), %d application node(s)",
+		best.DBNodes, fmtFloat(w.Node.Cores), dataset.Commas(int64(math.Round(best.ShardCeilingPerSec))), best.CacheNodes, best.AppNodes))
+	if best.DBNodes > 1 {
+		parts = append(parts, fmt.Sprintf("as %d Vitess shards, an operation of the mix makes %s shard calls on average", best.DBNodes, fmtFloat(round2(best.PerOp.ShardCalls))))
+	}
+	if len(p.Verdict.Ranking) > 1 {
+		for _, d := range p.Designs {
+			if d.Model == p.Verdict.Ranking[1] {
+				diff := math.Round(100 * (d.RunCost/best.RunCost - 1))
+				switch {
+				case diff >= 0 && d.RunCost > best.RunCost*(1+recommend.TieShare):
+					parts = append(parts, fmt.Sprintf("the next design, %s, costs %s%% more", d.Model, fmtFloat(diff)))
+				default:
+					parts = append(parts, fmt.Sprintf("the next design, %s, costs %s%% %s, within the tie band: the tie-breakers decided (smaller data, then lower p99)",
+						d.Model, fmtFloat(math.Abs(diff)), map[bool]string{true: "more", false: "less"}[diff >= 0]))
+				}
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describe writes the workload and the assumptions a plan rests on.
+func describe(w Workload, d registry.Demand) (lines, assumptions []string) {
+	graph := w.Graph
+	switch w.Graph {
+	case dataset.GraphPowerLaw:
+		in, out := cmpOr(w.InExponent, dataset.DefaultInExponent), cmpOr(w.OutExponent, dataset.DefaultOutExponent)
+		graph = fmt.Sprintf("powerlaw(in=%g, out=%g)", in, out)
+	case dataset.GraphEdges:
+		graph = fmt.Sprintf("the edge file %s (%s users) as a sample", w.EdgeList.Source, dataset.Commas(int64(w.EdgeList.Users)))
+	}
+	lines = []string{
+		fmt.Sprintf("workload: %s users, %s graph, %.1f followees on average, the most followed user %s followers; %s activity; %s messages kept",
+			dataset.Commas(int64(w.Users)), graph, d.Edges()/d.Users, dataset.Commas(int64(d.MostFollowers())), w.activity(), dataset.Commas(int64(d.Messages))),
+		fmt.Sprintf("traffic:  %s newest + %s older pages, %s posts, %s follows and unfollows per second at peak; %.0f%% of users read",
+			fmtFloat(w.NewestPerSec), fmtFloat(w.OlderPerSec), fmtFloat(w.PostsPerSec), fmtFloat(w.FollowsPerSec), 100*w.ActiveShare),
+		fmt.Sprintf("a post reaches %.1f followers on average, a page's reader follows %.1f authors", d.PostAudience(), d.ReadFollowees()),
+		fmt.Sprintf("objective: p99 ≤ %s; fan-out within %s; nodes of %s cores, %s GB memory, %s GB disk, filled to %.0f%%",
+			w.SLO, freshnessText(w.Freshness), fmtFloat(w.Node.Cores), fmtFloat(w.Node.MemoryGB), fmtFloat(w.Node.DiskGB), 100*w.Utilization),
+	}
+	assumptions = []string{
+		"work per operation from each design's cost model (registry.Model.Work) at this workload; checked against counted runs (docs/plan.md)",
+		"CPU per row, key, command, statement and round trip from the calibration on " + "the machine named below, the same per unit at any size (no cache misses on disk, no lock contention)",
+		fmt.Sprintf("latency: each operation's CPU on every process it passes plus %s per statement and cache round trip, queued as M/M/1 at %.0f%% utilisation; p99 over the mix", w.RTT, 100*w.Utilization),
+		"the fan-out lag of an asynchronous design: one post's fan-out applied by one worker, queued likewise",
+		fmt.Sprintf("storage: messages, follows (%d bytes each) and mailbox rows at the calibrated bytes; buffer pool %.0f%% of the data; memcached %d bytes per id, Redis %d per sorted-set member, %d per key",
+			FollowBytes, 100*DBMemoryShare, MemcachedIDBytes, RedisIDBytes, KeyBytes),
+		"follower and followee counts independent of each other (uniform and powerlaw graphs); an edge file keeps its users' pairs of counts",
+		"in-process caches (message bodies, followees) hold a day of posts and the readers they can, uniformly",
+	}
+	return lines, assumptions
+}
+
+func freshnessText(d time.Duration) string {
+	if d == 0 {
+		return "no bound"
+	}
+	return d.String()
+}
+
+func cmpOr(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,141 @@
+package pull
+
+import (
+	"github.com/pushpull/pushpull/pull/sqlread"
+	"github.com/pushpull/pushpull/registry"
+)
+
+// Cost models of the pull strategies (registry.Model.Work). Every pull
+// design posts the same way, a message row in two statements, and follows
+// and unfollows a follow row; what differs is the read. The SQL
+// strategies' rows per followee and per entry are counted on the
+// benchmark's uniform graph at 1,000 users (pushpull bench --cost); their
+// shape (per followee, per entry) is each statement's.
+
+// PostWork is a pull post: the message row.
+func PostWork() registry.Work { return registry.Work{RowsWritten: 1, Statements: 2} }
+
+// followWork is a pull follow or unfollow: the follow row.
+func followWork() registry.Work { return registry.Work{RowsRead: 1, RowsWritten: 1, Statements: 2} }
+
+// sqlWork builds a model of a strategy that reads the tables alone, from
+// its newest and older page's work for a reader of g followees.
+func sqlWork(newest, older func(d registry.Demand, g float64) registry.Work) registry.WorkModel {
+	return func(d registry.Demand, _ registry.Config) (registry.OpWork, registry.Footprint) {
+		g := d.ReadFollowees()
+		return registry.OpWork{
+			Newest: newest(d, g), Older: older(d, g),
+			Post: PostWork(), Follow: followWork(), Unfollow: followWork(),
+		}, registry.Footprint{}
+	}
+}
+
+// spWork: the stored procedure probes every followee and copies up to
+// about half a page of each into a MEMORY table, then sorts it.
+var spWork = sqlWork(
+	func(_ registry.Demand, g float64) registry.Work {
+		return registry.Work{RowsRead: 12.9 * g, RowsWritten: 10.8 * g, Statements: 1}
+	},
+	func(_ registry.Demand, g float64) registry.Work {
+		return registry.Work{RowsRead: 12.8 * g, RowsWritten: 11.8 * g, Statements: 1}
+	})
+
+// clientWork: a query per followee reading its newest entries, then the
+// merge in the client.
+var clientWork = sqlWork(
+	func(_ registry.Demand, g float64) registry.Work {
+		return registry.Work{RowsRead: 12.5 * g, Statements: g + 1}
+	},
+	func(_ registry.Demand, g float64) registry.Work {
+		return registry.Work{RowsRead: 12.5 * g, Statements: g + 1}
+	})
+
+// unionWork: the newest id of each followee (3 rows each), then one UNION
+// ALL of the top followees' newest entries (about 10 rows per entry of a
+// newest page, 12.3 of an older).
+var unionWork = sqlWork(
+	func(d registry.Demand, g float64) registry.Work {
+		return registry.Work{RowsRead: 3*g + 10*d.Fetch(), RowsWritten: 5.4 * g, Statements: 2}
+	},
+	func(d registry.Demand, g float64) registry.Work {
+		return registry.Work{RowsRead: 3*g + 12.3*d.Fetch(), RowsWritten: 5.4 * g, Statements: 2}
+	})
+
+// mergeWork: sqlread.MergeWork of a page.
+var mergeWork = sqlWork(
+	func(d registry.Demand, g float64) registry.Work { return sqlread.MergeWork(g, d.Fetch(), false) },
+	func(d registry.Demand, g float64) registry.Work { return sqlread.MergeWork(g, d.Fetch(), true) })
+
+// recentReadWork is the database's part of a read of the lists kept in
+// memcached: the followees when the process does not hold them
+// (followee_cache readers of all are held) and the bodies it does not
+// hold (message_cache messages of a day's, registry.Demand.HotMessages).
+func recentReadWork(d registry.Demand, cfg registry.Config, g float64) registry.Work {
+	followeeMiss := registry.Miss(float64(cfg.Int(OptionFolloweeCache)), d.Readers())
+	bodyMiss := registry.Miss(float64(cfg.Int(OptionMessageCache)), d.HotMessages())
+	w := registry.Work{RowsRead: followeeMiss*g + bodyMiss*d.Fetch()}
+	w.Statements = followeeMiss + bodyMiss
+	return w
+}
+
+// recentWork is pull-recent's: a page is one multi-get of the follow
+// token and every followee's list (g+2 keys), a post appends to its
+// author's list (a get of the list's state and an append), a follow or an
+// unfollow renews the follower's token and rereads the follower's
+// followees (about 0.7 rows per followee, counted at 1,000 users). The
+// lists are every author's newest recent_len ids.
+func recentWork(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
+	g := d.ReadFollowees()
+	page := recentReadWork(d, cfg, g).Add(registry.Work{MCKeys: g + 2, CacheCalls: 1})
+	post := PostWork().Add(registry.Work{MCKeys: 2, CacheCalls: 1})
+	follow := followWork().Add(registry.Work{RowsRead: 0.7 * g, MCKeys: 1, CacheCalls: 1, Statements: 1})
+	return registry.OpWork{Newest: page, Older: page, Post: post, Follow: follow, Unfollow: follow},
+		registry.Footprint{CacheIDs: d.Users * float64(cfg.Int(OptionRecentLen)), CacheKeys: 2 * d.Users}
+}
+
+// activeWork is pull-active's: pull-recent's, except that a reader who
+// follows more than twice active_len authors reads an index of the
+// followees who posted last and only Fetch() of their lists, and that a
+// post also fetches its author's hint targets and appends a hint to the
+// index of each of its followers who has one.
+func activeWork(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
+	w, f := recentWork(d, cfg)
+	l := float64(cfg.Int(OptionActiveLen))
+	heavy := d.FolloweesOver(2 * l)
+	g := d.ReadFollowees()
+	page := recentReadWork(d, cfg, g).Add(registry.Work{MCKeys: (1-heavy)*(g+2) + heavy*(d.Fetch()+3), CacheCalls: 1 + heavy})
+	w.Newest, w.Older = page, page
+	hinted := d.FollowerShareOver(2*l) * d.PostAudience()
+	w.Post = w.Post.Add(registry.Work{MCKeys: 1 + hinted, CacheCalls: 1})
+	f.CacheIDs += d.Users * heavy * l
+	return w, f
+}
+
+// homeWindow is how long a reader's home index lives after it was built
+// (a little over the lists' ten minutes): the readers who read within it
+// are registered, and posts hint their indexes.
+const homeWindow = 11 * 60.0
+
+// hybridMemcachedWork is hybrid-memcached's: a page of a reader whose
+// index lives is one multi-get of the index, the follow token and each
+// followed celebrity's list (registry.Demand.SplitAt); a returning reader
+// (none within homeWindow) rebuilds it as pull-recent reads, registering
+// with each followee in the database and in memcached (a row and a key
+// each). A post writes its row, appends to its author's list, and, below
+// the threshold, hints the index of each registered follower.
+func hybridMemcachedWork(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
+	split := d.SplitAt(float64(cfg.Int(OptionThreshold)))
+	g := d.ReadFollowees()
+	returning := d.ReturningReads(homeWindow)
+	page := recentReadWork(d, cfg, g).Add(registry.Work{MCKeys: 3 + split.ReadFolloweesAbove, CacheCalls: 1})
+	rebuild := registry.Work{RowsRead: g, RowsWritten: g, MCKeys: 2*g + 3, Statements: 2, CacheCalls: 3}
+	newest := page.Add(rebuild.Scale(returning))
+	registered := d.ActiveFollowers(homeWindow)
+	post := PostWork().Add(registry.Work{MCKeys: 3 + split.AudienceBelow*registered, CacheCalls: 2})
+	follow := followWork().Add(registry.Work{RowsRead: g + d.FollowedMessages(), MCKeys: 2, CacheCalls: 1, Statements: 2})
+	return registry.OpWork{Newest: newest, Older: page, Post: post, Follow: follow, Unfollow: follow},
+		registry.Footprint{
+			CacheIDs:  d.Users*float64(cfg.Int(OptionRecentLen)) + d.ActiveUsers(homeWindow)*d.Users*float64(cfg.Int(OptionHomeLen)),
+			CacheKeys: 2*d.Users + d.ActiveUsers(homeWindow)*d.Users,
+		}
+}

@@ -1,0 +1,443 @@
+package registry
+
+import (
+	"fmt"
+	"math"
+)
+
+// Work is the work one operation asks of the servers, in the items their
+// counters count: what a design's work model (Model.Work) predicts and what
+// a run measures (package internal/cost's keys of the same names).
+type Work struct {
+	// RowsRead and RowsWritten are MariaDB's rows (Rows_read; and
+	// Handler_write, _update and _delete).
+	RowsRead, RowsWritten float64
+	// MCKeys are the keys asked of, stored in and incremented in
+	// memcached (a multi-get of n keys is n).
+	MCKeys float64
+	// RedisCommands are the commands Redis runs, a script and each
+	// command it runs counting one.
+	RedisCommands float64
+	// Statements are the statements sent to the database: the round
+	// trips that cost a fixed share of CPU however few rows they touch.
+	Statements float64
+	// CacheCalls are the round trips to memcached or Redis (a multi-get
+	// or a pipeline is one).
+	CacheCalls float64
+}
+
+// Add returns w plus x.
+func (w Work) Add(x Work) Work {
+	return Work{w.RowsRead + x.RowsRead, w.RowsWritten + x.RowsWritten, w.MCKeys + x.MCKeys,
+		w.RedisCommands + x.RedisCommands, w.Statements + x.Statements, w.CacheCalls + x.CacheCalls}
+}
+
+// Scale returns w times f.
+func (w Work) Scale(f float64) Work {
+	return Work{w.RowsRead * f, w.RowsWritten * f, w.MCKeys * f, w.RedisCommands * f, w.Statements * f, w.CacheCalls * f}
+}
+
+// Items is the rows, keys and commands together: the count the
+// benchmark's verdict showed before it ranked by resources.
+func (w Work) Items() float64 { return w.RowsRead + w.RowsWritten + w.MCKeys + w.RedisCommands }
+
+// OpWork is a design's work per operation of each kind, on average over
+// the workload's users as it draws them (Demand's weights).
+type OpWork struct {
+	// Newest reads a newest page; Older a page Demand.OlderDepth deep
+	// on average, through its cursor.
+	Newest, Older Work
+	// Post is a post until it is acknowledged; Later is what an
+	// asynchronous design (Traits Async) does for it afterwards, the
+	// fan-out its workers write.
+	Post, Later Work
+	// Follow and Unfollow change one follow.
+	Follow, Unfollow Work
+	// LargestPost is the Later work of a post by the most followed user,
+	// for the fan-out lag of asynchronous designs (0 otherwise).
+	LargestPost Work
+	// Workers is how many posts' Later work an asynchronous store
+	// applies at once (its fan-out workers); one post's is applied by one
+	// worker at a time.
+	Workers float64
+}
+
+// Footprint is what a design keeps, beside the messages and follows
+// every design keeps.
+type Footprint struct {
+	// MailboxRows are the rows of its mailbox table (push's copies of
+	// message ids per reader), 0 for a design without one.
+	MailboxRows float64
+	// CacheIDs are the message or user ids it keeps in memcached or
+	// Redis, CacheKeys the keys they are kept under.
+	CacheIDs, CacheKeys float64
+}
+
+// WorkModel is a design's cost model: the work per operation and the
+// footprint that follow from a workload (Demand) and the model's options
+// (read with Config's accessors, as Open reads them). A design declares it
+// beside its Open, in its own package, from its own rules (what a post
+// writes, what a page reads); package loadgen/plan evaluates it at a
+// workload's real size and checks it against counted runs.
+type WorkModel func(d Demand, cfg Config) (OpWork, Footprint)
+
+// VariantWorkModel is a variant's cost model: the work of base+variant
+// from its base's (w, f) and the workload.
+type VariantWorkModel func(base Model, w OpWork, f Footprint, d Demand, cfg Config) (OpWork, Footprint)
+
+// WorkFor evaluates m's work model (Model.Work) for d with those of opts
+// that m declares (OwnOptions; a value m does not take is an
+// *OptionError). ok is false when m declares no work model.
+func (m Model) WorkFor(d Demand, opts map[string]string) (w OpWork, f Footprint, ok bool, err error) {
+	if m.Work == nil {
+		return OpWork{}, Footprint{}, false, nil
+	}
+	parsed, err := m.parseOptions(m.OwnOptions(opts))
+	if err != nil {
+		return OpWork{}, Footprint{}, true, err
+	}
+	w, f = m.Work(d, Config{parsed: parsed})
+	return w, f, true, nil
+}
+
+// Demand is a workload at its real size, as a design's work model needs
+// it: the users in classes of alike degree and activity, the messages
+// kept, the page, and the rates. Package loadgen/plan builds it from a
+// described workload or a generated graph.
+type Demand struct {
+	// Users and Messages are the users and the messages the store holds
+	// (what retention keeps).
+	Users, Messages float64
+	// Page is the entries a page shows; OlderDepth the mean depth, in
+	// pages, of an older page (the benchmark reads pages 2 to 5: 3.5).
+	Page       int
+	OlderDepth float64
+	// PostsPerSec and ReadsPerSec are the planned rates of posts and of
+	// page reads (newest and older), over all users.
+	PostsPerSec, ReadsPerSec float64
+	// ActiveShare is the share of users who read within a design's
+	// window of activity (1: everyone reads often enough).
+	ActiveShare float64
+	// Classes are the users, grouped by degree and activity.
+	Classes []UserClass
+
+	// sumPosts and sumReads are Σ Users·Posts and Σ Users·Reads, kept
+	// by Prepared (0: computed at each use).
+	sumPosts, sumReads float64
+	// postPick and readPick, when set, restrict the posts and the reads
+	// averaged over to those of the classes they keep (PostsOf, ReadsOf);
+	// the rates per user stay the whole workload's.
+	postPick, readPick func(class int) bool
+}
+
+// Prepared is d with the sums its rates are shared out by computed once,
+// which a Demand of many classes asked many questions wants: the methods
+// of a Demand not prepared compute them at each call. Prepare again after
+// changing Classes.
+func (d Demand) Prepared() Demand {
+	d.sumPosts, d.sumReads = 0, 0
+	d.sumPosts, d.sumReads = d.postTotal(), d.readTotal()
+	return d
+}
+
+func (d Demand) postTotal() float64 { return d.total(d.sumPosts, posts) }
+
+func (d Demand) readTotal() float64 { return d.total(d.sumReads, reads) }
+
+// total is kept when Prepared kept it (above 0), else Σ Users·rate.
+func (d Demand) total(kept float64, rate func(UserClass) float64) float64 {
+	if kept > 0 {
+		return kept
+	}
+	var total float64
+	for _, x := range d.Classes {
+		total += x.Users * rate(x)
+	}
+	return total
+}
+
+// PostsOf is d with the posts averaged over (MeanOverPosts and what uses
+// it) restricted to those of the classes keep keeps: what one group of
+// authors' posts cost. Rates per user (PostRate) stay d's.
+func (d Demand) PostsOf(keep func(class int) bool) Demand { d.postPick = keep; return d }
+
+// ReadsOf is d with the reads averaged over (MeanOverReads and what uses
+// it) restricted to those of the classes keep keeps.
+func (d Demand) ReadsOf(keep func(class int) bool) Demand { d.readPick = keep; return d }
+
+// MeanOverPosts is the mean of value over the authors of posts (users
+// weighed by Posts).
+func (d Demand) MeanOverPosts(value func(UserClass) float64) float64 {
+	return d.meanPicked(d.postPick, posts, value)
+}
+
+// MeanOverReads is the mean of value over the readers of pages (users
+// weighed by Reads).
+func (d Demand) MeanOverReads(value func(UserClass) float64) float64 {
+	return d.meanPicked(d.readPick, reads, value)
+}
+
+// MeanOverFollowers is the mean of value over the followers of an author
+// met through a follow (users weighed by how many they follow).
+func (d Demand) MeanOverFollowers(value func(UserClass) float64) float64 {
+	return d.mean(followees, value)
+}
+
+// MeanOverFollowees is the mean of value over the followees of a reader
+// met through a follow (users weighed by their followers).
+func (d Demand) MeanOverFollowees(value func(UserClass) float64) float64 {
+	return d.mean(followers, value)
+}
+
+// meanPicked is mean over the classes pick keeps (all when nil).
+func (d Demand) meanPicked(pick func(int) bool, weight, value func(UserClass) float64) float64 {
+	if pick == nil {
+		return d.mean(weight, value)
+	}
+	return d.mean(func(c UserClass) float64 { return weight(c) }, value, pick)
+}
+
+// UserClass is a group of users of alike degree and activity.
+type UserClass struct {
+	// Users is how many users the class holds.
+	Users float64
+	// Followers and Followees are each user's counts.
+	Followers, Followees float64
+	// Posts, Reads and Followed are each user's relative rates of
+	// posting, of reading their timeline, and of being chosen by a new
+	// follow (weights over the users; their scale does not matter).
+	Posts, Reads, Followed float64
+}
+
+// mean is Σ Users·weight·value / Σ Users·weight over the classes (those
+// pick keeps, when given).
+func (d Demand) mean(weight, value func(UserClass) float64, pick ...func(int) bool) float64 {
+	var sum, w float64
+	for i, c := range d.Classes {
+		if len(pick) > 0 && !pick[0](i) {
+			continue
+		}
+		x := c.Users * weight(c)
+		sum += x * value(c)
+		w += x
+	}
+	if w == 0 {
+		return 0
+	}
+	return sum / w
+}
+
+func followers(c UserClass) float64 { return c.Followers }
+func followees(c UserClass) float64 { return c.Followees }
+func posts(c UserClass) float64     { return c.Posts }
+func reads(c UserClass) float64     { return c.Reads }
+func one(UserClass) float64         { return 1 }
+
+// Edges is the number of follows.
+func (d Demand) Edges() float64 { return d.Users * d.mean(one, followees) }
+
+// PostAudience is the mean follower count of a post's author, posts
+// weighted by who posts: the mailbox rows a post fans out to.
+func (d Demand) PostAudience() float64 { return d.MeanOverPosts(followers) }
+
+// ReadFollowees is the mean followee count of a page's reader, pages
+// weighted by who reads: the authors a pull read merges.
+func (d Demand) ReadFollowees() float64 { return d.MeanOverReads(followees) }
+
+// MessagesOf is how many messages a user of class c holds as author:
+// Messages shared out by post rate.
+func (d Demand) MessagesOf(c UserClass) float64 {
+	total := d.postTotal()
+	if total == 0 {
+		return 0
+	}
+	return d.Messages * c.Posts / total
+}
+
+// FolloweeMessages is the mean number of messages of a followee, over
+// follows (a followee weighs by its followers).
+func (d Demand) FolloweeMessages() float64 { return d.mean(followers, d.MessagesOf) }
+
+// FollowedMessages is the mean number of messages of the followee of a
+// new follow (chosen by Followed).
+func (d Demand) FollowedMessages() float64 {
+	return d.mean(func(c UserClass) float64 { return c.Followed }, d.MessagesOf)
+}
+
+// MailboxRows is the rows push's mailbox holds: every message copied to
+// each of its author's followers.
+func (d Demand) MailboxRows() float64 {
+	var n float64
+	for _, c := range d.Classes {
+		n += c.Users * d.MessagesOf(c) * c.Followers
+	}
+	return n
+}
+
+// MostFollowers is the largest follower count.
+func (d Demand) MostFollowers() float64 {
+	var most float64
+	for _, c := range d.Classes {
+		if c.Users > 0 {
+			most = math.Max(most, c.Followers)
+		}
+	}
+	return most
+}
+
+// ReadRate is the page reads per second of one user of class c, the
+// reads shared out by Reads among the users who read at all
+// (ActiveShare of each class).
+func (d Demand) ReadRate(c UserClass) float64 {
+	total := d.readTotal()
+	if total == 0 || d.ActiveShare == 0 {
+		return 0
+	}
+	return d.ReadsPerSec * c.Reads / (d.ActiveShare * total)
+}
+
+// PostRate is the posts per second of one user of class c.
+func (d Demand) PostRate(c UserClass) float64 {
+	total := d.postTotal()
+	if total == 0 {
+		return 0
+	}
+	return d.PostsPerSec * c.Posts / total
+}
+
+// activeWithin is the chance that a user of class c read within window:
+// ActiveShare of the users read at all, each as a Poisson process at
+// ReadRate. A window of 0 or less means no window: whoever reads at all.
+func (d Demand) activeWithin(c UserClass, window float64) float64 {
+	if window <= 0 {
+		return d.ActiveShare
+	}
+	return d.ActiveShare * (1 - math.Exp(-d.ReadRate(c)*window))
+}
+
+// ActiveFollowers is the share of a post's audience that read within
+// window seconds: followers weighed by how many they follow (a follower
+// of a random author is a user met through a follow), each active as
+// activeWithin says. A window of 0 means everyone who reads at all.
+func (d Demand) ActiveFollowers(window float64) float64 {
+	return d.mean(followees, func(c UserClass) float64 { return d.activeWithin(c, window) })
+}
+
+// ActiveUsers is the share of users who read within window seconds.
+func (d Demand) ActiveUsers(window float64) float64 {
+	return d.mean(one, func(c UserClass) float64 { return d.activeWithin(c, window) })
+}
+
+// ReturningReads is the share of page reads made by a user whose previous
+// read is more than window seconds old (a returning reader, whose state an
+// activity-window design dropped): exp(-rate·window) per reader class. A
+// window of 0 means none.
+func (d Demand) ReturningReads(window float64) float64 {
+	if window <= 0 {
+		return 0
+	}
+	return d.MeanOverReads(func(c UserClass) float64 { return math.Exp(-d.ReadRate(c) * window) })
+}
+
+// HotMessages is how many messages the pages of a day read from: a day of
+// posts, at most Messages. An in-process cache of message bodies that
+// holds them all serves every page's bodies (an assumption: reads go to
+// the newest messages, and a day's cover most pages).
+func (d Demand) HotMessages() float64 { return math.Min(d.Messages, d.PostsPerSec*86400) }
+
+// Miss is the share of lookups an in-process cache of slots entries
+// misses over items equally likely ones: 1 - slots/items, at least 0.
+func Miss(slots, items float64) float64 {
+	if items <= 0 {
+		return 0
+	}
+	return math.Max(0, 1-slots/items)
+}
+
+// Readers is how many users read at all.
+func (d Demand) Readers() float64 { return d.ActiveShare * d.Users }
+
+// FolloweesOver is the share of page reads by a reader who follows more
+// than n authors.
+func (d Demand) FolloweesOver(n float64) float64 {
+	return d.MeanOverReads(func(c UserClass) float64 {
+		if c.Followees > n {
+			return 1
+		}
+		return 0
+	})
+}
+
+// FollowerShareOver is the share of a post's audience who follow more
+// than n authors (a follower met through a follow weighs by how many they
+// follow).
+func (d Demand) FollowerShareOver(n float64) float64 {
+	return d.mean(followees, func(c UserClass) float64 {
+		if c.Followees > n {
+			return 1
+		}
+		return 0
+	})
+}
+
+// Fetch is the entries a page read asks for: Page+1, the one past the
+// page telling whether there is a next.
+func (d Demand) Fetch() float64 { return float64(d.Page + 1) }
+
+// Split is the workload seen from a follower-count threshold: authors with
+// at least that many followers are pulled by the designs that pull
+// celebrities.
+type Split struct {
+	// PostShare is the share of posts by authors at or above it.
+	PostShare float64
+	// AudienceBelow is the followers a post reaches from authors below
+	// it, over all posts (a celebrity's post counting 0).
+	AudienceBelow float64
+	// ReadFolloweesAbove is the followees at or above it that a page's
+	// reader has, on average.
+	ReadFolloweesAbove float64
+	// EdgeShareAbove is the share of follows whose followee is at or
+	// above it.
+	EdgeShareAbove float64
+	// MessagesAbove is the messages of authors at or above it.
+	MessagesAbove float64
+}
+
+// SplitAt is d seen from threshold (in followers). A reader's followees
+// are taken to be drawn by popularity, independently of the reader's own
+// activity (as in the power-law graph, whose follower and followee counts
+// come from independent permutations).
+func (d Demand) SplitAt(threshold float64) Split {
+	above := func(c UserClass) float64 {
+		if c.Followers >= threshold {
+			return 1
+		}
+		return 0
+	}
+	var s Split
+	s.PostShare = d.MeanOverPosts(above)
+	s.AudienceBelow = d.MeanOverPosts(func(c UserClass) float64 { return (1 - above(c)) * c.Followers })
+	s.EdgeShareAbove = d.mean(followers, above)
+	s.ReadFolloweesAbove = d.ReadFollowees() * s.EdgeShareAbove
+	for _, c := range d.Classes {
+		s.MessagesAbove += c.Users * above(c) * d.MessagesOf(c)
+	}
+	return s
+}
+
+// Check reports the first field of d a work model cannot use.
+func (d Demand) Check() error {
+	switch {
+	case !(d.Users >= 2):
+		return fmt.Errorf("demand: %v users, want at least 2", d.Users)
+	case !(d.Messages >= 0):
+		return fmt.Errorf("demand: %v messages", d.Messages)
+	case d.Page < 1:
+		return fmt.Errorf("demand: page of %d", d.Page)
+	case !(d.ActiveShare >= 0 && d.ActiveShare <= 1):
+		return fmt.Errorf("demand: active share %v, want 0 to 1", d.ActiveShare)
+	case len(d.Classes) == 0:
+		return fmt.Errorf("demand: no user classes")
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package registry
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+// twoClasses is a small workload: 90 users with 10 followers who post
+// once and read once, and 10 with 1,000 followers who post 4 times as
+// often and read twice as often; everyone follows 20.
+func twoClasses() Demand {
+	return Demand{
+		Users: 100, Messages: 1000, Page: 20, OlderDepth: 3.5, PostsPerSec: 13, ReadsPerSec: 110, ActiveShare: 1,
+		Classes: []UserClass{
+			{Users: 90, Followers: 10, Followees: 20, Posts: 1, Reads: 1, Followed: 1},
+			{Users: 10, Followers: 1000, Followees: 20, Posts: 4, Reads: 2, Followed: 1},
+		},
+	}
+}
+
+func near(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
+
+// TestDemandMeans: the workload's means weigh users by the rate that
+// draws them, and a prepared Demand answers as an unprepared one.
+func TestDemandMeans(t *testing.T) {
+	for _, d := range []Demand{twoClasses(), twoClasses().Prepared()} {
+		// Posts: 90×1 by users of 10 followers, 10×4 by users of 1,000.
+		near(t, "post audience", d.PostAudience(), (90*10+40*1000)/130.0)
+		near(t, "read followees", d.ReadFollowees(), 20)
+		near(t, "messages of a celebrity", d.MessagesOf(d.Classes[1]), 1000*4/130.0)
+		near(t, "post rate of a celebrity", d.PostRate(d.Classes[1]), 13*4/130.0)
+		near(t, "read rate of a celebrity", d.ReadRate(d.Classes[1]), 110*2/110.0)
+		s := d.SplitAt(500)
+		near(t, "posts above", s.PostShare, 40/130.0)
+		near(t, "audience below", s.AudienceBelow, 900/130.0)
+		near(t, "edges above", s.EdgeShareAbove, 10*1000/(90*10+10*1000.0))
+		near(t, "most followers", d.MostFollowers(), 1000)
+		// The posts of the first class alone: its audience, the rates
+		// still the whole workload's.
+		only := d.PostsOf(func(i int) bool { return i == 0 })
+		near(t, "audience of the first class's posts", only.PostAudience(), 10)
+		near(t, "its post rate", only.PostRate(only.Classes[1]), 13*4/130.0)
+	}
+}
+
+// TestDemandWindows: a user reading at rate r is active within a window
+// W with chance 1-exp(-rW), and a read comes back after W with chance
+// exp(-rW); no window means whoever reads.
+func TestDemandWindows(t *testing.T) {
+	d := twoClasses()
+	d.ActiveShare = 0.5
+	// Rates among the half who read: 2 and 4 per second.
+	w := 0.25
+	a0, a1 := 0.5*(1-math.Exp(-2*w)), 0.5*(1-math.Exp(-4*w))
+	near(t, "active users", d.ActiveUsers(w), (90*a0+10*a1)/100)
+	near(t, "active followers", d.ActiveFollowers(w), (90*20*a0+10*20*a1)/(100*20))
+	near(t, "returning reads", d.ReturningReads(w), (90*math.Exp(-2*w)+20*math.Exp(-4*w))/110)
+	near(t, "no window", d.ActiveFollowers(0), 0.5)
+	near(t, "no return without a window", d.ReturningReads(0), 0)
+	near(t, "a cache of half", Miss(50, 100), 0.5)
+	near(t, "a cache of all", Miss(200, 100), 0)
+}
+
+// TestWorkFor: a model's cost model gets its options parsed, a bad value
+// is an *OptionError, and a base+variant model combines both models.
+func TestWorkFor(t *testing.T) {
+	base := Model{Name: "worktest", Family: FamilyReference, Options: []Option{Int("n", 2, 1, 10, "")},
+		Work: func(d Demand, cfg Config) (OpWork, Footprint) {
+			return OpWork{Newest: Work{RowsRead: float64(cfg.Int("n"))}}, Footprint{}
+		}}
+	d := twoClasses()
+	w, _, ok, err := base.WorkFor(d, nil)
+	if !ok || err != nil || w.Newest.RowsRead != 2 {
+		t.Fatalf("default: %v %v %+v", ok, err, w)
+	}
+	if w, _, _, _ := base.WorkFor(d, map[string]string{"n": "7", "other": "x"}); w.Newest.RowsRead != 7 {
+		t.Errorf("n=7: %+v", w)
+	}
+	if _, _, _, err := base.WorkFor(d, map[string]string{"n": "70"}); !errors.Is(err, ErrBadOption) {
+		t.Errorf("n=70: %v", err)
+	}
+	if _, _, ok, _ := (Model{Name: "none"}).WorkFor(d, nil); ok {
+		t.Error("a model without a cost model reported one")
+	}
+	if got := (Work{RowsRead: 1, RowsWritten: 2, MCKeys: 3, RedisCommands: 4, Statements: 5}).Scale(2).Items(); got != 20 {
+		t.Errorf("items of twice the work: %v", got)
+	}
+}

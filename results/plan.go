@@ -1,0 +1,401 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Format versions of the capacity plan's documents.
+const (
+	CalibrationFormatVersion = 1
+	PlanFormatVersion        = 1
+	PlanCheckFormatVersion   = 1
+)
+
+// Calibration is what one unit of work costs on a machine: CPU time per
+// row, key, command and round trip of each server and of the
+// application, and bytes per row on disk, fitted (package loadgen/plan)
+// on the cost counters of counted runs on that machine.
+type Calibration struct {
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	// Sources are the runs it was fitted on: their commands and
+	// directories. Machine says what they ran on.
+	Sources []string `json:"sources"`
+	Machine string   `json:"machine"`
+	// Database CPU: per row read, per row written, per statement, in µs.
+	DBRowReadUs    float64 `json:"db_row_read_us"`
+	DBRowWrittenUs float64 `json:"db_row_written_us"`
+	DBStatementUs  float64 `json:"db_statement_us"`
+	// memcached CPU per key and per round trip, Redis CPU per command
+	// and per round trip, in µs.
+	MCKeyUs        float64 `json:"mc_key_us"`
+	MCCallUs       float64 `json:"mc_call_us"`
+	RedisCommandUs float64 `json:"redis_command_us"`
+	RedisCallUs    float64 `json:"redis_call_us"`
+	// Application CPU (the stores' client side, with the load generator
+	// that drove them): per operation, per statement, per cache round
+	// trip and per cache key or command, in µs.
+	AppOpUs        float64 `json:"app_op_us"`
+	AppStatementUs float64 `json:"app_statement_us"`
+	AppCallUs      float64 `json:"app_call_us"`
+	AppItemUs      float64 `json:"app_item_us"`
+	// Bytes on disk per message (with its indexes), per follow (both
+	// indexes) and per mailbox row.
+	MessageBytes    float64 `json:"message_bytes"`
+	FollowBytes     float64 `json:"follow_bytes"`
+	MailboxRowBytes float64 `json:"mailbox_row_bytes"`
+	// Fit is how well the CPU figures reproduce the runs they were
+	// fitted on: the median and largest relative error of the CPU per
+	// operation of a phase, over Phases phases.
+	Fit struct {
+		Phases         int     `json:"phases"`
+		MedianErrorPct float64 `json:"median_error_pct"`
+		MaxErrorPct    float64 `json:"max_error_pct"`
+	} `json:"fit"`
+}
+
+// WriteCalibration prints c.
+func WriteCalibration(w io.Writer, c *Calibration) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	rows := [][2]string{
+		{"database, per row read", fmtNum(c.DBRowReadUs) + " µs"},
+		{"database, per row written", fmtNum(c.DBRowWrittenUs) + " µs"},
+		{"database, per statement", fmtNum(c.DBStatementUs) + " µs"},
+		{"memcached, per key", fmtNum(c.MCKeyUs) + " µs"},
+		{"memcached, per round trip", fmtNum(c.MCCallUs) + " µs"},
+		{"Redis, per command", fmtNum(c.RedisCommandUs) + " µs"},
+		{"Redis, per round trip", fmtNum(c.RedisCallUs) + " µs"},
+		{"application, per operation", fmtNum(c.AppOpUs) + " µs"},
+		{"application, per statement", fmtNum(c.AppStatementUs) + " µs"},
+		{"application, per cache round trip", fmtNum(c.AppCallUs) + " µs"},
+		{"application, per cache key or command", fmtNum(c.AppItemUs) + " µs"},
+		{"disk, per message", fmtNum(c.MessageBytes) + " bytes"},
+		{"disk, per follow", fmtNum(c.FollowBytes) + " bytes"},
+		{"disk, per mailbox row", fmtNum(c.MailboxRowBytes) + " bytes"},
+	}
+	fmt.Fprintf(tw, "calibration on %s, from %s\n", c.Machine, strings.Join(c.Sources, "; "))
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\n", r[0], r[1])
+	}
+	fmt.Fprintf(tw, "  fit over %d phases: CPU per operation within %s%% (median), %s%% (largest)\n",
+		c.Fit.Phases, fmtNum(c.Fit.MedianErrorPct), fmtNum(c.Fit.MaxErrorPct))
+	return tw.Flush()
+}
+
+// CalibrationFile is the file a calibration is saved as.
+const CalibrationFile = "calibration.json"
+
+// SaveCalibration writes c into dir as calibration.json.
+func SaveCalibration(dir string, c *Calibration) error { return saveDoc(calibrationDoc, dir, c) }
+
+// LoadCalibration reads the calibration saved in dir (or the path of its
+// calibration.json).
+func LoadCalibration(path string) (*Calibration, error) { return loadDoc(calibrationDoc, path) }
+
+var calibrationDoc = docKind[Calibration]{
+	name: "calibration", jsonFile: CalibrationFile, version: CalibrationFormatVersion,
+	versionOf: func(c *Calibration) *int { return &c.Version },
+	prepare: func(c *Calibration) *Calibration {
+		x := *c
+		x.CreatedAt = x.CreatedAt.UTC()
+		return &x
+	},
+	derived: func(string, *Calibration) error { return nil },
+}
+
+// PlanWork is a design's work per operation of the planned mix, the
+// items beside the resources.
+type PlanWork struct {
+	RowsRead      float64 `json:"rows_read"`
+	RowsWritten   float64 `json:"rows_written"`
+	MCKeys        float64 `json:"mc_keys"`
+	RedisCommands float64 `json:"redis_commands"`
+	Statements    float64 `json:"statements"`
+	CacheCalls    float64 `json:"cache_calls"`
+	// ShardCalls are the shards an operation reaches on Vitess with
+	// Shards shards (see PlanDesign).
+	ShardCalls float64 `json:"shard_calls,omitempty"`
+}
+
+// Items is rows, keys and commands together.
+func (w PlanWork) Items() float64 { return w.RowsRead + w.RowsWritten + w.MCKeys + w.RedisCommands }
+
+// PlanDesign is one design at the planned load.
+type PlanDesign struct {
+	Model string `json:"model"`
+	// PerOp is the work of an operation of the mix, on average; Post and
+	// Page (a newest page) are shown beside it.
+	PerOp PlanWork `json:"per_op"`
+	Post  PlanWork `json:"post"`
+	Page  PlanWork `json:"page"`
+	// CPU per operation, µs: database, caches, application.
+	DBUs, CacheUs, AppUs float64
+	// Resources at the planned rate, their cost (Prices), and the nodes:
+	// database nodes (Vitess shards when more than one), cache nodes,
+	// application nodes.
+	Resources  Resources `json:"resources"`
+	RunCost    float64   `json:"run_cost"`
+	DBNodes    int       `json:"db_nodes"`
+	CacheNodes int       `json:"cache_nodes"`
+	AppNodes   int       `json:"app_nodes"`
+	// ShardCeilingPerSec is the rate one database node serves at the
+	// planned mix and utilisation: the per-shard ceiling.
+	ShardCeilingPerSec float64 `json:"shard_ceiling_per_sec"`
+	// MailboxRows and CacheGB are the footprint.
+	MailboxRows float64 `json:"mailbox_rows"`
+	// P99Ms is the predicted p99 latency of the mix; LagP99Ms and
+	// LagMaxMs the fan-out lag of an asynchronous design (p99 of posts,
+	// and the most followed author's post), 0 for the others.
+	P99Ms    float64 `json:"p99_ms"`
+	LagP99Ms float64 `json:"lag_p99_ms,omitempty"`
+	LagMaxMs float64 `json:"lag_max_ms,omitempty"`
+	Async    bool    `json:"async,omitempty"`
+	// FallsBehind: the fan-out needs more workers than the plan's
+	// application nodes run, and its lag grows without bound.
+	FallsBehind bool `json:"falls_behind,omitempty"`
+	// Held and Why: whether it meets the objective and the freshness
+	// bound.
+	Held bool   `json:"held"`
+	Why  string `json:"why,omitempty"`
+}
+
+// Plan is a capacity plan: a described workload at its real size, each
+// design's work, servers, latency and lag, and the verdict.
+type Plan struct {
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	Command   string    `json:"command"`
+	// Workload describes the workload in a few lines; Assumptions are
+	// the figures the plan takes as given.
+	Workload    []string `json:"workload"`
+	Assumptions []string `json:"assumptions"`
+	RatePerSec  float64  `json:"rate_per_sec"`
+	SLOMs       float64  `json:"slo_ms"`
+	FreshnessMs float64  `json:"freshness_ms,omitempty"`
+	Prices      Prices   `json:"prices"`
+	// Calibration is the one the CPU figures come from.
+	Calibration Calibration  `json:"calibration"`
+	Designs     []PlanDesign `json:"designs"`
+	Verdict     Verdict      `json:"verdict"`
+	// Margin says how far the chosen design is from its limits and from
+	// the next design.
+	Margin string `json:"margin,omitempty"`
+	// Seconds is how long the plan took to compute.
+	Seconds float64 `json:"seconds"`
+}
+
+// WritePlan prints p: the workload, a row per design, the verdict.
+func WritePlan(w io.Writer, p *Plan) error {
+	for _, l := range p.Workload {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "model\tholds\trows read/op\trows written/op\tmc keys/op\tredis cmds/op\tpost: rows written\tCPU/op db+cache+app\tDB cores\tcache cores\tapp cores\tcache GB\tstorage GB\tDB nodes\tp99\tfan-out lag p99, max\tcost\t")
+	for _, d := range p.Designs {
+		held := "yes"
+		if !d.Held {
+			held = "no: " + d.Why
+		}
+		mark := ""
+		if d.Model == p.Verdict.Best {
+			mark = " ◀"
+		}
+		lag := Dash
+		switch {
+		case d.FallsBehind:
+			lag = "unbounded"
+		case d.Async:
+			lag = fmtMs(d.LagP99Ms) + ", " + fmtMs(d.LagMaxMs)
+		}
+		r := d.Resources
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s µs\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n",
+			d.Model, mark, held, fmtNum(d.PerOp.RowsRead), fmtNum(d.PerOp.RowsWritten), fmtNum(d.PerOp.MCKeys), fmtNum(d.PerOp.RedisCommands),
+			fmtNum(d.Post.RowsWritten), fmtNum(d.DBUs+d.CacheUs+d.AppUs),
+			fmtNum(r.DBCores), fmtNum(r.CacheCores), fmtNum(r.AppCores), fmtNum(r.CacheMemoryGB), fmtNum(r.StorageGB), d.DBNodes,
+			fmtMs(d.P99Ms), lag, fmtNum(d.RunCost))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\ncost = %s per core + %s per GB of memory + %s per GB of disk; cores at %s ops/s with every server filled to the planned utilisation.\n",
+		fmtNum(p.Prices.Core), fmtNum(p.Prices.MemoryGB), fmtNum(p.Prices.DiskGB), fmtNum(p.RatePerSec))
+	fmt.Fprintf(w, "calibration: %s, fitted %s on %d counted run(s) (%d phases, CPU within %s%% at the median)\n",
+		p.Calibration.Machine, p.Calibration.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"), len(p.Calibration.Sources),
+		p.Calibration.Fit.Phases, fmtNum(p.Calibration.Fit.MedianErrorPct))
+	fmt.Fprintln(w, "assumptions:")
+	for _, a := range p.Assumptions {
+		fmt.Fprintf(w, "  - %s\n", a)
+	}
+	fmt.Fprintf(w, "verdict: %s\n", p.Verdict.Reason)
+	if p.Margin != "" {
+		fmt.Fprintf(w, "margin: %s\n", p.Margin)
+	}
+	return nil
+}
+
+// PlanFile and PlanTableFile are the files SavePlan writes.
+const (
+	PlanFile      = "plan.json"
+	PlanTableFile = "plan.txt"
+)
+
+// SavePlan writes p into dir: plan.json and plan.txt (WritePlan).
+func SavePlan(dir string, p *Plan) error { return saveDoc(planDoc, dir, p) }
+
+// LoadPlan reads the plan saved in dir (or its plan.json).
+func LoadPlan(path string) (*Plan, error) { return loadDoc(planDoc, path) }
+
+var planDoc = docKind[Plan]{
+	name: "plan", jsonFile: PlanFile, version: PlanFormatVersion,
+	versionOf: func(p *Plan) *int { return &p.Version },
+	prepare: func(p *Plan) *Plan {
+		x := *p
+		x.CreatedAt = x.CreatedAt.UTC()
+		x.Designs = make([]PlanDesign, len(p.Designs))
+		for i, d := range p.Designs {
+			for _, v := range []*float64{&d.P99Ms, &d.LagP99Ms, &d.LagMaxMs, &d.RunCost, &d.ShardCeilingPerSec} {
+				*v = zeroIfNotFinite(*v)
+			}
+			x.Designs[i] = d
+		}
+		return &x
+	},
+	derived: func(dir string, p *Plan) error {
+		return writeFile(dir, PlanTableFile, func(w io.Writer) error { return WritePlan(w, p) })
+	},
+}
+
+// PlanCheckRow is one design's phase in a counted run, measured against
+// the plan's prediction for the run's own workload.
+type PlanCheckRow struct {
+	Run   string `json:"run"` // e.g. "uniform, 3,000 users"
+	Model string `json:"model"`
+	Phase string `json:"phase"`
+	// Measured and Predicted work per operation.
+	Measured  PlanWork `json:"measured"`
+	Predicted PlanWork `json:"predicted"`
+	// CPU per operation, all processes, µs.
+	MeasuredCPUUs  float64 `json:"measured_cpu_us"`
+	PredictedCPUUs float64 `json:"predicted_cpu_us"`
+}
+
+// ItemsErrorPct is the relative error of the predicted items per
+// operation, in percent of the measured.
+func (r PlanCheckRow) ItemsErrorPct() float64 {
+	return relErrPct(r.Predicted.Items(), r.Measured.Items())
+}
+
+// CPUErrorPct is the relative error of the predicted CPU per operation.
+func (r PlanCheckRow) CPUErrorPct() float64 { return relErrPct(r.PredictedCPUUs, r.MeasuredCPUUs) }
+
+func relErrPct(pred, meas float64) float64 {
+	if meas == 0 {
+		if pred == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return 100 * (pred - meas) / meas
+}
+
+// PlanCheck is the plan's model against counted runs.
+type PlanCheck struct {
+	Version     int            `json:"version"`
+	CreatedAt   time.Time      `json:"created_at"`
+	Command     string         `json:"command"`
+	Calibration Calibration    `json:"calibration"`
+	Runs        []string       `json:"runs"`
+	Rows        []PlanCheckRow `json:"rows"`
+}
+
+// Summary counts the rows, those within 10% on items, those whose CPU was
+// measured and those of them within 30%.
+func (c *PlanCheck) Summary() (rows, itemsWithin10, cpuRows, cpuWithin30 int) {
+	for _, r := range c.Rows {
+		rows++
+		if math.Abs(r.ItemsErrorPct()) <= 10 {
+			itemsWithin10++
+		}
+		if r.MeasuredCPUUs > 0 {
+			cpuRows++
+			if math.Abs(r.CPUErrorPct()) <= 30 {
+				cpuWithin30++
+			}
+		}
+	}
+	return rows, itemsWithin10, cpuRows, cpuWithin30
+}
+
+// WritePlanCheck prints a row per run, design and phase: the items per
+// operation measured and predicted (rows read, rows written, memcached
+// keys, Redis commands) and their error, and the CPU per operation.
+func WritePlanCheck(w io.Writer, c *PlanCheck) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\tmodel\tphase\trows read\trows written\tmc keys\tredis cmds\titems error\tCPU µs/op\tCPU error\t")
+	cpuPair := func(m, p float64) string {
+		if m == 0 {
+			return Dash + " / " + fmtNum(p)
+		}
+		return fmtNum(m) + " / " + fmtNum(p)
+	}
+	pair := func(m, p float64) string {
+		if m == 0 && p == 0 {
+			return "0"
+		}
+		return fmtNum(m) + " / " + fmtNum(p)
+	}
+	pct := func(v float64) string {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return Dash
+		}
+		return fmt.Sprintf("%+.0f%%", v)
+	}
+	for _, r := range c.Rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Run, r.Model, r.Phase,
+			pair(r.Measured.RowsRead, r.Predicted.RowsRead), pair(r.Measured.RowsWritten, r.Predicted.RowsWritten),
+			pair(r.Measured.MCKeys, r.Predicted.MCKeys), pair(r.Measured.RedisCommands, r.Predicted.RedisCommands),
+			pct(r.ItemsErrorPct()), cpuPair(r.MeasuredCPUUs, r.PredictedCPUUs), pct(r.CPUErrorPct()))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	n, items, cpuN, cpu := c.Summary()
+	_, err := fmt.Fprintf(w, "\nmeasured / predicted per operation. %d of %d phases within 10%% on items; %d of the %d with CPU measured within 30%% on CPU.\n", items, n, cpu, cpuN)
+	return err
+}
+
+// Files a plan check saves.
+const (
+	PlanCheckFile      = "plan-check.json"
+	PlanCheckTableFile = "plan-check.txt"
+	PlanCheckPNGFile   = "plan-check.png"
+)
+
+// SavePlanCheck writes c into dir: plan-check.json, plan-check.txt and
+// plan-check.png (predicted against measured).
+func SavePlanCheck(dir string, c *PlanCheck) error { return saveDoc(planCheckDoc, dir, c) }
+
+// LoadPlanCheck reads the check saved in dir (or its plan-check.json).
+func LoadPlanCheck(path string) (*PlanCheck, error) { return loadDoc(planCheckDoc, path) }
+
+var planCheckDoc = docKind[PlanCheck]{
+	name: "plan check", jsonFile: PlanCheckFile, version: PlanCheckFormatVersion,
+	versionOf: func(c *PlanCheck) *int { return &c.Version },
+	prepare: func(c *PlanCheck) *PlanCheck {
+		x := *c
+		x.CreatedAt = x.CreatedAt.UTC()
+		return &x
+	},
+	derived: func(dir string, c *PlanCheck) error {
+		if err := writeFile(dir, PlanCheckTableFile, func(w io.Writer) error { return WritePlanCheck(w, c) }); err != nil {
+			return err
+		}
+		return writePlanCheckPNG(dir+"/"+PlanCheckPNGFile, c)
+	},
+}

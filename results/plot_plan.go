@@ -1,0 +1,99 @@
+package results
+
+import (
+	"image/color"
+	"math"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// writePlanCheckPNG draws predicted against measured, on log axes: items
+// per operation on the left, CPU per operation on the right, a point per
+// run, design and phase, coloured by run, with the line of equality and
+// the goal's band around it (±10% for items, ±30% for CPU).
+func writePlanCheckPNG(path string, c *PlanCheck) error {
+	var runs []string
+	for _, r := range c.Rows {
+		if !slices.Contains(runs, r.Run) {
+			runs = append(runs, r.Run)
+		}
+	}
+	panel := func(title, unit string, band float64, get func(PlanCheckRow) (meas, pred float64)) (*plot.Plot, error) {
+		p := plot.New()
+		p.Title.Text = title
+		p.X.Label.Text, p.Y.Label.Text = "measured "+unit, "predicted "+unit
+		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+		p.Add(plotter.NewGrid())
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for i, run := range runs {
+			var pts plotter.XYs
+			for _, r := range c.Rows {
+				m, pr := get(r)
+				if r.Run != run || !(m > 0) || !(pr > 0) {
+					continue
+				}
+				pts = append(pts, plotter.XY{X: m, Y: pr})
+				lo, hi = math.Min(lo, math.Min(m, pr)), math.Max(hi, math.Max(m, pr))
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			s, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, err
+			}
+			s.Color = lineColor(i)
+			s.Shape = draw.CircleGlyph{}
+			s.Radius = vg.Points(3)
+			p.Add(s)
+			p.Legend.Add(run, s)
+		}
+		if math.IsInf(lo, 0) {
+			lo, hi = 1, 10
+		}
+		lo, hi = lo/1.5, hi*1.5
+		for _, f := range []float64{1, 1 + band, 1 - band} {
+			l, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo * f}, {X: hi, Y: hi * f}})
+			if err != nil {
+				return nil, err
+			}
+			l.Color = color.Gray{Y: 0x60}
+			if f != 1 {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+				l.Color = color.Gray{Y: 0xa0}
+			}
+			p.Add(l)
+		}
+		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lo, hi, lo, hi
+		p.Legend.Top, p.Legend.Left = true, true
+		return p, nil
+	}
+	items, err := panel("rows + keys + commands per operation (band ±10%)", "items/op", 0.1, func(r PlanCheckRow) (float64, float64) {
+		return r.Measured.Items(), r.Predicted.Items()
+	})
+	if err != nil {
+		return err
+	}
+	cpu, err := panel("CPU per operation, all processes (band ±30%)", "µs/op", 0.3, func(r PlanCheckRow) (float64, float64) {
+		return r.MeasuredCPUUs, r.PredictedCPUUs
+	})
+	if err != nil {
+		return err
+	}
+	px := func(n int) vg.Length { return vg.Length(n) * vg.Inch / vgimg.DefaultDPI }
+	img := vgimg.NewWith(vgimg.UseWH(px(1400), px(650)), vgimg.UseDPI(vgimg.DefaultDPI), vgimg.UseBackgroundColor(color.White))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: 30, PadTop: 8, PadBottom: 8, PadLeft: 8, PadRight: 16}
+	plots := []*plot.Plot{items, cpu}
+	canvases := plot.Align([][]*plot.Plot{plots}, tiles, dc)
+	for i, p := range plots {
+		p.Draw(canvases[0][i])
+	}
+	return savePNG(path, img)
+}
