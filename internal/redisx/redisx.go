@@ -33,6 +33,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -91,13 +92,13 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 		DisableRetry:      true,
 		Dialer:            net.Dialer{Timeout: max(opts.Timeout, 100*time.Millisecond)},
 		ConnWriteTimeout:  max(5*opts.Timeout, time.Second),
-		PipelineMultiplex: 1,
+		PipelineMultiplex: pipelineMultiplex,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("redis %s: %w", opts.Addr, err)
 	}
 	c := &Client{rc: rc, addr: opts.Addr, timeout: opts.Timeout, retryAfter: opts.RetryAfter}
-	pctx, cancel := c.bound(ctx)
+	pctx, cancel, _ := c.bound(ctx)
 	defer cancel()
 	if err := rc.Do(pctx, rc.B().Ping().Build()).Error(); err != nil {
 		rc.Close()
@@ -121,16 +122,23 @@ func (c *Client) Down() bool {
 	return until != 0 && time.Now().UnixNano() < until
 }
 
-// bound returns ctx ending by now + the timeout at the latest.
-func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.timeout)
+// bound returns ctx ending by now + the timeout at the latest, and
+// whether ctx's own deadline comes first.
+func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc, bool) {
+	dl, ok := ctx.Deadline()
+	callers := ok && time.Until(dl) < c.timeout
+	bctx, cancel := context.WithTimeout(ctx, c.timeout)
+	return bctx, cancel, callers
 }
 
 // noted marks the server down if err, from a call made under parent, is
 // the server's fault, and returns err. A call that parent cut short marks
-// nothing: the server may be fine, the caller was in a hurry.
-func (c *Client) noted(parent context.Context, err error) error {
-	if err == nil || parent.Err() != nil {
+// nothing: the server may be fine, the caller was in a hurry. callers
+// says parent's deadline bounded the call (see bound): a deadline error
+// is then the caller's, even when the client saw it before parent's own
+// timer fired.
+func (c *Client) noted(parent context.Context, callers bool, err error) error {
+	if err == nil || parent.Err() != nil || (callers && errors.Is(err, context.DeadlineExceeded)) {
 		return err
 	}
 	if _, ok := rueidis.IsRedisErr(err); ok || rueidis.IsRedisNil(err) {
@@ -138,6 +146,20 @@ func (c *Client) noted(parent context.Context, err error) error {
 	}
 	c.downUntil.Store(time.Now().Add(c.retryAfter).UnixNano())
 	return err
+}
+
+// pipelineMultiplex is rueidis's: the client keeps 1 << it connections.
+const pipelineMultiplex = 1
+
+// pipelines is how many connections a client keeps.
+const pipelines = 1 << pipelineMultiplex
+
+// Broken reports whether err says the connection was closed under the
+// call (the server died or dropped it): a call on another connection may
+// tell more.
+func Broken(err error) bool {
+	return err != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
 }
 
 // NotApplied reports whether err, from a write, says the write was surely
@@ -187,7 +209,7 @@ func (c *Client) RunAll(ctx context.Context, read bool, script *Script, calls []
 		return out
 	}
 	parent := ctx
-	ctx, cancel := c.bound(ctx)
+	ctx, cancel, callers := c.bound(ctx)
 	defer cancel()
 	cmds := make(rueidis.Commands, len(calls))
 	for i, call := range calls {
@@ -216,7 +238,7 @@ func (c *Client) RunAll(ctx context.Context, read bool, script *Script, calls []
 	}
 	for _, r := range out {
 		if err := r.Error(); err != nil {
-			c.noted(parent, err)
+			c.noted(parent, callers, err)
 			break
 		}
 	}
@@ -225,11 +247,11 @@ func (c *Client) RunAll(ctx context.Context, read bool, script *Script, calls []
 
 // Do sends one command built by build, bounded as every call is.
 func (c *Client) Do(ctx context.Context, build func(b rueidis.Builder) rueidis.Completed) rueidis.RedisResult {
-	bctx, cancel := c.bound(ctx)
+	bctx, cancel, callers := c.bound(ctx)
 	defer cancel()
 	c.calls.Add(1)
 	r := c.rc.Do(bctx, build(c.rc.B()))
-	c.noted(ctx, r.Error())
+	c.noted(ctx, callers, r.Error())
 	return r
 }
 
