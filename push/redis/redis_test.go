@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/internal/redisx"
+	"github.com/pushpull/pushpull/internal/sandbox"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push/redis"
 	"github.com/pushpull/pushpull/timeline"
@@ -288,5 +289,29 @@ func TestRedisRestartUnderTraffic(t *testing.T) {
 				t.Errorf("follow %d -> %d acknowledged under traffic: %v, %v", reader, a, ok, err)
 			}
 		}
+	}
+}
+
+// TestFeedsAreCompact: the test's redis-server is started as the sandbox
+// starts it, and keeps a feed at the default cap, filled past it, in the
+// compact listpack encoding (see sandbox.RedisListpackEntries).
+func TestFeedsAreCompact(t *testing.T) {
+	s := open(t, redis.Config{})
+	timelinetest.Follow(t, s, 1, 2)
+	n := s.Cap() + s.Cap()/8 // filled to just before a trim
+	if n+1 > sandbox.RedisListpackEntries {
+		t.Fatalf("a feed of %d ids and its sentinel is larger than the sandbox keeps compact (%d)", n, sandbox.RedisListpackEntries)
+	}
+	timelinetest.PostN(t, s, 2, s.Cap()+1)
+	timelinetest.Newest(t, s, 1) // builds the feed with Cap ids
+	timelinetest.PostN(t, s, 2, n-s.Cap())
+	if got := len(feedIDs(t, s, 1)); got != n {
+		t.Fatalf("feed of %d ids, want %d", got, n)
+	}
+	enc, err := s.Redis().Do(context.Background(), func(b redisx.Builder) redisx.Completed {
+		return b.ObjectEncoding().Key(s.FeedKey(1)).Build()
+	}).ToString()
+	if err != nil || enc != "listpack" {
+		t.Fatalf("the feed's encoding is %q (%v), want listpack", enc, err)
 	}
 }
