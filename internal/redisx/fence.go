@@ -177,7 +177,7 @@ func (f *Fence) pay(ctx context.Context) error {
 		err = f.rc.Do(ctx, func(b Builder) Completed {
 			return b.Set().Key(f.key).Value(fresh).Build()
 		}).Error()
-		if !Broken(err) {
+		if !broken(err) {
 			break
 		}
 	}

@@ -154,10 +154,10 @@ const pipelineMultiplex = 1
 // pipelines is how many connections a client keeps.
 const pipelines = 1 << pipelineMultiplex
 
-// Broken reports whether err says the connection was closed under the
+// broken reports whether err says the connection was closed under the
 // call (the server died or dropped it): a call on another connection may
 // tell more.
-func Broken(err error) bool {
+func broken(err error) bool {
 	return err != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
 }
