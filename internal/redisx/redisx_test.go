@@ -3,6 +3,7 @@ package redisx_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,6 +93,59 @@ func TestDeadlines(t *testing.T) {
 	testserver.Poll(t, time.Minute, "the thawed server answers a read again", func() bool {
 		return short.Run(context.Background(), true, script, redisx.Call{}).Error() == nil
 	})
+}
+
+// TestSlowCallOfALiveServer: a call that times out while the server
+// answers other calls (here a BLPOP the server holds) does not mark the
+// server down.
+func TestSlowCallOfALiveServer(t *testing.T) {
+	rd := testserver.StartFaultRedis(t)
+	c := connect(t, rd.Addr(), time.Second) // a BLPOP is a write: 2.5 s
+	blocking := func() bool {
+		info, err := c.Do(context.Background(), func(b redisx.Builder) redisx.Completed {
+			return b.Info().Section("clients").Build()
+		}).ToString()
+		return err == nil && strings.Contains(info, "blocked_clients:1")
+	}
+	// Until the server is seen holding the BLPOP (and answering the INFO
+	// that sees it) before the BLPOP's timeout: a loaded machine may let
+	// the timeout pass first.
+	for attempt := 1; ; attempt++ {
+		blocked := make(chan error, 1)
+		go func() {
+			blocked <- c.Do(context.Background(), func(b redisx.Builder) redisx.Completed {
+				return b.Blpop().Key("empty").Timeout(60).Build()
+			}).Error()
+		}()
+		var err error
+		seen, done := false, false
+		testserver.Poll(t, time.Minute, "the BLPOP held or ended", func() bool {
+			select {
+			case err = <-blocked:
+				done = true
+				return true
+			default:
+			}
+			seen = seen || blocking()
+			return seen
+		})
+		if !done {
+			err = <-blocked
+		}
+		if !seen {
+			if attempt == 10 {
+				t.Fatal("never saw the server hold the BLPOP")
+			}
+			continue
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("BLPOP past the timeout: %v", err)
+		}
+		if c.Down() {
+			t.Fatal("a call that timed out while the server answered others marked it down")
+		}
+		return
+	}
 }
 
 // TestScriptsAfterRestart: a script is sent by its SHA-1, and whole again
