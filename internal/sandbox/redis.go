@@ -15,8 +15,8 @@ import (
 
 // RedisListpackEntries is the sandbox redis-server's
 // zset-max-listpack-entries: a sorted set of up to this many members is
-// kept in Redis's compact listpack encoding (about 12 bytes a member for
-// the sets of ids the models keep) instead of a skiplist (about 100), at
+// kept in Redis's compact listpack encoding (7 to 12 bytes a member for
+// the sets of ids the models keep) instead of a skiplist (about 95), at
 // the price of inserts that scan the set. Redis's default is 128; 1024
 // holds push-redis's feeds at their default cap (800 ids, 100 more before
 // a trim, and a sentinel) and nearly every pull-redis index.

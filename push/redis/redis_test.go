@@ -314,4 +314,39 @@ func TestFeedsAreCompact(t *testing.T) {
 	if err != nil || enc != "listpack" {
 		t.Fatalf("the feed's encoding is %q (%v), want listpack", enc, err)
 	}
+
+	// What the encoding saves: the same set copied under Redis's
+	// default limit of 128, as a skiplist.
+	rc := s.Redis()
+	do := func(build func(b redisx.Builder) redisx.Completed) redisx.Result {
+		return rc.Do(context.Background(), build)
+	}
+	setLimit := func(n int) {
+		if err := do(func(b redisx.Builder) redisx.Completed {
+			return b.ConfigSet().ParameterValue().ParameterValue("zset-max-listpack-entries", strconv.Itoa(n)).Build()
+		}).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLimit(128)
+	defer setLimit(sandbox.RedisListpackEntries)
+	copyKey := s.FeedKey(1) + ":skiplist"
+	if err := do(func(b redisx.Builder) redisx.Completed {
+		return b.Zunionstore().Destination(copyKey).Numkeys(1).Key(s.FeedKey(1)).Build()
+	}).Error(); err != nil {
+		t.Fatal(err)
+	}
+	usage := func(key string) int64 {
+		n, err := do(func(b redisx.Builder) redisx.Completed { return b.MemoryUsage().Key(key).Build() }).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	compact, skip := usage(s.FeedKey(1)), usage(copyKey)
+	t.Logf("a feed of %d ids and its sentinel: %d bytes as a listpack (%.1f an id), %d as a skiplist (%.1f an id)",
+		n, compact, float64(compact)/float64(n+1), skip, float64(skip)/float64(n+1))
+	if compact*4 > skip {
+		t.Fatalf("the listpack feed takes %d bytes, the skiplist %d: want at least 4 times less", compact, skip)
+	}
 }
