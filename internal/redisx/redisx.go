@@ -244,6 +244,9 @@ func (c *Client) Run(ctx context.Context, read bool, script *Script, call Call) 
 // in order.
 func (c *Client) RunAll(ctx context.Context, read bool, script *Script, calls []Call) []rueidis.RedisResult {
 	out := make([]rueidis.RedisResult, len(calls))
+	if len(calls) == 0 {
+		return out
+	}
 	if read && c.Down() {
 		for i := range out {
 			out[i] = rueidis.NewErrorResult(ErrDown)

@@ -156,6 +156,9 @@ func TestScriptsAfterRestart(t *testing.T) {
 	c := connect(t, rd.Addr(), 200*time.Millisecond)
 	script := redisx.NewScript("return redis.call('INCR', KEYS[1])")
 	call := redisx.Call{Keys: []string{"n"}}
+	if res := c.RunAll(context.Background(), false, script, nil); len(res) != 0 || c.Calls() != 0 {
+		t.Fatalf("no calls: %d results, %d commands sent", len(res), c.Calls())
+	}
 	for want := int64(1); want <= 2; want++ {
 		if n, err := c.Run(context.Background(), false, script, call).AsInt64(); err != nil || n != want {
 			t.Fatalf("run %d: %d, %v", want, n, err)
