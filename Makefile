@@ -8,7 +8,7 @@ BIN     := bin/pushpull
 
 all: build
 
-# servers installs MariaDB and memcached from Debian's packages when they
+# servers installs MariaDB, memcached and Redis from Debian's packages when they
 # are missing. deps does that and builds the Vitess programs (vttestserver,
 # vtcombo, mysqlctl) from vitess.io/vitess in the module
 # internal/vitess/tools unless they are built already (a few minutes the

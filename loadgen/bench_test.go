@@ -75,3 +75,42 @@ func TestBenchRefusesForeignDatabase(t *testing.T) {
 		t.Fatalf("re-running over pushpull's own databases: %v", err)
 	}
 }
+
+// TestMixedPhaseCountsStalePages: the mixed phase checks every page it
+// reads against the posts acknowledged before the read began. The models
+// that keep pages in Redis, and the first push model, write their pages
+// before a post is acknowledged, so none of their pages may be stale.
+func TestMixedPhaseCountsStalePages(t *testing.T) {
+	var models []string
+	for _, m := range notOnVitess(registry.Listed()) {
+		first := m.Family == registry.FamilyPush && len(models) == 0
+		if m.Persistent() && (first || m.Needs&registry.Redis != 0) {
+			models = append(models, m.Name)
+		}
+	}
+	if len(models) < 2 {
+		t.Fatalf("models %v: want a push model and those that keep state in Redis", models)
+	}
+	spec, _ := dataset.PaperSpec().Scaled(0.002)
+	cfg := BenchConfig{
+		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Redis: testserver.Redis(t), Force: true,
+		Spec: spec, Scale: 0.002, Models: models, Ops: 200, ReadRatio: 0.5,
+	}
+	res, err := RunBench(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range models {
+		m := res.Model(name)
+		if m == nil || m.Mixed == nil {
+			t.Fatalf("%s: no mixed phase: %+v", name, m)
+		}
+		pages, stale := m.Extra["mixed_pages"], m.Extra["mixed_stale_pages"]
+		t.Logf("%s: %v of %v pages stale", name, stale, pages)
+		// The pages checked include those read while the meters took
+		// their first snapshot, before the phase counts operations.
+		if pages < 1 || stale != 0 {
+			t.Errorf("%s: %v of %v pages stale in a mixed phase of %d operations", name, stale, pages, m.Mixed.Ops)
+		}
+	}
+}

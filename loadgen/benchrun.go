@@ -569,15 +569,25 @@ func (b *bench) readWhileWriting(ctx context.Context, m registry.Model) error {
 	if b.cfg.ReadRatio > 0 && m.Bench.Has(registry.PhaseMixed) && !m.Bench.Has(registry.PhaseCacheMixed) {
 		rm, s := b.res.Model(m.Name), b.open[m.Name]
 		var before map[string]int64
-		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), workload.Mixed(s, b.data, b.cfg.ReadRatio, b.cfg.Spec.Seed), func() {
+		// Every page read is checked against the posts acknowledged
+		// before it began: a design that serves pages from state kept
+		// beside the database shows here whether its pages lag.
+		log, stale := workload.NewPostLog(), &workload.StaleStats{}
+		p, err := b.phase(ctx, m.Name+"/mixed", b.duration(m), workload.StalenessMixed(s, b.data, b.cfg.ReadRatio, b.cfg.Spec.Seed, log, stale), func() {
 			before = counts(s)
 			forgetLag(s)
+			stale.Reset()
 		})
 		if err != nil {
 			return err
 		}
 		rm.Mixed = &p
 		maps.Copy(rm.Extra, results.ActiveFigures("mixed_", before, counts(s), p.Ops))
+		pages, stalePages, worst := stale.Result()
+		rm.Extra["mixed_pages"] = float64(pages)
+		rm.Extra["mixed_stale_pages"] = float64(stalePages)
+		rm.Extra["mixed_max_staleness_ms"] = float64(worst.Microseconds()) / 1000
+		b.logf("  %s mixed: %d of %d pages stale, at most %v", m.Name, stalePages, pages, worst.Round(time.Microsecond))
 		if err := b.settle(ctx, m, s, "mixed_", rm); err != nil {
 			return err
 		}

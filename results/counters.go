@@ -115,7 +115,10 @@ func TabletCallFigures(prefix string, before, after map[string]int64, ops int64)
 // ActiveFigures turns what a store that fans out to active readers counted
 // over a phase of ops operations into figures named with prefix: the rows
 // posts wrote and skipped and the rebuilds and their rows, per operation,
-// and the rows per rebuild. Nil for a store that counts none of them.
+// and the rows per rebuild; for a store that keeps its feeds in Redis,
+// also the pages served from them, the pages that fell back to the
+// database and the fences paid, per operation. Nil for a store that
+// counts none of them.
 func ActiveFigures(prefix string, before, after map[string]int64, ops int64) map[string]float64 {
 	if _, ok := after[counter.Rebuilds]; !ok || ops <= 0 {
 		return nil
@@ -127,6 +130,13 @@ func ActiveFigures(prefix string, before, after map[string]int64, ops int64) map
 	}
 	if n := d(counter.Rebuilds); n > 0 {
 		out[prefix+"rows_per_rebuild"] = float64(d(counter.RebuildRows)) / float64(n)
+	}
+	// Stores that keep feeds beside the database: pages served from
+	// them, pages that fell back to the database, fences paid.
+	for _, key := range []string{counter.FeedPages, counter.CacheErrors, counter.Fences} {
+		if _, ok := after[key]; ok {
+			out[prefix+key+"_per_op"] = float64(d(key)) / float64(ops)
+		}
 	}
 	return out
 }

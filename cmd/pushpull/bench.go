@@ -247,7 +247,9 @@ database, and measures every model in turn with a closed loop of
   retrieval        the newest page (20 messages) of a random user's timeline
   retrieval, older a page 2 to 5 pages deep, through the cursor (keyset paging)
   submission       a message by a random author
-  mixed            reads and posts, when --read-ratio is given
+  mixed            reads and posts, when --read-ratio is given; each page
+                   read is checked for posts acknowledged before it began
+                   and missing from it (stale pages)
 
 The paper's models: %s.
 Further models measured by default: %s.

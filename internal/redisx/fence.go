@@ -170,9 +170,17 @@ func (f *Fence) pay(ctx context.Context) error {
 		return nil
 	}
 	fresh := token()
-	err := f.rc.Do(ctx, func(b Builder) Completed {
-		return b.Set().Key(f.key).Value(fresh).Build()
-	}).Error()
+	var err error
+	// A connection the server closed (it died) fails the first calls
+	// on it; a fresh one tells a dead server (refused) from a live one.
+	for range 1 + pipelines {
+		err = f.rc.Do(ctx, func(b Builder) Completed {
+			return b.Set().Key(f.key).Value(fresh).Build()
+		}).Error()
+		if !broken(err) {
+			break
+		}
+	}
 	if err != nil && !NotApplied(err) {
 		return err
 	}

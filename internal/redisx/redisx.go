@@ -6,18 +6,23 @@
 // # Deadlines
 //
 // Every call takes a context, and ends by the earlier of its deadline and
-// now + Options.Timeout. A call to a server that stopped answering (frozen,
-// or cut off) returns at that deadline with an error; rueidis keeps the
-// connection until Options.Timeout has passed five times over without an
-// answer, then closes it and dials again at the next call.
+// now + Options.Timeout (a read) or Options.WriteTimeout (a write, longer:
+// a write whose outcome is unknown costs its caller a fence). A call to a
+// server that stopped answering (frozen, or cut off) returns at that
+// deadline with an error; rueidis keeps the connection until
+// Options.Timeout has passed five times over without an answer, then
+// closes it and dials again at the next call.
 //
 // # Servers that fail
 //
 // A call that fails for a reason of the server's own (refused, reset, or
 // silent past the timeout, not the caller's own deadline) marks the server
-// down for Options.RetryAfter: reads (Read) fail at once with ErrDown
-// meanwhile, so that a dead server costs a reader nothing and a frozen one
-// one timeout per RetryAfter. Writes are sent all the same.
+// down for Options.RetryAfter: reads fail at once with ErrDown meanwhile,
+// so that a dead server costs a reader nothing and a frozen one one
+// timeout per RetryAfter. Writes are sent all the same. A call that timed
+// out while the server answered other calls meanwhile marks nothing: the server is alive, only slow (on a machine short of CPU a
+// redis-server may wait its turn for longer than the timeout), and
+// failing every read for RetryAfter would cost far more than the one.
 //
 // Whether a failed write was applied is often unknown: a frozen server
 // applies on its return what it had received. Applied reports the cases
@@ -33,6 +38,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -44,16 +50,22 @@ import (
 
 // Defaults for zero Options fields.
 const (
-	DefaultTimeout    = 200 * time.Millisecond
-	DefaultRetryAfter = time.Second
+	DefaultTimeout = 200 * time.Millisecond
+	// DefaultWriteTimeout is 2.5 times DefaultTimeout: a frozen server
+	// holds a write for 500 ms, and a write and the fence it may owe
+	// together for a second.
+	DefaultWriteTimeout = 500 * time.Millisecond
+	DefaultRetryAfter   = time.Second
 )
 
 // Options configure a Client.
 type Options struct {
 	// Addr is the server, "host:port".
 	Addr string
-	// Timeout bounds every call; 0 means DefaultTimeout.
+	// Timeout bounds every read; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// WriteTimeout bounds every write; 0 means 2.5 times Timeout.
+	WriteTimeout time.Duration
 	// RetryAfter is how long reads skip a server that failed; 0 means
 	// DefaultRetryAfter.
 	RetryAfter time.Duration
@@ -65,22 +77,27 @@ var ErrDown = errors.New("redis server down")
 
 // Client is a connection to one redis-server, safe for concurrent use.
 type Client struct {
-	rc         rueidis.Client
-	addr       string
-	timeout    time.Duration
-	retryAfter time.Duration
-	downUntil  atomic.Int64 // unix ns; 0: up
-	calls      atomic.Int64 // commands sent
+	rc           rueidis.Client
+	addr         string
+	timeout      time.Duration
+	writeTimeout time.Duration
+	retryAfter   time.Duration
+	downUntil    atomic.Int64 // unix ns; 0: up
+	answered     atomic.Int64 // unix ns of the latest answer's arrival
+	calls        atomic.Int64 // commands sent
 }
 
 // New connects to the server and checks that it answers within ctx and
-// the timeout.
+// five times the timeout (at least a second).
 func New(ctx context.Context, opts Options) (*Client, error) {
 	if opts.Addr == "" {
 		return nil, errors.New("redis: no server address")
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = opts.Timeout * 5 / 2
 	}
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = DefaultRetryAfter
@@ -89,17 +106,19 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 		InitAddress:       []string{opts.Addr},
 		DisableCache:      true,
 		DisableRetry:      true,
-		Dialer:            net.Dialer{Timeout: max(opts.Timeout, 100*time.Millisecond)},
+		Dialer:            net.Dialer{Timeout: max(5*opts.Timeout, time.Second)},
 		ConnWriteTimeout:  max(5*opts.Timeout, time.Second),
-		PipelineMultiplex: 1,
+		PipelineMultiplex: pipelineMultiplex,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("redis %s: %w", opts.Addr, err)
 	}
-	c := &Client{rc: rc, addr: opts.Addr, timeout: opts.Timeout, retryAfter: opts.RetryAfter}
-	pctx, cancel := c.bound(ctx)
-	defer cancel()
-	if err := rc.Do(pctx, rc.B().Ping().Build()).Error(); err != nil {
+	c := &Client{rc: rc, addr: opts.Addr, timeout: opts.Timeout, writeTimeout: opts.WriteTimeout, retryAfter: opts.RetryAfter}
+	// A server that is only slow at this moment is given the patience
+	// of the connection's writes; one that is not running refuses at once.
+	sp := c.begin(ctx, max(5*opts.Timeout, time.Second))
+	defer sp.cancel()
+	if err := rc.Do(sp.ctx, rc.B().Ping().Build()).Error(); err != nil {
 		rc.Close()
 		return nil, fmt.Errorf("redis %s: %w", opts.Addr, err)
 	}
@@ -121,23 +140,68 @@ func (c *Client) Down() bool {
 	return until != 0 && time.Now().UnixNano() < until
 }
 
-// bound returns ctx ending by now + the timeout at the latest.
-func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.timeout)
+// span is one call: its context, bounded by the client's timeout, and
+// what noted needs to judge its failure.
+type span struct {
+	parent  context.Context
+	ctx     context.Context
+	cancel  context.CancelFunc
+	callers bool  // the parent's deadline comes before the timeout
+	start   int64 // unix ns
 }
 
-// noted marks the server down if err, from a call made under parent, is
-// the server's fault, and returns err. A call that parent cut short marks
-// nothing: the server may be fine, the caller was in a hurry.
-func (c *Client) noted(parent context.Context, err error) error {
-	if err == nil || parent.Err() != nil {
+// begin starts a call under parent, bounded by d (c.timeout for a read,
+// c.writeTimeout for a write).
+func (c *Client) begin(parent context.Context, d time.Duration) span {
+	dl, ok := parent.Deadline()
+	ctx, cancel := context.WithTimeout(parent, d)
+	return span{parent: parent, ctx: ctx, cancel: cancel, callers: ok && time.Until(dl) < d, start: time.Now().UnixNano()}
+}
+
+// answer records that the server answered (err is nil, or an error
+// reply) and reports whether it did.
+func (c *Client) answer(err error) bool {
+	if _, ok := rueidis.IsRedisErr(err); err != nil && !ok && !rueidis.IsRedisNil(err) {
+		return false
+	}
+	now := time.Now().UnixNano()
+	for {
+		cur := c.answered.Load()
+		if cur >= now || c.answered.CompareAndSwap(cur, now) {
+			return true
+		}
+	}
+}
+
+// noted marks the server down if err, from the call sp, is the server's
+// fault, and returns err. A call that its parent cut short marks nothing:
+// the server may be fine, the caller was in a hurry (a deadline error is
+// the caller's when its deadline came first, even when the client saw it
+// before the parent's own timer fired). Nor does a call that timed out
+// while the server answered other calls meanwhile.
+func (c *Client) noted(sp span, err error) error {
+	if c.answer(err) || sp.parent.Err() != nil {
 		return err
 	}
-	if _, ok := rueidis.IsRedisErr(err); ok || rueidis.IsRedisNil(err) {
-		return err // the server answered
+	if errors.Is(err, context.DeadlineExceeded) && (sp.callers || c.answered.Load() > sp.start) {
+		return err
 	}
 	c.downUntil.Store(time.Now().Add(c.retryAfter).UnixNano())
 	return err
+}
+
+// pipelineMultiplex is rueidis's: the client keeps 1 << it connections.
+const pipelineMultiplex = 1
+
+// pipelines is how many connections a client keeps.
+const pipelines = 1 << pipelineMultiplex
+
+// broken reports whether err says the connection was closed under the
+// call (the server died or dropped it): a call on another connection may
+// tell more.
+func broken(err error) bool {
+	return err != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
 }
 
 // NotApplied reports whether err, from a write, says the write was surely
@@ -180,15 +244,22 @@ func (c *Client) Run(ctx context.Context, read bool, script *Script, call Call) 
 // in order.
 func (c *Client) RunAll(ctx context.Context, read bool, script *Script, calls []Call) []rueidis.RedisResult {
 	out := make([]rueidis.RedisResult, len(calls))
+	if len(calls) == 0 {
+		return out
+	}
 	if read && c.Down() {
 		for i := range out {
 			out[i] = rueidis.NewErrorResult(ErrDown)
 		}
 		return out
 	}
-	parent := ctx
-	ctx, cancel := c.bound(ctx)
-	defer cancel()
+	bound := c.writeTimeout
+	if read {
+		bound = c.timeout
+	}
+	sp := c.begin(ctx, bound)
+	defer sp.cancel()
+	ctx = sp.ctx
 	cmds := make(rueidis.Commands, len(calls))
 	for i, call := range calls {
 		cmds[i] = c.rc.B().Evalsha().Sha1(script.sha).Numkeys(int64(len(call.Keys))).Key(call.Keys...).Arg(call.Args...).Build()
@@ -215,21 +286,21 @@ func (c *Client) RunAll(ctx context.Context, read bool, script *Script, calls []
 		}
 	}
 	for _, r := range out {
-		if err := r.Error(); err != nil {
-			c.noted(parent, err)
-			break
+		if c.answer(r.Error()) {
+			return out
 		}
 	}
+	c.noted(sp, out[0].Error())
 	return out
 }
 
-// Do sends one command built by build, bounded as every call is.
+// Do sends one command built by build, bounded as a write is.
 func (c *Client) Do(ctx context.Context, build func(b rueidis.Builder) rueidis.Completed) rueidis.RedisResult {
-	bctx, cancel := c.bound(ctx)
-	defer cancel()
+	sp := c.begin(ctx, c.writeTimeout)
+	defer sp.cancel()
 	c.calls.Add(1)
-	r := c.rc.Do(bctx, build(c.rc.B()))
-	c.noted(ctx, r.Error())
+	r := c.rc.Do(sp.ctx, build(c.rc.B()))
+	c.noted(sp, r.Error())
 	return r
 }
 
@@ -265,7 +336,7 @@ type (
 // IsNil reports whether err is Redis's nil reply (a missing key).
 func IsNil(err error) bool { return rueidis.IsRedisNil(err) }
 
-// Timeout returns the bound of every call.
+// Timeout returns the bound of every read.
 func (c *Client) Timeout() time.Duration { return c.timeout }
 
 // ReadContext bounds a read that has a fallback: it gets half of what ctx

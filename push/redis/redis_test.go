@@ -2,9 +2,15 @@ package redis_test
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/pushpull/pushpull/internal/redisx"
+	"github.com/pushpull/pushpull/internal/sandbox"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push/redis"
 	"github.com/pushpull/pushpull/timeline"
@@ -70,5 +76,277 @@ func TestFeedServesPages(t *testing.T) {
 	c3 := s.Counters()
 	if c3[counter.FeedPages] <= c2[counter.FeedPages] || c3[counter.PagesBelowCap] == c2[counter.PagesBelowCap] || c3[counter.CacheErrors] != 0 || c3[counter.Rebuilds] != 1 {
 		t.Fatalf("counters %v, want pages from the feed, some below its cap, no fallback and no second rebuild", c3)
+	}
+}
+
+// feedIDs returns the ids user's feed holds in Redis, newest first, the
+// sentinel left out (every member but the sentinel is a decimal id).
+func feedIDs(t *testing.T, s *redis.Store, user timeline.UserID) []timeline.MessageID {
+	t.Helper()
+	members, err := s.Redis().Do(context.Background(), func(b redisx.Builder) redisx.Completed {
+		return b.Zrevrange().Key(s.FeedKey(user)).Start(0).Stop(-1).Build()
+	}).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []timeline.MessageID
+	for _, m := range members {
+		if id, err := strconv.ParseInt(m, 10, 64); err == nil {
+			ids = append(ids, timeline.MessageID(id))
+		}
+	}
+	return ids
+}
+
+// TestFollowMergesUnfollowRemoves: a follow merges the followee's recent
+// posts into a built feed, and an unfollow takes them out of it, in Redis
+// itself: no rebuild, and the pages come from the feed.
+func TestFollowMergesUnfollowRemoves(t *testing.T) {
+	s := open(t, redis.Config{Cap: 10})
+	timelinetest.Follow(t, s, 1, 2)
+	own := timelinetest.PostN(t, s, 2, 3)
+	followee := timelinetest.PostN(t, s, 3, 12) // more than the cap
+	timelinetest.Newest(t, s, 1)                // builds the feed
+	c0 := s.Counters()
+	if got := feedIDs(t, s, 1); !slices.Equal(got, timelinetest.NewestFirst(own)) {
+		t.Fatalf("built feed %v, want user 2's %v", got, timelinetest.IDs(own))
+	}
+
+	timelinetest.Follow(t, s, 1, 3)
+	// The followee's newest 10 (the cap) merged; its older two lie below
+	// the floor the merge raised, and so do user 2's, which are older.
+	if got, want := feedIDs(t, s, 1), timelinetest.NewestFirst(followee[2:]); !slices.Equal(got, want) {
+		t.Fatalf("feed after the follow %v, want %v", got, want)
+	}
+	want := timelinetest.NewestFirst(own, followee)
+	if got := timelinetest.WalkIDs(t, s, 1, 4); !slices.Equal(got, want) {
+		t.Fatalf("timeline after the follow %v, want %v", got, want)
+	}
+
+	timelinetest.Unfollow(t, s, 1, 3)
+	if got := feedIDs(t, s, 1); len(got) != 0 {
+		t.Fatalf("feed after the unfollow %v, want none of user 3's", got)
+	}
+	if got := timelinetest.WalkIDs(t, s, 1, 4); !slices.Equal(got, timelinetest.NewestFirst(own)) {
+		t.Fatalf("timeline after the unfollow %v, want user 2's %v", got, timelinetest.IDs(own))
+	}
+	c1 := s.Counters()
+	if c1[counter.Rebuilds] != c0[counter.Rebuilds] || c1[counter.CacheErrors] != 0 || c1[counter.FeedPages] == c0[counter.FeedPages] {
+		t.Fatalf("counters %v -> %v: want pages from the feed, no rebuild, no fallback", c0, c1)
+	}
+}
+
+// TestTrimIsAmortised: a feed grows past its cap by posts until it holds
+// Cap + Cap/8 ids, and the post after that trims it back to Cap at once:
+// one trim per Cap/8 + 1 posts, never more ids than that.
+func TestTrimIsAmortised(t *testing.T) {
+	const cap, slack = 16, 2 // slack: Cap/8
+	s := open(t, redis.Config{Cap: cap})
+	timelinetest.Follow(t, s, 1, 2)
+	timelinetest.PostN(t, s, 2, cap)
+	timelinetest.Newest(t, s, 1) // builds the feed with cap ids
+	sizes := []int{len(feedIDs(t, s, 1))}
+	for range 3 * (slack + 1) {
+		timelinetest.Post(t, s, 2, "one more")
+		sizes = append(sizes, len(feedIDs(t, s, 1)))
+	}
+	want := []int{cap}
+	for range 3 {
+		for i := 1; i <= slack; i++ {
+			want = append(want, cap+i)
+		}
+		want = append(want, cap)
+	}
+	if !slices.Equal(sizes, want) {
+		t.Fatalf("feed sizes after each post %v, want %v", sizes, want)
+	}
+	if c := s.Counters(); c[counter.Rebuilds] != 1 {
+		t.Fatalf("counters %v: want the one rebuild", c)
+	}
+}
+
+// TestRedisRestartUnderTraffic: readers and writers run while the
+// redis-server is killed and restarted. No read fails (MariaDB is up), no
+// acknowledged post or follow is lost, and after the restart the feeds are
+// rebuilt on read and serve the pages again.
+func TestRedisRestartUnderTraffic(t *testing.T) {
+	rd := testserver.StartFaultRedis(t)
+	cfg := redis.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Redis: rd.Addr(), Cap: 50}
+	s, err := redis.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	const readers, authors = 4, 4 // users 1..4 read; 5..8 post
+	for u := timeline.UserID(1); u <= readers; u++ {
+		timelinetest.Follow(t, s, u, readers+1)
+		timelinetest.PostN(t, s, readers+1, 2)
+	}
+	for u := timeline.UserID(1); u <= readers; u++ {
+		timelinetest.Newest(t, s, u) // builds every feed
+	}
+
+	var reads, failed, posts atomic.Int64
+	var firstFail atomic.Value
+	var mu sync.Mutex
+	var acked []timeline.Message
+	followed := map[timeline.UserID][]timeline.UserID{} // reader: followees added under traffic
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() { // reader
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := s.Timeline(context.Background(), timeline.UserID(1+i%readers), timeline.Query{})
+				reads.Add(1)
+				if err != nil && failed.Add(1) == 1 {
+					firstFail.Store(err)
+				}
+			}
+		})
+		wg.Go(func() { // writer: posts, and now and then a follow
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				author := timeline.UserID(readers + 1 + (i+w)%authors)
+				if i%5 == 4 {
+					reader := timeline.UserID(1 + (i/5+w)%readers)
+					if s.Follow(context.Background(), reader, author) == nil {
+						mu.Lock()
+						followed[reader] = append(followed[reader], author)
+						mu.Unlock()
+					}
+					continue
+				}
+				m, err := s.Post(context.Background(), author, "under traffic")
+				posts.Add(1)
+				if err == nil {
+					mu.Lock()
+					acked = append(acked, m)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	// Each step waits for traffic to have run through it.
+	waitReads := func(what string, n int64) {
+		from := reads.Load()
+		testserver.Poll(t, time.Minute, what, func() bool { return reads.Load() >= from+n })
+	}
+	waitReads("reads before the kill", 50)
+	if err := rd.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitReads("reads while Redis is dead", 50)
+	if err := rd.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Counters()
+	testserver.Poll(t, time.Minute, "feeds rebuilt and read after the restart", func() bool {
+		c := s.Counters()
+		return c[counter.Rebuilds] > before[counter.Rebuilds] && c[counter.FeedPages] >= before[counter.FeedPages]+50
+	})
+	close(stop)
+	wg.Wait()
+	after := s.Counters()
+	t.Logf("%d reads, %d failed; %d posts, %d acknowledged; counters before the restart's rebuilds %v, at the end %v",
+		reads.Load(), failed.Load(), posts.Load(), len(acked), before, after)
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d reads failed with MariaDB up; the first: %v", n, firstFail.Load())
+	}
+	if after[counter.CacheErrors] == 0 {
+		t.Fatal("no read fell back to MariaDB: Redis was not lost under the traffic")
+	}
+
+	// Nothing acknowledged is lost: every post by the author all readers
+	// follow is on every reader's timeline, read from the rebuilt feeds,
+	// and every follow made under traffic holds.
+	for u := timeline.UserID(1); u <= readers; u++ {
+		have := map[timeline.MessageID]bool{}
+		for _, id := range timelinetest.WalkIDs(t, s, u, 100) {
+			have[id] = true
+		}
+		lost := 0
+		for _, m := range acked {
+			if m.Author == readers+1 && !have[m.ID] {
+				lost++
+			}
+		}
+		if lost > 0 {
+			t.Errorf("user %d's timeline lacks %d acknowledged posts", u, lost)
+		}
+	}
+	for reader, authors := range followed {
+		for _, a := range authors {
+			if ok, err := s.Follows(context.Background(), reader, a); err != nil || !ok {
+				t.Errorf("follow %d -> %d acknowledged under traffic: %v, %v", reader, a, ok, err)
+			}
+		}
+	}
+}
+
+// TestFeedsAreCompact: the test's redis-server is started as the sandbox
+// starts it, and keeps a feed at the default cap, filled past it, in the
+// compact listpack encoding (see sandbox.RedisListpackEntries).
+func TestFeedsAreCompact(t *testing.T) {
+	s := open(t, redis.Config{})
+	timelinetest.Follow(t, s, 1, 2)
+	n := s.Cap() + s.Cap()/8 // filled to just before a trim
+	if n+1 > sandbox.RedisListpackEntries {
+		t.Fatalf("a feed of %d ids and its sentinel is larger than the sandbox keeps compact (%d)", n, sandbox.RedisListpackEntries)
+	}
+	timelinetest.PostN(t, s, 2, s.Cap()+1)
+	timelinetest.Newest(t, s, 1) // builds the feed with Cap ids
+	timelinetest.PostN(t, s, 2, n-s.Cap())
+	if got := len(feedIDs(t, s, 1)); got != n {
+		t.Fatalf("feed of %d ids, want %d", got, n)
+	}
+	enc, err := s.Redis().Do(context.Background(), func(b redisx.Builder) redisx.Completed {
+		return b.ObjectEncoding().Key(s.FeedKey(1)).Build()
+	}).ToString()
+	if err != nil || enc != "listpack" {
+		t.Fatalf("the feed's encoding is %q (%v), want listpack", enc, err)
+	}
+
+	// What the encoding saves: the same set copied under Redis's
+	// default limit of 128, as a skiplist.
+	rc := s.Redis()
+	do := func(build func(b redisx.Builder) redisx.Completed) redisx.Result {
+		return rc.Do(context.Background(), build)
+	}
+	setLimit := func(n int) {
+		if err := do(func(b redisx.Builder) redisx.Completed {
+			return b.ConfigSet().ParameterValue().ParameterValue("zset-max-listpack-entries", strconv.Itoa(n)).Build()
+		}).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLimit(128)
+	defer setLimit(sandbox.RedisListpackEntries)
+	copyKey := s.FeedKey(1) + ":skiplist"
+	if err := do(func(b redisx.Builder) redisx.Completed {
+		return b.Zunionstore().Destination(copyKey).Numkeys(1).Key(s.FeedKey(1)).Build()
+	}).Error(); err != nil {
+		t.Fatal(err)
+	}
+	usage := func(key string) int64 {
+		n, err := do(func(b redisx.Builder) redisx.Completed { return b.MemoryUsage().Key(key).Build() }).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	compact, skip := usage(s.FeedKey(1)), usage(copyKey)
+	t.Logf("a feed of %d ids and its sentinel: %d bytes as a listpack (%.1f an id), %d as a skiplist (%.1f an id)",
+		n, compact, float64(compact)/float64(n+1), skip, float64(skip)/float64(n+1))
+	if compact*4 > skip {
+		t.Fatalf("the listpack feed takes %d bytes, the skiplist %d: want at least 4 times less", compact, skip)
 	}
 }
