@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -152,7 +153,9 @@ func (s *Server) accountStatuses(w http.ResponseWriter, r *http.Request) {
 // unsupported are the parameters of a new status that ask for what this
 // server does not keep; a status that uses one is refused (422) rather
 // than stored without it.
-var unsupported = []string{"media_ids[]", "media_ids", "poll[options][]", "in_reply_to_id", "scheduled_at"}
+// A form names them as they are or with brackets (media_ids[],
+// poll[options][]).
+var unsupported = []string{"media_ids", "poll", "in_reply_to_id", "scheduled_at"}
 
 // post serves POST /api/v1/statuses: the parameter "status" of a form
 // (urlencoded or multipart) or of a JSON object is the body, stored byte
@@ -201,7 +204,7 @@ func statusParam(r *http.Request) (body string, present bool, err error) {
 			return "", false, errors.New("the body is not a JSON object: " + err.Error())
 		}
 		for _, name := range unsupported {
-			if raw, ok := in[strings.TrimSuffix(name, "[]")]; ok && string(raw) != "null" && string(raw) != "[]" && string(raw) != `""` {
+			if raw, ok := in[name]; ok && string(raw) != "null" && string(raw) != "[]" && string(raw) != `""` {
 				return "", false, &unsupportedError{name}
 			}
 		}
@@ -222,9 +225,10 @@ func statusParam(r *http.Request) (body string, present bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
-	for _, name := range unsupported {
-		if r.PostForm.Get(name) != "" {
-			return "", false, &unsupportedError{name}
+	for key, vs := range r.PostForm {
+		name, _, _ := strings.Cut(key, "[")
+		if slices.Contains(unsupported, name) && slices.ContainsFunc(vs, func(v string) bool { return v != "" }) {
+			return "", false, &unsupportedError{key}
 		}
 	}
 	vs, ok := r.PostForm["status"]

@@ -51,12 +51,13 @@ func base(r *http.Request) string {
 }
 
 // writePage answers a page of statuses, with its Link header: rel="next"
-// (max_id: the page's oldest id) when older statuses remain, and
-// rel="prev" (min_id: the page's newest id) on a page that has statuses,
-// each on the request's own path with its limit parameter, if it had one.
-// A page with nothing older has no next link, so a client that follows
-// next links stops without reading an empty page; an empty page has no
-// link at all.
+// (max_id: the page's oldest id) when the timeline holds statuses older
+// than the page (the store's Page.Next, which counts those below a
+// since_id or min_id too), and rel="prev" (min_id: the page's newest id)
+// on a page that has statuses, each on the request's own path with its
+// limit parameter, if it had one. A page with nothing older has no next
+// link, so a client that follows next links stops without reading an
+// empty page; an empty page has no link at all.
 func writePage(w http.ResponseWriter, r *http.Request, p timeline.Page, limit string) {
 	bp := bufs.Get().(*[]byte)
 	defer bufs.Put(bp)
