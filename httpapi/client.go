@@ -1,16 +1,16 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
+	"sync"
 
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -22,87 +22,61 @@ import (
 // at most MaxPageLimit. The follow lists (Followees, Followers, Follows)
 // are not served and give errors.ErrUnsupported.
 //
+// It speaks HTTP/1.1 itself on keep-alive connections, one per concurrent
+// call (see conn.go), and reads statuses with a scanner of its own (see
+// decode.go): lean, so that a benchmark through it measures the server
+// more than itself. It is safe for concurrent use.
+//
 // Errors come back typed as the server sent them: 404 as
 // timeline.ErrNotFound, 503 and a server that cannot be reached as
 // timeline.ErrUnavailable, 400 and 422 as timeline.ErrInvalidInput.
 type Client struct {
-	base string
-	hc   *http.Client
+	pool pool
 }
 
-// NewClient returns a client of the server at base ("http://host:port"),
-// through hc (nil: http.DefaultClient).
-func NewClient(base string, hc *http.Client) *Client {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	return &Client{base: strings.TrimSuffix(base, "/"), hc: hc}
+// NewClient returns a client of the server at addr (host:port).
+func NewClient(addr string) *Client {
+	return &Client{pool: pool{addr: addr}}
 }
 
-// apiStatus is what the client reads of a Status entity.
-type apiStatus struct {
-	ID        string    `json:"id"`
-	CreatedAt time.Time `json:"created_at"`
-	Text      string    `json:"text"`
-	Account   struct {
-		ID string `json:"id"`
-	} `json:"account"`
-}
+// bodies recycles the buffers answers are read into.
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func (s apiStatus) message() (timeline.Message, error) {
-	id, err := parseID(s.ID)
-	if err != nil {
-		return timeline.Message{}, fmt.Errorf("status id %q: %w", s.ID, err)
-	}
-	author, err := parseID(s.Account.ID)
-	if err != nil {
-		return timeline.Message{}, fmt.Errorf("account id %q: %w", s.Account.ID, err)
-	}
-	return timeline.Message{ID: timeline.MessageID(id), Author: timeline.UserID(author), Body: s.Text, CreatedAt: s.CreatedAt}, nil
-}
-
-// do sends a request as user (0: without a token) and decodes a 200's
-// JSON into out (nil: discarded); it returns the response's headers.
-func (c *Client) do(ctx context.Context, method, path string, user timeline.UserID, form url.Values, out any) (http.Header, error) {
-	var body io.Reader
+// do sends a request as user (0: without a token) and hands a 200's body
+// to decode (nil: discarded); it returns the answer's Link header.
+func (c *Client) do(ctx context.Context, method, path string, user timeline.UserID, form url.Values, decode func([]byte) error) (link string, err error) {
+	var body []byte
 	if form != nil {
-		body = strings.NewReader(form.Encode())
+		body = []byte(form.Encode())
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
-	if err != nil {
-		return nil, err
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
+	token := ""
 	if user != 0 {
-		req.Header.Set("Authorization", "Bearer "+strconv.FormatInt(int64(user), 10))
+		token = strconv.FormatInt(int64(user), 10)
 	}
-	resp, err := c.hc.Do(req)
+	a, err := c.pool.roundTrip(ctx, method, path, token, formType, body)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, err
+			return "", err
 		}
-		return nil, fmt.Errorf("%s %s: %w: %w", method, path, timeline.ErrUnavailable, err)
+		return "", fmt.Errorf("%s %s: %w: %w", method, path, timeline.ErrUnavailable, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	defer bodies.Put(a.body)
+	if a.code != http.StatusOK {
 		var e struct {
 			Error string `json:"error"`
 		}
-		json.NewDecoder(io.LimitReader(resp.Body, maxBodyBytes)).Decode(&e)
-		return nil, responseError(method, path, resp.StatusCode, e.Error)
+		json.Unmarshal(a.body.Bytes(), &e)
+		return "", responseError(method, path, a.code, e.Error)
 	}
-	if out == nil {
-		_, err = io.Copy(io.Discard, resp.Body)
-	} else {
-		err = json.NewDecoder(resp.Body).Decode(out)
+	if decode != nil {
+		if err := decode(a.body.Bytes()); err != nil {
+			return "", fmt.Errorf("%s %s: %w", method, path, err)
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	return resp.Header, nil
+	return a.link, nil
 }
+
+const formType = "application/x-www-form-urlencoded"
 
 // responseError is the typed error of an answer other than 200.
 func responseError(method, path string, code int, msg string) error {
@@ -160,20 +134,15 @@ func (c *Client) page(ctx context.Context, path string, user timeline.UserID, q 
 	if len(v) > 0 {
 		path += "?" + v.Encode()
 	}
-	var statuses []apiStatus
-	h, err := c.do(ctx, http.MethodGet, path, user, nil, &statuses)
+	var p timeline.Page
+	link, err := c.do(ctx, http.MethodGet, path, user, nil, func(b []byte) (err error) {
+		p.Messages, err = decodeStatuses(b)
+		return err
+	})
 	if err != nil {
 		return timeline.Page{}, err
 	}
-	p := timeline.Page{Messages: make([]timeline.Message, 0, len(statuses))}
-	for _, s := range statuses {
-		m, err := s.message()
-		if err != nil {
-			return timeline.Page{}, err
-		}
-		p.Messages = append(p.Messages, m)
-	}
-	links := ParseLinks(h.Get("Link"))
+	links := ParseLinks(link)
 	for rel, to := range map[string]*timeline.Cursor{"next": &p.Next, "prev": &p.Prev} {
 		u, err := url.Parse(links[rel])
 		if links[rel] == "" || err != nil {
@@ -225,11 +194,12 @@ func (c *Client) AuthorTimeline(ctx context.Context, author timeline.UserID, q t
 
 // status sends a request that answers a status.
 func (c *Client) status(ctx context.Context, method, path string, user timeline.UserID, form url.Values) (timeline.Message, error) {
-	var s apiStatus
-	if _, err := c.do(ctx, method, path, user, form, &s); err != nil {
-		return timeline.Message{}, err
-	}
-	return s.message()
+	var m timeline.Message
+	_, err := c.do(ctx, method, path, user, form, func(b []byte) (err error) {
+		m, err = decodeStatus(b)
+		return err
+	})
+	return m, err
 }
 
 // Post posts body as author.
@@ -305,7 +275,7 @@ func (c *Client) Follows(context.Context, timeline.UserID, timeline.UserID) (boo
 
 // Close closes the client's idle connections.
 func (c *Client) Close() error {
-	c.hc.CloseIdleConnections()
+	c.pool.close()
 	return nil
 }
 

@@ -28,6 +28,12 @@ func TestMain(m *testing.M) {
 // returns its base URL.
 func serve(t *testing.T, cfg httpapi.Config) string {
 	t.Helper()
+	return serveB(t, cfg)
+}
+
+// serveB is serve for tests and benchmarks.
+func serveB(t testing.TB, cfg httpapi.Config) string {
+	t.Helper()
 	srv, err := httpapi.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -70,7 +70,7 @@ func TestServe(t *testing.T) {
 		}
 		return false
 	})
-	c := httpapi.NewClient(base, nil)
+	c := httpapi.NewClient(strings.TrimPrefix(base, "http://"))
 	bg := context.Background()
 	if err := c.Follow(bg, 1, 2); err != nil {
 		t.Fatal(err)
