@@ -20,8 +20,12 @@ var errBadToken = errors.New("The access token is invalid")
 // bearer token ("Authorization: Bearer 42"). It answers 401 itself and
 // returns false when there is none.
 func caller(w http.ResponseWriter, r *http.Request) (timeline.UserID, bool) {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	id, err := parseID(strings.TrimSpace(token))
+	auth := r.Header.Get("Authorization")
+	ok := len(auth) > 7 && strings.EqualFold(auth[:7], "Bearer ")
+	id, err := int64(0), strconv.ErrSyntax
+	if ok {
+		id, err = parseID(strings.TrimSpace(auth[7:]))
+	}
 	if !ok || err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pushpull", error="invalid_token", error_description="the token is a user id: Bearer 42"`)
 		writeError(w, http.StatusUnauthorized, errBadToken.Error())
