@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,20 +61,24 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 		return nil, false, err
 	}
 	start := s.i
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '\\':
-			escaped = true
-			s.i += 2
-			continue
-		case '"':
-			raw = s.b[start:s.i]
-			s.i++
-			return raw, escaped, nil
+	for {
+		j := bytes.IndexByte(s.b[s.i:], '"')
+		if j < 0 {
+			return nil, false, fmt.Errorf("%w: unterminated string", errSyntax)
 		}
-		s.i++
+		end := s.i + j
+		s.i = end + 1
+		// A quote after an odd number of backslashes is escaped.
+		k := end
+		for k > start && s.b[k-1] == '\\' {
+			k--
+		}
+		if (end-k)%2 == 1 {
+			continue
+		}
+		raw = s.b[start:end]
+		return raw, bytes.IndexByte(raw, '\\') >= 0, nil
 	}
-	return nil, false, fmt.Errorf("%w: unterminated string", errSyntax)
 }
 
 // text reads a string's value.
