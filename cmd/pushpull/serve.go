@@ -62,6 +62,14 @@ Errors are JSON {"error": "..."}: 400 a malformed parameter, 401 no token,
 store refuses, 503 with Retry-After when the database is down or a request
 runs out of --request-timeout.
 
+/metrics has, besides the Go runtime's and the process's:
+pushpull_http_requests_total{route,code} and
+pushpull_http_request_duration_seconds{route,code} (a histogram),
+pushpull_http_requests_in_flight, pushpull_http_untyped_errors_total (500s),
+pushpull_store_work_total{counter} (the store's own counters),
+pushpull_server_up{kind,server} (1 or 0 for the database, each memcached
+and Redis) and, for an asynchronous model, pushpull_fanout_lag_seconds.
+
 SIGTERM or Ctrl-C shuts down gracefully: no new connection is accepted,
 the requests in flight finish (for at most --grace), an asynchronous model
 applies what it acknowledged, and the store closes.
@@ -102,8 +110,12 @@ commands; --model memory keeps everything in this process only.`, httpapi.MaxPag
 				if s, err = sf.openStore(ctx, m); err != nil {
 					return err
 				}
-				hc.Memcache, _ = sf.resolveMemcache(m)
-				hc.Redis, _ = sf.resolveRedis(m)
+				if m.Needs&registry.Memcached != 0 {
+					hc.Memcache, _ = sf.resolveMemcache(m)
+				}
+				if m.Needs&registry.Redis != 0 {
+					hc.Redis, _ = sf.resolveRedis(m)
+				}
 				env, start := dsnEnv, "`pushpull sandbox`"
 				if m.OnVitess() {
 					env, start = vtgateEnv, "`pushpull sandbox --vitess`"
