@@ -134,6 +134,13 @@ type BenchConfig struct {
 	// would have left it.
 	TrafficOnly bool
 
+	// HTTP measures, after each model's newest-page phase, the same phase
+	// through the HTTP API: a server of package httpapi in this process,
+	// on a loopback port, serves the model's store, and the workers read
+	// through httpapi.Client, one keep-alive connection each
+	// (results.Model.RetrieveHTTP).
+	HTTP bool
+
 	// Vitess starts, beside the sandbox's MariaDB, a Vitess cluster of
 	// Shards shards per keyspace (0 means 2) for the models on Vitess
 	// (registry.Vitess); nil Models then means VitessBenchModels. It

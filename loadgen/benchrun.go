@@ -448,6 +448,13 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 		return rm, err
 	}
 	after := counts(s)
+	if b.cfg.HTTP {
+		p, err := b.readsOverHTTP(ctx, m, s, dur)
+		if err != nil {
+			return rm, err
+		}
+		rm.RetrieveHTTP = &p
+	}
 	maps.Copy(rm.Extra, results.CounterFigures("", before, after))
 	maps.Copy(rm.Extra, results.TabletCallFigures("newest_", before, after, rm.Retrieve.Ops))
 	maps.Copy(rm.Extra, results.ActiveFigures("newest_", before, after, rm.Retrieve.Ops))

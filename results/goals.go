@@ -45,6 +45,7 @@ func (r *Result) Judge() {
 	add := func(name string, value, target float64, detail string) {
 		r.Goals = append(r.Goals, Goal{Name: name, Value: value, Target: target, Met: value >= target, Detail: detail})
 	}
+	r.judgeHTTP()
 	pushM, paperPull := r.paperModel(registry.FamilyPush), r.paperModel(registry.FamilyPull)
 	push := rate(pushM)
 

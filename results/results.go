@@ -201,6 +201,10 @@ type Model struct {
 	Retrieve      Phase  `json:"retrieve"`       // newest page of a home timeline
 	RetrieveOlder Phase  `json:"retrieve_older"` // a page further back, via cursor
 	Mixed         *Phase `json:"mixed,omitempty"`
+	// RetrieveHTTP is the newest page read through the HTTP API (bench
+	// --http): the Retrieve phase again, through a server of package
+	// httpapi in the benchmark's process and its Client.
+	RetrieveHTTP *Phase `json:"retrieve_http,omitempty"`
 	// Traffic is the mixed traffic of production feeds, when the run
 	// measured it (bench --mix, --rate, --find-rate).
 	Traffic *Traffic           `json:"traffic,omitempty"`

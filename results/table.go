@@ -30,6 +30,10 @@ func WriteTable(w io.Writer, r *Result) error {
 		b.WriteString("\n")
 		goalGrid(r).write(&b)
 	}
+	if g := httpGrid(r); g != nil {
+		b.WriteString("\n")
+		g.write(&b)
+	}
 	if g := vitessGrid(r); g != nil {
 		b.WriteString("\n")
 		g.write(&b)

@@ -91,12 +91,12 @@ func (c *CursorCodec) Decode(user UserID, cur Cursor) (MessageID, error) {
 }
 
 func (c *CursorCodec) decode(field string, user UserID, cur Cursor) (MessageID, error) {
-	if digits, ok := strings.CutPrefix(string(cur), idCursorPrefix); ok {
-		id, err := strconv.ParseInt(digits, 10, 64)
-		if err != nil || id <= 0 || IDCursor(MessageID(id)) != cur {
+	if strings.HasPrefix(string(cur), idCursorPrefix) {
+		id, ok := IDOf(cur)
+		if !ok {
 			return 0, inputError(field, ErrInvalidCursor, "an id cursor must be %q and a positive id in decimal", idCursorPrefix)
 		}
-		return MessageID(id), nil
+		return id, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(string(cur))
 	if err != nil || len(raw) != cursorRawLen || raw[0] != cursorVersion {
@@ -127,3 +127,19 @@ func (r Request) Fetch() int { return r.Limit + 1 }
 // Reader is a store's read path: the messages of r, at most r.Fetch(),
 // newest first.
 type Reader func(ctx context.Context, r Request) ([]Message, error)
+
+// IDOf returns the message id of a cursor that IDCursor made, and false
+// for any other string (a signed cursor, a malformed one). A client of a
+// service that pages by message ids (Mastodon's max_id) uses it to turn
+// such cursors back into ids.
+func IDOf(c Cursor) (MessageID, bool) {
+	digits, ok := strings.CutPrefix(string(c), idCursorPrefix)
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || id <= 0 || IDCursor(MessageID(id)) != c {
+		return 0, false
+	}
+	return MessageID(id), true
+}

@@ -44,6 +44,9 @@ func FuzzCursorDecode(f *testing.F) {
 	f.Add("id.+7")
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := c.Decode(1, Cursor(s))
+		if byID, ok := IDOf(Cursor(s)); ok != (err == nil && IDCursor(id) == Cursor(s)) || ok && byID != id {
+			t.Fatalf("%q: IDOf says %d, %v; Decode says %d, %v", s, byID, ok, id, err)
+		}
 		if err == nil {
 			if c.Encode(1, id) != Cursor(s) && IDCursor(id) != Cursor(s) {
 				t.Fatalf("%q decoded to %d but is not its cursor", s, id)
@@ -54,6 +57,22 @@ func FuzzCursorDecode(f *testing.F) {
 			t.Fatalf("%q: error %v is not an invalid cursor", s, err)
 		}
 	})
+}
+
+// TestIDOf: IDOf gives back the id of an IDCursor and refuses signed
+// and malformed cursors.
+func TestIDOf(t *testing.T) {
+	for _, id := range []MessageID{1, 42, 1<<63 - 1} {
+		if got, ok := IDOf(IDCursor(id)); !ok || got != id {
+			t.Fatalf("IDOf(IDCursor(%d)) = %d, %v", id, got, ok)
+		}
+	}
+	c, _ := NewCursorCodec(NewCursorKey())
+	for _, cur := range []Cursor{c.Encode(1, 42), "", "id.", "id.0", "id.-1", "id.+7", "id.042", "id.9223372036854775808", "42"} {
+		if id, ok := IDOf(cur); ok {
+			t.Fatalf("IDOf(%q) = %d, true", cur, id)
+		}
+	}
 }
 
 func TestPageLimit(t *testing.T) {

@@ -39,7 +39,8 @@ func newBenchCmd() *cobra.Command {
   pushpull bench --json > result.json
   pushpull bench --mix default --cost       # production traffic per model, and what each operation costs
   pushpull bench --mix newest=80,older=10,post=8,follow=1,unfollow=1 --rate 2000
-  pushpull bench --find-rate --slo 50ms --models {push},{pull}`,
+  pushpull bench --find-rate --slo 50ms --models {push},{pull}
+  pushpull bench --http --models {push},{pull}  # the HTTP API's overhead`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := bf.check(cmd); err != nil {
@@ -105,6 +106,7 @@ func newBenchCmd() *cobra.Command {
 	bf.register(f)
 	f.BoolVar(&bf.withVitess, "vitess", false, "also start a Vitess cluster and measure the models on Vitess (default --models then: each model on Vitess after the same model on MariaDB: "+strings.Join(loadgen.VitessBenchModels(), ",")+")")
 	f.IntVar(&bf.shards, "shards", 2, "with --vitess, shards per keyspace")
+	f.BoolVar(&bf.http, "http", false, "also read each model's newest pages through the HTTP API of pushpull serve (a server in this process on a loopback port), as long as the phase in process, and set the two side by side")
 	f.StringVar(&out, "out", "results/runs", "directory under which the run's result directory is made")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON on stdout instead of the table (progress stays on stderr)")
 	f.BoolVar(&showCost, "cost", false, "also print the cost per operation of every phase (always saved in result.json)")
@@ -310,6 +312,12 @@ stays the paper's, about 5 minutes):
                  --slo (50ms), searched in open-loop steps of --step from
                  the traffic phase's rate; rate.png plots p50 and p99
                  against the offered rate. About 20 s per model.
+  --http         after each model's newest-page phase, the same phase
+                 through the HTTP API that pushpull serve serves (a server
+                 in this process on a loopback port, one keep-alive
+                 connection per worker, statuses decoded from JSON), and a
+                 table of newest pages/s over HTTP against in process, with
+                 the goal that HTTP keeps at least half.
   --cost         prints the cost per operation of every phase: rows read
                  and written, bytes written, memcached gets, sets and bytes
                  (the servers' own counters), and the CPU of the client,

@@ -45,6 +45,7 @@ type benchFlags struct {
 	findRate                   bool
 	slo, step                  time.Duration
 	withVitess                 bool
+	http                       bool
 	shards                     int
 	loadCache                  string
 	noLoadCache                bool
@@ -269,7 +270,7 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 		ReadRatio: b.readRatio, Durability: b.durability, Settings: settings, Options: options,
 		Mix: mix, Rate: b.rate, Arrivals: arr, MaxInFlight: b.maxInFlight,
 		FindRate: b.findRate, SLO: b.slo, StepDuration: b.step, SearchSteps: b.searchSteps,
-		Vitess: b.withVitess, Shards: b.shards,
+		Vitess: b.withVitess, Shards: b.shards, HTTP: b.http,
 	}
 	if !b.noLoadCache {
 		b.cfg.LoadCache, b.cfg.LoadCacheBytes = b.loadCache, int64(b.loadCacheGiB*(1<<30))

@@ -71,6 +71,7 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 		newFollowCmd(getenv, true),
 		newFollowCmd(getenv, false),
 		newTimelineCmd(getenv),
+		newServeCmd(getenv),
 		newFanoutCmd(getenv),
 		newDemoCmd(),
 		newBenchCmd(),
@@ -231,6 +232,7 @@ type serverFlags struct {
 	memcache string
 	redis    string
 	options  []string
+	maxConns int            // the store's connections; 0 means 4
 	cmd      *cobra.Command // for its error stream
 }
 
@@ -467,7 +469,10 @@ func (f *serverFlags) openStore(ctx context.Context, model registry.Model) (time
 	if err != nil {
 		return nil, err
 	}
-	cfg := registry.Config{Database: f.database, MaxConns: 4, Options: options}
+	cfg := registry.Config{Database: f.database, MaxConns: f.maxConns, Options: options}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = 4
+	}
 	if model.OnVitess() {
 		cfg.Vtgate, err = f.resolveServer(vtgateEnv, "`pushpull sandbox --vitess`")
 	} else {

@@ -25,8 +25,10 @@ var embedded = []string{
 }
 
 // heavy are the import path prefixes an embedded package must not reach:
-// plotting, fonts, PDF and SVG (what package results renders with), and
-// the project's own report, harness and command line.
+// plotting, fonts, PDF and SVG (what package results renders with), the
+// project's own report, harness and command line, and the HTTP server
+// with the Prometheus client it brings (a service that embeds a store
+// serves it its own way).
 var heavy = []string{
 	"gonum.org/",
 	"codeberg.org/go-fonts/",
@@ -39,6 +41,8 @@ var heavy = []string{
 	module + "/results",
 	module + "/loadgen",
 	module + "/cmd/",
+	module + "/httpapi",
+	"github.com/prometheus/",
 }
 
 // goPackage is what go list -json says of a package that this test reads.
@@ -132,8 +136,8 @@ func short(chain []string) string {
 }
 
 // TestEmbeddedPackagesStayLight: no package a service embeds reaches a
-// plotting, font, PDF or SVG package, nor the report, the harness or the
-// command line. A failure names the import chain that does.
+// plotting, font, PDF or SVG package, nor the report, the harness, the
+// command line, the HTTP server or Prometheus. A failure names the import chain that does.
 func TestEmbeddedPackagesStayLight(t *testing.T) {
 	roots, imports := importGraph(t, embedded...)
 	if len(roots) < 10 {
@@ -175,7 +179,8 @@ func TestForbiddenChains(t *testing.T) {
 	if len(got) != 1 || short(got[0]) != want {
 		t.Fatalf("chains %v, want one: %s", got, want)
 	}
-	if !isHeavy("gonum.org/v1/plot/vg") || !isHeavy(module+"/loadgen/load") || isHeavy(module+"/loadgenerator") || isHeavy(module+"/timeline") {
+	if !isHeavy("gonum.org/v1/plot/vg") || !isHeavy(module+"/loadgen/load") || isHeavy(module+"/loadgenerator") || isHeavy(module+"/timeline") ||
+		!isHeavy(module+"/httpapi") || !isHeavy("github.com/prometheus/client_golang/prometheus") {
 		t.Fatal("isHeavy misjudges a path")
 	}
 }

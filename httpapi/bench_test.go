@@ -1,0 +1,51 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pushpull/pushpull/httpapi"
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// BenchmarkNewestPage reads a newest page of 20 through the server and
+// its Client, and in process, from a memory store: the HTTP API's own
+// cost per page.
+func BenchmarkNewestPage(b *testing.B) {
+	s := timeline.NewMemory()
+	defer s.Close()
+	ctx := context.Background()
+	for u := timeline.UserID(2); u <= 41; u++ {
+		if err := s.Follow(ctx, 1, u); err != nil {
+			b.Fatal(err)
+		}
+		for i := range 3 {
+			if _, err := s.Post(ctx, u, fmt.Sprintf("message %d of user %d, about as long as the benchmark's", i, u)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("in-process", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := s.Timeline(ctx, 1, timeline.Query{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("http", func(b *testing.B) {
+		base := serveB(b, httpapi.Config{Store: s})
+		c := httpapi.NewClient(strings.TrimPrefix(base, "http://"))
+		defer c.Close()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := c.Timeline(ctx, 1, timeline.Query{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+}
