@@ -32,41 +32,21 @@ func (sb *Sandbox) startRedis(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start redis: %w", err)
 	}
-	logPath := filepath.Join(sb.Dir, "redis.log")
-	var lastErr error
-	for range 5 { // a free port may be taken before redis binds it
-		port, err := freePort()
-		if err != nil {
-			return fmt.Errorf("start redis: %w", err)
-		}
-		args := []string{
+	args := func(port int) []string {
+		return []string{
 			"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 			"--save", "", "--appendonly", "no", "--dir", sb.Dir,
 			"--daemonize", "no", "--protected-mode", "yes", "--maxclients", "4096",
 			"--zset-max-listpack-entries", strconv.Itoa(RedisListpackEntries),
 		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		p := &Proc{sb: sb, name: "redis-server", bin: bin, args: args, log: logPath, addr: addr, port: port}
-		p.ready = func(_ context.Context, srv *server) error {
-			pid, err := RedisPid(addr)
-			if err != nil {
-				return err
-			}
-			if pid != srv.cmd.Process.Pid {
-				return fmt.Errorf("%s is answered by another redis-server (pid %d)", addr, pid)
-			}
-			return nil
-		}
-		if lastErr = p.start(ctx, "start"); lastErr == nil {
-			sb.redis = p
-			sb.RedisAddr = addr
-			return nil
-		}
-		if ctx.Err() != nil {
-			break
-		}
 	}
-	return lastErr
+	p, err := sb.startOnFreePort(ctx, "redis-server", bin, filepath.Join(sb.Dir, "redis.log"), args, RedisPid)
+	if err != nil {
+		return err
+	}
+	sb.redis = p
+	sb.RedisAddr = p.addr
+	return nil
 }
 
 // Redis returns the handle of the sandbox's redis-server, or nil if it

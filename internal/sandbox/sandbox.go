@@ -344,42 +344,54 @@ func (sb *Sandbox) startMemcached(ctx context.Context, mb, i, n int) error {
 			logPath = filepath.Join(sb.Dir, fmt.Sprintf("memcached-%d.log", i))
 		}
 	}
-	// A free port can be taken by someone else between our probe and
-	// memcached's bind, so try a few. The readiness check asks for
-	// memcached's pid, so another server on the port is not mistaken
-	// for ours.
+	args := func(port int) []string {
+		a := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0", "-m", strconv.Itoa(mb), "-c", "4096", "-t", "2"}
+		if isRoot() {
+			a = append(a, "-u", "root")
+		}
+		return a
+	}
+	p, err := sb.startOnFreePort(ctx, name, bin, logPath, args, MemcachedPid)
+	if err != nil {
+		return err
+	}
+	sb.memcached = append(sb.memcached, p)
+	sb.MemcacheAddrs = append(sb.MemcacheAddrs, p.addr)
+	return nil
+}
+
+// startOnFreePort starts the server bin, named name, logging to logPath,
+// with args(port) on a free loopback port. A free port can be taken by
+// someone else between the probe and the server's bind, so it tries a
+// few; the readiness check asks the port for its server's pid (pidOf), so
+// that another server on the port is not mistaken for this one.
+func (sb *Sandbox) startOnFreePort(ctx context.Context, name, bin, logPath string, args func(port int) []string, pidOf func(addr string) (int, error)) (*Proc, error) {
 	var lastErr error
 	for range 5 {
 		port, err := freePort()
 		if err != nil {
-			return fmt.Errorf("start %s: %w", name, err)
-		}
-		args := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0", "-m", strconv.Itoa(mb), "-c", "4096", "-t", "2"}
-		if isRoot() {
-			args = append(args, "-u", "root")
+			return nil, fmt.Errorf("start %s: %w", name, err)
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		p := &Proc{sb: sb, name: name, bin: bin, args: args, log: logPath, addr: addr, port: port}
+		p := &Proc{sb: sb, name: name, bin: bin, args: args(port), log: logPath, addr: addr, port: port}
 		p.ready = func(_ context.Context, srv *server) error {
-			pid, err := MemcachedPid(addr)
+			pid, err := pidOf(addr)
 			if err != nil {
 				return err
 			}
 			if pid != srv.cmd.Process.Pid {
-				return fmt.Errorf("%s is answered by another memcached (pid %d)", addr, pid)
+				return fmt.Errorf("%s is answered by another %s (pid %d)", addr, name, pid)
 			}
 			return nil
 		}
 		if lastErr = p.start(ctx, "start"); lastErr == nil {
-			sb.memcached = append(sb.memcached, p)
-			sb.MemcacheAddrs = append(sb.MemcacheAddrs, addr)
-			return nil
+			return p, nil
 		}
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return lastErr
+	return nil, lastErr
 }
 
 // spawn starts a server process whose output goes to logPath.
