@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -44,6 +45,12 @@ type Workload struct {
 	RatePerSec float64 `json:"rate_per_sec"`
 	SLOMs      float64 `json:"slo_ms"`
 	Scale      float64 `json:"scale"`
+	// FreshMs and MinCompleteness are the bound on freshness and
+	// completeness a candidate had to hold too (0 for none): its posts'
+	// post-to-visible p99, and the share of watched pages that showed a
+	// post (and, of those read after a delete, that no longer showed it).
+	FreshMs         float64 `json:"fresh_ms,omitempty"`
+	MinCompleteness float64 `json:"min_completeness,omitempty"`
 }
 
 // Candidate is what one model showed at the planned rate.
@@ -88,6 +95,26 @@ type Candidate struct {
 	// (models that share a database show the same).
 	DataBytes int64 `json:"data_bytes"`
 	DiskBytes int64 `json:"disk_bytes"`
+	// Freshness is what the probe measured of the traffic's posts and
+	// deletes; nil when it watched none.
+	Freshness *Freshness `json:"freshness,omitempty"`
+	// OutOfBound, when not empty, says how the candidate missed the
+	// workload's bound on freshness or completeness; it then does not
+	// hold the objective.
+	OutOfBound string `json:"out_of_bound,omitempty"`
+}
+
+// Freshness is a candidate's correctness in time: the post-to-visible
+// p99 and maximum of the posts the probe watched, in ms, the share of
+// the watched pages that showed them (Completeness), and the share of
+// pages read after a delete that still showed the post (DeletedShown).
+// Pages is the pages watched for posts.
+type Freshness struct {
+	Pages        int64   `json:"pages"`
+	VisibleP99Ms float64 `json:"visible_p99_ms"`
+	VisibleMaxMs float64 `json:"visible_max_ms"`
+	Completeness float64 `json:"completeness"`
+	DeletedShown float64 `json:"deleted_shown"`
 }
 
 // ErrorRate is Errors over all measured operations.
@@ -182,8 +209,9 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 	fmt.Fprintf(w, "workload: %s users, %s messages, %s graph, %s activity\n", fmtInt(int64(wl.Users)), fmtInt(int64(wl.Messages)), wl.Graph, wl.Activity)
 	fmt.Fprintf(w, "traffic:  %s (%.0f%% reads), open loop at %s ops/s planned, objective p99 ≤ %s from intended starts\n\n",
 		wl.Mix, 100*wl.ReadShare, fmtNum(wl.RatePerSec), fmtMs(wl.SLOMs))
-	mc, rd, cpu := false, false, false
+	mc, rd, cpu, fresh := false, false, false, false
 	for _, c := range r.Candidates {
+		fresh = fresh || c.Freshness != nil
 		mc = mc || c.MemcachedGetsPerOp != nil
 		rd = rd || c.RedisCommandsPerOp != nil
 		cpu = cpu || c.CPUPerOpUs != nil
@@ -201,6 +229,9 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 		head += "CPU/op, all\t"
 	}
 	head += "data size\t"
+	if fresh {
+		head += "visible p99\tcomplete\t"
+	}
 	fmt.Fprintln(tw, head)
 	for _, c := range r.Candidates {
 		held := "yes"
@@ -243,17 +274,43 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 			}
 			fmt.Fprintf(tw, "%s\t", us)
 		}
-		fmt.Fprintf(tw, "%s\t\n", fmtBytes(c.Size()))
+		fmt.Fprintf(tw, "%s\t", fmtBytes(c.Size()))
+		if fresh {
+			if f := c.Freshness; f != nil {
+				fmt.Fprintf(tw, "%s\t%s\t", fmtMs(f.VisibleP99Ms), fmtShare(min(f.Completeness, 1-f.DeletedShown)))
+			} else {
+				fmt.Fprintf(tw, "%s\t%s\t", Dash, Dash)
+			}
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\ncost/op, which the verdict ranks by, is rows read + written in MariaDB plus keys got + set in memcached, per operation (the servers' own counters).")
+	if fresh {
+		fmt.Fprintln(w, "visible p99 is the time from a watched post's acknowledgement until its author's followers' newest pages showed it; complete the share of watched pages that showed the post in time and, after a delete, no longer showed it.")
+	}
+	if wl.FreshMs > 0 || wl.MinCompleteness > 0 {
+		fmt.Fprintf(w, "bound: %s\n", boundText(wl))
+	}
 	if cpu {
 		fmt.Fprintln(w, "CPU/op, all is the CPU time of this process, memcached and MariaDB together per operation, on this machine: what bounds the rate when they share it; not ranked by, as it depends on what shares the machine.")
 	}
 	_, err := fmt.Fprintf(w, "verdict: %s\n", r.Verdict.Reason)
 	return err
+}
+
+// boundText says the workload's bound on freshness and completeness.
+func boundText(wl Workload) string {
+	var parts []string
+	if wl.FreshMs > 0 {
+		parts = append(parts, "post-to-visible p99 ≤ "+fmtMs(wl.FreshMs))
+	}
+	if wl.MinCompleteness > 0 {
+		parts = append(parts, "completeness ≥ "+fmtShare(wl.MinCompleteness))
+	}
+	return strings.Join(parts, ", ") + "; a candidate outside it does not hold, however cheap"
 }
 
 // SaveRecommendation creates dir and writes r there: recommendation.json,
