@@ -98,8 +98,8 @@ func (b *bench) halfRate(ctx context.Context, m registry.Model, s timeline.Store
 	}
 	if celeb != nil {
 		rm.Deletes.CelebrityUnderLoad = celeb
-		b.logf("  celebrity delete while posting at %.0f/s: deleted in %.1f ms, settled in %.1f ms; %d of %d pages still show it",
-			rate, celeb.DeleteMs, celeb.SettleMs, celeb.StillShown, celeb.Checked)
+		b.logf("  celebrity delete while posting at %.0f/s: deleted in %.1f ms, gone from %d watched pages %.1f ms after, settled in %.1f ms; %d of %d pages still show it",
+			rate, celeb.DeleteMs, celeb.Watched, celeb.WatchedGoneMaxMs, celeb.SettleMs, celeb.StillShown, celeb.Checked)
 		if celeb.StillShown > 0 {
 			b.res.Failures = append(b.res.Failures, fmt.Sprintf("%s: the celebrity's deleted post still shown on %d of %d pages after settling", m.Name, celeb.StillShown, celeb.Checked))
 		}

@@ -67,7 +67,8 @@ func TestDeletesAndVisibilityEveryModel(t *testing.T) {
 		if d.Phase.Ops != 20 || d.Phase.Errors != 0 || d.StillShown != 0 || d.Checked == 0 {
 			t.Errorf("%s: delete study %+v", name, d)
 		}
-		if c := d.Celebrity; c == nil || c.Followers == 0 || c.Checked != c.Followers || c.StillShown != 0 {
+		if c := d.Celebrity; c == nil || c.Followers == 0 || c.Checked != c.Followers || c.StillShown != 0 ||
+			c.Watched != min(c.Followers, 20) || c.WatchedStillShown != 0 {
 			t.Errorf("%s: celebrity delete %+v", name, c)
 		}
 		mm, _ := registry.Lookup(name)

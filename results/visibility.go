@@ -117,6 +117,13 @@ type CelebrityDelete struct {
 	// timeline: the delete's latency plus the settle's (the store's
 	// contract: gone once settled).
 	GoneMs float64 `json:"gone_ms"`
+	// Watched followers' pages (a sample) were read from the delete's
+	// acknowledgement on until they no longer showed the post: the last
+	// was gone after WatchedGoneMaxMs; WatchedStillShown of them still
+	// showed it after the probe's timeout.
+	Watched           int     `json:"watched"`
+	WatchedGoneMaxMs  float64 `json:"watched_gone_max_ms"`
+	WatchedStillShown int     `json:"watched_still_shown"`
 	// Checked followers' pages were read after the settle; StillShown of
 	// them showed the post.
 	Checked    int `json:"checked"`
@@ -211,12 +218,12 @@ func deleteRows(ms []Model, row func(label string, cell func(m *Model) string)) 
 	row("  still shown after settling", del(func(d *Deletes) string {
 		return fmtInt(d.StillShown) + " of " + fmtInt(d.Checked)
 	}))
-	row("  celebrity delete: followers, ms until gone", del(func(d *Deletes) string {
+	row("  celebrity delete: followers, gone from 20 watched pages, gone by settle", del(func(d *Deletes) string {
 		c := d.Celebrity
 		if c == nil {
 			return Dash
 		}
-		return fmtInt(int64(c.Followers)) + ", " + fmtMs(c.GoneMs)
+		return fmtInt(int64(c.Followers)) + ", " + fmtMs(c.WatchedGoneMaxMs) + ", " + fmtMs(c.GoneMs)
 	}))
 	row("    still shown after settling", del(func(d *Deletes) string {
 		c := d.Celebrity
@@ -227,12 +234,12 @@ func deleteRows(ms []Model, row func(label string, cell func(m *Model) string)) 
 	}))
 	for i := range ms {
 		if ms[i].Deletes != nil && ms[i].Deletes.CelebrityUnderLoad != nil {
-			row("  the same at half the post rate: ms until gone, still shown", del(func(d *Deletes) string {
+			row("  the same at half the post rate: gone from watched pages, by settle, still shown", del(func(d *Deletes) string {
 				c := d.CelebrityUnderLoad
 				if c == nil {
 					return Dash
 				}
-				return fmtMs(c.GoneMs) + ", " + fmtInt(int64(c.StillShown)) + " of " + fmtInt(int64(c.Checked))
+				return fmtMs(c.WatchedGoneMaxMs) + ", " + fmtMs(c.GoneMs) + ", " + fmtInt(int64(c.StillShown)) + " of " + fmtInt(int64(c.Checked))
 			}))
 			break
 		}

@@ -24,7 +24,8 @@ func withVisibility() *Result {
 		TrafficDeletes: 40, DeletedChecked: 70, DeletedShown: 0}
 	push.Deletes = &Deletes{Phase: Phase{Ops: 500, Seconds: 0.5, OpsPerSec: 1000, P50Ms: 2, P99Ms: 9, MaxMs: 12,
 		Cost: cost.Cost{cost.Ops: 500, cost.RowsDeleted: 65.5, cost.RowsWritten: 66}},
-		Checked: 600, Celebrity: &CelebrityDelete{Author: 1, Followers: 9999, DeleteMs: 180, SettleMs: 0, GoneMs: 180, Checked: 9999}}
+		Checked: 600, Celebrity: &CelebrityDelete{Author: 1, Followers: 9999, DeleteMs: 180, SettleMs: 0, GoneMs: 180, Checked: 9999,
+			Watched: 20, WatchedGoneMaxMs: 0.9}}
 	return r
 }
 
@@ -32,16 +33,16 @@ func TestVisibilityTable(t *testing.T) {
 	out := table(t, withVisibility())
 	t.Log("\n" + out)
 	for prefix, want := range map[string][]string{
-		"  post-to-visible p50 / p99 / max":            {"0.30 / 42.0 / 42.0 ms", Dash},
-		"    authors of 10-99 followers":               {"0.30 / 1.50 / 1.50 ms"},
-		"    authors of 1,000-9,999 followers":         {"30.0 / 42.0 / 42.0 ms"},
-		"  completeness (pages showing the post)":      {"95 % of 60"},
-		"  delete-to-gone p50 / p99 / max":             {"0.40 / 2.00 / 2.00 ms"},
-		"  deleted posts still shown":                  {"1 of 100"},
-		"deletes (own phase)":                          {"1,000 deletes/s"},
-		"  rows deleted / written per delete":          {"65.5 / 66.0"},
-		"  still shown after settling":                 {"0 of 600"},
-		"  celebrity delete: followers, ms until gone": {"9,999, 180 ms"},
+		"  post-to-visible p50 / p99 / max":                                         {"0.30 / 42.0 / 42.0 ms", Dash},
+		"    authors of 10-99 followers":                                            {"0.30 / 1.50 / 1.50 ms"},
+		"    authors of 1,000-9,999 followers":                                      {"30.0 / 42.0 / 42.0 ms"},
+		"  completeness (pages showing the post)":                                   {"95 % of 60"},
+		"  delete-to-gone p50 / p99 / max":                                          {"0.40 / 2.00 / 2.00 ms"},
+		"  deleted posts still shown":                                               {"1 of 100"},
+		"deletes (own phase)":                                                       {"1,000 deletes/s"},
+		"  rows deleted / written per delete":                                       {"65.5 / 66.0"},
+		"  still shown after settling":                                              {"0 of 600"},
+		"  celebrity delete: followers, gone from 20 watched pages, gone by settle": {"9,999, 0.90 ms, 180 ms"},
 	} {
 		l := line(t, out, prefix)
 		for _, w := range want {
