@@ -25,7 +25,8 @@ var ErrNoPostBook = errors.New("workload: the mix deletes, but the traffic keeps
 // standing message, as a user undoes one of their own recent posts; when
 // none stands (the phase has just begun, or deletes outran posts) it posts
 // one by a drawn author first and deletes that, both inside the one
-// operation. Deleting only the traffic's own posts leaves the loaded
+// operation. A message whose delete failed is deleted no more, nor
+// checked. Deleting only the traffic's own posts leaves the loaded
 // dataset as it was, as Churn leaves the graph.
 type PostBook struct {
 	mu       sync.Mutex
@@ -95,10 +96,9 @@ func (b *PostBook) deleteOne(ctx context.Context, s timeline.Store, d *dataset.D
 		a.id = m.ID
 	}
 	if err := s.Delete(ctx, a.author, a.id); err != nil {
-		if ctx.Err() == nil {
-			// Not deleted: it still stands, for a later delete.
-			b.add(a.author, a.id)
-		}
+		// The message is set aside: a store may fail after its delete
+		// took effect (a cache it could not update), and a second delete
+		// would then find nothing.
 		return err
 	}
 	if probe != nil {

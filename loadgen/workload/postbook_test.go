@@ -43,9 +43,9 @@ func smallDataset(t *testing.T) *dataset.Dataset {
 }
 
 // TestTrafficDeletesItsOwnPosts: the traffic's deletes remove messages its
-// own posts made, never the dataset's, each once; a delete that fails
-// leaves its message standing for a later one; and once done, no
-// follower's page shows a deleted message.
+// own posts made, never the dataset's, each at most once, even when some
+// deletes fail; and once done, no follower's page shows a deleted
+// message.
 func TestTrafficDeletesItsOwnPosts(t *testing.T) {
 	ctx := context.Background()
 	d := smallDataset(t)
