@@ -124,6 +124,17 @@ type BenchConfig struct {
 	// SearchSteps bounds the steps per model; 0 means
 	// openloop.DefaultSearchSteps.
 	SearchSteps int
+	// Probe, if set, runs a workload.Probe beside every model's traffic
+	// phase, over its measured stretch: posts whose visibility in their
+	// authors' followers' newest pages it times, then deletes. The result
+	// is the traffic's Visibility. Zero fields take the probe's defaults.
+	Probe *workload.ProbeConfig
+	// Deletes, if > 0, adds for every model, after its traffic phase, a
+	// delete study (results.Deletes): this many messages posted and then
+	// deleted in a phase of their own, measured for latency and cost, and
+	// the delete of a post by the most followed author. Needs no Mix.
+	Deletes int
+
 	// TrafficOnly measures each model's traffic phase and nothing else:
 	// no harness, no read, submission, mixed or cache phases, no goals.
 	// It needs a Mix (or Rate, which implies the default one). It is

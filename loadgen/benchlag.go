@@ -52,7 +52,9 @@ func forgetLag(s timeline.Store) {
 
 // halfRate is the PhaseHalfRate of m: posts in an open loop at half the
 // rate its submission reached, as long as that phase, then a settle; the
-// figures are prefixed "half_rate_".
+// figures are prefixed "half_rate_". With a delete study (Deletes), the
+// celebrity delete runs again while the posts do, as
+// Deletes.CelebrityUnderLoad.
 func (b *bench) halfRate(ctx context.Context, m registry.Model, s timeline.Store, rm *results.Model) error {
 	rate := rm.Submit.OpsPerSec / 2
 	if !(rate > 0) {
@@ -66,13 +68,41 @@ func (b *bench) halfRate(ctx context.Context, m registry.Model, s timeline.Store
 		return func(ctx context.Context) (int, error) { return 0, op(ctx, nil) }
 	}
 	b.logf("phase %s (open loop at %.0f/s, %s)", name, rate, b.cfg.Duration)
+	// With a delete study, the celebrity delete runs again under this
+	// load, from the start of the measured stretch.
+	var celeb *results.CelebrityDelete
+	var celebErr error
+	celebDone := make(chan struct{})
+	onMeasure := func() {
+		forgetLag(s)
+		go func() {
+			defer close(celebDone)
+			celeb, celebErr = b.celebrityDelete(ctx, s, false)
+		}()
+	}
+	if b.cfg.Deletes <= 0 || rm.Deletes == nil {
+		onMeasure = func() { forgetLag(s) }
+		close(celebDone)
+	}
 	r, err := openloop.Run(ctx, openloop.Config{
 		Name: name, Rate: rate, Arrivals: b.cfg.Arrivals, Workers: b.cfg.MaxInFlight,
 		Warmup: b.cfg.Warmup, Duration: b.cfg.Duration, Ops: b.cfg.Ops,
-		Seed: uint64(b.cfg.Spec.Seed) ^ 0x4a1f, Progress: b.cfg.Progress, OnMeasure: func() { forgetLag(s) },
+		Seed: uint64(b.cfg.Spec.Seed) ^ 0x4a1f, Progress: b.cfg.Progress, OnMeasure: onMeasure,
 	}, newOp)
+	<-celebDone
 	if err != nil {
 		return err
+	}
+	if celebErr != nil {
+		return fmt.Errorf("%s: the celebrity delete under load: %w", m.Name, celebErr)
+	}
+	if celeb != nil {
+		rm.Deletes.CelebrityUnderLoad = celeb
+		b.logf("  celebrity delete while posting at %.0f/s: deleted in %.1f ms, gone from %d watched pages %.1f ms after, settled in %.1f ms; %d of %d pages still show it",
+			rate, celeb.DeleteMs, celeb.Watched, celeb.WatchedGoneMaxMs, celeb.SettleMs, celeb.StillShown, celeb.Checked)
+		if celeb.StillShown > 0 {
+			b.res.Failures = append(b.res.Failures, fmt.Sprintf("%s: the celebrity's deleted post still shown on %d of %d pages after settling", m.Name, celeb.StillShown, celeb.Checked))
+		}
 	}
 	b.checkErrors(name, r.ErrorRate(), r.SampleErrors)
 	rm.Extra["half_rate_posts_per_sec"] = r.AchievedPerSec()

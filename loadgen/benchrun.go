@@ -569,9 +569,9 @@ func (b *bench) writes(ctx context.Context) error {
 	return nil
 }
 
-// readWhileWriting measures m's mixed phase at the run's read ratio and
-// its traffic phase, those of them the run has (see writes), each followed
-// by a settle.
+// readWhileWriting measures m's mixed phase at the run's read ratio, its
+// traffic phase and its delete study, those of them the run has (see
+// writes), each followed by a settle.
 func (b *bench) readWhileWriting(ctx context.Context, m registry.Model) error {
 	if b.cfg.ReadRatio > 0 && m.Bench.Has(registry.PhaseMixed) && !m.Bench.Has(registry.PhaseCacheMixed) {
 		rm, s := b.res.Model(m.Name), b.open[m.Name]
@@ -599,13 +599,15 @@ func (b *bench) readWhileWriting(ctx context.Context, m registry.Model) error {
 			return err
 		}
 	}
-	if b.cfg.Mix == nil {
-		return nil
+	if b.cfg.Mix != nil {
+		if err := b.trafficPhases(ctx, m); err != nil {
+			return err
+		}
 	}
-	if err := b.trafficPhases(ctx, m); err != nil {
-		return err
+	if b.cfg.Deletes > 0 {
+		return b.deleteStudy(ctx, m, b.trafficStore(m))
 	}
-	return b.settle(ctx, m, b.trafficStore(m), "traffic_", b.res.Model(m.Name))
+	return nil
 }
 
 // modelWrites measures m's submission (see writes).
@@ -764,9 +766,6 @@ func (b *bench) trafficOnly(ctx context.Context) error {
 			}
 		}
 		if err := b.trafficPhases(ctx, m); err != nil {
-			return err
-		}
-		if err := b.settle(ctx, m, s, "traffic_", b.res.Model(m.Name)); err != nil {
 			return err
 		}
 	}

@@ -58,8 +58,11 @@ func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Stor
 
 // trafficPhases measures m's mixed traffic: in a closed loop, or in an open
 // loop at the run's rate, then, if asked, searches for the highest rate
-// that holds the objective. Follows and unfollows go through one
-// workload.Churn, which puts the dataset's graph back afterwards.
+// that holds the objective, and settles. Follows and unfollows go through
+// one workload.Churn, which puts the dataset's graph back afterwards;
+// deletes through a workload.PostBook, whose deleted messages are checked
+// once the store has settled. A probe (BenchConfig.Probe) runs beside the
+// measured stretch of the traffic phase.
 func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 	s, rm := b.trafficStore(m), b.res.Model(m.Name)
 	pool, err := b.olderPool(ctx, m, s)
@@ -75,11 +78,36 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		}
 	}
 	churn := workload.NewChurn(b.data)
-	newOp := workload.Traffic(s, b.data, mix, pool, churn, b.cfg.Spec.Seed)
+	var w workload.Writes
+	if mix.Share(workload.OpDelete) > 0 {
+		w.Book = workload.NewPostBook(b.cfg.Spec.Seed)
+	}
+	if b.cfg.Probe != nil {
+		w.Probe = workload.NewProbe(ctx, s, b.data, *b.cfg.Probe)
+	}
+	book := w.Book
+	newOp := workload.Traffic(s, b.data, mix, pool, churn, w, b.cfg.Spec.Seed)
 	name, dur := m.Name+"/traffic", b.duration(m)
+	startProbe := func() {
+		if w.Probe != nil {
+			w.Probe.Arm()
+		}
+	}
+	// The probe stops with the phase: the rate search's steps are not
+	// watched.
+	stopProbe := func() *results.Visibility {
+		if w.Probe == nil {
+			return nil
+		}
+		v := visibility(w.Probe.Config(), w.Probe.Stop())
+		b.logf("  probe: %d posts watched, visible p50 %.2f ms, p99 %.2f ms, max %.2f ms; %d of %d pages showed them; %d deletes watched, gone p99 %.2f ms, %d pages still showing; %d errors",
+			v.Total.Posts, v.Total.P50Ms, v.Total.P99Ms, v.Total.MaxMs, v.Total.Visible, v.Total.Visible+v.Total.Missing, v.Deletes, v.GoneP99Ms, v.StillShown, v.Errors)
+		return v
+	}
 	if b.cfg.Rate > 0 {
 		var before map[string]int64
-		r, c, err := b.openPhase(ctx, name, b.cfg.Rate, dur, b.cfg.Ops, newOp, func() { before = counts(s) })
+		r, c, err := b.openPhase(ctx, name, b.cfg.Rate, dur, b.cfg.Ops, newOp, func() { before = counts(s); startProbe() })
+		vis := stopProbe()
 		if err != nil {
 			return err
 		}
@@ -87,17 +115,20 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		b.checkErrors(name, r.ErrorRate(), r.SampleErrors)
 		rm.Traffic = trafficFromOpen(mix, r)
 		rm.Traffic.Total.Cost = c
+		rm.Traffic.Visibility = vis
 		if o := rm.Traffic.Open; o.Saturated {
 			b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s: the open loop at %.0f/s saturated it: %.0f/s achieved, %d of %d operations started late (p99 %.1f ms behind), %d never started",
 				m.Name, o.RatePerSec, o.AchievedPerSec, o.Late, o.Started, o.LateP99Ms, o.Missed))
 		}
 	} else {
 		var before map[string]int64
-		p, kinds, err := b.phaseKinds(ctx, name, dur, workload.MixOps, workload.ClosedOp(newOp), func() { before = counts(s) })
+		p, kinds, err := b.phaseKinds(ctx, name, dur, workload.MixOps, workload.ClosedOp(newOp), func() { before = counts(s); startProbe() })
+		vis := stopProbe()
 		if err != nil {
 			return err
 		}
 		rm.Traffic = trafficFromClosed(mix, b.cfg.Concurrency, p, kinds)
+		rm.Traffic.Visibility = vis
 		maps.Copy(rm.Extra, results.IndexFigures("traffic_", before, counts(s), p.Ops))
 	}
 	rm.Traffic.Mix = mix.String()
@@ -108,6 +139,21 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 	}
 	if err := churn.Restore(ctx, s); err != nil {
 		return fmt.Errorf("%s: %w", m.Name, err)
+	}
+	if err := b.settle(ctx, m, s, "traffic_", rm); err != nil {
+		return err
+	}
+	if book != nil {
+		if rm.Traffic.Visibility == nil {
+			rm.Traffic.Visibility = &results.Visibility{}
+		}
+		if err := b.deletedStillShown(ctx, s, book, rm.Traffic.Visibility); err != nil {
+			return fmt.Errorf("%s: %w", m.Name, err)
+		}
+		if v := rm.Traffic.Visibility; v.DeletedShown > 0 {
+			b.res.Failures = append(b.res.Failures, fmt.Sprintf("%s: %d of %d pages checked after settling still showed a message the traffic deleted",
+				m.Name, v.DeletedShown, v.DeletedChecked))
+		}
 	}
 	return nil
 }

@@ -76,4 +76,10 @@ var phaseRefs = []phaseRef{
 		}
 		return &m.Traffic.Total
 	}},
+	{"delete", "deletes (own phase)", "deletes/s", func(m *Model) *Phase {
+		if m.Deletes == nil {
+			return nil
+		}
+		return &m.Deletes.Phase
+	}},
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -44,6 +45,12 @@ type Workload struct {
 	RatePerSec float64 `json:"rate_per_sec"`
 	SLOMs      float64 `json:"slo_ms"`
 	Scale      float64 `json:"scale"`
+	// FreshMs and MinCompleteness are the bound on freshness and
+	// completeness a candidate had to hold too (0 for none): its posts'
+	// post-to-visible p99, and the share of watched pages that showed a
+	// post (and, of those read after a delete, that no longer showed it).
+	FreshMs         float64 `json:"fresh_ms,omitempty"`
+	MinCompleteness float64 `json:"min_completeness,omitempty"`
 }
 
 // Candidate is what one model showed at the planned rate.
@@ -93,6 +100,13 @@ type Candidate struct {
 	// verdict ranks by. Absent when the run measured no CPU.
 	Resources *Resources `json:"resources,omitempty"`
 	RunCost   *float64   `json:"run_cost,omitempty"`
+	// Freshness is what the probe measured of the traffic's posts and
+	// deletes; nil when it watched none.
+	Freshness *Freshness `json:"freshness,omitempty"`
+	// OutOfBound, when not empty, says how the candidate missed the
+	// workload's bound on freshness or completeness; it then does not
+	// hold the objective.
+	OutOfBound string `json:"out_of_bound,omitempty"`
 }
 
 // Cost is the cost the decision ranks by: RunCost, NaN when not known.
@@ -101,6 +115,19 @@ func (c Candidate) Cost() float64 {
 		return math.NaN()
 	}
 	return *c.RunCost
+}
+
+// Freshness is a candidate's correctness in time: the post-to-visible
+// p99 and maximum of the posts the probe watched, in ms, the share of
+// the watched pages that showed them (Completeness), and the share of
+// pages read after a delete that still showed the post (DeletedShown).
+// Pages is the pages watched for posts.
+type Freshness struct {
+	Pages        int64   `json:"pages"`
+	VisibleP99Ms float64 `json:"visible_p99_ms"`
+	VisibleMaxMs float64 `json:"visible_max_ms"`
+	Completeness float64 `json:"completeness"`
+	DeletedShown float64 `json:"deleted_shown"`
 }
 
 // ErrorRate is Errors over all measured operations.
@@ -195,8 +222,9 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 	fmt.Fprintf(w, "workload: %s users, %s messages, %s graph, %s activity\n", fmtInt(int64(wl.Users)), fmtInt(int64(wl.Messages)), wl.Graph, wl.Activity)
 	fmt.Fprintf(w, "traffic:  %s (%.0f%% reads), open loop at %s ops/s planned, objective p99 ≤ %s from intended starts\n\n",
 		wl.Mix, 100*wl.ReadShare, fmtNum(wl.RatePerSec), fmtMs(wl.SLOMs))
-	mc, rd, cpu := false, false, false
+	mc, rd, cpu, fresh := false, false, false, false
 	for _, c := range r.Candidates {
+		fresh = fresh || c.Freshness != nil
 		mc = mc || c.MemcachedGetsPerOp != nil
 		rd = rd || c.RedisCommandsPerOp != nil
 		cpu = cpu || c.CPUPerOpUs != nil
@@ -220,6 +248,9 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 	}
 	if run {
 		head += "cores\tcost to run\t"
+	}
+	if fresh {
+		head += "visible p99\tcomplete\t"
 	}
 	fmt.Fprintln(tw, head)
 	for _, c := range r.Candidates {
@@ -271,6 +302,13 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 			}
 			fmt.Fprintf(tw, "%s\t%s\t", cores, price)
 		}
+		if fresh {
+			if f := c.Freshness; f != nil {
+				fmt.Fprintf(tw, "%s\t%s\t", fmtMs(f.VisibleP99Ms), fmtShare(min(f.Completeness, 1-f.DeletedShown)))
+			} else {
+				fmt.Fprintf(tw, "%s\t%s\t", Dash, Dash)
+			}
+		}
 		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
@@ -282,11 +320,29 @@ func WriteRecommendation(w io.Writer, r *Recommendation) error {
 	} else {
 		fmt.Fprintln(w, "\nitems/op, which the verdict ranks by when the run measured no CPU, is rows read + written in MariaDB plus keys got + set in memcached plus commands Redis ran, per operation (the servers' own counters).")
 	}
+	if fresh {
+		fmt.Fprintln(w, "visible p99 is the time from a watched post's acknowledgement until its author's followers' newest pages showed it; complete the share of watched pages that showed the post in time and, after a delete, no longer showed it.")
+	}
+	if wl.FreshMs > 0 || wl.MinCompleteness > 0 {
+		fmt.Fprintf(w, "bound: %s\n", boundText(wl))
+	}
 	if cpu {
 		fmt.Fprintln(w, "CPU/op, all is the CPU time of this process, memcached, Redis and MariaDB together per operation, on this machine.")
 	}
 	_, err := fmt.Fprintf(w, "verdict: %s\n", r.Verdict.Reason)
 	return err
+}
+
+// boundText says the workload's bound on freshness and completeness.
+func boundText(wl Workload) string {
+	var parts []string
+	if wl.FreshMs > 0 {
+		parts = append(parts, "post-to-visible p99 ≤ "+fmtMs(wl.FreshMs))
+	}
+	if wl.MinCompleteness > 0 {
+		parts = append(parts, "completeness ≥ "+fmtShare(wl.MinCompleteness))
+	}
+	return strings.Join(parts, ", ") + "; a candidate outside it does not hold, however cheap"
 }
 
 // SaveRecommendation creates dir and writes r there: recommendation.json,

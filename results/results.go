@@ -207,7 +207,10 @@ type Model struct {
 	RetrieveHTTP *Phase `json:"retrieve_http,omitempty"`
 	// Traffic is the mixed traffic of production feeds, when the run
 	// measured it (bench --mix, --rate, --find-rate).
-	Traffic *Traffic           `json:"traffic,omitempty"`
+	Traffic *Traffic `json:"traffic,omitempty"`
+	// Deletes is the delete study, when the run made it (bench
+	// --deletes).
+	Deletes *Deletes           `json:"deletes,omitempty"`
 	Extra   map[string]float64 `json:"extra,omitempty"` // e.g. hit_ratio, rows_per_page
 }
 

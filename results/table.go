@@ -270,8 +270,12 @@ func modelGrid(r *Result) *grid {
 		row(ref.label, func(m *Model) string { return phaseRate(ref.get(m), ref.unit) })
 		row("  latency p50 / p99", func(m *Model) string { return phaseLatency(ref.get(m)) })
 		row("  errors", func(m *Model) string { return phaseErrors(ref.get(m)) })
-		if ref.key == "traffic" {
+		switch ref.key {
+		case "traffic":
 			trafficRows(ms, row)
+			visibilityRows(ms, row)
+		case "delete":
+			deleteRows(ms, row)
 		}
 	}
 	extra := map[string]bool{}

@@ -39,6 +39,9 @@ type Traffic struct {
 	// Search is set when the run searched for the highest rate that holds
 	// the latency objective.
 	Search *RateSearch `json:"rate_search,omitempty"`
+	// Visibility is what a probe beside the phase measured: how soon and
+	// how completely posts showed, how soon deletes took effect.
+	Visibility *Visibility `json:"visibility,omitempty"`
 }
 
 // Searched reports whether the traffic searched for its highest rate

@@ -40,7 +40,8 @@ func newBenchCmd() *cobra.Command {
   pushpull bench --mix default --cost       # production traffic per model, and what each operation costs
   pushpull bench --mix newest=80,older=10,post=8,follow=1,unfollow=1 --rate 2000
   pushpull bench --find-rate --slo 50ms --models {push},{pull}
-  pushpull bench --http --models {push},{pull}  # the HTTP API's overhead`,
+  pushpull bench --http --models {push},{pull}  # the HTTP API's overhead
+  pushpull bench --graph powerlaw --mix newest=70,older=15,post=10,delete=3,follow=1,unfollow=1 --rate 400 --deletes 500`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := bf.check(cmd); err != nil {
@@ -301,6 +302,8 @@ stays the paper's, about 5 minutes):
                  "default" is %s:
                  read-heavy, as Twitter's and Instagram's feeds are. Follows and unfollows undo each other, and the
                  graph is restored after the phase. About 1 minute more.
+                 delete=W in SPEC deletes, by its author, a message the
+                 traffic posted (a mix with delete needs post).
   --rate R       that phase in an open loop: operations start on a plan of
                  R per second (Poisson arrivals, or --arrivals constant),
                  at most --max-in-flight at once, and latency runs from each
@@ -318,6 +321,20 @@ stays the paper's, about 5 minutes):
                  connection per worker, statuses decoded from JSON), and a
                  table of newest pages/s over HTTP against in process, with
                  the goal that HTTP keeps at least half.
+  --probe-every D  with traffic (on by default, 500ms; 0 for none): at most
+                 one of its posts and one of its deletes per D are watched
+                 by reading --probe-followers (3) followers' newest pages
+                 until the post shows or the deleted post is gone. Reported:
+                 post-to-visible p50/p99/max in ms from the post's
+                 acknowledgement, by the author's follower count;
+                 completeness, the share of pages that showed the post
+                 within --visible-timeout (5s); delete-to-gone p50/p99/max
+                 in ms; and deleted posts still shown after settling.
+  --deletes N    per model, N deletes in a phase of their own (deletes/s,
+                 latency, rows and keys per delete), then the delete of a
+                 post by the most followed author: ms until gone from every
+                 timeline (the delete plus the settle after it), and every
+                 follower's page read to check it is gone.
   --cost         prints the cost per operation of every phase: rows read
                  and written, bytes written, memcached gets, sets and bytes
                  (the servers' own counters), and the CPU of the client,

@@ -50,6 +50,9 @@ type benchFlags struct {
 	loadCache                  string
 	noLoadCache                bool
 	loadCacheGiB               float64
+	probeEvery, visibleTimeout time.Duration
+	probePoll                  time.Duration
+	probeFollowers, deletes    int
 
 	// Set by check.
 	cfg  loadgen.BenchConfig
@@ -103,6 +106,11 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&b.slo, "slo", loadgen.DefaultSLO, "--find-rate's objective: p99 latency of the mixed traffic, from intended starts")
 	f.DurationVar(&b.step, "step", loadgen.DefaultStepDuration, "--find-rate: measured length of each step")
 	f.IntVar(&b.searchSteps, "search-steps", openloop.DefaultSearchSteps, "--find-rate: most steps per model (each halves the interval the best rate lies in)")
+	f.DurationVar(&b.probeEvery, "probe-every", workload.DefaultProbeEvery, "with traffic (--mix, --rate, --find-rate): watch at most one post and one delete of the traffic per this interval, reading followers' newest pages until the post shows (post-to-visible time, ms, by the author's follower count; completeness, the share of pages that showed it) or the deleted post is gone (delete-to-gone time, ms); 0 watches nothing")
+	f.IntVar(&b.probeFollowers, "probe-followers", workload.DefaultProbeFollowers, "--probe-every: followers' pages read per watched post or delete (1 to 100)")
+	f.DurationVar(&b.visibleTimeout, "visible-timeout", workload.DefaultVisibleTimeout, "--probe-every: how long a page may take to show a post (else it is missing, lowering completeness) or to drop a deleted one (else it is still shown)")
+	f.DurationVar(&b.probePoll, "probe-poll", workload.DefaultProbePoll, "--probe-every: pause between two reads of a watched page, the resolution of the times measured")
+	f.IntVar(&b.deletes, "deletes", 0, "add per model a delete study: this many messages posted and then deleted in a phase of their own (deletes/s, latency in ms, rows and keys per delete), the share of them still shown after settling, and the delete of one post by the most followed author (ms until gone from every follower's timeline, pages still showing it); 0 for none, at most 1,000,000")
 }
 
 // setDefault changes a registered flag's default, as --help shows it.
@@ -217,6 +225,31 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	if b.slo <= 0 || b.step <= 0 || b.searchSteps < 1 || b.searchSteps > 100 {
 		return usagef("--slo and --step must be positive, and --search-steps 1..100")
 	}
+	traffic := b.mixSpec != "" || b.rate > 0 || b.findRate
+	for _, name := range []string{"probe-every", "probe-followers", "visible-timeout", "probe-poll"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed && !traffic {
+			return usagef("--%s watches the traffic's writes: it goes with --mix, --rate or --find-rate", name)
+		}
+	}
+	if b.probeEvery < 0 || b.probeEvery > 0 && b.probeEvery < time.Millisecond {
+		return usagef("--probe-every %v: want 1ms or more, or 0 to watch nothing", b.probeEvery)
+	}
+	if b.probeFollowers < 1 || b.probeFollowers > 100 {
+		return usagef("--probe-followers %d: want 1 to 100", b.probeFollowers)
+	}
+	if b.visibleTimeout < time.Millisecond || b.visibleTimeout > 10*time.Minute {
+		return usagef("--visible-timeout %v: want 1ms to 10m", b.visibleTimeout)
+	}
+	if b.probePoll < 100*time.Microsecond || b.probePoll > b.visibleTimeout {
+		return usagef("--probe-poll %v: want 100µs to --visible-timeout (%v)", b.probePoll, b.visibleTimeout)
+	}
+	if b.deletes < 0 || b.deletes > 1_000_000 {
+		return usagef("--deletes %d: want 0 (no delete study) to 1000000", b.deletes)
+	}
+	var probe *workload.ProbeConfig
+	if traffic && b.probeEvery > 0 {
+		probe = &workload.ProbeConfig{Every: b.probeEvery, Followers: b.probeFollowers, Timeout: b.visibleTimeout, Poll: b.probePoll, Seed: b.seed}
+	}
 	servers, err := parseServers(b.memcacheList)
 	if err != nil {
 		return usagef("--memcache: %v", err)
@@ -270,7 +303,7 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 		ReadRatio: b.readRatio, Durability: b.durability, Settings: settings, Options: options,
 		Mix: mix, Rate: b.rate, Arrivals: arr, MaxInFlight: b.maxInFlight,
 		FindRate: b.findRate, SLO: b.slo, StepDuration: b.step, SearchSteps: b.searchSteps,
-		Vitess: b.withVitess, Shards: b.shards, HTTP: b.http,
+		Vitess: b.withVitess, Shards: b.shards, HTTP: b.http, Probe: probe, Deletes: b.deletes,
 	}
 	if !b.noLoadCache {
 		b.cfg.LoadCache, b.cfg.LoadCacheBytes = b.loadCache, int64(b.loadCacheGiB*(1<<30))

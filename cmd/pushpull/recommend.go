@@ -55,6 +55,8 @@ func newRecommendCmd() *cobra.Command {
 		asMap      bool
 		mapShares  []float64
 		mapSkewsIn []string
+		fresh      time.Duration
+		complete   float64
 	)
 	cmd := &cobra.Command{
 		Use:   "recommend [flags]",
@@ -64,6 +66,7 @@ func newRecommendCmd() *cobra.Command {
   pushpull recommend --users 2000 --graph powerlaw --read-share 0.95 --rate 500 --slo 20ms
   pushpull recommend --graph edges:my-follows.txt --mix newest=80,older=10,post=8,follow=1,unfollow=1 --rate 200
   pushpull recommend --models {push},{pull} --rate 1000
+  pushpull recommend --graph powerlaw --rate 300 --fresh 1s --completeness 0.99
   pushpull recommend --map --read-shares 0.5,0.9,0.99 --skews uniform,powerlaw:2.5,powerlaw:2.1 --rate 300`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -82,7 +85,19 @@ func newRecommendCmd() *cobra.Command {
 				}
 				bf.scale = float64(users) / float64(dataset.PaperSpec().Users)
 			}
+			if fresh < 0 || fresh > 10*time.Minute {
+				return usagef("--fresh %v: want a post-to-visible p99 up to 10m, or 0 for no bound", fresh)
+			}
+			if !(complete >= 0 && complete <= 1) {
+				return usagef("--completeness %g: want a share from 0 (no bound) to 1, e.g. 0.99", complete)
+			}
+			if (fresh > 0 || complete > 0) && bf.probeEvery == 0 {
+				return usagef("--fresh and --completeness are measured by the probe: leave --probe-every above 0")
+			}
 			if asMap {
+				if f.Changed("fresh") || f.Changed("completeness") {
+					return usagef("--fresh and --completeness do not go with --map")
+				}
 				for _, name := range mapSets {
 					if f.Changed(name) {
 						return usagef("--%s does not go with --map: each cell sets the graph and the mix from --skews and --read-shares", name)
@@ -132,7 +147,7 @@ func newRecommendCmd() *cobra.Command {
 				}
 				return runMap(cmd, mc, out, quiet)
 			}
-			rc := recommend.Config{Bench: bf.cfg, Command: commandLine(cmd), Progress: stderr}
+			rc := recommend.Config{Bench: bf.cfg, Bound: recommend.Bound{Fresh: fresh, Completeness: complete}, Command: commandLine(cmd), Progress: stderr}
 			if err := recommend.Check(rc); err != nil {
 				return &usageError{err}
 			}
@@ -177,6 +192,8 @@ func newRecommendCmd() *cobra.Command {
 	f.Lookup("mix").Usage = "the traffic's proportions, e.g. " + workload.DefaultMixSpec + " (the default)"
 	f.IntVar(&users, "users", 0, "users in the dataset (sets --scale: users/10,000; messages 100 per user)")
 	f.Float64Var(&readShare, "read-share", 0, "share of reads (newest and older pages) in the traffic, e.g. 0.95; the rest are posts, follows and unfollows in the default mix's proportions (instead of --mix)")
+	f.DurationVar(&fresh, "fresh", 0, "a bound on freshness: a candidate whose watched posts took longer than this (p99, from the post's acknowledgement until a follower's newest page showed it; see --probe-every) does not hold, however cheap; 0 for no bound")
+	f.Float64Var(&complete, "completeness", 0, "a bound on completeness, a share from 0 to 1: a candidate whose watched pages showed fewer of the watched posts within --visible-timeout, or of whose pages read after a delete more than 1-this still showed the deleted post, does not hold; 0 for no bound")
 	f.StringVar(&out, "out", "results/recommend", "directory under which the run's directory is made")
 	f.BoolVar(&quiet, "quiet", false, "print no table (the files are still saved)")
 	f.BoolVar(&asMap, "map", false, "draw the decision map instead: a recommendation for every --skews and --read-shares pair (defaults then: --scale "+mapScale+", --duration "+mapDuration+")")
@@ -296,6 +313,14 @@ on disk, at relative prices; costs within %s of each other are a tie. Without
 CPU figures (--dsn) the items per operation decide: rows read and written in
 MariaDB plus keys got and set in memcached plus commands Redis ran.
 pushpull plan applies the same rule at your real size, without running.
+
+--fresh D and --completeness F add a bound on correctness in time, measured
+by the probe beside each candidate's traffic (--probe-every): a candidate
+holds only if the traffic's watched posts showed in their authors'
+followers' newest pages within D at the p99 (ms from the post's
+acknowledgement), at least F of the watched pages showed them, and at most
+1-F of the pages read after a delete still showed the deleted post. A
+cheaper design that is late or incomplete beyond the bound does not win.
 
 It prints a row per candidate (held or not and why, p99 at the planned rate,
 achieved rate, errors, rows read and written and memcached keys per

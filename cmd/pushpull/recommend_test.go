@@ -53,6 +53,12 @@ func TestRecommendBadInput(t *testing.T) {
 		{[]string{"--map", "--skews", "powerlaw:0.5"}, "exponent"},
 		{[]string{"--map", "--read-shares", "0.5,1"}, "between 0 and 1"},
 		{[]string{"--map", "--read-shares", "0.5,0.5"}, "given twice"},
+		{[]string{"--fresh", "-1s"}, "--fresh"},
+		{[]string{"--completeness", "1.5"}, "--completeness"},
+		{[]string{"--completeness", "NaN"}, "--completeness"},
+		{[]string{"--fresh", "1s", "--probe-every", "0"}, "--probe-every"},
+		{[]string{"--map", "--fresh", "1s"}, "do not go with --map"},
+		{[]string{"--mix", "newest=9,delete=1"}, "delete without post"},
 	} {
 		args := []string{"recommend", "--out", out, "--dsn", "nobody@tcp(127.0.0.1:1)/"}
 		if !slices.Contains(c.args, "--models") {

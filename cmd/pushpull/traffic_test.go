@@ -93,9 +93,12 @@ func TestBenchBadTrafficFlags(t *testing.T) {
 		{"--mix", "nonsense"}, {"--mix", "newest=-1"}, {"--mix", "newest=1,newest=2"}, {"--mix", "read=5"},
 		{"--mix", "newest=0"}, {"--rate", "-5"}, {"--rate", "NaN"}, {"--rate", "Inf"}, {"--arrivals", "bursty"},
 		{"--max-in-flight", "0"}, {"--slo", "0s"}, {"--step", "-1s"}, {"--search-steps", "0"},
+		{"--mix", "newest=9,delete=1"}, {"--probe-every", "1s"}, {"--deletes", "-1"}, {"--deletes", "2000000"},
+		{"--mix", "default", "--probe-every", "1us"}, {"--mix", "default", "--probe-followers", "0"},
+		{"--mix", "default", "--visible-timeout", "0s"}, {"--mix", "default", "--probe-poll", "10s"},
 	} {
 		r := run(t, nil, append([]string{"bench", "--out", out}, args...)...)
-		if r.code != 2 || !strings.Contains(r.stderr, args[0]) {
+		if r.code != 2 || !strings.Contains(r.stderr, args[len(args)-2]) {
 			t.Errorf("%q: exit %d, want 2 (usage) naming the flag\n%s", args, r.code, r.stderr)
 		}
 	}

@@ -300,3 +300,77 @@ func TestRankByRunCost(t *testing.T) {
 		t.Errorf("best %q: %s", v.Best, v.Reason)
 	}
 }
+
+// TestBound: a bound on freshness and completeness keeps a cheaper design
+// whose posts show late, on too few pages, or whose deletes linger, from
+// winning; without the bound it wins.
+func TestBound(t *testing.T) {
+	slo := 50 * time.Millisecond
+	fresh := func(c results.Candidate, p99, complete, deletedShown float64) results.Candidate {
+		c.Freshness = &results.Freshness{Pages: 30, VisibleP99Ms: p99, VisibleMaxMs: p99, Completeness: complete, DeletedShown: deletedShown}
+		return c
+	}
+	late := fresh(cand("cheap-but-late", 5, 1, 1), 2500, 1, 0)
+	lossy := fresh(cand("cheap-but-lossy", 5, 2, 1), 3, 0.9, 0)
+	lingering := fresh(cand("cheap-but-lingering", 5, 3, 1), 3, 1, 0.05)
+	unmeasured := cand("cheap-unmeasured", 5, 4, 1)
+	good := fresh(cand("dear-but-current", 5, 10, 1), 3, 1, 0)
+	all := []results.Candidate{late, lossy, lingering, unmeasured, good}
+
+	bound := Bound{Fresh: time.Second, Completeness: 0.99}
+	for _, c := range []struct {
+		cand results.Candidate
+		why  string
+	}{
+		{late, "posts visible in p99 2500 ms > 1000 ms"},
+		{lossy, "90% of pages showed the post < 99%"},
+		{lingering, "5% of pages still showed a deleted post"},
+		{unmeasured, "freshness not measured"},
+		{good, ""},
+	} {
+		if got := bound.Check(c.cand); got != c.why {
+			t.Errorf("%s: Check %q, want %q", c.cand.Model, got, c.why)
+		}
+	}
+	judged := slices.Clone(all)
+	for i := range judged {
+		judged[i].OutOfBound = bound.Check(judged[i])
+	}
+	_, v := Decide(judged, 100, slo)
+	if v.Best != good.Model || !strings.Contains(v.Reason, "cheap-but-late (posts visible in p99 2500 ms") {
+		t.Fatalf("with the bound: %s (%s)", v.Best, v.Reason)
+	}
+	if _, v := Decide(all, 100, slo); v.Best != late.Model {
+		t.Fatalf("without the bound: %s, want the cheapest, %s", v.Best, late.Model)
+	}
+	// Only freshness bounded: the lossy and lingering ones are fine.
+	judged = slices.Clone(all)
+	for i := range judged {
+		judged[i].OutOfBound = Bound{Fresh: time.Second}.Check(judged[i])
+	}
+	if _, v := Decide(judged, 100, slo); v.Best != lossy.Model {
+		t.Fatalf("bounding freshness only: %s, want %s", v.Best, lossy.Model)
+	}
+}
+
+// TestFromRunWithinBound: FromRunWithin takes each model's freshness from
+// its traffic's probe and records the bound in the workload.
+func TestFromRunWithinBound(t *testing.T) {
+	r := &results.Result{Models: []results.Model{
+		{Name: "a", Traffic: &results.Traffic{Mix: "newest=1,post=1", Total: results.Phase{Ops: 100, P99Ms: 1, OpsPerSec: 100},
+			Visibility: &results.Visibility{Total: results.VisibleBand{Pages: 10, Visible: 9, Missing: 1, P99Ms: 3}}}},
+		{Name: "b", Traffic: &results.Traffic{Mix: "newest=1,post=1", Total: results.Phase{Ops: 100, P99Ms: 1, OpsPerSec: 100},
+			Visibility: &results.Visibility{Total: results.VisibleBand{Pages: 10, Visible: 10, P99Ms: 3}}}},
+	}}
+	rec := FromRunWithin(r, []string{"a", "b"}, 100, 50*time.Millisecond, Bound{Completeness: 0.95})
+	if rec.Workload.MinCompleteness != 0.95 {
+		t.Fatalf("workload %+v", rec.Workload)
+	}
+	a, b := rec.Candidate("a"), rec.Candidate("b")
+	if a.Freshness == nil || a.Freshness.Completeness != 0.9 || a.Held || !strings.Contains(a.Why, "90% of pages") {
+		t.Fatalf("a: %+v", a)
+	}
+	if !b.Held || b.Freshness.VisibleP99Ms != 3 {
+		t.Fatalf("b: %+v", b)
+	}
+}

@@ -80,6 +80,10 @@ type Config struct {
 	// objective, Duration each candidate's measured time, Models the
 	// candidates (nil means Candidates). Run sets TrafficOnly.
 	Bench loadgen.BenchConfig
+	// Bound, if set, is a bound on freshness and completeness that a
+	// candidate must hold too (see Bound); the run's probe
+	// (Bench.Probe) measures them.
+	Bound Bound
 	// Command is the command line, for the record.
 	Command string
 	// Progress receives the run's progress; nil for none.
@@ -101,6 +105,15 @@ func (c Config) check() ([]string, error) {
 	}
 	if b.Mix.Share(workload.OpNewest)+b.Mix.Share(workload.OpOlder) <= 0 && b.Mix.Share(workload.OpPost) <= 0 {
 		return nil, &InputError{"mix", b.Mix.String(), "no reads and no posts: nothing tells the designs apart"}
+	}
+	if c.Bound.Fresh < 0 {
+		return nil, &InputError{"fresh", c.Bound.Fresh.String(), "want a post-to-visible p99 above 0, or 0 for no bound"}
+	}
+	if !(c.Bound.Completeness >= 0 && c.Bound.Completeness <= 1) {
+		return nil, &InputError{"completeness", fmtFloat(c.Bound.Completeness), "want a share of pages from 0 (no bound) to 1"}
+	}
+	if c.Bound.Set() && b.Probe == nil {
+		return nil, &InputError{Field: "fresh", Reason: "a bound on freshness or completeness needs the probe that measures them (--probe-every above 0)"}
 	}
 	if b.FindRate {
 		return nil, &InputError{Field: "find-rate", Reason: "a recommendation measures at the planned rate; bench --find-rate searches each model's highest"}
@@ -162,19 +175,63 @@ func Run(ctx context.Context, cfg Config) (*results.Recommendation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return FromRun(r, models, b.Rate, b.SLO), nil
+	return FromRunWithin(r, models, b.Rate, b.SLO, cfg.Bound), nil
 }
 
-// FromRun builds the recommendation from a run whose models' traffic was
-// measured in an open loop at rate: the evidence of each of models, in
-// that order, judged against slo, and the verdict.
+// Bound is a bound on freshness and completeness: a design cheaper than
+// another but whose posts show later, or on fewer pages, than the service
+// accepts does not win. The zero Bound bounds nothing.
+type Bound struct {
+	// Fresh bounds the post-to-visible p99 of the posts the probe
+	// watched; 0 for no bound.
+	Fresh time.Duration
+	// Completeness is the least share of watched pages that showed a
+	// watched post within the probe's timeout, and that no longer showed
+	// a deleted one after it; 0 for no bound.
+	Completeness float64
+}
+
+// Set reports whether b bounds anything.
+func (b Bound) Set() bool { return b.Fresh > 0 || b.Completeness > 0 }
+
+// Check says how c misses b ("" when it holds it): not measured, its
+// post-to-visible p99 over b.Fresh, or its completeness, or the share of
+// pages that dropped a deleted post, under b.Completeness.
+func (b Bound) Check(c results.Candidate) string {
+	if !b.Set() {
+		return ""
+	}
+	f := c.Freshness
+	if f == nil || f.Pages == 0 {
+		return "freshness not measured"
+	}
+	switch {
+	case b.Fresh > 0 && f.VisibleP99Ms > ms(b.Fresh):
+		return fmt.Sprintf("posts visible in p99 %s ms > %s ms", fmtFloat(round2(f.VisibleP99Ms)), fmtFloat(ms(b.Fresh)))
+	case b.Completeness > 0 && f.Completeness < b.Completeness:
+		return fmt.Sprintf("%s%% of pages showed the post < %s%%", fmtFloat(round2(100*f.Completeness)), fmtFloat(100*b.Completeness))
+	case b.Completeness > 0 && 1-f.DeletedShown < b.Completeness:
+		return fmt.Sprintf("%s%% of pages still showed a deleted post", fmtFloat(round2(100*f.DeletedShown)))
+	}
+	return ""
+}
+
+// FromRun is FromRunWithin with no bound on freshness or completeness.
 func FromRun(r *results.Result, models []string, rate float64, slo time.Duration) *results.Recommendation {
+	return FromRunWithin(r, models, rate, slo, Bound{})
+}
+
+// FromRunWithin builds the recommendation from a run whose models'
+// traffic was measured in an open loop at rate: the evidence of each of
+// models, in that order, judged against slo and bound, and the verdict.
+func FromRunWithin(r *results.Result, models []string, rate float64, slo time.Duration, bound Bound) *results.Recommendation {
 	rec := &results.Recommendation{
 		Version: results.RecommendationFormatVersion, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Command: r.Command, Run: r,
 		Workload: results.Workload{
 			Users: r.Dataset.Users, Messages: r.Dataset.Messages, Graph: r.Dataset.Graph, Activity: r.Dataset.Activity,
 			RatePerSec: rate, SLOMs: ms(slo), Scale: r.Dataset.Scale,
+			FreshMs: ms(bound.Fresh), MinCompleteness: bound.Completeness,
 		},
 	}
 	var cands []results.Candidate
@@ -187,6 +244,7 @@ func FromRun(r *results.Result, models []string, rate float64, slo time.Duration
 				rec.Workload.ReadShare = readShare(t.Mix)
 			}
 		}
+		c.OutOfBound = bound.Check(c)
 		cands = append(cands, c)
 	}
 	for i := range cands {
@@ -255,6 +313,10 @@ func Evidence(m *results.Model) results.Candidate {
 	if v, ok := t.Total.Cost.AllCPU(); ok {
 		c.CPUPerOpUs = &v
 	}
+	if v := t.Visibility; v != nil && v.Total.Pages > 0 {
+		c.Freshness = &results.Freshness{Pages: v.Total.Pages, VisibleP99Ms: v.Total.P99Ms, VisibleMaxMs: v.Total.MaxMs,
+			Completeness: v.Total.Completeness(), DeletedShown: v.DeletedShownShare()}
+	}
 	return c
 }
 
@@ -277,7 +339,9 @@ const TieShare = 0.05
 //     completed at least openloop.SaturationShare of the offered rate (a
 //     store that falls behind has a queue that grows without bound, even
 //     if the measured stretch was too short for its p99 to show it);
-//   - its p99 latency, from intended starts, is at most slo.
+//   - its p99 latency, from intended starts, is at most slo;
+//   - it holds the workload's bound on freshness and completeness, if
+//     any (Bound.Check, recorded in OutOfBound).
 func Judge(c results.Candidate, slo time.Duration) (held bool, why string) {
 	switch {
 	case c.Ops == 0:
@@ -288,6 +352,8 @@ func Judge(c results.Candidate, slo time.Duration) (held bool, why string) {
 		return false, fmt.Sprintf("fell behind: %s of %s ops/s", fmtFloat(math.Round(c.AchievedPerSec)), fmtFloat(math.Round(c.OfferedPerSec)))
 	case c.P99Ms > ms(slo):
 		return false, fmt.Sprintf("p99 %s ms > %s ms", fmtFloat(round2(c.P99Ms)), fmtFloat(ms(slo)))
+	case c.OutOfBound != "":
+		return false, c.OutOfBound
 	}
 	return true, ""
 }

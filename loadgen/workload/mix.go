@@ -14,16 +14,17 @@ const (
 	OpPost     = "post"     // a message by a random author
 	OpFollow   = "follow"   // a follow (see Churn)
 	OpUnfollow = "unfollow" // an unfollow (see Churn)
+	OpDelete   = "delete"   // a delete, by its author, of a message the traffic posted (see PostBook)
 )
 
 // MixOps are the operation types in the order a Mix lists them; an
 // operation's kind, in the drivers' per-kind figures, is its index here.
-var MixOps = []string{OpNewest, OpOlder, OpPost, OpFollow, OpUnfollow}
+var MixOps = []string{OpNewest, OpOlder, OpPost, OpFollow, OpUnfollow, OpDelete}
 
 // Mix is the proportions of the operation types in mixed traffic. Weights
 // are relative: newest=8,post=2 is 80% reads.
 type Mix struct {
-	weights [5]float64 // by MixOps index
+	weights [6]float64 // by MixOps index
 }
 
 // DefaultMixSpec is the mix of --mix default: read-heavy, as production
@@ -36,7 +37,9 @@ type Mix struct {
 // top, so a fifth of the reads here are older pages. Follows and unfollows
 // have no published share; they take 1% each, enough to exercise push's
 // backfill and delete and pull's follow tokens, and equal, so that the
-// graph stays as generated (see Churn).
+// graph stays as generated (see Churn). Deletes are left out: a mix takes
+// them by name (delete=0.2 is a tenth of posts undone, as about a tenth of
+// Instagram's feed writes are undos).
 const DefaultMixSpec = "newest=76,older=20,post=2,follow=1,unfollow=1"
 
 // DefaultMix is DefaultMixSpec parsed.
@@ -59,7 +62,9 @@ func (e *MixError) Error() string { return fmt.Sprintf("mix %q: %s", e.Spec, e.R
 // ParseMix reads a mix such as "newest=80,older=10,post=8,follow=1,unfollow=1":
 // comma-separated operation=weight pairs, weights non-negative numbers of
 // which at least one is positive, each operation at most once; operations
-// left out get 0. "default" is DefaultMixSpec. Errors are *MixError.
+// left out get 0. "default" is DefaultMixSpec. A delete needs posts to
+// delete (see PostBook): a mix with delete has post too. Errors are
+// *MixError.
 func ParseMix(spec string) (Mix, error) {
 	var m Mix
 	bad := func(format string, args ...any) (Mix, error) {
@@ -94,6 +99,9 @@ func ParseMix(spec string) (Mix, error) {
 	}
 	if m.total() <= 0 {
 		return bad("every weight is 0")
+	}
+	if m.weights[mixIndex(OpDelete)] > 0 && m.weights[mixIndex(OpPost)] <= 0 {
+		return bad("delete without post: the traffic deletes only messages it posted")
 	}
 	return m, nil
 }

@@ -30,8 +30,11 @@ func TestParseMix(t *testing.T) {
 	if only, _ := ParseMix("post=1"); only.pick(0.999) != 2 || only.pick(0) != 2 {
 		t.Fatal("a one-operation mix picked another")
 	}
+	if del, err := ParseMix("newest=90,post=9,delete=1"); err != nil || del.Share(OpDelete) != 0.01 || del.String() != "newest=90,post=9,delete=1" {
+		t.Fatalf("a mix with deletes: %v, %v", del, err)
+	}
 	for _, bad := range []string{"", "newest", "newest=", "newest=-1", "newest=NaN", "newest=Inf", "newest=1,newest=2",
-		"read=1", "newest=0,post=0", "newest=1;post=1"} {
+		"read=1", "newest=0,post=0", "newest=1;post=1", "newest=9,delete=1", "post=0,delete=1"} {
 		_, err := ParseMix(bad)
 		var me *MixError
 		if !errors.As(err, &me) || !strings.Contains(err.Error(), "mix") {

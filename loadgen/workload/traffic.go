@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/openloop"
@@ -25,7 +26,7 @@ import (
 // walked once before the phase would sink deeper into the timeline with
 // every post, the longer the phase the deeper, and a store that keeps a
 // user's newest entries in an index would fall back more and more.
-func Traffic(s timeline.Store, d *dataset.Dataset, mix Mix, pool []OlderPage, churn *Churn, seed int64) func(worker int) openloop.Op {
+func Traffic(s timeline.Store, d *dataset.Dataset, mix Mix, pool []OlderPage, churn *Churn, w Writes, seed int64) func(worker int) openloop.Op {
 	latest := newLatestCursors(len(d.Followees))
 	return func(worker int) openloop.Op {
 		rng := workerRand(seed, "traffic", worker)
@@ -51,7 +52,17 @@ func Traffic(s timeline.Store, d *dataset.Dataset, mix Mix, pool []OlderPage, ch
 				}
 			case OpPost:
 				buf = d.AppendBody(buf[:0], rng.Uint64N(1<<40)+1)
-				_, err = s.Post(ctx, d.PickAuthor(rng), string(buf))
+				author := d.PickAuthor(rng)
+				var m timeline.Message
+				if m, err = s.Post(ctx, author, string(buf)); err == nil {
+					w.posted(author, m.ID)
+				}
+			case OpDelete:
+				if w.Book == nil {
+					return kind, ErrNoPostBook
+				}
+				buf = d.AppendBody(buf[:0], rng.Uint64N(1<<40)+1)
+				err = w.Book.deleteOne(ctx, s, d, rng, string(buf), w.Probe)
 			case OpFollow:
 				err = churn.Follow(ctx, s, rng)
 			case OpUnfollow:
@@ -59,6 +70,23 @@ func Traffic(s timeline.Store, d *dataset.Dataset, mix Mix, pool []OlderPage, ch
 			}
 			return kind, err
 		}
+	}
+}
+
+// Writes are what Traffic tells of the writes it made: Book keeps its
+// posts for its deletes, Probe watches some of its posts and deletes.
+// Either may be nil.
+type Writes struct {
+	Book  *PostBook
+	Probe *Probe
+}
+
+func (w Writes) posted(author timeline.UserID, id timeline.MessageID) {
+	if w.Probe != nil {
+		w.Probe.Posted(author, id, time.Now())
+	}
+	if w.Book != nil {
+		w.Book.add(author, id)
 	}
 }
 

@@ -55,7 +55,7 @@ func TestTrafficFollowsActivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op := Traffic(w, d, mix, nil, NewChurn(d), 1)(0)
+	op := Traffic(w, d, mix, nil, NewChurn(d), Writes{}, 1)(0)
 	for range 20_000 {
 		if _, err := op(context.Background()); err != nil {
 			t.Fatal(err)
@@ -150,7 +150,7 @@ func TestTrafficOlderPagesFollowReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op := Traffic(s, d, mix, pool, NewChurn(d), 1)(0)
+	op := Traffic(s, d, mix, pool, NewChurn(d), Writes{}, 1)(0)
 	for range 5_000 {
 		if _, err := op(ctx); err != nil {
 			t.Fatal(err)
