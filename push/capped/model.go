@@ -18,16 +18,17 @@ var options = []registry.Option{
 
 func init() {
 	registry.Register(registry.Model{
-		Name:     ModelName,
-		Family:   registry.FamilyPush,
-		Schema:   schema.PushCapped,
-		Database: DefaultDatabase,
-		Needs:    registry.MariaDB,
-		Summary:  fmt.Sprintf("push with each mailbox capped at its newest %d entries (option cap); older pages come from the pull merge", DefaultCap),
-		Options:  options,
-		Traits:   registry.Partial,
-		Open:     openModel,
-		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+		Name:      ModelName,
+		Family:    registry.FamilyPush,
+		Schema:    schema.PushCapped,
+		Database:  DefaultDatabase,
+		Needs:     registry.MariaDB,
+		Summary:   fmt.Sprintf("push with each mailbox capped at its newest %d entries (option cap); older pages come from the pull merge", DefaultCap),
+		Options:   options,
+		Traits:    registry.Partial,
+		Open:      openModel,
+		Reconcile: Checker,
+		Bench:     registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
 }
 
