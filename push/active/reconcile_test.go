@@ -1,7 +1,6 @@
 package active_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/pushpull/pushpull/internal/testserver"
@@ -18,19 +17,7 @@ import (
 // inactive reader does not follow, but not the rows an inactive mailbox
 // lacks; and repairs it under concurrent posts and follows.
 func TestReconcile(t *testing.T) {
-	m, err := registry.Lookup(active.ModelName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := m.Open(context.Background(), registry.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	c, err := m.Checker(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := reconciletest.Open(t, active.ModelName, registry.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
 	db := s.(timeline.DBHolder).DB()
 	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
 		drift := reconciletest.MailboxDrift(t, s, db, w, push.MailboxView)

@@ -1,7 +1,6 @@
 package capped_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/pushpull/pushpull/internal/testserver"
@@ -17,19 +16,7 @@ import (
 // wrong), reconcile finds a count set wrong and the rows left below a
 // floor raised, and repairs them under concurrent posts and follows.
 func TestReconcile(t *testing.T) {
-	m, err := registry.Lookup(capped.ModelName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := m.Open(context.Background(), registry.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	c, err := m.Checker(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, c := reconciletest.Open(t, capped.ModelName, registry.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
 	db := s.(timeline.DBHolder).DB()
 	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
 		drift := reconciletest.MailboxDrift(t, s, db, w, push.MailboxView)

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/pushpull/pushpull/reconcile"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
@@ -86,6 +87,26 @@ func Build(t *testing.T, s timeline.Store) World {
 		timelinetest.Newest(t, s, u)
 	}
 	return w
+}
+
+// Open opens a store of model through the registry, closed when t ends,
+// and its checker as the model declares it.
+func Open(t *testing.T, model string, cfg registry.Config) (timeline.Store, reconcile.Checker) {
+	t.Helper()
+	m, err := registry.Lookup(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c, err := m.Checker(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
 }
 
 // Exec runs a statement that corrupts a view, failing t on error.
