@@ -241,8 +241,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 type Count struct {
 	Kind Kind   `json:"kind"`
 	View string `json:"view"`
-	// Found is how many items the walk's checks found (the first check
-	// of each batch).
+	// Found is how many items the walk's checks found: each batch's,
+	// and what its re-checks after a repair found besides.
 	Found int64 `json:"found"`
 	// Left is how many the last check of each batch still found: after a
 	// repair, what it could not fix; without one, Found.
@@ -318,6 +318,25 @@ func (r *Report) count(drift []Drift, found bool) {
 	})
 }
 
+// found counts the drift not seen before in this batch and lists it.
+func (r *Report) found(drift []Drift, seen map[Key]bool, keep int) {
+	var fresh []Drift
+	for _, d := range drift {
+		if !seen[d.Key()] {
+			seen[d.Key()] = true
+			fresh = append(fresh, d)
+		}
+	}
+	r.count(fresh, true)
+	for _, d := range fresh {
+		if keep >= 0 && len(r.Drift) < keep {
+			r.Drift = append(r.Drift, d)
+		} else {
+			r.Truncated = true
+		}
+	}
+}
+
 // Run walks c's users in batches, checks each batch and, with
 // opts.Repair, repairs it, and returns the report. It stops at the first
 // error (the report then says how far it got, and a run From it resumes
@@ -355,14 +374,8 @@ func Run(ctx context.Context, c Checker, opts Options) (Report, error) {
 		}
 		rowsHere += b.Rows
 		r.Rows += b.Rows
-		r.count(b.Drift, true)
-		for _, d := range b.Drift {
-			if opts.Keep >= 0 && len(r.Drift) < opts.Keep {
-				r.Drift = append(r.Drift, d)
-			} else {
-				r.Truncated = true
-			}
-		}
+		seen := map[Key]bool{}
+		r.found(b.Drift, seen, opts.Keep)
 		left := b.Drift
 		for pass := 0; opts.Repair && len(left) > 0 && pass < MaxPasses; pass++ {
 			n, err := repair(ctx, c, left)
@@ -376,6 +389,9 @@ func Run(ctx context.Context, c Checker, opts Options) (Report, error) {
 			}
 			rowsHere += again.Rows
 			r.Rows += again.Rows
+			// Drift a repair revealed (of another user, or governed by
+			// the state it fixed) is drift found.
+			r.found(again.Drift, seen, opts.Keep)
 			left = again.Drift
 		}
 		r.count(left, false)
