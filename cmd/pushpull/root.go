@@ -72,6 +72,7 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 		newFollowCmd(getenv, false),
 		newTimelineCmd(getenv),
 		newFanoutCmd(getenv),
+		newReconcileCmd(getenv),
 		newDemoCmd(),
 		newBenchCmd(),
 		newSweepCmd(),
