@@ -55,8 +55,9 @@ func init() {
 		Needs:    registry.MariaDB | registry.Redis,
 		Summary: fmt.Sprintf("push into home feeds kept in Redis sorted sets of the newest %d ids (option cap), for the followers who read within %d days (option window), as Mastodon does; MariaDB is the record, and a missing feed is rebuilt by pull",
 			DefaultCap, DefaultWindow/(24*time.Hour)),
-		Options: options,
-		Open:    openModel,
+		Options:   options,
+		Open:      openModel,
+		Reconcile: NewChecker,
 		Bench: registry.Bench{Phases: registry.AllPhases, WarmReads: true, OwnSubmission: true,
 			SubmissionNote: "its posts also add the id to the Redis feed of every active follower"},
 	})
