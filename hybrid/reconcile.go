@@ -43,14 +43,14 @@ func (Rule) Load(ctx context.Context, q reconcile.Querier, users []timeline.User
 	if lock {
 		suffix = ` LOCK IN SHARE MODE`
 	}
-	err := push.ScanInts(ctx, q, `SELECT f.follower_id, f.followee_id FROM follows f
+	err := reconcile.ScanInts(ctx, q, `SELECT f.follower_id, f.followee_id FROM follows f
 		JOIN pull_authors p ON p.author_id = f.followee_id WHERE f.follower_id IN (`+in+`)`+suffix, 2, func(v []int64) {
 		st.listed[[2]timeline.UserID{timeline.UserID(v[0]), timeline.UserID(v[1])}] = true
 	})
 	if err != nil {
 		return nil, err
 	}
-	err = push.ScanInts(ctx, q, `SELECT user_id, author_id FROM pull_follows WHERE user_id IN (`+in+`)`+suffix, 2, func(v []int64) {
+	err = reconcile.ScanInts(ctx, q, `SELECT user_id, author_id FROM pull_follows WHERE user_id IN (`+in+`)`+suffix, 2, func(v []int64) {
 		st.pulled[[2]timeline.UserID{timeline.UserID(v[0]), timeline.UserID(v[1])}] = true
 	})
 	return st, err

@@ -290,38 +290,12 @@ func lockMessages(ctx context.Context, tx *sql.Tx, ids []timeline.MessageID) (ma
 
 // scanPairs runs query and calls f with each row's two integers.
 func scanPairs(ctx context.Context, q reconcile.Querier, query string, f func(a, b int64), args ...any) error {
-	return scan(ctx, q, query, 2, func(v []int64) { f(v[0], v[1]) }, args...)
+	return reconcile.ScanInts(ctx, q, query, 2, func(v []int64) { f(v[0], v[1]) }, args...)
 }
 
 // scanRows runs query and calls f with each row's three integers.
 func scanRows(ctx context.Context, q reconcile.Querier, query string, f func(a, b, c int64), args ...any) error {
-	return scan(ctx, q, query, 3, func(v []int64) { f(v[0], v[1], v[2]) }, args...)
-}
-
-// ScanInts runs query, whose rows are n integers, and calls f with each
-// row: the reads of the Rules' Load.
-func ScanInts(ctx context.Context, q reconcile.Querier, query string, n int, f func([]int64), args ...any) error {
-	return scan(ctx, q, query, n, f, args...)
-}
-
-func scan(ctx context.Context, q reconcile.Querier, query string, n int, f func([]int64), args ...any) error {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	v := make([]int64, n)
-	ptrs := make([]any, n)
-	for i := range v {
-		ptrs[i] = &v[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return err
-		}
-		f(v)
-	}
-	return rows.Err()
+	return reconcile.ScanInts(ctx, q, query, 3, func(v []int64) { f(v[0], v[1], v[2]) }, args...)
 }
 
 // ErrNotMine is what a design's reconcile function returns for a store

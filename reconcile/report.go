@@ -1,14 +1,9 @@
 package reconcile
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
-
-	"github.com/pushpull/pushpull/timeline"
 )
 
 // WriteTable writes r as a summary: the walk's figures, then one line per
@@ -36,40 +31,4 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	fmt.Fprintf(tw, "total\t\t%d\t%d\t\n", found, left)
 	return tw.Flush()
-}
-
-// Querier is what SQL checks read through: a pool or a transaction.
-type Querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// UsersIn is Checker.Users over SQL columns of user ids ("follows.follower_id",
-// "mailbox.user_id"), each the first column of an index of its table: the
-// next limit distinct ids above after that any of them holds, ascending.
-func UsersIn(ctx context.Context, q Querier, after timeline.UserID, limit int, columns ...string) ([]timeline.UserID, error) {
-	parts := make([]string, len(columns))
-	args := make([]any, 0, 2*len(columns)+1)
-	for i, c := range columns {
-		table, column, ok := strings.Cut(c, ".")
-		if !ok {
-			return nil, fmt.Errorf("users: column %q is not table.column", c)
-		}
-		parts[i] = fmt.Sprintf("(SELECT DISTINCT %s AS u FROM %s WHERE %s > ? ORDER BY %s LIMIT ?)", column, table, column, column)
-		args = append(args, after, limit)
-	}
-	args = append(args, limit)
-	rows, err := q.QueryContext(ctx, strings.Join(parts, " UNION ")+" ORDER BY u LIMIT ?", args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var us []timeline.UserID
-	for rows.Next() {
-		var u timeline.UserID
-		if err := rows.Scan(&u); err != nil {
-			return nil, err
-		}
-		us = append(us, u)
-	}
-	return us, rows.Err()
 }

@@ -64,7 +64,7 @@ func (Rule) Load(ctx context.Context, q reconcile.Querier, users []timeline.User
 			WHERE e.author_id IN (` + in + `) AND f.follower_id IS NULL` + suffix, st.stray},
 	}
 	for _, r := range reads {
-		err := push.ScanInts(ctx, q, r.query, 2, func(v []int64) { r.into[edge{timeline.UserID(v[0]), timeline.UserID(v[1])}] = true })
+		err := reconcile.ScanInts(ctx, q, r.query, 2, func(v []int64) { r.into[edge{timeline.UserID(v[0]), timeline.UserID(v[1])}] = true })
 		if err != nil {
 			return nil, err
 		}

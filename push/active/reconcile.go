@@ -39,7 +39,7 @@ func (Rule) Load(ctx context.Context, q reconcile.Querier, users []timeline.User
 	if lock {
 		query += ` FOR UPDATE`
 	}
-	err := push.ScanInts(ctx, q, query, 3, func(v []int64) {
+	err := reconcile.ScanInts(ctx, q, query, 3, func(v []int64) {
 		st[timeline.UserID(v[0])] = readerRow{active: v[1] != 0, floor: timeline.MessageID(v[2])}
 	})
 	return st, err

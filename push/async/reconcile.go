@@ -35,7 +35,7 @@ type pending map[timeline.UserID]map[timeline.MessageID]bool
 // author's message is always allowed.
 func (Rule) Load(ctx context.Context, q reconcile.Querier, users []timeline.UserID, _ bool) (push.RuleState, error) {
 	p := pending{}
-	err := push.ScanInts(ctx, q, `SELECT f.follower_id, j.message_id FROM follows f
+	err := reconcile.ScanInts(ctx, q, `SELECT f.follower_id, j.message_id FROM follows f
 		JOIN fanout_jobs j ON j.author_id = f.followee_id AND j.done_through < f.follower_id
 		WHERE f.follower_id IN (`+string(mysqlx.AppendList(nil, users))+`)`, 2, func(v []int64) {
 		u := timeline.UserID(v[0])

@@ -51,7 +51,7 @@ func (r Rule) Load(ctx context.Context, q reconcile.Querier, users []timeline.Us
 	if lock {
 		query += ` FOR UPDATE`
 	}
-	err := push.ScanInts(ctx, q, query, 4, func(v []int64) {
+	err := reconcile.ScanInts(ctx, q, query, 4, func(v []int64) {
 		st.rows[timeline.UserID(v[0])] = stateRow{floor: timeline.MessageID(v[1]), entries: v[2], due: v[3] != 0, found: true}
 	})
 	return st, err

@@ -57,7 +57,7 @@ func init() {
 			DefaultCap, DefaultWindow/(24*time.Hour)),
 		Options:   options,
 		Open:      openModel,
-		Reconcile: NewChecker,
+		Reconcile: Checker,
 		Bench: registry.Bench{Phases: registry.AllPhases, WarmReads: true, OwnSubmission: true,
 			SubmissionNote: "its posts also add the id to the Redis feed of every active follower"},
 	})

@@ -12,10 +12,10 @@ import (
 )
 
 // uncheckedViews are the models that keep a view beside the record but
-// declare no checker of it yet: pull-redis's index in Redis, memcached
-// lists, indexes and pages, and the mailbox on Vitess.
+// declare no checker of it yet: memcached lists, indexes and pages, and
+// the mailbox on Vitess.
 var uncheckedViews = []string{
-	"pull-recent", "pull-active", "pull-redis", "hybrid-memcached",
+	"pull-recent", "pull-active", "hybrid-memcached",
 	"push@vitess", "pull-recent@vitess", "push+memcache", "pull-sp+memcache", "pull-client+memcache",
 }
 
