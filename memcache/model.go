@@ -49,7 +49,8 @@ func init() {
 		Note: func(base registry.Model) string {
 			return fmt.Sprintf("older pages pass through to %s uncached; not measured again", base.Name)
 		},
-		Wrap: wrap,
+		Wrap:      wrap,
+		Reconcile: Checker,
 		Bench: registry.Bench{
 			Phases:         []registry.Phase{registry.PhaseNewest, registry.PhaseCacheMixed},
 			WarmReads:      true,
