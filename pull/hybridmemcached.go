@@ -65,9 +65,10 @@ func init() {
 		Needs:    registry.MariaDB | registry.Memcached,
 		Summary: fmt.Sprintf("timelines in memcached: each post hints the home index of every follower who reads lately, except for authors with %d followers or more (option threshold), whose lists readers merge in; the database stays the system of record",
 			recent.DefaultHomeThreshold),
-		Options: hybridMemcachedOptions,
-		Traits:  registry.WriteHooks,
-		Open:    openHybridMemcached,
+		Options:   hybridMemcachedOptions,
+		Traits:    registry.WriteHooks,
+		Open:      openHybridMemcached,
+		Reconcile: ListsChecker,
 		Bench: registry.Bench{Phases: registry.AllPhases, WarmReads: true, OwnSubmission: true,
 			SubmissionNote: "its posts also append to the author's list and hint the home index of each registered follower"},
 	})

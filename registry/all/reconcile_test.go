@@ -12,11 +12,9 @@ import (
 )
 
 // uncheckedViews are the models that keep a view beside the record but
-// declare no checker of it yet: pull/recent's lists and indexes in
-// memcached, and the mailbox on Vitess.
-var uncheckedViews = []string{
-	"pull-recent", "pull-active", "hybrid-memcached", "push@vitess", "pull-recent@vitess",
-}
+// declare no checker of it yet: the mailbox and the lists of the models
+// on Vitess.
+var uncheckedViews = []string{"push@vitess", "pull-recent@vitess"}
 
 // keepsNoView reports whether m keeps nothing beside the record: the
 // reference, and the pull strategies that read only SQL tables.
