@@ -42,9 +42,12 @@ func newReconcileCmd(getenv func(string) string) *cobra.Command {
 		Long: `reconcile walks the users of a model's database in batches of --batch and
 checks every view the model keeps beside the record (the follows and
 messages tables): mailboxes, floors and entry counts, active-reader flags,
-fan-out jobs, pulled authors and edges. Each batch is compared with what the
-model's rule says its views must hold, in one consistent snapshot, so that
-writes running meanwhile are never taken for drift. It reports drift by kind:
+fan-out jobs, pulled authors and edges, feeds and indexes in Redis, author
+lists and cached pages in memcached. Each batch is compared with what the
+model's rule says its views must hold: in one consistent snapshot where the
+views are in the database, in two looks a second apart where they are in
+Redis or memcached, so that writes running meanwhile are never taken for
+drift. It reports drift by kind:
 
   missing      an entry the rule says must be there is not
   extra        an entry of the record the rule says must not be there
@@ -56,8 +59,10 @@ writes running meanwhile are never taken for drift. It reports drift by kind:
 With --repair it fixes what it finds, re-checking each item under the locks
 the model's writes take, so it is safe under live traffic: it writes only
 derived state, never the record, removes an entry only while the record says
-it must not be there, and adds one only while the record says it may. Each
-repaired batch is checked again. A repair is idempotent.
+it must not be there, and adds one only while the record says it may; a
+drifted key in Redis or memcached is deleted, for the next read to rebuild
+from the record. Each repaired batch is checked again. A repair is
+idempotent.
 
 It reads at most --rate rows a second (0: no limit), averaged over the walk.
 On a terminal it shows its progress on stderr. At the end it prints a summary
