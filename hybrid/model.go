@@ -18,17 +18,18 @@ var options = []registry.Option{
 
 func init() {
 	registry.Register(registry.Model{
-		Name:     ModelName,
-		Family:   registry.FamilyHybrid,
-		Schema:   schema.Hybrid,
-		Database: DefaultDatabase,
-		Needs:    registry.MariaDB,
-		Summary:  fmt.Sprintf("push, except for authors with %d followers or more (option threshold), whose posts their followers pull at read time", DefaultThreshold),
-		Options:  options,
-		Work:     Work,
-		Traits:   registry.Partial,
-		Open:     openModel,
-		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+		Name:      ModelName,
+		Family:    registry.FamilyHybrid,
+		Schema:    schema.Hybrid,
+		Database:  DefaultDatabase,
+		Needs:     registry.MariaDB,
+		Summary:   fmt.Sprintf("push, except for authors with %d followers or more (option threshold), whose posts their followers pull at read time", DefaultThreshold),
+		Options:   options,
+		Work:      Work,
+		Reconcile: Checker,
+		Traits:    registry.Partial,
+		Open:      openModel,
+		Bench:     registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
 }
 

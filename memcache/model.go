@@ -52,8 +52,9 @@ func init() {
 		Note: func(base registry.Model) string {
 			return fmt.Sprintf("older pages pass through to %s uncached; not measured again", base.Name)
 		},
-		Wrap: wrap,
-		Work: work,
+		Wrap:      wrap,
+		Work:      work,
+		Reconcile: Checker,
 		Bench: registry.Bench{
 			Phases:         []registry.Phase{registry.PhaseNewest, registry.PhaseCacheMixed},
 			WarmReads:      true,

@@ -143,23 +143,25 @@ func init() {
 			panic("pull: " + err.Error())
 		}
 		needs, traits := registry.MariaDB, registry.Traits(0)
+		var check registry.Reconcile
 		if _, ok := read.(recent.Strategy); ok {
-			needs, traits = needs|registry.Memcached, registry.WriteHooks
+			needs, traits, check = needs|registry.Memcached, registry.WriteHooks, ListsChecker
 		}
 		set := settingsOf(read)
 		registry.Register(registry.Model{
-			Name:     ModelName(m.strategy),
-			Family:   registry.FamilyPull,
-			Schema:   schema.Pull,
-			Database: DefaultDatabase,
-			Needs:    needs,
-			Summary:  m.summary,
-			Options:  set.options,
-			Traits:   traits,
-			Open:     openStrategy(set),
-			Bench:    m.bench,
-			Offers:   m.offers,
-			Work:     m.work,
+			Name:      ModelName(m.strategy),
+			Family:    registry.FamilyPull,
+			Schema:    schema.Pull,
+			Database:  DefaultDatabase,
+			Needs:     needs,
+			Summary:   m.summary,
+			Options:   set.options,
+			Traits:    traits,
+			Open:      openStrategy(set),
+			Bench:     m.bench,
+			Offers:    m.offers,
+			Work:      m.work,
+			Reconcile: check,
 		})
 	}
 	onVitess := registry.Bench{Phases: registry.AllPhases, WriteRank: 2, OlderSample: 100}

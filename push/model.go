@@ -30,20 +30,22 @@ func init() {
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 			return Open(ctx, ConfigFrom(cfg))
 		},
-		Bench:  registry.Bench{Default: true, Paper: true, Phases: registry.AllPhases, WriteRank: 2},
-		Work:   Work,
-		Offers: []registry.Offer{{Variant: "memcache", Bench: true}},
+		Bench:     registry.Bench{Default: true, Paper: true, Phases: registry.AllPhases, WriteRank: 2},
+		Work:      Work,
+		Reconcile: Checker,
+		Offers:    []registry.Offer{{Variant: "memcache", Bench: true}},
 	})
 	registry.Register(registry.Model{
-		Name:     CompressedModelName,
-		Family:   registry.FamilyPush,
-		Schema:   schema.PushCompressed,
-		Database: DefaultCompressedDatabase,
-		Needs:    registry.MariaDB,
-		Summary:  "push with the mailbox in compressed InnoDB pages (PAGE_COMPRESSED): less disk for CPU on page writes and reads",
-		Open:     openCompressed,
-		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
-		Work:     Work,
+		Name:      CompressedModelName,
+		Family:    registry.FamilyPush,
+		Schema:    schema.PushCompressed,
+		Database:  DefaultCompressedDatabase,
+		Needs:     registry.MariaDB,
+		Summary:   "push with the mailbox in compressed InnoDB pages (PAGE_COMPRESSED): less disk for CPU on page writes and reads",
+		Open:      openCompressed,
+		Bench:     registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+		Work:      Work,
+		Reconcile: Checker,
 	})
 	registry.Register(registry.Model{
 		Name:     VitessModelName,

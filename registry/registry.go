@@ -62,6 +62,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pushpull/pushpull/reconcile"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -212,6 +213,12 @@ type Model struct {
 	// model that declares none. A base+variant model's combines its
 	// base's with the variant's (Variant.Work).
 	Work WorkModel
+	// Reconcile makes the checker of a store of the model's derived
+	// views (mailboxes, floors, flags, queues, memcached and Redis
+	// state) against the record, for package reconcile: the design's
+	// rule, declared beside it. nil for a model that keeps nothing
+	// beside the record. See Checker.
+	Reconcile Reconcile
 	// Offers lists the variants the model is offered with, by name, and
 	// whether the benchmark measures each by default.
 	Offers []Offer
@@ -222,6 +229,29 @@ type Model struct {
 	// open is the Open registered, which Open calls once the Config is
 	// checked.
 	open Open
+}
+
+// Reconcile makes a reconcile.Checker of an opened store of a model: the
+// store must be one the model's Open returned.
+type Reconcile func(store timeline.Store) (reconcile.Checker, error)
+
+// ErrNoDerivedView: the model keeps no view beside the record, so there
+// is nothing to reconcile.
+var ErrNoDerivedView = errors.New("the model keeps no derived view")
+
+// Checker returns the reconcile.Checker of store, a store of m (from m's
+// Open): the library entry point of reconciliation, with reconcile.Run.
+// A model whose Reconcile is nil gives an error matching
+// ErrNoDerivedView.
+func (m Model) Checker(store timeline.Store) (reconcile.Checker, error) {
+	if m.Reconcile == nil {
+		return nil, fmt.Errorf("%s: %w", m.Name, ErrNoDerivedView)
+	}
+	c, err := m.Reconcile(store)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Name, err)
+	}
+	return c, nil
 }
 
 // Traits are what a model is that its family and servers do not say:
@@ -396,6 +426,9 @@ type Variant struct {
 	Note func(base Model) string
 	// Work, if set, is the variant's cost model over its base's.
 	Work VariantWorkModel
+	// Reconcile, if set, makes the checker of a store of base+variant
+	// (see Model.Reconcile), given its base model.
+	Reconcile func(base Model, store timeline.Store) (reconcile.Checker, error)
 }
 
 var (
@@ -558,6 +591,9 @@ func lookup(name string) (Model, error) {
 	}
 	m.Bench.Default = slices.ContainsFunc(b.Offers, func(o Offer) bool { return o.Variant == v.Name && o.Bench })
 	m.Bench.WriteRank = b.Bench.WriteRank
+	if v.Reconcile != nil {
+		m.Reconcile = func(s timeline.Store) (reconcile.Checker, error) { return v.Reconcile(b, s) }
+	}
 	if v.Note != nil {
 		m.Bench.Note = v.Note(b)
 	}

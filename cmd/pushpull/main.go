@@ -25,6 +25,7 @@ const (
 	exitOK    = 0
 	exitError = 1 // the command failed
 	exitUsage = 2 // the command line or its input was wrong
+	// exitDrift (3): reconcile left drift (reconcile.go).
 )
 
 // execute runs one pushpull command line and returns the process exit code.
@@ -50,11 +51,16 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 }
 
 // exitCode maps an error to the process exit code: 2 for a bad command line
-// or bad input (anything matching timeline.ErrInvalidInput), 1 otherwise.
+// or bad input (anything matching timeline.ErrInvalidInput), 3 for drift
+// reconcile left, 1 otherwise.
 func exitCode(err error) int {
 	var ue *usageError
-	if errors.As(err, &ue) || errors.Is(err, timeline.ErrInvalidInput) {
+	var de *driftError
+	switch {
+	case errors.As(err, &ue) || errors.Is(err, timeline.ErrInvalidInput):
 		return exitUsage
+	case errors.As(err, &de):
+		return exitDrift
 	}
 	return exitError
 }

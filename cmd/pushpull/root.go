@@ -73,6 +73,7 @@ func newRootCmd(getenv func(string) string) *cobra.Command {
 		newTimelineCmd(getenv),
 		newServeCmd(getenv),
 		newFanoutCmd(getenv),
+		newReconcileCmd(getenv),
 		newDemoCmd(),
 		newBenchCmd(),
 		newSweepCmd(),

@@ -26,17 +26,18 @@ var options = []registry.Option{
 
 func init() {
 	registry.Register(registry.Model{
-		Name:     ModelName,
-		Family:   registry.FamilyHybrid,
-		Schema:   schema.Selective,
-		Database: DefaultDatabase,
-		Needs:    registry.MariaDB,
-		Summary:  "push or pull per follow edge (Feeding Frenzy): pushed when the follower reads at least H/L times as often as the author posts, from decayed rates and measured costs (options h, l, halflife, flush, reads_per_post)",
-		Options:  options,
-		Work:     Work,
-		Traits:   registry.Partial,
-		Open:     openModel,
-		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+		Name:      ModelName,
+		Family:    registry.FamilyHybrid,
+		Schema:    schema.Selective,
+		Database:  DefaultDatabase,
+		Needs:     registry.MariaDB,
+		Summary:   "push or pull per follow edge (Feeding Frenzy): pushed when the follower reads at least H/L times as often as the author posts, from decayed rates and measured costs (options h, l, halflife, flush, reads_per_post)",
+		Options:   options,
+		Work:      Work,
+		Reconcile: Checker,
+		Traits:    registry.Partial,
+		Open:      openModel,
+		Bench:     registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
 }
 

@@ -226,3 +226,49 @@ end
 func FencedScript(helpers, src string) *Script {
 	return NewScript("local S = 'e' .. ARGV[1]\n" + helpers + fencedCheck + src)
 }
+
+// Set is a sorted set kept under a Fence, as ReadSets reads it.
+type Set struct {
+	// Valid: the set holds the sentinel of the current epoch, whose
+	// score is Sentinel.
+	Valid    bool
+	Sentinel float64
+	// Members are the other members and their scores.
+	Members map[string]float64
+}
+
+// ReadSets reads the epoch under epochKey and then the sorted sets keys,
+// whole, one call each: what a checker compares with the record. A set
+// without the current epoch's sentinel ("e" and the epoch, as
+// FencedScript's scripts name it) is not Valid; with no epoch, none is.
+func ReadSets(ctx context.Context, c *Client, epochKey string, keys []string) ([]Set, int64, error) {
+	epoch, err := c.Do(ctx, func(b Builder) Completed { return b.Get().Key(epochKey).Build() }).ToString()
+	if IsNil(err) {
+		return make([]Set, len(keys)), 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	sentinel := "e" + epoch
+	out := make([]Set, len(keys))
+	var entries int64
+	for i, key := range keys {
+		zs, err := c.Do(ctx, func(b Builder) Completed {
+			return b.Zrange().Key(key).Min("0").Max("-1").Withscores().Build()
+		}).AsZScores()
+		if err != nil {
+			return nil, entries, err
+		}
+		entries += int64(len(zs))
+		set := Set{Members: make(map[string]float64, len(zs))}
+		for _, z := range zs {
+			if z.Member == sentinel {
+				set.Valid, set.Sentinel = true, z.Score
+			} else {
+				set.Members[z.Member] = z.Score
+			}
+		}
+		out[i] = set
+	}
+	return out, entries, nil
+}

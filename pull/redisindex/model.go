@@ -38,6 +38,7 @@ func init() {
 				Redis: cfg.Redis, Namespace: cfg.Namespace, Window: cfg.Duration(OptionWindow),
 			})
 		},
+		Reconcile: Checker,
 		Bench: registry.Bench{Phases: registry.AllPhases, WarmReads: true, OwnSubmission: true,
 			SubmissionNote: "its posts also raise the author's score in the Redis index of every active follower"},
 	})

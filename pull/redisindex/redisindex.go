@@ -454,3 +454,6 @@ func (s *Store) rebuild(ctx context.Context, user timeline.UserID) (heads []sqlr
 	slices.SortFunc(heads, sqlread.ByNewest)
 	return heads, true, nil
 }
+
+// Redis returns the store's Redis client.
+func (s *Store) Redis() *redisx.Client { return s.rc }

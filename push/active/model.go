@@ -24,17 +24,18 @@ var options = []registry.Option{
 
 func init() {
 	registry.Register(registry.Model{
-		Name:     ModelName,
-		Family:   registry.FamilyPush,
-		Schema:   schema.PushActive,
-		Database: DefaultDatabase,
-		Needs:    registry.MariaDB,
-		Summary:  fmt.Sprintf("push to the followers who read within %d days (option window) only; an inactive reader's next read rebuilds their mailbox by pull", DefaultWindow/(24*time.Hour)),
-		Options:  options,
-		Traits:   registry.Partial,
-		Work:     Work,
-		Open:     openModel,
-		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+		Name:      ModelName,
+		Family:    registry.FamilyPush,
+		Schema:    schema.PushActive,
+		Database:  DefaultDatabase,
+		Needs:     registry.MariaDB,
+		Summary:   fmt.Sprintf("push to the followers who read within %d days (option window) only; an inactive reader's next read rebuilds their mailbox by pull", DefaultWindow/(24*time.Hour)),
+		Options:   options,
+		Traits:    registry.Partial,
+		Work:      Work,
+		Reconcile: Checker,
+		Open:      openModel,
+		Bench:     registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
 }
 

@@ -38,9 +38,10 @@ func init() {
 		Needs:    registry.MariaDB,
 		Summary: "push with asynchronous fan-out: a post commits the message and a fan-out job; workers write the mailboxes " +
 			"in chunks of followers; reads see a post once the store settles",
-		Options: options,
-		Traits:  registry.Async,
-		Work:    Work,
+		Options:   options,
+		Traits:    registry.Async,
+		Work:      Work,
+		Reconcile: Checker,
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 			return Open(ctx, push.ConfigFrom(cfg), Options{Workers: cfg.Int(OptionWorkers), Chunk: cfg.Int(OptionChunk)})
 		},

@@ -18,17 +18,18 @@ var options = []registry.Option{
 
 func init() {
 	registry.Register(registry.Model{
-		Name:     ModelName,
-		Family:   registry.FamilyPush,
-		Schema:   schema.PushCapped,
-		Database: DefaultDatabase,
-		Needs:    registry.MariaDB,
-		Summary:  fmt.Sprintf("push with each mailbox capped at its newest %d entries (option cap); older pages come from the pull merge", DefaultCap),
-		Options:  options,
-		Traits:   registry.Partial,
-		Work:     Work,
-		Open:     openModel,
-		Bench:    registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+		Name:      ModelName,
+		Family:    registry.FamilyPush,
+		Schema:    schema.PushCapped,
+		Database:  DefaultDatabase,
+		Needs:     registry.MariaDB,
+		Summary:   fmt.Sprintf("push with each mailbox capped at its newest %d entries (option cap); older pages come from the pull merge", DefaultCap),
+		Options:   options,
+		Traits:    registry.Partial,
+		Work:      Work,
+		Reconcile: Checker,
+		Open:      openModel,
+		Bench:     registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
 }
 

@@ -56,9 +56,10 @@ func init() {
 		Traits:   registry.WriteHooks, // feeds
 		Summary: fmt.Sprintf("push into home feeds kept in Redis sorted sets of the newest %d ids (option cap), for the followers who read within %d days (option window), as Mastodon does; MariaDB is the record, and a missing feed is rebuilt by pull",
 			DefaultCap, DefaultWindow/(24*time.Hour)),
-		Options: options,
-		Work:    Work,
-		Open:    openModel,
+		Options:   options,
+		Work:      Work,
+		Reconcile: Checker,
+		Open:      openModel,
 		Bench: registry.Bench{Phases: registry.AllPhases, WarmReads: true, OwnSubmission: true,
 			SubmissionNote: "its posts also add the id to the Redis feed of every active follower"},
 	})

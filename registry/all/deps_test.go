@@ -22,6 +22,7 @@ var embedded = []string{
 	"./hybrid/...",
 	"./memcache/...",
 	"./registry/...",
+	"./reconcile",
 }
 
 // heavy are the import path prefixes an embedded package must not reach:

@@ -1,0 +1,395 @@
+// Package reconciletest is the kit the designs' reconciliation tests are
+// written with: a small world written through a store, drift made on
+// purpose, and a check that reconcile finds exactly that drift and that a
+// repair removes it, while posts and follows run concurrently.
+package reconciletest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pushpull/pushpull/reconcile"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/timelinetest"
+)
+
+// Users are the users of the world: each follows the next four (cyclic)
+// and Celebrity; each posts PostsEach messages.
+const (
+	Users     = 12
+	Celebrity = timeline.UserID(Users)
+	PostsEach = 3
+	// Newcomers are the authors the concurrent traffic follows and posts
+	// as (ids above Users), so that it never touches a pair a test
+	// corrupts.
+	firstNewcomer = timeline.UserID(100)
+	newcomers     = 4
+)
+
+// World is what Build wrote.
+type World struct {
+	Follows map[timeline.UserID][]timeline.UserID
+	Posts   map[timeline.UserID][]timeline.MessageID
+}
+
+// Followed reports whether user follows author in the world.
+func (w World) Followed(user, author timeline.UserID) bool {
+	return slices.Contains(w.Follows[user], author)
+}
+
+// Followers returns author's followers in the world, ascending.
+func (w World) Followers(author timeline.UserID) []timeline.UserID {
+	var out []timeline.UserID
+	for _, u := range slices.Sorted(maps.Keys(w.Follows)) {
+		if w.Followed(u, author) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// Build writes the world through s: the follows, then the posts, then a
+// read of every timeline (which makes every reader active where that
+// matters), and settles s.
+func Build(t *testing.T, s timeline.Store) World {
+	t.Helper()
+	w := World{Follows: map[timeline.UserID][]timeline.UserID{}, Posts: map[timeline.UserID][]timeline.MessageID{}}
+	for u := timeline.UserID(1); u <= Users; u++ {
+		for k := timeline.UserID(1); k <= 4; k++ {
+			a := (u+k-1)%Users + 1
+			if a != u && a != Celebrity {
+				w.Follows[u] = append(w.Follows[u], a)
+			}
+		}
+		if u != Celebrity {
+			w.Follows[u] = append(w.Follows[u], Celebrity)
+		}
+		slices.Sort(w.Follows[u])
+		for _, a := range w.Follows[u] {
+			timelinetest.Follow(t, s, u, a)
+		}
+	}
+	for range PostsEach {
+		for u := timeline.UserID(1); u <= Users; u++ {
+			w.Posts[u] = append(w.Posts[u], timelinetest.Post(t, s, u, fmt.Sprintf("from %d", u)).ID)
+		}
+	}
+	timelinetest.Settle(t, s)
+	for u := timeline.UserID(1); u <= Users; u++ {
+		timelinetest.Newest(t, s, u)
+	}
+	return w
+}
+
+// Open opens a store of model through the registry, closed when t ends,
+// and its checker as the model declares it.
+func Open(t *testing.T, model string, cfg registry.Config) (timeline.Store, reconcile.Checker) {
+	t.Helper()
+	m, err := registry.Lookup(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c, err := m.Checker(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
+// Exec runs a statement that corrupts a view, failing t on error.
+func Exec(t *testing.T, db *sql.DB, query string, args ...any) {
+	t.Helper()
+	if _, err := db.ExecContext(timelinetest.Context(t), query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// MailboxDrift corrupts push's mailbox table of a store of w: a row
+// deleted, a row of an author the reader does not follow, and a row of a
+// message deleted through s; and returns that drift. keep reports whether
+// a message must be in user's mailbox by the design's rule (the row
+// deleted is one).
+func MailboxDrift(t *testing.T, s timeline.Store, db *sql.DB, w World, view string) []reconcile.Drift {
+	t.Helper()
+	// User 1's row of a message of user 2, whom they follow.
+	gone := w.Posts[2][0]
+	Exec(t, db, `DELETE FROM mailbox WHERE user_id = 1 AND message_id = ?`, gone)
+	// User 3 does not follow user 9.
+	if w.Followed(3, 9) {
+		t.Fatal("the world changed: user 3 follows user 9")
+	}
+	stray := w.Posts[9][1]
+	Exec(t, db, `INSERT INTO mailbox (user_id, message_id) VALUES (3, ?)`, stray)
+	// A message of user 6 deleted, and its row put back in a follower's
+	// mailbox.
+	dead := w.Posts[6][2]
+	timelinetest.Delete(t, s, 6, dead)
+	Exec(t, db, `INSERT IGNORE INTO mailbox (user_id, message_id) VALUES (5, ?)`, dead)
+	return []reconcile.Drift{
+		{Kind: reconcile.Missing, View: view, User: 1, Item: int64(gone)},
+		{Kind: reconcile.Unfollowed, View: view, User: 3, Item: int64(stray)},
+		{Kind: reconcile.Deleted, View: view, User: 5, Item: int64(dead)},
+	}
+}
+
+// Case is one design's test.
+type Case struct {
+	Store   timeline.Store
+	Checker reconcile.Checker
+	// Corrupt makes drift in the views of the world's users and
+	// returns it.
+	Corrupt func(t *testing.T, w World) []reconcile.Drift
+	// QuietWorld: the world's users do not post during the walks (the
+	// newcomers still post, and follow and are followed), for views that
+	// any post of a followee replaces whole, such as a cached page.
+	QuietWorld bool
+}
+
+// Run builds the world through c.Store, checks that reconcile finds no
+// drift, corrupts it, and then, while a goroutine posts and follows (as
+// the newcomers, never touching what was corrupted), checks that a check
+// finds exactly the drift made, that a repair finds it again and leaves
+// none, that a repeated repair changes nothing, and that, once the traffic
+// stops, every timeline is what the record says.
+func Run(t *testing.T, c Case) {
+	w := Build(t, c.Store)
+	ctx := timelinetest.Context(t)
+	if r := walk(t, c.Checker, false, nil); len(r.Drift) != 0 {
+		t.Fatalf("drift in a store nobody corrupted: %v", r.Drift)
+	}
+	want := c.Corrupt(t, w)
+	if len(want) == 0 {
+		t.Fatal("the corruption made no drift")
+	}
+
+	tr := startTraffic(ctx, c.Store, c.QuietWorld)
+	found := walk(t, c.Checker, false, tr)
+	sameDrift(t, "check", found.Drift, want)
+	if found.Repaired != 0 {
+		t.Errorf("a check repaired %d entries", found.Repaired)
+	}
+	if _, left := found.Found(); left != int64(len(want)) {
+		t.Errorf("a check leaves %d of %d drift items", left, len(want))
+	}
+	repaired := walk(t, c.Checker, true, tr)
+	sameDrift(t, "repair", repaired.Drift, want)
+	if _, left := repaired.Found(); left != 0 {
+		t.Errorf("the repair left drift: %+v", repaired.Counts)
+	}
+	if repaired.Repaired == 0 {
+		t.Errorf("the repair changed nothing for %d drift items", len(want))
+	}
+	// Repairing what is repaired changes nothing.
+	for _, u := range usersOf(want) {
+		var mine []reconcile.Drift
+		for _, d := range want {
+			if d.User == u {
+				mine = append(mine, d)
+			}
+		}
+		n, err := c.Checker.Repair(ctx, u, mine)
+		if err != nil {
+			t.Fatalf("repeated repair of user %d: %v", u, err)
+		}
+		if n != 0 {
+			t.Errorf("a repeated repair of user %d changed %d entries", u, n)
+		}
+	}
+	ops := tr.stop(t)
+	if ops == 0 {
+		t.Fatal("no traffic ran during the walks")
+	}
+	timelinetest.Settle(t, c.Store)
+	if r := walk(t, c.Checker, false, nil); len(r.Drift) != 0 {
+		t.Errorf("drift after the repair and %d concurrent writes: %v", ops, r.Drift)
+	}
+	users := append(slices.Sorted(maps.Keys(w.Follows)), Celebrity)
+	for k := range newcomers {
+		users = append(users, firstNewcomer+timeline.UserID(k))
+	}
+	for _, u := range users {
+		if got, want := timelinetest.WalkIDs(t, c.Store, u, 7), recordTimeline(t, c.Store, u); !slices.Equal(got, want) {
+			t.Errorf("timeline of %d after the repair:\n got %v\nwant %v (the record's)", u, got, want)
+		}
+	}
+}
+
+// walk runs reconcile over every user in batches of 3 with no rate limit.
+// With traffic, every batch waits for two more of its writes, so that the
+// writes interleave with the walk.
+func walk(t *testing.T, c reconcile.Checker, repair bool, tr *traffic) reconcile.Report {
+	t.Helper()
+	opts := reconcile.Options{Batch: 3, Rate: math.Inf(1), Repair: repair}
+	if tr != nil {
+		opts.Progress = func(reconcile.Report) { tr.await(2) }
+	}
+	r, err := reconcile.Run(timelinetest.Context(t), c, opts)
+	if err != nil {
+		t.Fatalf("reconcile (repair %v): %v", repair, err)
+	}
+	if !r.Complete || r.Truncated {
+		t.Fatalf("reconcile stopped: %+v", r)
+	}
+	if r.Rows == 0 {
+		t.Fatalf("reconcile read no rows")
+	}
+	return r
+}
+
+// sameDrift fails t unless got and want are the same drift items, by key.
+func sameDrift(t *testing.T, what string, got, want []reconcile.Drift) {
+	t.Helper()
+	keys := func(ds []reconcile.Drift) []string {
+		var out []string
+		for _, d := range ds {
+			k := d
+			k.Have, k.Want = 0, 0
+			out = append(out, k.String())
+		}
+		slices.Sort(out)
+		return out
+	}
+	if g, w := keys(got), keys(want); !slices.Equal(g, w) {
+		t.Errorf("%s found:\n  %v\nwant exactly the drift made:\n  %v", what, g, w)
+	}
+}
+
+func usersOf(ds []reconcile.Drift) []timeline.UserID {
+	var us []timeline.UserID
+	for _, d := range ds {
+		us = append(us, d.User)
+	}
+	slices.Sort(us)
+	return slices.Compact(us)
+}
+
+// recordTimeline is user's timeline as the record says: every message of
+// every author they follow, newest first.
+func recordTimeline(t *testing.T, s timeline.Store, user timeline.UserID) []timeline.MessageID {
+	ctx := timelinetest.Context(t)
+	var all []timeline.MessageID
+	followees := timelinetest.FollowList(t, func(u timeline.UserID, q timeline.FollowQuery) (timeline.FollowPage, error) {
+		return s.Followees(ctx, u, q)
+	}, user, 50)
+	for _, a := range followees {
+		all = append(all, timelinetest.WalkAuthor(t, s, a, 50)...)
+	}
+	slices.Sort(all)
+	slices.Reverse(all)
+	return all
+}
+
+// traffic posts and follows as the newcomers until stopped: newcomers
+// follow the world's users and post; the world's users post (unless the
+// world is quiet), and follow newcomers. None of it touches a pair the corruptions
+// use (the world's users among themselves).
+type traffic struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	ops    atomic.Int64
+	mu     sync.Mutex
+	cond   *sync.Cond
+	err    error
+}
+
+func startTraffic(ctx context.Context, s timeline.Store, quiet bool) *traffic {
+	ctx, cancel := context.WithCancel(ctx)
+	tr := &traffic{cancel: cancel, done: make(chan struct{})}
+	tr.cond = sync.NewCond(&tr.mu)
+	go func() {
+		defer close(tr.done)
+		for i := 0; ctx.Err() == nil; i++ {
+			nc := firstNewcomer + timeline.UserID(i%newcomers)
+			u := timeline.UserID(i%Users) + 1
+			var err error
+			switch i % 4 {
+			case 0:
+				_, err = s.Post(ctx, nc, fmt.Sprintf("newcomer %d, %d", nc, i))
+			case 1:
+				err = s.Follow(ctx, u, nc)
+			case 2:
+				if quiet {
+					_, err = s.Post(ctx, nc, fmt.Sprintf("newcomer %d, %d", nc, i))
+				} else {
+					_, err = s.Post(ctx, u, fmt.Sprintf("world %d, %d", u, i))
+				}
+			case 3:
+				err = s.Follow(ctx, nc, u)
+			}
+			tr.mu.Lock()
+			if err != nil && ctx.Err() == nil && tr.err == nil {
+				tr.err = fmt.Errorf("traffic op %d: %w", i, err)
+			}
+			tr.ops.Add(1)
+			tr.cond.Broadcast()
+			tr.mu.Unlock()
+			if tr.err != nil {
+				return
+			}
+		}
+	}()
+	return tr
+}
+
+// await returns once n more writes have finished (or the traffic failed).
+func (tr *traffic) await(n int64) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	target := tr.ops.Load() + n
+	for tr.ops.Load() < target && tr.err == nil {
+		tr.cond.Wait()
+	}
+}
+
+// stop ends the traffic and returns how many writes it made.
+func (tr *traffic) stop(t *testing.T) int64 {
+	t.Helper()
+	tr.cancel()
+	<-tr.done
+	if tr.err != nil {
+		t.Fatal(tr.err)
+	}
+	return tr.ops.Load()
+}
+
+// RaiseFloor sets user's floor_id in table to the second message of
+// user 1 (every world user has rows below it) and returns the rows it
+// leaves below the floor, each Extra in view.
+func RaiseFloor(t *testing.T, db *sql.DB, w World, table string, user timeline.UserID, view string) []reconcile.Drift {
+	t.Helper()
+	floor := w.Posts[1][1]
+	Exec(t, db, `UPDATE `+table+` SET floor_id = ? WHERE user_id = ?`, floor, user)
+	rows, err := db.QueryContext(timelinetest.Context(t), `SELECT message_id FROM mailbox WHERE user_id = ? AND message_id < ?`, user, floor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var drift []reconcile.Drift
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		drift = append(drift, reconcile.Drift{Kind: reconcile.Extra, View: view, User: user, Item: id})
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(drift) == 0 {
+		t.Fatalf("no rows of user %d below %d", user, floor)
+	}
+	return drift
+}
