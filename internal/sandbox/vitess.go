@@ -232,10 +232,14 @@ var vitessManaged = []string{"bind_address", "port", "socket", "datadir", "tmpdi
 	"character_set_server", "collation_server", "skip_networking", "local_infile"}
 
 // freePorts returns the first of n consecutive loopback ports that are
-// free now, from a random base.
+// free now, from a random base between 20000 and 32000: below Linux's
+// default range of ephemeral ports (32768 and up), so that no client
+// connection of this or another process is given one of them between
+// this check and the servers' binds (vtcombo then exits at start: its
+// status port was taken).
 func freePorts(n int) (int, error) {
 	for range 50 {
-		base := 20000 + rand.IntN(30000)
+		base := 20000 + rand.IntN(12000-n)
 		free := true
 		for p := base; p < base+n && free; p++ {
 			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
