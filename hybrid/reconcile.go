@@ -24,7 +24,7 @@ const PullFollowsView = "pull_follows"
 // and removes one only while the follow or the listing, read under a
 // shared lock, is absent; a post that lists the author meanwhile waits,
 // and copies the follows itself.
-type Rule struct{}
+type Rule struct{ push.NoRepairs } // Settle has nothing to do
 
 // Users implements push.Rule.
 func (Rule) Users() []string { return []string{"pull_follows.user_id"} }
@@ -108,9 +108,6 @@ func (Rule) Repair(ctx context.Context, tx *sql.Tx, d reconcile.Drift) (int, err
 	n, err := res.RowsAffected()
 	return int(n), err
 }
-
-// Settle implements push.Rule.
-func (Rule) Settle(context.Context, *sql.Tx, timeline.UserID) (int, error) { return 0, nil }
 
 // Checker is the model's registry.Model.Reconcile: push's mailbox checker
 // under Rule.

@@ -77,14 +77,23 @@ type Rule interface {
 
 // PushRule is push's own rule: every message of a followed author is in
 // the mailbox; no state beside it.
-type PushRule struct{}
+type PushRule struct{ NoRepairs }
+
+// NoRepairs gives a Rule whose design keeps no state of its own to repair
+// the Repair and Settle that change nothing; a rule embeds it and defines
+// either itself where it has something to do.
+type NoRepairs struct{}
+
+// Repair implements Rule: nothing to repair.
+func (NoRepairs) Repair(context.Context, *sql.Tx, reconcile.Drift) (int, error) { return 0, nil }
+
+// Settle implements Rule: nothing to settle.
+func (NoRepairs) Settle(context.Context, *sql.Tx, timeline.UserID) (int, error) { return 0, nil }
 
 func (PushRule) Users() []string { return nil }
 func (PushRule) Load(context.Context, reconcile.Querier, []timeline.UserID, bool) (RuleState, error) {
 	return pushState{}, nil
 }
-func (PushRule) Repair(context.Context, *sql.Tx, reconcile.Drift) (int, error) { return 0, nil }
-func (PushRule) Settle(context.Context, *sql.Tx, timeline.UserID) (int, error) { return 0, nil }
 
 type pushState struct{}
 

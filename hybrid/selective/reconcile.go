@@ -31,7 +31,7 @@ const (
 // flip to pull does (its reads pull it at once; the next flush decides it
 // by the rates), and takes a follow in both out of pull_edges;
 // the rows the edge then governs are repaired by the next pass.
-type Rule struct{}
+type Rule struct{ push.NoRepairs } // Settle has nothing to do
 
 // Users implements push.Rule: the readers of pulled edges, and the
 // authors of pushed ones, whose batch finds their edges without a follow.
@@ -156,9 +156,6 @@ func (Rule) Repair(ctx context.Context, tx *sql.Tx, d reconcile.Drift) (int, err
 	}
 	return n, nil
 }
-
-// Settle implements push.Rule.
-func (Rule) Settle(context.Context, *sql.Tx, timeline.UserID) (int, error) { return 0, nil }
 
 // Checker is the model's registry.Model.Reconcile: push's mailbox checker
 // under Rule.

@@ -140,6 +140,15 @@ func (c *Client) Down() bool {
 	return until != 0 && time.Now().UnixNano() < until
 }
 
+// DownServers is the server's address while it is Down, else nil: what a
+// store keeping state in Redis reports as timeline.Degraded.
+func (c *Client) DownServers() []string {
+	if c.Down() {
+		return []string{c.addr}
+	}
+	return nil
+}
+
 // span is one call: its context, bounded by the client's timeout, and
 // what noted needs to judge its failure.
 type span struct {

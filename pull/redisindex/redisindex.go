@@ -189,12 +189,7 @@ func (s *Store) tombstones(followee timeline.UserID) string {
 }
 
 // DownServers implements timeline.Degraded.
-func (s *Store) DownServers() []string {
-	if s.rc.Down() {
-		return []string{s.rc.Addr()}
-	}
-	return nil
-}
+func (s *Store) DownServers() []string { return s.rc.DownServers() }
 
 // Counters implements timeline.Counting: the indexes posts raised a score
 // in (counter.Hints), the pages read through an index and the indexes

@@ -2,7 +2,6 @@ package active
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
@@ -20,7 +19,7 @@ import (
 // rebuild does (FOR UPDATE; a post's fan-out reads it under a shared
 // lock), so no post writes to the mailbox and no flag or floor changes
 // until the repair commits.
-type Rule struct{}
+type Rule struct{ push.NoRepairs }
 
 // Users implements push.Rule.
 func (Rule) Users() []string { return []string{"reader_state.user_id"} }
@@ -58,12 +57,8 @@ func (s state) Want(user, _ timeline.UserID, id timeline.MessageID) push.Want {
 
 func (state) Drift(push.Record) []reconcile.Drift { return nil }
 
-// Repair implements push.Rule: the flags and floors are what the rows are
-// judged by; nothing of them is repaired.
-func (Rule) Repair(context.Context, *sql.Tx, reconcile.Drift) (int, error) { return 0, nil }
-
-// Settle implements push.Rule.
-func (Rule) Settle(context.Context, *sql.Tx, timeline.UserID) (int, error) { return 0, nil }
+// The flags and floors are what the rows are judged by; nothing of them
+// is repaired (push.NoRepairs).
 
 // Checker is the model's registry.Model.Reconcile: push's mailbox checker
 // under Rule.

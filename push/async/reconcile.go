@@ -2,7 +2,6 @@ package async
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
@@ -21,7 +20,7 @@ import (
 // nothing twice). A job of a deleted message writes rows of that message
 // when a worker applies it: they are reported as Deleted and repaired as
 // such.
-type Rule struct{}
+type Rule struct{ push.NoRepairs }
 
 // Users implements push.Rule.
 func (Rule) Users() []string { return nil }
@@ -56,11 +55,7 @@ func (p pending) Want(user, _ timeline.UserID, id timeline.MessageID) push.Want 
 
 func (pending) Drift(push.Record) []reconcile.Drift { return nil }
 
-// Repair implements push.Rule: the queue has no drift of its own.
-func (Rule) Repair(context.Context, *sql.Tx, reconcile.Drift) (int, error) { return 0, nil }
-
-// Settle implements push.Rule.
-func (Rule) Settle(context.Context, *sql.Tx, timeline.UserID) (int, error) { return 0, nil }
+// The queue has no drift of its own (push.NoRepairs).
 
 // Checker is the model's registry.Model.Reconcile: push's mailbox checker
 // under Rule.

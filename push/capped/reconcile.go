@@ -27,7 +27,10 @@ const (
 // row first, as a post's count and a trim do, so no row lands or is cut
 // meanwhile; it recounts the rows and sets the count and the flag from
 // them, and leaves the trim to the next write.
-type Rule struct{ Cap, Slack int }
+type Rule struct {
+	push.NoRepairs // the count and the flag are Settle's
+	Cap, Slack     int
+}
 
 // Users implements push.Rule.
 func (Rule) Users() []string { return []string{"mailbox_state.user_id"} }
@@ -77,9 +80,6 @@ func (s state) Drift(rec push.Record) []reconcile.Drift {
 	}
 	return out
 }
-
-// Repair implements push.Rule: the count and the flag are Settle's.
-func (Rule) Repair(context.Context, *sql.Tx, reconcile.Drift) (int, error) { return 0, nil }
 
 // Settle implements push.Rule: it sets user's count to their rows, counted
 // under lock, and flags the mailbox due when they pass Cap+Slack.

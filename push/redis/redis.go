@@ -287,12 +287,7 @@ func (s *Store) unfollowedKey(followee timeline.UserID) string {
 
 // DownServers implements timeline.Degraded: the redis-server while it is
 // failing (pages come from MariaDB meanwhile).
-func (s *Store) DownServers() []string {
-	if s.rc.Down() {
-		return []string{s.rc.Addr()}
-	}
-	return nil
-}
+func (s *Store) DownServers() []string { return s.rc.DownServers() }
 
 // Counters implements timeline.Counting: the feeds posts reached and
 // passed over (inactive followers), the rebuilds and the ids they wrote,
