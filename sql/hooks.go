@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Hooks are what the writes to a database must do beyond its SQL, so that
@@ -170,9 +171,11 @@ type HookGuard struct {
 	db       *sql.DB
 	database string
 
-	mu     sync.Mutex
-	runs   Hooks
-	known  string
+	mu   sync.Mutex
+	runs Hooks
+	// known is the value last read, read by every write without the
+	// lock; learn stores it under the lock.
+	known  atomic.Pointer[string]
 	ignore bool
 }
 
@@ -193,12 +196,14 @@ func NewHookGuard(ctx context.Context, db *sql.DB, database string, runs Hooks) 
 	// Nothing is known yet: the hooks recorded now are checked against
 	// those the store runs at its first write, when the stores in front
 	// of it have said what they run (Run).
-	return &HookGuard{db: db, database: database, runs: runs, known: unchecked}, nil
+	g := &HookGuard{db: db, database: database, runs: runs}
+	g.known.Store(&unchecked)
+	return g, nil
 }
 
 // unchecked is the value a guard knows before its first write: no
 // recorded value equals it.
-const unchecked = "\x00unchecked"
+var unchecked = "\x00unchecked"
 
 // Run adds h to the hooks the store runs: a store in front of it (package
 // memcache's) that runs them on every write calls it before it records
@@ -239,9 +244,7 @@ func (g *HookGuard) Ignore() {
 func (g *HookGuard) DB() *sql.DB { return g.db }
 
 func (g *HookGuard) value() string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.known
+	return *g.known.Load()
 }
 
 // Exec runs a guarded statement (see GuardFrom) on q, the pool or the
@@ -314,7 +317,7 @@ func (g *HookGuard) learn(v string) error {
 		return fmt.Errorf("%w: database %s needs the %s write hooks, recorded in its pushpull_meta by a store that keeps state beside it (in memcached or Redis), and this store runs %s; write through a store of that model, with its servers and namespace",
 			ErrWriteHooks, g.database, missing, g.runs)
 	}
-	g.known = v
+	g.known.Store(&v)
 	return nil
 }
 
