@@ -104,27 +104,107 @@ func (s *scanner) skipWS(i int) int {
 	return i
 }
 
-// skip reads any value and discards it.
+// skip reads any value and discards it. It walks the bytes once with a
+// depth count instead of descending through object and array: most of a
+// Status is fields the client skips, the account among them.
 func (s *scanner) skip() error {
-	switch c := s.next(); {
-	case c == '"':
-		_, _, err := s.str()
-		return err
-	case c == '{':
-		return s.object(func([]byte) error { return s.skip() })
-	case c == '[':
-		return s.array(s.skip)
-	case c == 't' || c == 'f' || c == 'n' || c == '-' || c >= '0' && c <= '9':
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return nil
+	depth := 0
+	for {
+		switch c := s.next(); {
+		case c == '"':
+			if _, _, err := s.str(); err != nil {
+				return err
 			}
+		case c == '{' || c == '[':
+			depth++
 			s.i++
+			continue
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return fmt.Errorf("%w: unexpected %q at byte %d", errSyntax, c, s.i)
+			}
+			depth--
+			s.i++
+		case c == 't' || c == 'f' || c == 'n' || c == '-' || c >= '0' && c <= '9':
+			start := s.i
+			for s.i < len(s.b) {
+				switch s.b[s.i] {
+				case ',', '}', ']', ':', ' ', '\t', '\n', '\r':
+				default:
+					s.i++
+					continue
+				}
+				break
+			}
+			if !literal(s.b[start:s.i]) {
+				return fmt.Errorf("%w: bad value %q at byte %d", errSyntax, s.b[start:s.i], start)
+			}
+		default:
+			return fmt.Errorf("%w: unexpected byte at %d", errSyntax, s.i)
 		}
-		return nil
+		if depth == 0 {
+			return nil
+		}
+		// Inside an object or array: a separator, a key's colon, or the end.
+		switch s.next() {
+		case ',', ':':
+			s.i++
+		case '}', ']':
+		default:
+			return fmt.Errorf("%w: want ',' at byte %d", errSyntax, s.i)
+		}
 	}
-	return fmt.Errorf("%w: unexpected byte at %d", errSyntax, s.i)
+}
+
+// literal reports whether b is true, false, null or a JSON number's bytes.
+func literal(b []byte) bool {
+	switch string(b) {
+	case "true", "false", "null":
+		return true
+	}
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseTime reads a created_at: 2006-01-02T15:04:05.000Z, as Mastodon and
+// this server write it, without a layout to interpret, or any other
+// RFC 3339 time through time.Parse.
+func parseTime(raw []byte) (time.Time, error) {
+	if len(raw) == 24 && raw[4] == '-' && raw[7] == '-' && raw[10] == 'T' && raw[13] == ':' &&
+		raw[16] == ':' && raw[19] == '.' && raw[23] == 'Z' {
+		n := func(i, w int) (int, bool) {
+			v := 0
+			for _, c := range raw[i : i+w] {
+				if c < '0' || c > '9' {
+					return 0, false
+				}
+				v = v*10 + int(c-'0')
+			}
+			return v, true
+		}
+		y, ok1 := n(0, 4)
+		mo, ok2 := n(5, 2)
+		d, ok3 := n(8, 2)
+		h, ok4 := n(11, 2)
+		mi, ok5 := n(14, 2)
+		sec, ok6 := n(17, 2)
+		ms, ok7 := n(20, 3)
+		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 &&
+			mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h < 24 && mi < 60 && sec < 60 {
+			t := time.Date(y, time.Month(mo), d, h, mi, sec, ms*1e6, time.UTC)
+			if t.Day() == d { // not February 30th
+				return t, nil
+			}
+		}
+	}
+	return time.Parse(time.RFC3339Nano, string(raw))
 }
 
 // object reads an object, calling field for each member with the scanner
@@ -223,7 +303,7 @@ func (s *scanner) status() (timeline.Message, error) {
 			if err != nil {
 				return err
 			}
-			if m.CreatedAt, err = time.Parse(time.RFC3339Nano, string(raw)); err != nil {
+			if m.CreatedAt, err = parseTime(raw); err != nil {
 				return fmt.Errorf("%w: created_at: %v", errSyntax, err)
 			}
 			return nil

@@ -42,3 +42,69 @@ func TestDecodeStatuses(t *testing.T) {
 		}
 	}
 }
+
+// TestTimesRoundTrip: appendTime writes what Mastodon writes and
+// parseTime reads it back to the millisecond, across leap days and the
+// year's ends; parseTime refuses impossible dates its fast path could
+// otherwise build (February 30th normalised to March 2nd) and reads other
+// RFC 3339 forms through time.Parse.
+func TestTimesRoundTrip(t *testing.T) {
+	for _, at := range []time.Time{
+		time.Date(2024, 2, 29, 23, 59, 59, 999e6, time.UTC),
+		time.Date(2026, 12, 31, 0, 0, 0, 1e6, time.UTC),
+		time.Date(1999, 1, 1, 12, 30, 45, 120e6+999, time.FixedZone("x", 5*3600)),
+	} {
+		b := appendTime(nil, at)
+		if want := at.UTC().Format("2006-01-02T15:04:05.000Z"); string(b) != want {
+			t.Errorf("appendTime(%v) = %s, want %s", at, b, want)
+		}
+		got, err := parseTime(b)
+		if err != nil || !got.Equal(at.Truncate(time.Millisecond)) {
+			t.Errorf("parseTime(%s) = %v, %v; want %v", b, got, err, at.Truncate(time.Millisecond))
+		}
+	}
+	for _, bad := range []string{"2026-02-30T00:00:00.000Z", "2026-13-01T00:00:00.000Z", "2026-01-01T24:00:00.000Z", "2026-01-0xT00:00:00.000Z"} {
+		if got, err := parseTime([]byte(bad)); err == nil {
+			t.Errorf("parseTime(%s) = %v, want an error", bad, got)
+		}
+	}
+	if got, err := parseTime([]byte("2026-01-02T03:04:05.5+01:00")); err != nil || !got.Equal(time.Date(2026, 1, 2, 2, 4, 5, 5e8, time.UTC)) {
+		t.Errorf("an offset time: %v, %v", got, err)
+	}
+}
+
+// TestSkipRefuses: the skipper that steps over unwanted fields refuses
+// what is not JSON inside them.
+func TestSkipRefuses(t *testing.T) {
+	for _, bad := range []string{
+		`[{"id":"1","account":{"id":"1"},"x":[1,}]`,
+		`[{"id":"1","account":{"id":"1"},"x":{"a":tru}}]`,
+		`[{"id":"1","account":{"id":"1"},"x":]}]`,
+		`[{"id":"1","account":{"id":"1"},"x":[1 2]}]`,
+		`[{"id":"1","account":{"id":"1"},"x":[[1]]]`,
+	} {
+		if _, err := decodeStatuses([]byte(bad)); !errors.Is(err, errSyntax) {
+			t.Errorf("%s: %v, want a syntax error", bad, err)
+		}
+	}
+}
+
+// TestEscapersFastPath: a body the fast path takes comes out as the slow
+// path writes it, and one it does not take is still escaped.
+func TestEscapersFastPath(t *testing.T) {
+	for body, want := range map[string]string{
+		"plain text 123": "plain text 123",
+		"a & b":          "a &amp; b",
+		"it's <b>":       "it&#39;s &lt;b&gt;",
+		"two\nlines":     "two<br />lines",
+		`say "hi" \ bye`: `say &quot;hi&quot; \\ bye`,
+		"é":              "é",
+	} {
+		if got := string(appendHTML(nil, body)); got != want {
+			t.Errorf("appendHTML(%q) = %q, want %q", body, got, want)
+		}
+	}
+	if got := string(jsonString(nil, "a\"b\\c\x01")); got != `"a\"b\\c\u0001"` {
+		t.Errorf("jsonString = %s", got)
+	}
+}

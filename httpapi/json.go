@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/pushpull/pushpull/timeline"
@@ -109,7 +110,7 @@ func appendStatus(b []byte, origin string, m timeline.Message) []byte {
 	b = append(b, `{"id":"`...)
 	b = strconv.AppendInt(b, int64(m.ID), 10)
 	b = append(b, `","created_at":"`...)
-	b = m.CreatedAt.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
+	b = appendTime(b, m.CreatedAt)
 	b = append(b, `","in_reply_to_id":null,"in_reply_to_account_id":null,"sensitive":false,"spoiler_text":"","visibility":"public","language":null,"uri":"`...)
 	b = append(b, origin...)
 	b = append(b, "/users/"...)
@@ -184,6 +185,9 @@ func jsonString(b []byte, s string) []byte {
 // UTF-8 (the store keeps only that); an invalid byte would be sent as
 // U+FFFD.
 func jsonInner(b []byte, s string) []byte {
+	if plain(s) {
+		return append(b, s...)
+	}
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -229,6 +233,9 @@ func jsonInner(b []byte, s string) []byte {
 // appendHTML appends s escaped as HTML text, line breaks as <br />, all
 // inside a JSON string's quotes (the caller writes them).
 func appendHTML(b []byte, s string) []byte {
+	if plainHTML(s) {
+		return append(b, s...)
+	}
 	start := 0
 	for i := 0; i < len(s); i++ {
 		var esc string
@@ -259,4 +266,49 @@ func appendHTML(b []byte, s string) []byte {
 		start = i + 1
 	}
 	return jsonInner(b, s[start:])
+}
+
+// plain reports whether s is printable ASCII with no quote or backslash,
+// which a JSON string holds as it is: most bodies, so the escapers skip
+// their byte-by-byte work for them.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainHTML reports whether s is plain (see plain) and holds none of the
+// bytes HTML escapes or breaks lines at.
+func plainHTML(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= utf8.RuneSelf, c == '"', c == '\\', c == '&', c == '<', c == '>', c == '\'':
+			return false
+		}
+	}
+	return true
+}
+
+// appendTime appends t in UTC as Mastodon writes times,
+// 2006-01-02T15:04:05.000Z, without a layout to interpret: a page writes
+// twenty of them. A year outside 0..9999 falls back to time's formatter.
+func appendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, "2006-01-02T15:04:05.000Z")
+	}
+	hour, min, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	return append(b,
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-',
+		byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':',
+		byte('0'+min/10), byte('0'+min%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10), '.',
+		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
