@@ -179,6 +179,9 @@ type server struct {
 	// group: the server leads a process group of its own (pgid = its
 	// pid) holding the processes it started, and is stopped with them.
 	group bool
+	// guard kills the group if this process dies without Stop (see
+	// startGuard); nil for a server that is not a group.
+	guard *exec.Cmd
 }
 
 // ErrMissingBinary means a server program is not installed.
@@ -427,11 +430,19 @@ func (sb *Sandbox) spawnCmd(name, logPath string, cmd *exec.Cmd, group bool) (*s
 	// threads, so the thread outlives the call.
 	runtime.LockOSThread()
 	err = cmd.Start()
+	var guard *exec.Cmd
+	if err == nil && group {
+		guard, err = startGuard(cmd.Process.Pid)
+		if err != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		}
+	}
 	runtime.UnlockOSThread()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	srv := &server{name: name, cmd: cmd, log: logPath, done: make(chan struct{}), group: group}
+	srv := &server{name: name, cmd: cmd, log: logPath, done: make(chan struct{}), group: group, guard: guard}
 	go func() {
 		srv.err = cmd.Wait()
 		close(srv.done)
@@ -447,6 +458,44 @@ func (sb *Sandbox) spawnCmd(name, logPath string, cmd *exec.Cmd, group bool) (*s
 		return nil, fmt.Errorf("%s: %w", name, ErrStopped)
 	}
 	return srv, nil
+}
+
+// guardScript waits, as long as the process that started it lives, and
+// when that process dies (the kernel then sends it SIGTERM, its parent
+// death signal) kills the process group $0 and exits.
+const guardScript = `trap 'kill -KILL -"$0" 2>/dev/null; kill -KILL $! 2>/dev/null; exit 0' TERM
+while :; do sleep 3600 & wait $!; done`
+
+// startGuard starts a shell that kills the process group pgid when this
+// process dies without calling Stop (killed, or crashed). A server's own
+// parent death signal ends the group's leader only: vttestserver's
+// children (vtcombo, and mysqld_safe and mysqld, which mysqlctl leaves
+// with parent 1) would outlive a killed benchmark. The guard leads a group
+// of its own, which Stop kills. The caller holds the OS thread locked, for
+// the parent death signal is tied to the thread that forks.
+func startGuard(pgid int) (*exec.Cmd, error) {
+	g := exec.Command("/bin/sh", "-c", guardScript, strconv.Itoa(pgid))
+	g.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
+	if err := g.Start(); err != nil {
+		return nil, fmt.Errorf("start the guard of process group %d: %w", pgid, err)
+	}
+	return g, nil
+}
+
+// stopGuard kills srv's guard and its sleep, without the guard's kill of
+// the server's group (which Stop has ended already, and whose id a new
+// process may since have taken).
+func stopGuard(srv *server) {
+	if srv.guard == nil {
+		return
+	}
+	pgid := srv.guard.Process.Pid
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	srv.guard.Wait()
+	// Its sleep, reparented when the guard died, is reaped by init.
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(-pgid, 0) == nil && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // waitReady polls ready until it succeeds, the server exits, or ctx ends.

@@ -329,6 +329,7 @@ func tabletsServing(ctx context.Context, db *sql.DB, want int) error {
 // has exited and no process is left in the group. The group's id is
 // srv's pid, which stays reserved while any member lives.
 func (sb *Sandbox) stopGroup(srv *server) error {
+	defer stopGuard(srv)
 	pgid := srv.cmd.Process.Pid
 	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("kill %s's process group %d: %w", srv.name, pgid, err)
