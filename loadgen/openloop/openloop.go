@@ -32,6 +32,13 @@
 // A go ticker is not used for the plan: time.Ticker drops ticks for a slow
 // receiver, which is coordinated omission in the driver itself.
 //
+// The planned rate may change during a run: Config.Schedule lays stages of
+// their own rates end to end (a base rate, a burst, the base rate again),
+// and Config.Bucket cuts the measured stretch into buckets by intended
+// start, so that Result.Series shows latency through the burst; Recovery
+// reads from such a series how long it took to come back within an
+// objective.
+//
 // FindRate searches, over short runs, for the highest rate whose p99
 // latency stays within an objective, as BG's SoAR rating does.
 package openloop
