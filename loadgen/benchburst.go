@@ -44,9 +44,10 @@ const (
 	// enough to hold tens of operations at a few hundred a second.
 	BurstBucket = 250 * time.Millisecond
 	// BurstHold is how long latency (or lag) must stay within its
-	// objective for the store to have recovered: four buckets, so that a
-	// lull in a backlog does not pass for a recovery.
-	BurstHold = time.Second
+	// objective for the store to have recovered: eight buckets, so that
+	// a lull in a backlog does not pass for a recovery (on a busy
+	// machine, one of a second did).
+	BurstHold = 2 * time.Second
 	// DefaultLagSLO is the fan-out lag's objective: Bluesky's fan-out
 	// p99 target is under 10 s; a reader of a feed notices a post a
 	// second late, rarely one 100 ms late.

@@ -166,7 +166,7 @@ func TestBurstConfigRefused(t *testing.T) {
 		{Schedule: parse("300:10s,300:10s")},
 		{Schedule: parse("300:10s,100:5s,300:10s")},
 		{Schedule: parse("300:10s,3000:5s")},
-		{Schedule: parse("300:10s,3000:5s,300:500ms")},
+		{Schedule: parse("300:10s,3000:5s,300:1500ms")},
 		{Schedule: parse("300:10s,3000:5s,300:5s,3000:1s")},
 		{Schedule: parse("300:10s,3000:5s,300:10s"), CelebrityPosts: -1},
 		{Schedule: parse("300:10s,3000:5s,300:10s"), CelebrityPosts: MaxCelebrityPosts + 1},
@@ -185,7 +185,7 @@ func TestBurstConfigRefused(t *testing.T) {
 	for _, c := range []BurstConfig{
 		{Schedule: parse("300:10s,3000:5s,300:10s")},
 		{Schedule: parse("300:10s,300:10s"), CelebrityPosts: 20},
-		{Schedule: parse("300:10s,1000:2s,3000:2s,100:1s")},
+		{Schedule: parse("300:10s,1000:2s,3000:2s,100:2s")},
 	} {
 		if err := c.Check(); err != nil {
 			t.Errorf("%v: %v", c, err)

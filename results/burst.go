@@ -105,6 +105,39 @@ type BurstPoint struct {
 	LagP99Ms float64 `json:"lag_p99_ms,omitempty"`
 }
 
+// BaseHeld reports whether latency held its objective before the burst:
+// if it did not, the store was never within it, and a recovery time
+// means nothing.
+func (b *Burst) BaseHeld() bool { return !b.Before.HasLatency() || b.Before.P99Ms <= b.SLOMs }
+
+// BaseHeld reports whether the fan-out lag held its objective before the
+// burst (lagSLO ms), or no fan-out finished then.
+func (l *BurstLag) BaseHeld(lagSLO float64) bool { return l.BeforeP99Ms <= lagSLO }
+
+// overBefore is what the table says in place of a recovery time when the
+// objective did not hold before the burst.
+const overBefore = "over before it"
+
+// recovery is b's latency recovery as the table writes it.
+func (b *Burst) recovery() string {
+	if !b.BaseHeld() {
+		return overBefore
+	}
+	return fmtRecovery(b.Recovered, b.RecoveryS, b.WindowS, b.EndS)
+}
+
+// lagRecovery is b's fan-out lag recovery as the table writes it, Dash
+// without one.
+func (b *Burst) lagRecovery() string {
+	switch {
+	case b.Lag == nil:
+		return Dash
+	case !b.Lag.BaseHeld(b.LagSLOMs):
+		return overBefore
+	}
+	return fmtRecovery(b.Lag.Recovered, b.Lag.RecoveryS, b.WindowS, b.EndS)
+}
+
 // fmtRecovery is a recovery time, or that there was none within the
 // stretch after the burst.
 func fmtRecovery(recovered bool, seconds, window, end float64) string {
@@ -147,9 +180,7 @@ func burstRows(ms []Model, row func(label string, cell func(m *Model) string)) {
 	row("  p99 before / during / after", burst(func(bu *Burst) string {
 		return fmtP99(bu.Before) + " / " + fmtP99(bu.During) + " / " + fmtP99(bu.After) + " ms"
 	}))
-	row("  recovery to p99 ≤ "+fmtMs(slo), burst(func(bu *Burst) string {
-		return fmtRecovery(bu.Recovered, bu.RecoveryS, bu.WindowS, bu.EndS)
-	}))
+	row("  recovery to p99 ≤ "+fmtMs(slo), burst(func(bu *Burst) string { return bu.recovery() }))
 	row("  offered / achieved, missed", burst(func(bu *Burst) string {
 		return fmtNum(bu.Open.OfferedPerSec) + " / " + fmtRate(bu.Open.AchievedPerSec, "ops/s") + ", " + fmtInt(bu.Open.Missed)
 	}))
@@ -165,9 +196,7 @@ func burstRows(ms []Model, row func(label string, cell func(m *Model) string)) {
 		row("  fan-out lag p99 before / during / after", lagCell(func(l *BurstLag, _ *Burst) string {
 			return fmtNum(l.BeforeP99Ms) + " / " + fmtNum(l.DuringP99Ms) + " / " + fmtMs(l.AfterP99Ms)
 		}))
-		row("  recovery to fan-out lag ≤ "+fmtMs(lagSLO), lagCell(func(l *BurstLag, bu *Burst) string {
-			return fmtRecovery(l.Recovered, l.RecoveryS, bu.WindowS, bu.EndS)
-		}))
+		row("  recovery to fan-out lag ≤ "+fmtMs(lagSLO), lagCell(func(_ *BurstLag, bu *Burst) string { return bu.lagRecovery() }))
 	}
 	if celeb {
 		row("  celebrity's posts: posts, p99, all acknowledged after", burst(func(bu *Burst) string {
@@ -224,10 +253,7 @@ func qualityGrid(r *Result) *grid {
 			}
 		}
 		if bu := m.Burst; bu != nil {
-			cells[5] = fmtRecovery(bu.Recovered, bu.RecoveryS, bu.WindowS, bu.EndS)
-			if bu.Lag != nil {
-				cells[6] = fmtRecovery(bu.Lag.Recovered, bu.Lag.RecoveryS, bu.WindowS, bu.EndS)
-			}
+			cells[5], cells[6] = bu.recovery(), bu.lagRecovery()
 		}
 		g.add(cells...)
 	}

@@ -61,6 +61,11 @@ func TestBurstTable(t *testing.T) {
 			}
 		}
 	}
+	over := withBurst()
+	over.Model("pull-sp").Burst.Before.P99Ms = 90
+	if l := line(t, table(t, over), "  recovery to p99 ≤ 50.0 ms"); !strings.Contains(l, "over before it") || !strings.Contains(l, "0.5 s") {
+		t.Errorf("a base over its objective: %q", l)
+	}
 	if plain := table(t, withTraffic()); strings.Contains(plain, "burst") || strings.Contains(plain, "feed quality") {
 		t.Errorf("a run without a burst, probe or delete study shows them:\n%s", plain)
 	}

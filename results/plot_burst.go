@@ -51,13 +51,13 @@ func writeBurstPNG(path string, r *Result) error {
 		}
 		c := lineColor(n)
 		n++
-		label := m.Name + ": recovered " + fmtRecovery(bu.Recovered, bu.RecoveryS, bu.WindowS, bu.EndS)
+		label := m.Name + ": recovered " + bu.recovery()
 		if err := addLine(lat, pts, c, label); err != nil {
 			return err
 		}
 		if bu.Lag != nil && len(lagPts) > 0 {
 			lags++
-			if err := addLine(lag, lagPts, c, m.Name+": recovered "+fmtRecovery(bu.Lag.Recovered, bu.Lag.RecoveryS, bu.WindowS, bu.EndS)); err != nil {
+			if err := addLine(lag, lagPts, c, m.Name+": recovered "+bu.lagRecovery()); err != nil {
 				return err
 			}
 		}

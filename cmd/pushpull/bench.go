@@ -345,7 +345,7 @@ stays the paper's, about 5 minutes):
                  300:10s,3000:5s,300:10s: p99 latency before, during and
                  after the burst (from the first stage's end to the last
                  stage above its rate), and the time after it until each
-                 250 ms's p99 stays within --slo for 1 s, and the fan-out
+                 250 ms's p99 stays within --slo for 2 s, and the fan-out
                  lag within --lag-slo (1s) for the designs that fan out
                  later; --celebrity-posts N has the most followed author
                  post N times as the first stage ends. burst.png plots

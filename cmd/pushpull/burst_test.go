@@ -18,7 +18,7 @@ func TestBenchBadBurstFlags(t *testing.T) {
 		{"--burst", ""}, {"--burst", "300"}, {"--burst", "300:10s;3000:5s"}, {"--burst", "300:10s,3000:0s,300:5s"},
 		{"--burst", "-300:10s,3000:5s,300:5s"}, {"--burst", "300:10s,3000:5s,300:5s,"}, {"--burst", "300/m:10s,3000:5s,300:5s"},
 		{"--burst", "300:10s"}, {"--burst", "300:10s,300:10s"}, {"--burst", "300:10s,3000:5s"},
-		{"--burst", "300:10s,3000:5s,300:100ms"},
+		{"--burst", "300:10s,3000:5s,300:1500ms"},
 		{"--burst", "300:10s,3000:5s,300:5s", "--celebrity-posts", "-1"},
 		{"--burst", "300:10s,3000:5s,300:5s", "--celebrity-posts", "1000000"},
 		{"--burst", "300:10s,3000:5s,300:5s", "--lag-slo", "0s"},
@@ -41,7 +41,7 @@ func TestBenchBurst(t *testing.T) {
 	out := t.TempDir()
 	r := run(t, nil, "bench", "--dsn", testserver.DSN(t), "--force", "--models", "push",
 		"--scale", "0.002", "--duration", "200ms", "--warmup", "0s", "--out", out,
-		"--burst", "50:500ms,2000:250ms,50:1500ms", "--celebrity-posts", "3")
+		"--burst", "50:500ms,2000:250ms,50:2500ms", "--celebrity-posts", "3")
 	if r.code != 0 && !strings.Contains(r.stderr, "harness") {
 		t.Fatalf("bench: %v", r)
 	}
@@ -60,7 +60,7 @@ func TestBenchBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	bu := res.Models[0].Burst
-	if bu == nil || bu.Schedule != "50:500ms,2000:250ms,50:1.5s" || bu.Celebrity == nil || bu.Celebrity.Posts != 3 {
+	if bu == nil || bu.Schedule != "50:500ms,2000:250ms,50:2.5s" || bu.Celebrity == nil || bu.Celebrity.Posts != 3 {
 		t.Fatalf("burst %+v", bu)
 	}
 }
