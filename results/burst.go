@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pushpull/pushpull/internal/cost"
 )
@@ -136,6 +137,17 @@ func (b *Burst) lagRecovery() string {
 		return overBefore
 	}
 	return fmtRecovery(b.Lag.Recovered, b.Lag.RecoveryS, b.WindowS, b.EndS)
+}
+
+// recoveryPhrase is a recovery as a plot's legend says it.
+func recoveryPhrase(cell string) string {
+	switch {
+	case cell == overBefore:
+		return "over the objective before the burst"
+	case strings.HasPrefix(cell, "not "):
+		return cell
+	}
+	return "recovered in " + cell
 }
 
 // fmtRecovery is a recovery time, or that there was none within the

@@ -51,13 +51,13 @@ func writeBurstPNG(path string, r *Result) error {
 		}
 		c := lineColor(n)
 		n++
-		label := m.Name + ": recovered " + bu.recovery()
+		label := m.Name + ": " + recoveryPhrase(bu.recovery())
 		if err := addLine(lat, pts, c, label); err != nil {
 			return err
 		}
 		if bu.Lag != nil && len(lagPts) > 0 {
 			lags++
-			if err := addLine(lag, lagPts, c, m.Name+": recovered "+bu.lagRecovery()); err != nil {
+			if err := addLine(lag, lagPts, c, m.Name+": "+recoveryPhrase(bu.lagRecovery())); err != nil {
 				return err
 			}
 		}
