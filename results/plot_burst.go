@@ -15,8 +15,10 @@ import (
 // of each bucket's operations (by intended start) in the upper panel, and,
 // for the models that measure it, the p99 fan-out lag of the posts applied
 // in each bucket in the lower one, each against its objective (a grey
-// line), with the burst between two grey verticals. The latency axes are
-// logarithmic: a backlog's latency grows by orders of magnitude.
+// line), with the burst between two grey verticals (its end one per model,
+// in the model's colour, when the celebrity's posts made the ends differ).
+// The latency axes are logarithmic: a backlog's latency grows by orders of
+// magnitude.
 func WriteBurstPNG(path string, r *Result) error {
 	if err := writeBurstPNG(path, r); err != nil {
 		return fmt.Errorf("write burst png: %w", err)
@@ -29,6 +31,11 @@ func writeBurstPNG(path string, r *Result) error {
 	lag := timePlot("fan-out lag through the burst", "p99 fan-out lag of the posts applied (ms)")
 	var slo, lagSLO, start, end, right, top, lagTop float64
 	n, lags := 0, 0
+	type modelEnd struct {
+		at float64
+		c  color.Color
+	}
+	var ends []modelEnd
 	for i := range r.Models {
 		m := &r.Models[i]
 		bu := m.Burst
@@ -51,6 +58,7 @@ func writeBurstPNG(path string, r *Result) error {
 		}
 		c := lineColor(n)
 		n++
+		ends = append(ends, modelEnd{bu.EndS, c})
 		label := m.Name + ": " + recoveryPhrase(bu.recovery())
 		if err := addLine(lat, pts, c, label); err != nil {
 			return err
@@ -68,9 +76,21 @@ func writeBurstPNG(path string, r *Result) error {
 	if lags > 0 {
 		plots, tops, objectives = append(plots, lag), append(tops, max(lagTop, lagSLO)), append(objectives, lagSLO)
 	}
+	same := true
+	for _, e := range ends {
+		same = same && e.at == end
+	}
 	for i, p := range plots {
-		if err := addMarks(p, objectives[i], start, end, right, tops[i]); err != nil {
+		if err := addMarks(p, objectives[i], start, end, right, tops[i], same); err != nil {
 			return err
+		}
+		for _, e := range ends {
+			if same {
+				break
+			}
+			if err := addVertical(p, e.at, max(tops[i], objectives[i])*4, e.c, true); err != nil {
+				return err
+			}
 		}
 	}
 	px := func(n int) vg.Length { return vg.Length(n) * vg.Inch / vgimg.DefaultDPI }
@@ -120,11 +140,29 @@ func addLine(p *plot.Plot, pts plotter.XYs, c color.Color, label string) error {
 	return nil
 }
 
+// burstBottom is the lowest latency the burst plot's axes show.
+const burstBottom = 0.01
+
+// addVertical draws a vertical line at x up to top, dashed if asked.
+func addVertical(p *plot.Plot, x, top float64, c color.Color, dashed bool) error {
+	line, err := plotter.NewLine(plotter.XYs{{X: x, Y: burstBottom}, {X: x, Y: top}})
+	if err != nil {
+		return err
+	}
+	line.Color = c
+	if dashed {
+		line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	}
+	p.Add(line)
+	return nil
+}
+
 // addMarks draws the objective as a horizontal grey line and the burst's
-// start and end as vertical ones, and sets p's axes.
-func addMarks(p *plot.Plot, objective, start, end, right, top float64) error {
+// start, and its end when every model's is the same, as vertical ones, and
+// sets p's axes.
+func addMarks(p *plot.Plot, objective, start, end, right, top float64, sameEnd bool) error {
 	grey := color.Gray{Y: 0x88}
-	bottom := 0.01
+	bottom := burstBottom
 	if objective > 0 {
 		line, err := plotter.NewLine(plotter.XYs{{X: 0, Y: objective}, {X: right, Y: objective}})
 		if err != nil {
@@ -135,13 +173,14 @@ func addMarks(p *plot.Plot, objective, start, end, right, top float64) error {
 		p.Add(line)
 		p.Legend.Add("objective: p99 ≤ "+fmtMs(objective), line)
 	}
-	for _, x := range []float64{start, end} {
-		line, err := plotter.NewLine(plotter.XYs{{X: x, Y: bottom}, {X: x, Y: max(top, objective) * 4}})
-		if err != nil {
+	marks := []float64{start}
+	if sameEnd {
+		marks = append(marks, end)
+	}
+	for _, x := range marks {
+		if err := addVertical(p, x, max(top, objective)*4, grey, false); err != nil {
 			return err
 		}
-		line.Color = grey
-		p.Add(line)
 	}
 	p.X.Min, p.X.Max = 0, right
 	p.Y.Min, p.Y.Max = bottom, max(top, objective)*4
