@@ -8,7 +8,8 @@
 // the sandbox (or uses the servers it is given), loads, opens every model,
 // runs its phases in order (reads, then the phases that read while they
 // write, then submissions), measures their costs, the fan-out lag of the
-// stores that post later and the staleness of cached pages, compares
+// stores that post later and the staleness of cached pages, the recovery
+// from a burst of traffic (BurstConfig), compares
 // cached reads with raw memcached gets (MemcacheGet), and turns what the
 // phases measured into results documents. Packages loadgen/sweep and
 // loadgen/recommend run it over many points.
@@ -134,6 +135,11 @@ type BenchConfig struct {
 	// deleted in a phase of their own, measured for latency and cost, and
 	// the delete of a post by the most followed author. Needs no Mix.
 	Deletes int
+	// Burst, if set, adds for every model, after its traffic phase (and
+	// delete study), a burst phase of its mixed traffic on a rate
+	// schedule (results.Burst). Without a Mix it uses
+	// workload.DefaultMix.
+	Burst *BurstConfig
 
 	// TrafficOnly measures each model's traffic phase and nothing else:
 	// no harness, no read, submission, mixed or cache phases, no goals.
@@ -230,7 +236,7 @@ func (c *BenchConfig) defaults() {
 	if c.TrafficOnly {
 		c.ExtraDuration = c.Duration
 	}
-	if c.Mix == nil && (c.Rate > 0 || c.FindRate) {
+	if c.Mix == nil && (c.Rate > 0 || c.FindRate || c.Burst != nil) {
 		m := workload.DefaultMix()
 		c.Mix = &m
 	}

@@ -72,7 +72,7 @@ func (b *bench) openModel(ctx context.Context, m registry.Model, namespace strin
 		options = own
 	}
 	conns := b.cfg.Concurrency * 8
-	if b.cfg.Mix != nil && (b.cfg.Rate > 0 || b.cfg.FindRate) {
+	if b.cfg.Mix != nil && (b.cfg.Rate > 0 || b.cfg.FindRate || b.cfg.Burst != nil) {
 		// Waiting for a connection would count as latency, rightly,
 		// but would hide where the time went.
 		conns = max(conns, b.cfg.MaxInFlight)
@@ -570,8 +570,8 @@ func (b *bench) writes(ctx context.Context) error {
 }
 
 // readWhileWriting measures m's mixed phase at the run's read ratio, its
-// traffic phase and its delete study, those of them the run has (see
-// writes), each followed by a settle.
+// traffic phase, its delete study and its burst phase, those of them the
+// run has (see writes), each followed by a settle.
 func (b *bench) readWhileWriting(ctx context.Context, m registry.Model) error {
 	if b.cfg.ReadRatio > 0 && m.Bench.Has(registry.PhaseMixed) && !m.Bench.Has(registry.PhaseCacheMixed) {
 		rm, s := b.res.Model(m.Name), b.open[m.Name]
@@ -605,7 +605,12 @@ func (b *bench) readWhileWriting(ctx context.Context, m registry.Model) error {
 		}
 	}
 	if b.cfg.Deletes > 0 {
-		return b.deleteStudy(ctx, m, b.trafficStore(m))
+		if err := b.deleteStudy(ctx, m, b.trafficStore(m)); err != nil {
+			return err
+		}
+	}
+	if b.cfg.Burst != nil {
+		return b.burstPhase(ctx, m)
 	}
 	return nil
 }

@@ -246,6 +246,11 @@ func (c *BenchConfig) checkTraffic() error {
 	case c.Mix != nil && c.Mix.Empty():
 		return &workload.MixError{Spec: c.Mix.String(), Reason: "every weight is 0"}
 	}
+	if c.Burst != nil {
+		if err := c.Burst.Check(); err != nil {
+			return err
+		}
+	}
 	if c.Arrivals != "" {
 		if _, err := openloop.ParseArrivals(string(c.Arrivals)); err != nil {
 			return err
@@ -291,7 +296,31 @@ func searchResult(slo, step time.Duration, start float64, sr openloop.SearchResu
 		StepSeconds: step.Seconds()}
 	for _, s := range sr.Steps {
 		out.Steps = append(out.Steps, results.RateStep{RatePerSec: s.Rate, OfferedPerSec: s.Offered, AchievedPerSec: s.Achieved,
-			P50Ms: s.P50Ms, P99Ms: s.P99Ms, P999Ms: s.P999Ms, Errors: s.Errors, Late: s.Late, Missed: s.Missed, Held: s.Held})
+			P50Ms: s.P50Ms, P99Ms: s.P99Ms, P999Ms: s.P999Ms, Errors: s.Errors, Late: s.Late, Missed: s.Missed, Held: s.Held,
+			Ops: rateOps(s.Result)})
+	}
+	return out
+}
+
+// rateOps are each operation type's figures in one step of a rate search,
+// for the types the step ran.
+func rateOps(r openloop.Result) map[string]results.RateOp {
+	out := map[string]results.RateOp{}
+	for _, k := range r.Kinds {
+		if k.Ops+k.Errors == 0 {
+			continue
+		}
+		op := results.RateOp{Ops: k.Ops, Errors: k.Errors}
+		if r.Seconds > 0 {
+			op.OpsPerSec = float64(k.Ops) / r.Seconds
+		}
+		if k.Latency != nil && k.Latency.TotalCount() > 0 {
+			op.P50Ms, op.P99Ms = float64(k.Latency.ValueAtQuantile(50))/1000, float64(k.Latency.ValueAtQuantile(99))/1000
+		}
+		out[k.Name] = op
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -143,12 +143,7 @@ func (b *bench) deleteStudy(ctx context.Context, m registry.Model, s timeline.St
 // settles again, and reads the pages of the author's followers (at most
 // DefaultCelebrityCheck).
 func (b *bench) celebrityDelete(ctx context.Context, s timeline.Store, metered bool) (*results.CelebrityDelete, error) {
-	var author uint32
-	for u := 1; u <= b.users; u++ {
-		if len(b.data.Followers(uint32(u))) > len(b.data.Followers(author)) || author == 0 {
-			author = uint32(u)
-		}
-	}
+	author := b.mostFollowed()
 	fs := b.data.Followers(author)
 	msg, err := s.Post(ctx, timeline.UserID(author), "a post its author will delete")
 	if err != nil {

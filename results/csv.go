@@ -74,6 +74,16 @@ func writeRows(cw *csv.Writer, r *Result, prefix []string) error {
 				}
 			}
 		}
+		if bu := m.Burst; bu != nil {
+			for _, part := range []struct {
+				key string
+				p   *Phase
+			}{{"burst_before", &bu.Before}, {"burst_during", &bu.During}, {"burst_after", &bu.After}} {
+				if err := write(csvRow(m.Name, part.key, part.p, m.DataBytes, m.DiskBytes)); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	if r.Harness != nil {
 		if err := write(csvRow("harness", "noop", r.Harness, 0, 0)); err != nil {

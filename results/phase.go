@@ -82,4 +82,10 @@ var phaseRefs = []phaseRef{
 		}
 		return &m.Deletes.Phase
 	}},
+	{"burst", "burst (open loop on a schedule)", "ops/s", func(m *Model) *Phase {
+		if m.Burst == nil {
+			return nil
+		}
+		return &m.Burst.Total
+	}},
 }

@@ -212,6 +212,8 @@ type Model struct {
 	// --deletes).
 	Deletes *Deletes           `json:"deletes,omitempty"`
 	Extra   map[string]float64 `json:"extra,omitempty"` // e.g. hit_ratio, rows_per_page
+	// Burst is the burst phase, when the run had one (bench --burst).
+	Burst *Burst `json:"burst,omitempty"`
 }
 
 // Goal is one target figure: Value against Target, both ratios of rates.

@@ -21,6 +21,9 @@ const (
 	// RatePNGFile plots latency against offered rate, for a run that
 	// searched for the highest rate within its latency objective.
 	RatePNGFile = "rate.png"
+	// BurstPNGFile plots latency and fan-out lag through the burst, for a
+	// run with a burst phase.
+	BurstPNGFile = "burst.png"
 	// DegreesPNGFile is the plot of the dataset's degree distributions
 	// (WriteDegreesPNG), saved when the result records them.
 	DegreesPNGFile = "degrees.png"
@@ -67,6 +70,11 @@ func writeRunFiles(dir string, r *Result) error {
 	}
 	if r.HasRateSearch() {
 		if err := WriteRatePNG(filepath.Join(dir, RatePNGFile), r); err != nil {
+			return err
+		}
+	}
+	if r.HasBursts() {
+		if err := WriteBurstPNG(filepath.Join(dir, BurstPNGFile), r); err != nil {
 			return err
 		}
 	}

@@ -38,6 +38,13 @@ func WriteTable(w io.Writer, r *Result) error {
 		b.WriteString("\n")
 		g.write(&b)
 	}
+	if g := qualityGrid(r); g != nil {
+		b.WriteString("\n")
+		if h := burstHeading(r); h != "" {
+			b.WriteString(h + "\n")
+		}
+		g.write(&b)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -276,6 +283,8 @@ func modelGrid(r *Result) *grid {
 			visibilityRows(ms, row)
 		case "delete":
 			deleteRows(ms, row)
+		case "burst":
+			burstRows(ms, row)
 		}
 	}
 	extra := map[string]bool{}

@@ -145,4 +145,18 @@ type RateStep struct {
 	Late           int64   `json:"late"`
 	Missed         int64   `json:"missed"`
 	Held           bool    `json:"held"`
+	// Ops are each operation type's figures in the step, by the names of
+	// the traffic's mix: the latency-against-offered-rate curve of each
+	// type. Absent from results that predate them.
+	Ops map[string]RateOp `json:"ops,omitempty"`
+}
+
+// RateOp is one operation type's share of a RateStep: its completed
+// operations' rate and latencies from intended starts.
+type RateOp struct {
+	Ops       int64   `json:"ops"`
+	Errors    int64   `json:"errors"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50Ms     float64 `json:"p50_ms"`
+	P99Ms     float64 `json:"p99_ms"`
 }

@@ -41,7 +41,8 @@ func newBenchCmd() *cobra.Command {
   pushpull bench --mix newest=80,older=10,post=8,follow=1,unfollow=1 --rate 2000
   pushpull bench --find-rate --slo 50ms --models {push},{pull}
   pushpull bench --http --models {push},{pull}  # the HTTP API's overhead
-  pushpull bench --graph powerlaw --mix newest=70,older=15,post=10,delete=3,follow=1,unfollow=1 --rate 400 --deletes 500`,
+  pushpull bench --graph powerlaw --mix newest=70,older=15,post=10,delete=3,follow=1,unfollow=1 --rate 400 --deletes 500
+  pushpull bench --graph powerlaw --burst 300:10s,3000:5s,300:10s --celebrity-posts 20 --models {push},{pull}`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := bf.check(cmd); err != nil {
@@ -92,6 +93,9 @@ func newBenchCmd() *cobra.Command {
 			files := []string{results.JSONFile, results.CSVFile, results.PNGFile}
 			if r.HasRateSearch() {
 				files = append(files, results.RatePNGFile)
+			}
+			if r.HasBursts() {
+				files = append(files, results.BurstPNGFile)
 			}
 			if r.Dataset.HasDegrees() {
 				files = append(files, results.DegreesPNGFile)
@@ -314,7 +318,8 @@ stays the paper's, about 5 minutes):
   --find-rate    then, per model, the highest rate whose p99 stays within
                  --slo (50ms), searched in open-loop steps of --step from
                  the traffic phase's rate; rate.png plots p50 and p99
-                 against the offered rate. About 20 s per model.
+                 against the offered rate, over all operations and per
+                 operation type. About 20 s per model.
   --http         after each model's newest-page phase, the same phase
                  through the HTTP API that pushpull serve serves (a server
                  in this process on a loopback port, one keep-alive
@@ -335,6 +340,16 @@ stays the paper's, about 5 minutes):
                  post by the most followed author: ms until gone from every
                  timeline (the delete plus the settle after it), and every
                  follower's page read to check it is gone.
+  --burst SCHEDULE  per model, after those, its traffic in an open loop
+                 whose rate follows RATE:DURATION stages, e.g.
+                 300:10s,3000:5s,300:10s: p99 latency before, during and
+                 after the burst (from the first stage's end to the last
+                 stage above its rate), and the time after it until each
+                 250 ms's p99 stays within --slo for 2 s, and the fan-out
+                 lag within --lag-slo (1s) for the designs that fan out
+                 later; --celebrity-posts N has the most followed author
+                 post N times as the first stage ends. burst.png plots
+                 both through the phase.
   --cost         prints the cost per operation of every phase: rows read
                  and written, bytes written, memcached gets, sets and bytes
                  (the servers' own counters), and the CPU of the client,

@@ -53,6 +53,9 @@ type benchFlags struct {
 	probeEvery, visibleTimeout time.Duration
 	probePoll                  time.Duration
 	probeFollowers, deletes    int
+	burst                      string
+	celebrityPosts             int
+	lagSLO                     time.Duration
 
 	// Set by check.
 	cfg  loadgen.BenchConfig
@@ -110,6 +113,9 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&b.probeFollowers, "probe-followers", workload.DefaultProbeFollowers, "--probe-every: followers' pages read per watched post or delete (1 to 100)")
 	f.DurationVar(&b.visibleTimeout, "visible-timeout", workload.DefaultVisibleTimeout, "--probe-every: how long a page may take to show a post (else it is missing, lowering completeness) or to drop a deleted one (else it is still shown)")
 	f.DurationVar(&b.probePoll, "probe-poll", workload.DefaultProbePoll, "--probe-every: pause between two reads of a watched page, the resolution of the times measured")
+	f.StringVar(&b.burst, "burst", "", "add per model a burst phase: its mixed traffic (implies --mix default) in an open loop on this schedule of RATE:DURATION stages, e.g. 300:10s,3000:5s,300:10s; the burst runs from the end of the first stage to the end of the last stage above the first's rate, and the phase reports the p99 latency before, during and after it and the time after it until the p99 of each 250 ms stays within --slo for 2 s (and the fan-out lag within --lag-slo, for the designs that fan out later)")
+	f.IntVar(&b.celebrityPosts, "celebrity-posts", 0, "--burst: the most followed author posts this many times as the schedule's first stage ends, --concurrency at once (a schedule whose rate never rises may then burst by these posts alone); 0 for none")
+	f.DurationVar(&b.lagSLO, "lag-slo", loadgen.DefaultLagSLO, "--burst: the objective of the fan-out lag (p99 of the posts applied in each 250 ms) that a design that fans out later must come back within")
 	f.IntVar(&b.deletes, "deletes", 0, "add per model a delete study: this many messages posted and then deleted in a phase of their own (deletes/s, latency in ms, rows and keys per delete), the share of them still shown after settling, and the delete of one post by the most followed author (ms until gone from every follower's timeline, pages still showing it); 0 for none, at most 1,000,000")
 }
 
@@ -225,7 +231,11 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	if b.slo <= 0 || b.step <= 0 || b.searchSteps < 1 || b.searchSteps > 100 {
 		return usagef("--slo and --step must be positive, and --search-steps 1..100")
 	}
-	traffic := b.mixSpec != "" || b.rate > 0 || b.findRate
+	burst, err := b.checkBurst(cmd)
+	if err != nil {
+		return err
+	}
+	traffic := b.mixSpec != "" || b.rate > 0 || b.findRate || burst != nil
 	for _, name := range []string{"probe-every", "probe-followers", "visible-timeout", "probe-poll"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed && !traffic {
 			return usagef("--%s watches the traffic's writes: it goes with --mix, --rate or --find-rate", name)
@@ -303,10 +313,41 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 		ReadRatio: b.readRatio, Durability: b.durability, Settings: settings, Options: options,
 		Mix: mix, Rate: b.rate, Arrivals: arr, MaxInFlight: b.maxInFlight,
 		FindRate: b.findRate, SLO: b.slo, StepDuration: b.step, SearchSteps: b.searchSteps,
-		Vitess: b.withVitess, Shards: b.shards, HTTP: b.http, Probe: probe, Deletes: b.deletes,
+		Vitess: b.withVitess, Shards: b.shards, HTTP: b.http, Probe: probe, Deletes: b.deletes, Burst: burst,
 	}
 	if !b.noLoadCache {
 		b.cfg.LoadCache, b.cfg.LoadCacheBytes = b.loadCache, int64(b.loadCacheGiB*(1<<30))
 	}
 	return nil
+}
+
+// checkBurst reads --burst and the flags that go with it: nil without
+// --burst, and a usage error for a bad schedule or a flag without it.
+func (b *benchFlags) checkBurst(cmd *cobra.Command) (*loadgen.BurstConfig, error) {
+	if b.burst == "" {
+		for _, name := range []string{"burst", "celebrity-posts", "lag-slo"} {
+			if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+				if name == "burst" {
+					return nil, usagef("--burst: want a schedule of RATE:DURATION stages, e.g. 300:10s,3000:5s,300:10s")
+				}
+				return nil, usagef("--%s goes with --burst", name)
+			}
+		}
+		return nil, nil
+	}
+	schedule, err := openloop.ParseSchedule(b.burst)
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("--burst: %w", err)}
+	}
+	if b.celebrityPosts < 0 || b.celebrityPosts > loadgen.MaxCelebrityPosts {
+		return nil, usagef("--celebrity-posts %d: want 0 to %d", b.celebrityPosts, loadgen.MaxCelebrityPosts)
+	}
+	if b.lagSLO <= 0 {
+		return nil, usagef("--lag-slo %v: want a lag above 0", b.lagSLO)
+	}
+	c := &loadgen.BurstConfig{Schedule: schedule, CelebrityPosts: b.celebrityPosts, LagSLO: b.lagSLO}
+	if err := c.Check(); err != nil {
+		return nil, &usageError{fmt.Errorf("--burst: %w", err)}
+	}
+	return c, nil
 }

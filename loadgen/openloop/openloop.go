@@ -32,6 +32,13 @@
 // A go ticker is not used for the plan: time.Ticker drops ticks for a slow
 // receiver, which is coordinated omission in the driver itself.
 //
+// The planned rate may change during a run: Config.Schedule lays stages of
+// their own rates end to end (a base rate, a burst, the base rate again),
+// and Config.Bucket cuts the measured stretch into buckets by intended
+// start, so that Result.Series shows latency through the burst; Recovery
+// reads from such a series how long it took to come back within an
+// objective.
+//
 // FindRate searches, over short runs, for the highest rate whose p99
 // latency stays within an objective, as BG's SoAR rating does.
 package openloop
@@ -94,7 +101,28 @@ type Config struct {
 	Progress io.Writer
 	// OnMeasure, if set, is called when the measured stretch begins.
 	OnMeasure func()
+	// Schedule, if set, replaces Rate and Duration: the measured stretch
+	// follows these stages, and the warm-up runs at the first stage's
+	// rate. Ops must then be 0.
+	Schedule RateSchedule
+	// Bucket, if > 0, cuts the measured stretch into buckets this long,
+	// by intended start, and Result.Series gives each one's operations:
+	// how latency moved through a burst.
+	Bucket time.Duration
 }
+
+// stages is the schedule c plans, warm-up included.
+func (c Config) stages() RateSchedule {
+	if len(c.Schedule) == 0 {
+		return RateSchedule{{Rate: c.Rate, Duration: c.Warmup + c.Duration}}
+	}
+	out := append(RateSchedule{}, c.Schedule...)
+	out[0].Duration += c.Warmup
+	return out
+}
+
+// MaxBuckets bounds the buckets of Result.Series.
+const MaxBuckets = 100_000
 
 // ConfigError reports an invalid setting.
 type ConfigError struct {
@@ -115,6 +143,21 @@ func (c Config) Check() error {
 	bad := func(field string, v any, reason string) error {
 		return &ConfigError{Field: field, Value: fmt.Sprint(v), Reason: reason}
 	}
+	if len(c.Schedule) > 0 {
+		if err := c.Schedule.Check(); err != nil {
+			return err
+		}
+		if c.Ops != 0 {
+			return bad("ops", c.Ops, "a schedule of steps sets the measured stretch; want 0")
+		}
+		c.Rate, c.Duration = c.Schedule[0].Rate, c.Schedule.Duration()
+		if n := c.Schedule.Ops() + c.Rate*c.Warmup.Seconds(); n > MaxPlanned {
+			return bad("schedule", c.Schedule, fmt.Sprintf("plans more than %d operations in one run; shorten it", MaxPlanned))
+		}
+	}
+	if c.Bucket < 0 || c.Bucket > 0 && c.Duration/c.Bucket > MaxBuckets {
+		return bad("bucket", c.Bucket, fmt.Sprintf("want 0 for none, or a length that cuts the measured stretch into at most %d buckets", MaxBuckets))
+	}
 	switch {
 	case !(c.Rate > 0) || c.Rate > 1e9:
 		return bad("rate", c.Rate, "want operations per second above 0 (and at most 1e9)")
@@ -124,7 +167,7 @@ func (c Config) Check() error {
 		return bad("ops", c.Ops, "want a count above 0, or 0 to run for the duration")
 	case c.Ops == 0 && c.Duration <= 0:
 		return bad("duration", c.Duration, "want a measured stretch above 0, or a count of operations")
-	case planned(c.Rate, c.Warmup, c.Duration, c.Ops) > MaxPlanned:
+	case len(c.Schedule) == 0 && planned(c.Rate, c.Warmup, c.Duration, c.Ops) > MaxPlanned:
 		return bad("rate", c.Rate, fmt.Sprintf("plans more than %d operations in one run; shorten it", MaxPlanned))
 	case c.Warmup < 0 || c.Drain < 0 || c.LateAfter < 0:
 		return bad("warmup, drain or late-after", fmt.Sprintf("%v, %v, %v", c.Warmup, c.Drain, c.LateAfter), "must not be negative")
@@ -175,6 +218,23 @@ type Result struct {
 	// once, and the most due but not started, that the run saw.
 	PeakInFlight, PeakBacklog int64
 	SampleErrors              []string
+	// Schedule is the schedule the run followed, nil for one rate.
+	Schedule RateSchedule
+	// Series is the measured stretch in buckets of Config.Bucket, by
+	// intended start; nil without buckets.
+	Series []Bucket
+}
+
+// Bucket is the measured operations planned to start within one stretch
+// of a run (Config.Bucket).
+type Bucket struct {
+	// At is the bucket's start, from the start of the measured stretch.
+	At time.Duration
+	// Ops succeeded, Errors failed, Missed never started.
+	Ops, Errors, Missed int64
+	// Latency of the successful operations from their intended starts,
+	// in microseconds, at two significant digits.
+	Latency *hdrhistogram.Histogram
 }
 
 // OfferedPerSec is the rate the plan asked for in the measured stretch.
@@ -237,12 +297,22 @@ type recorder struct {
 	interval *hdrhistogram.Histogram // latency since the last progress row
 	samples  []string
 	lastEnd  time.Time
+	// series, when the run has buckets, by intended start from measured.
+	series   []Bucket
+	bucket   time.Duration
+	measured time.Time
 }
 
-func newRecorder(kinds []string) *recorder {
+func newRecorder(kinds []string, bucket, window time.Duration, measured time.Time) *recorder {
 	r := &recorder{
 		total:    Stats{Name: "all", Latency: NewHistogram(), Service: NewHistogram()},
-		lateness: NewHistogram(), interval: NewHistogram(),
+		lateness: NewHistogram(), interval: NewHistogram(), bucket: bucket, measured: measured,
+	}
+	if bucket > 0 {
+		n := int((window + bucket - 1) / bucket)
+		for i := range max(n, 1) {
+			r.series = append(r.series, Bucket{At: time.Duration(i) * bucket, Latency: hdrhistogram.New(1, maxMicros, 2)})
+		}
 	}
 	for _, k := range kinds {
 		r.kinds = append(r.kinds, Stats{Name: k, Latency: NewHistogram(), Service: NewHistogram()})
@@ -265,7 +335,11 @@ func (r *recorder) add(kind int, intended, start, end time.Time, lateAfter time.
 		kind = 0
 	}
 	k := &r.kinds[kind]
+	b := r.bucketOf(intended)
 	if err != nil {
+		if b != nil {
+			b.Errors++
+		}
 		r.total.Errors++
 		k.Errors++
 		if len(r.samples) < 5 {
@@ -280,6 +354,20 @@ func (r *recorder) add(kind int, intended, start, end time.Time, lateAfter time.
 	}
 	record(r.total.Service, end.Sub(start))
 	record(k.Service, end.Sub(start))
+	if b != nil {
+		b.Ops++
+		record(b.Latency, end.Sub(intended))
+	}
+}
+
+// bucketOf is the bucket of an operation planned at intended, nil without
+// buckets.
+func (r *recorder) bucketOf(intended time.Time) *Bucket {
+	if len(r.series) == 0 {
+		return nil
+	}
+	i := int(intended.Sub(r.measured) / r.bucket)
+	return &r.series[min(max(i, 0), len(r.series)-1)]
 }
 
 // Run drives newOp's operations on the plan c describes. newOp is called
@@ -302,12 +390,16 @@ func Run(ctx context.Context, c Config, newOp func(worker int) Op) (Result, erro
 	if len(c.Kinds) == 0 {
 		c.Kinds = []string{"op"}
 	}
-	sched := plan(c.Rate, c.Arrivals, c.Seed, c.Warmup, c.Warmup+c.Duration, c.Ops)
+	var sched *schedule
+	if c.Ops > 0 {
+		sched = plan(c.Rate, c.Arrivals, c.Seed, c.Warmup, 0, c.Ops)
+	} else {
+		sched = planStages(c.stages(), c.Arrivals, c.Seed, c.Warmup, 0)
+	}
 	drain := c.Drain
 	if drain == 0 {
 		drain = max(sched.window(), MinDrain)
 	}
-	rec := newRecorder(c.Kinds)
 	var started, startedMeasured, done atomic.Int64
 	var inFlight, peakInFlight atomic.Int64
 
@@ -318,6 +410,7 @@ func Run(ctx context.Context, c Config, newOp func(worker int) Op) (Result, erro
 		ops[w] = newOp(w)
 	}
 	t0 := time.Now()
+	rec := newRecorder(c.Kinds, c.Bucket, sched.window(), t0.Add(c.Warmup))
 	var wg sync.WaitGroup
 	for w := range c.Workers {
 		op := ops[w]
@@ -414,7 +507,16 @@ loop:
 	res.SampleErrors = append(res.SampleErrors, rec.samples...)
 	sort.Strings(res.SampleErrors)
 	res.Seconds = max(rec.lastEnd.Sub(t0.Add(c.Warmup)).Seconds(), res.Window)
+	if len(rec.series) > 0 {
+		for _, at := range sched.unclaimed() {
+			rec.bucketOf(t0.Add(at)).Missed++
+		}
+		res.Series = rec.series
+	}
 	rec.mu.Unlock()
+	if len(c.Schedule) > 0 {
+		res.Schedule = append(RateSchedule{}, c.Schedule...)
+	}
 	if cancelled != nil {
 		return res, fmt.Errorf("open loop %s: %w", c.Name, cancelled)
 	}

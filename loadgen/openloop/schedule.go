@@ -55,29 +55,49 @@ type schedule struct {
 // on measured, up to end, or, when ops > 0, exactly ops measured ones (end
 // is then the time the next one would have come).
 func plan(rate float64, arrivals Arrivals, seed uint64, measureFrom, end time.Duration, ops int64) *schedule {
+	return planStages([]Stage{{Rate: rate, Duration: end}}, arrivals, seed, measureFrom, ops)
+}
+
+// planStages makes the schedule of stages laid end to end from 0: within a
+// stage, arrivals at its rate from its start (Poisson's gaps are memoryless,
+// so a gap cut by the stage's end is drawn again at the next stage's rate);
+// those from measureFrom on measured. With ops > 0 the (only) stage never
+// ends: exactly ops arrivals are measured, and end is the time the next
+// one would have come.
+func planStages(stages []Stage, arrivals Arrivals, seed uint64, measureFrom time.Duration, ops int64) *schedule {
 	s := &schedule{firstMeas: -1, measured: measureFrom}
 	rng := rand.New(rand.NewPCG(seed, 0x0be11))
-	sum := 0.0 // seconds
-	for i := 0; ; i++ {
-		var off time.Duration
-		if arrivals == Constant {
-			off = time.Duration(float64(i) / rate * 1e9)
-		} else {
-			sum += rng.ExpFloat64() / rate
-			off = time.Duration(sum * 1e9)
-		}
-		if s.firstMeas < 0 && off >= measureFrom {
-			s.firstMeas = i
-		}
-		if ops > 0 && s.firstMeas >= 0 && int64(i-s.firstMeas) == ops || ops <= 0 && off >= end {
-			s.end = off
-			if ops <= 0 {
-				s.end = end
+	var from time.Duration // the stage's start
+	for _, st := range stages {
+		until := from + st.Duration
+		sum := 0.0 // seconds since from
+		for i := 0; ; i++ {
+			var off time.Duration
+			if arrivals == Constant {
+				off = from + time.Duration(float64(i)/st.Rate*1e9)
+			} else {
+				sum += rng.ExpFloat64() / st.Rate
+				off = from + time.Duration(sum*1e9)
 			}
-			return s
+			if s.firstMeas < 0 && off >= measureFrom {
+				s.firstMeas = len(s.at)
+			}
+			if ops > 0 && s.firstMeas >= 0 && int64(len(s.at)-s.firstMeas) == ops {
+				s.end = off
+				return s
+			}
+			if ops <= 0 && off >= until {
+				break
+			}
+			s.at = append(s.at, off)
 		}
-		s.at = append(s.at, off)
+		from = until
 	}
+	if s.firstMeas < 0 {
+		s.firstMeas = len(s.at)
+	}
+	s.end = from
+	return s
 }
 
 // planned estimates how many arrivals a plan would hold, to refuse one too
@@ -100,6 +120,15 @@ func (s *schedule) claim() (at time.Duration, measured, ok bool) {
 		return 0, false, false
 	}
 	return s.at[i], s.firstMeas >= 0 && int(i) >= s.firstMeas, true
+}
+
+// unclaimed are the offsets of the measured arrivals no worker took.
+func (s *schedule) unclaimed() []time.Duration {
+	from := max(int(min(s.claimed.Load(), int64(len(s.at)))), s.firstMeas)
+	if s.firstMeas < 0 || from >= len(s.at) {
+		return nil
+	}
+	return s.at[from:]
 }
 
 // due is the number of arrivals whose intended start is at or before now.
