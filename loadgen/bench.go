@@ -343,6 +343,14 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	}
 	res.Dataset.SetDegrees(followees, followers)
 	res.Dataset.PostAudience, res.Dataset.ReadFollowees = d.WorkloadMeans()
+	if dr := spec.Drowning; dr.Share > 0 {
+		if res.Dataset.GraphParams == nil {
+			res.Dataset.GraphParams = map[string]float64{}
+		}
+		res.Dataset.GraphParams["drowning_readers"] = float64(len(d.DrowningReaders()))
+		res.Dataset.GraphParams["drowning_followees"] = float64(min(dr.Followees, spec.Users-1))
+		logf("drowning readers: %d, each following %d", len(d.DrowningReaders()), min(dr.Followees, spec.Users-1))
+	}
 
 	// The server.
 	dsn := cfg.DSN

@@ -53,6 +53,7 @@ type benchFlags struct {
 	probeEvery, visibleTimeout time.Duration
 	probePoll                  time.Duration
 	probeFollowers, deletes    int
+	readers                    readerFlags
 
 	// Set by check.
 	cfg  loadgen.BenchConfig
@@ -61,6 +62,7 @@ type benchFlags struct {
 
 // register defines the flags on f.
 func (b *benchFlags) register(f *pflag.FlagSet) {
+	b.readers.register(f)
 	f.StringVar(&b.dsn, "dsn", "", "existing server to use instead of a sandbox (the models' databases, "+strings.Join(benchDatabases(), " and ")+", are dropped and re-created)")
 	f.BoolVar(&b.force, "force", false, "with --dsn, drop those databases even if pushpull did not create them")
 	f.StringVar(&b.memcacheList, "memcache", "", "with --dsn, memcached servers (host:port, comma-separated) for "+strings.Join(needingMemcached(), ", "))
@@ -158,6 +160,9 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 		b.activity == "" && (spec.Graph == dataset.GraphPowerLaw || spec.Graph == dataset.GraphEdges)
 	if !skewed && (cmd.Flags().Changed("post-exponent") || cmd.Flags().Changed("read-exponent")) {
 		return usagef("--post-exponent and --read-exponent go with --activity %s (the default for --graph powerlaw and edges)", dataset.ActivitySkewed)
+	}
+	if err := b.readers.apply(&spec); err != nil {
+		return err
 	}
 	if err := spec.Validate(); err != nil {
 		return usagef("%v", err)
