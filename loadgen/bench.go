@@ -134,6 +134,13 @@ type BenchConfig struct {
 	// deleted in a phase of their own, measured for latency and cost, and
 	// the delete of a post by the most followed author. Needs no Mix.
 	Deletes int
+	// Returning, if set, adds for every model, after its other write
+	// phases, a returning-users study (workload.Returning,
+	// results.Returning): dormant users who come back after
+	// Returning.Absence, beside as many steady ones. Give the models
+	// that stop writing to readers who do not read a shorter window
+	// (Options, OptionWindow).
+	Returning *workload.ReturningConfig
 
 	// TrafficOnly measures each model's traffic phase and nothing else:
 	// no harness, no read, submission, mixed or cache phases, no goals.

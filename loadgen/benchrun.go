@@ -458,6 +458,9 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 	maps.Copy(rm.Extra, results.CounterFigures("", before, after))
 	maps.Copy(rm.Extra, results.TabletCallFigures("newest_", before, after, rm.Retrieve.Ops))
 	maps.Copy(rm.Extra, results.ActiveFigures("newest_", before, after, rm.Retrieve.Ops))
+	if err := b.drowningPages(ctx, m, s, &rm); err != nil {
+		return rm, err
+	}
 	if usesMemcache {
 		// What this model's reads added to memcached: cached pages,
 		// lists, indexes. (Other items expiring meanwhile would make it
@@ -605,9 +608,11 @@ func (b *bench) readWhileWriting(ctx context.Context, m registry.Model) error {
 		}
 	}
 	if b.cfg.Deletes > 0 {
-		return b.deleteStudy(ctx, m, b.trafficStore(m))
+		if err := b.deleteStudy(ctx, m, b.trafficStore(m)); err != nil {
+			return err
+		}
 	}
-	return nil
+	return b.returningStudy(ctx, m)
 }
 
 // modelWrites measures m's submission (see writes).

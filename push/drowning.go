@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/pull/sqlread"
@@ -111,21 +113,102 @@ func (d Drowning) keepSQL(count string) string {
 	return fmt.Sprintf("LEAST(%d, FLOOR(%d * %d / %s))", keepScale, keepScale, d.Follows, count)
 }
 
-// FanOutFilter is the condition a fan-out statement adds to its WHERE
-// clause so that follower (a column of the follower's id) is written
-// message (a column or placeholder-free expression of the message id)
-// only as the option says: "" when it is off. The hash is CRC-32 of
-// "message:follower", the same in every process and in Go
-// (LossyKeeps).
-func (d Drowning) FanOutFilter(follower, message string) string {
+// DrowningRefresh is how old a process's copy of drowning_readers may
+// get before a fan-out reads it again (DrowningReaders).
+const DrowningRefresh = time.Second
+
+// DrowningReaders is a process's copy of the drowning_readers table, by
+// which fan-outs leave drowning readers out (or write to them lossily)
+// without reading the table under the locks that every fan-out's
+// INSERT ... SELECT takes on what it reads: with few rows, those shared
+// locks on the same records and gaps of a small table, taken by every
+// post, cut push's post rate by two thirds in a first trial. The copy
+// is read again when older than DrowningRefresh, or when this process
+// made a reader drowning. A copy that lags is harmless: a reader it does
+// not list yet is written to in full (rows a DrowningPull reader's pages,
+// read by pull, never look at), and one it does list stays drowning,
+// since readers are never removed. The zero value, or nil, is the option
+// off.
+type DrowningReaders struct {
+	Drowning
+	db *sql.DB
+
+	mu     sync.Mutex
+	loaded time.Time
+	ids    []timeline.UserID // ascending
+	keeps  []int
+}
+
+// NewDrowningReaders returns the copy of db's drowning_readers under d
+// (nil when d is off), not read yet.
+func NewDrowningReaders(db *sql.DB, d Drowning) *DrowningReaders {
 	if !d.On() {
-		return ""
+		return nil
 	}
-	if d.Mode != DrowningLossy {
-		return ` AND NOT EXISTS (SELECT 1 FROM drowning_readers d WHERE d.user_id = ` + follower + `)`
+	return &DrowningReaders{Drowning: d.resolved(), db: db}
+}
+
+// invalidate makes the next Filter read the table again.
+func (r *DrowningReaders) invalidate() {
+	if r == nil {
+		return
 	}
-	return ` AND NOT EXISTS (SELECT 1 FROM drowning_readers d WHERE d.user_id = ` + follower +
-		` AND d.keep <= CRC32(CONCAT(` + message + `, ':', ` + follower + `)) % ` + strconv.Itoa(keepScale) + `)`
+	r.mu.Lock()
+	r.loaded = time.Time{}
+	r.mu.Unlock()
+}
+
+// Filter returns the condition a fan-out statement adds to its WHERE
+// clause so that follower (a column of the follower's id) is written
+// message (a column, or an id written out) only as the option says: ""
+// when it is off or no reader is drowning. Under DrowningPull the
+// drowning readers are left out (NOT IN); under DrowningLossy each is
+// written when CRC32 of "message:follower" modulo 65,536 is below their
+// keep (LossyKeeps is the same test in Go).
+func (r *DrowningReaders) Filter(ctx context.Context, follower, message string) (string, error) {
+	if r == nil {
+		return "", nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Since(r.loaded) > DrowningRefresh {
+		var ids []timeline.UserID
+		var keeps []int
+		rows, err := r.db.QueryContext(ctx, `SELECT user_id, keep FROM drowning_readers ORDER BY user_id`)
+		if err != nil {
+			return "", fmt.Errorf("read drowning readers: %w", err)
+		}
+		for rows.Next() {
+			var u timeline.UserID
+			var k int
+			if err := rows.Scan(&u, &k); err != nil {
+				rows.Close()
+				return "", fmt.Errorf("read drowning readers: %w", err)
+			}
+			ids, keeps = append(ids, u), append(keeps, k)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return "", fmt.Errorf("read drowning readers: %w", err)
+		}
+		r.ids, r.keeps, r.loaded = ids, keeps, time.Now()
+	}
+	if len(r.ids) == 0 {
+		return "", nil
+	}
+	list := string(mysqlx.AppendList(nil, r.ids))
+	if r.Mode != DrowningLossy {
+		return ` AND ` + follower + ` NOT IN (` + list + `)`, nil
+	}
+	var keeps []byte
+	for i, k := range r.keeps {
+		if i > 0 {
+			keeps = append(keeps, ',')
+		}
+		keeps = strconv.AppendInt(keeps, int64(k), 10)
+	}
+	return ` AND (` + follower + ` NOT IN (` + list + `) OR CRC32(CONCAT(` + message + `, ':', ` + follower + `)) % ` +
+		strconv.Itoa(keepScale) + ` < ELT(FIELD(` + follower + `, ` + list + `), ` + string(keeps) + `))`, nil
 }
 
 // markDrowning adds every reader who follows more than Follows authors to
@@ -133,9 +216,9 @@ func (d Drowning) FanOutFilter(follower, message string) string {
 // user is not 0.
 func (d Drowning) markDrowning(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, user timeline.UserID) error {
+}, user timeline.UserID) (bool, error) {
 	if !d.On() {
-		return nil
+		return false, nil
 	}
 	where := ""
 	args := []any{}
@@ -143,11 +226,15 @@ func (d Drowning) markDrowning(ctx context.Context, q interface {
 		where, args = ` WHERE follower_id = ?`, append(args, user)
 	}
 	args = append(args, d.Follows)
-	_, err := q.ExecContext(ctx, `INSERT INTO drowning_readers (user_id, keep)
+	res, err := q.ExecContext(ctx, `INSERT INTO drowning_readers (user_id, keep)
 		SELECT follower_id, `+d.keepSQL("COUNT(*)")+` FROM follows`+where+`
 		GROUP BY follower_id HAVING COUNT(*) > ?
 		ON DUPLICATE KEY UPDATE keep = VALUES(keep)`, args...)
-	return err
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 // readsByPull reports whether user reads by pull: a drowning reader under
@@ -171,11 +258,16 @@ func (s *Store) Drowning() Drowning { return s.drowning }
 // who follows more than Drowning.Follows authors becomes a drowning
 // reader, as after a bulk load of the follows, which Open saw empty.
 func (s *Store) Prime(ctx context.Context, _ []timeline.UserID) error {
-	if err := s.drowning.markDrowning(ctx, s.db, 0); err != nil {
+	if _, err := s.drowning.markDrowning(ctx, s.db, 0); err != nil {
 		return fmt.Errorf("push: mark drowning readers: %w", err)
 	}
+	s.drowningSet.invalidate()
 	return nil
 }
+
+// DrowningReaders returns the store's copy of its drowning readers, for
+// fan-out workers of its database (nil with the option off).
+func (s *Store) DrowningReaders() *DrowningReaders { return s.drowningSet }
 
 // PulledPages returns how many pages of drowning readers were read by
 // pull (DrowningPull).
@@ -195,7 +287,8 @@ func (d Drowning) LossyKeep(followees int) int {
 }
 
 // LossyKeeps reports whether a DrowningLossy fan-out writes message id to
-// reader, whose keep is keep: the Go twin of FanOutFilter's hash.
+// reader, whose keep is keep: the Go twin of DrowningReaders.Filter's
+// hash.
 func LossyKeeps(id timeline.MessageID, reader timeline.UserID, keep int) bool {
 	h := crc32.ChecksumIEEE([]byte(strconv.FormatUint(uint64(id), 10) + ":" + strconv.FormatUint(uint64(reader), 10)))
 	return int(h%keepScale) < keep

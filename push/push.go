@@ -71,9 +71,10 @@ type Store struct {
 	guard *schema.HookGuard
 	// drowning is Config.Drowning; pull reads the pages of its
 	// DrowningPull readers, pulled counts them.
-	drowning Drowning
-	pull     sqlread.Reader
-	pulled   *sqlread.PageCount
+	drowning    Drowning
+	drowningSet *DrowningReaders
+	pull        sqlread.Reader
+	pulled      *sqlread.PageCount
 }
 
 var _ timeline.Store = (*Store)(nil)
@@ -109,13 +110,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open push store: %w", err)
 	}
-	if err := cfg.Drowning.markDrowning(ctx, db, 0); err != nil {
+	if _, err := cfg.Drowning.markDrowning(ctx, db, 0); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open push store: mark drowning readers: %w", err)
 	}
 	pulled := &sqlread.PageCount{}
 	return &Store{Reader: record.Reader{DB: db, Codec: codec}, db: db, codec: codec, now: time.Now, guard: guard,
-		drowning: cfg.Drowning, pull: newDrowningPull(db, pulled), pulled: pulled}, nil
+		drowning: cfg.Drowning, drowningSet: NewDrowningReaders(db, cfg.Drowning), pull: newDrowningPull(db, pulled), pulled: pulled}, nil
 }
 
 // WriteGuard implements schema.Guarded: the guard of the store's writes,
@@ -133,13 +134,16 @@ func (s *Store) DB() *sql.DB { return s.db }
 // together.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	return s.Writes(ModelName).Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
-		if !s.drowning.On() {
-			_, err := FanOut(ctx, tx, msg.ID, author)
+		filter, err := s.drowningSet.Filter(ctx, "follower_id", strconv.FormatUint(uint64(msg.ID), 10))
+		if err != nil || filter == "" {
+			if err == nil {
+				_, err = FanOut(ctx, tx, msg.ID, author)
+			}
 			return err
 		}
-		_, err := tx.ExecContext(ctx,
+		_, err = tx.ExecContext(ctx,
 			`INSERT INTO mailbox (user_id, message_id)
-			 SELECT f.follower_id, ? FROM follows f WHERE f.followee_id = ?`+s.drowning.FanOutFilter("f.follower_id", strconv.FormatUint(uint64(msg.ID), 10)),
+			 SELECT follower_id, ? FROM follows WHERE followee_id = ?`+filter,
 			msg.ID, author)
 		return err
 	})
@@ -159,12 +163,19 @@ func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.
 // together; a follow that takes the follower past Drowning.Follows makes
 // them a drowning reader in the same transaction.
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	return s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
+	var marked bool
+	err := s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
 		if _, err := Backfill(ctx, tx, follower, followee, 0); err != nil {
 			return err
 		}
-		return s.drowning.markDrowning(ctx, tx, follower)
+		var err error
+		marked, err = s.drowning.markDrowning(ctx, tx, follower)
+		return err
 	})
+	if marked {
+		s.drowningSet.invalidate() // read again, now that it is committed
+	}
+	return err
 }
 
 // Unfollow implements timeline.Store: the follow row and the followee's

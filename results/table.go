@@ -278,6 +278,7 @@ func modelGrid(r *Result) *grid {
 			deleteRows(ms, row)
 		}
 	}
+	returningRows(ms, row)
 	extra := map[string]bool{}
 	for i := range ms {
 		for k := range ms[i].Extra {

@@ -313,5 +313,5 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	if !b.noLoadCache {
 		b.cfg.LoadCache, b.cfg.LoadCacheBytes = b.loadCache, int64(b.loadCacheGiB*(1<<30))
 	}
-	return nil
+	return b.readers.configure(cmd.Flags(), &b.cfg)
 }
