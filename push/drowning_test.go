@@ -94,8 +94,35 @@ func TestDrowningPullWritesNoRowsAndPagesComplete(t *testing.T) {
 			}
 		}
 	}
+	if s.ScannedPages() == 0 {
+		t.Error("no page was read by the scan of the newest messages")
+	}
+}
+
+// TestDrowningPullFallsBackToMerge: when the newest messages within the
+// scan's window hold less than a page of a drowning reader's, the page is
+// the merge's, and still the memory store's.
+func TestDrowningPullFallsBackToMerge(t *testing.T) {
+	s := openDrowning(t, push.Drowning{Follows: 3, Mode: push.DrowningPull})
+	mem := drowningScene(t, s, 8)
+	for _, st := range []timeline.Store{s, mem} {
+		for range 60 {
+			timelinetest.Post(t, st, 50, "not followed")
+		}
+	}
+	push.SetDrowningScan(s, 2)
+	scanned := s.ScannedPages()
+	for _, limit := range []int{5, 20} {
+		got, want := timelinetest.WalkIDs(t, s, 100, limit), timelinetest.WalkIDs(t, mem, 100, limit)
+		if !slices.Equal(got, want) {
+			t.Errorf("pages of %d: got %v, want %v", limit, got, want)
+		}
+	}
 	if s.PulledPages() == 0 {
-		t.Error("no page was read by pull")
+		t.Error("no page fell back to the merge")
+	}
+	if s.ScannedPages() == scanned {
+		t.Error("no page was served by the scan (the older pages' windows hold theirs)")
 	}
 }
 

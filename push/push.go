@@ -13,6 +13,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
@@ -75,6 +76,10 @@ type Store struct {
 	drowningSet *DrowningReaders
 	pull        sqlread.Reader
 	pulled      *sqlread.PageCount
+	// scanPerEntry is DrowningScan (tests set less); scanned counts
+	// the pages readDrowning's scan served.
+	scanPerEntry int
+	scanned      atomic.Int64
 }
 
 var _ timeline.Store = (*Store)(nil)
@@ -116,7 +121,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	pulled := &sqlread.PageCount{}
 	return &Store{Reader: record.Reader{DB: db, Codec: codec}, db: db, codec: codec, now: time.Now, guard: guard,
-		drowning: cfg.Drowning, drowningSet: NewDrowningReaders(db, cfg.Drowning), pull: newDrowningPull(db, pulled), pulled: pulled}, nil
+		drowning: cfg.Drowning, drowningSet: NewDrowningReaders(db, cfg.Drowning), pull: newDrowningPull(db, pulled), pulled: pulled,
+		scanPerEntry: DrowningScan}, nil
 }
 
 // WriteGuard implements schema.Guarded: the guard of the store's writes,
@@ -202,7 +208,7 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 		case err != nil:
 			return nil, err
 		case byPull:
-			return s.pull.Read(ctx, r)
+			return s.readDrowning(ctx, r)
 		}
 		return ReadMailbox(ctx, s.db, r)
 	})
