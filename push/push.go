@@ -204,11 +204,8 @@ func (s *Store) Writes(model string) Writes {
 // under DrowningPull reads by pull instead.
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
 	return s.Page(ctx, ModelName, user, q, func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-		switch byPull, err := s.readsByPull(ctx, r.User); {
-		case err != nil:
-			return nil, err
-		case byPull:
-			return s.readDrowning(ctx, r)
+		if s.drowning.On() && s.drowning.Mode == DrowningPull {
+			return s.readMailboxOrPull(ctx, r)
 		}
 		return ReadMailbox(ctx, s.db, r)
 	})
