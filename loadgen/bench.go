@@ -140,6 +140,13 @@ type BenchConfig struct {
 	// schedule (results.Burst). Without a Mix it uses
 	// workload.DefaultMix.
 	Burst *BurstConfig
+	// Returning, if set, adds for every model, after its other write
+	// phases, a returning-users study (workload.Returning,
+	// results.Returning): dormant users who come back after
+	// Returning.Absence, beside as many steady ones. Give the models
+	// that stop writing to readers who do not read a shorter window
+	// (Options, OptionWindow).
+	Returning *workload.ReturningConfig
 
 	// TrafficOnly measures each model's traffic phase and nothing else:
 	// no harness, no read, submission, mixed or cache phases, no goals.
@@ -349,6 +356,14 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	}
 	res.Dataset.SetDegrees(followees, followers)
 	res.Dataset.PostAudience, res.Dataset.ReadFollowees = d.WorkloadMeans()
+	if dr := spec.Drowning; dr.Share > 0 {
+		if res.Dataset.GraphParams == nil {
+			res.Dataset.GraphParams = map[string]float64{}
+		}
+		res.Dataset.GraphParams["drowning_readers"] = float64(len(d.DrowningReaders()))
+		res.Dataset.GraphParams["drowning_followees"] = float64(min(dr.Followees, spec.Users-1))
+		logf("drowning readers: %d, each following %d", len(d.DrowningReaders()), min(dr.Followees, spec.Users-1))
+	}
 
 	// The server.
 	dsn := cfg.DSN

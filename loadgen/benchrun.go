@@ -458,6 +458,9 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 	maps.Copy(rm.Extra, results.CounterFigures("", before, after))
 	maps.Copy(rm.Extra, results.TabletCallFigures("newest_", before, after, rm.Retrieve.Ops))
 	maps.Copy(rm.Extra, results.ActiveFigures("newest_", before, after, rm.Retrieve.Ops))
+	if err := b.drowningPages(ctx, m, s, &rm); err != nil {
+		return rm, err
+	}
 	if usesMemcache {
 		// What this model's reads added to memcached: cached pages,
 		// lists, indexes. (Other items expiring meanwhile would make it
@@ -610,9 +613,11 @@ func (b *bench) readWhileWriting(ctx context.Context, m registry.Model) error {
 		}
 	}
 	if b.cfg.Burst != nil {
-		return b.burstPhase(ctx, m)
+		if err := b.burstPhase(ctx, m); err != nil {
+			return err
+		}
 	}
-	return nil
+	return b.returningStudy(ctx, m)
 }
 
 // modelWrites measures m's submission (see writes).

@@ -102,6 +102,9 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		v := visibility(w.Probe.Config(), w.Probe.Stop())
 		b.logf("  probe: %d posts watched, visible p50 %.2f ms, p99 %.2f ms, max %.2f ms; %d of %d pages showed them; %d deletes watched, gone p99 %.2f ms, %d pages still showing; %d errors",
 			v.Total.Posts, v.Total.P50Ms, v.Total.P99Ms, v.Total.MaxMs, v.Total.Visible, v.Total.Visible+v.Total.Missing, v.Deletes, v.GoneP99Ms, v.StillShown, v.Errors)
+		if d := v.Drowning; d != nil {
+			b.logf("  probe, drowning readers: visible p50 %.2f ms, p99 %.2f ms; %d of %d pages showed the posts", d.P50Ms, d.P99Ms, d.Visible, d.Visible+d.Missing)
+		}
 		return v
 	}
 	if b.cfg.Rate > 0 {

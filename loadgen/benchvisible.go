@@ -45,6 +45,10 @@ func visibility(cfg workload.ProbeConfig, r workload.ProbeResult) *results.Visib
 	t.Followers = "all"
 	t.P50Ms, t.P99Ms, t.MaxMs = quantilesMs(all)
 	v.Total = t
+	if d := r.Drowning; d.Pages > 0 {
+		v.Drowning = &results.VisibleBand{Followers: "drowning readers", Posts: d.Posts, Pages: d.Pages, Visible: d.Visible, Missing: d.Missing, Dropped: d.Dropped}
+		v.Drowning.P50Ms, v.Drowning.P99Ms, v.Drowning.MaxMs = quantilesMs(d.Latency)
+	}
 	return v
 }
 

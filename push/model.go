@@ -16,6 +16,14 @@ func ConfigFrom(cfg registry.Config) Config {
 	return Config{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force}
 }
 
+// DrowningConfigFrom is ConfigFrom with the Drowning of DrowningOptions,
+// for the models that declare them.
+func DrowningConfigFrom(cfg registry.Config) Config {
+	c := ConfigFrom(cfg)
+	c.Drowning = DrowningFrom(cfg)
+	return c
+}
+
 // ModelName is the push model's name in package registry.
 const ModelName = "push"
 
@@ -27,8 +35,9 @@ func init() {
 		Database: DefaultDatabase,
 		Needs:    registry.MariaDB,
 		Summary:  "fan-out on write: posting copies the message id into every follower's mailbox; reading is one index range scan",
+		Options:  DrowningOptions,
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-			return Open(ctx, ConfigFrom(cfg))
+			return Open(ctx, DrowningConfigFrom(cfg))
 		},
 		Bench:     registry.Bench{Default: true, Paper: true, Phases: registry.AllPhases, WriteRank: 2},
 		Work:      Work,

@@ -12,10 +12,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/record"
+	"github.com/pushpull/pushpull/pull/sqlread"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -51,6 +54,11 @@ type Config struct {
 	// VtgateStatus is, for VitessStore, the host:port of vtgate's status
 	// pages, where Counters reads the tablet calls; "" for none.
 	VtgateStatus string
+	// Drowning is what posts and reads do for the readers who follow far
+	// more authors than anyone else; the zero value treats them as
+	// everyone else. Push and push-async take it; the models built on
+	// push's tables with rules of their own leave it zero.
+	Drowning Drowning
 }
 
 // Store is the push model. It implements timeline.Store; the reads of the
@@ -62,6 +70,16 @@ type Store struct {
 	codec *timeline.CursorCodec
 	now   func() time.Time
 	guard *schema.HookGuard
+	// drowning is Config.Drowning; pull reads the pages of its
+	// DrowningPull readers, pulled counts them.
+	drowning    Drowning
+	drowningSet *DrowningReaders
+	pull        sqlread.Reader
+	pulled      *sqlread.PageCount
+	// scanPerEntry is DrowningScan (tests set less); scanned counts
+	// the pages readDrowning's scan served.
+	scanPerEntry int
+	scanned      atomic.Int64
 }
 
 var _ timeline.Store = (*Store)(nil)
@@ -71,6 +89,10 @@ var _ timeline.Store = (*Store)(nil)
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Database == "" {
 		cfg.Database = DefaultDatabase
+	}
+	cfg.Drowning = cfg.Drowning.resolved()
+	if err := cfg.Drowning.check(ModelName); err != nil {
+		return nil, fmt.Errorf("open push store: %w", err)
 	}
 	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns})
 	if err != nil {
@@ -93,7 +115,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open push store: %w", err)
 	}
-	return &Store{Reader: record.Reader{DB: db, Codec: codec}, db: db, codec: codec, now: time.Now, guard: guard}, nil
+	if _, err := cfg.Drowning.markDrowning(ctx, db, 0); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open push store: mark drowning readers: %w", err)
+	}
+	pulled := &sqlread.PageCount{}
+	return &Store{Reader: record.Reader{DB: db, Codec: codec}, db: db, codec: codec, now: time.Now, guard: guard,
+		drowning: cfg.Drowning, drowningSet: NewDrowningReaders(db, cfg.Drowning), pull: newDrowningPull(db, pulled), pulled: pulled,
+		scanPerEntry: DrowningScan}, nil
 }
 
 // WriteGuard implements schema.Guarded: the guard of the store's writes,
@@ -107,10 +136,21 @@ func (s *Store) WriteGuard() *schema.HookGuard { return s.guard }
 func (s *Store) DB() *sql.DB { return s.db }
 
 // Post implements timeline.Store: the message and its fan-out to every
-// follower's mailbox commit together.
+// follower's mailbox (drowning readers as Config.Drowning says) commit
+// together.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	return s.Writes(ModelName).Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
-		_, err := FanOut(ctx, tx, msg.ID, author)
+		filter, err := s.drowningSet.Filter(ctx, "follower_id", strconv.FormatUint(uint64(msg.ID), 10))
+		if err != nil || filter == "" {
+			if err == nil {
+				_, err = FanOut(ctx, tx, msg.ID, author)
+			}
+			return err
+		}
+		_, err = tx.ExecContext(ctx,
+			`INSERT INTO mailbox (user_id, message_id)
+			 SELECT follower_id, ? FROM follows WHERE followee_id = ?`+filter,
+			msg.ID, author)
 		return err
 	})
 }
@@ -125,12 +165,23 @@ func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.
 }
 
 // Follow implements timeline.Store: the follow row and the backfill of the
-// followee's existing messages into the follower's mailbox commit together.
+// followee's existing messages into the follower's mailbox commit
+// together; a follow that takes the follower past Drowning.Follows makes
+// them a drowning reader in the same transaction.
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	return s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
-		_, err := Backfill(ctx, tx, follower, followee, 0)
+	var marked bool
+	err := s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
+		if _, err := Backfill(ctx, tx, follower, followee, 0); err != nil {
+			return err
+		}
+		var err error
+		marked, err = s.drowning.markDrowning(ctx, tx, follower)
 		return err
 	})
+	if marked {
+		s.drowningSet.invalidate() // read again, now that it is committed
+	}
+	return err
 }
 
 // Unfollow implements timeline.Store: the follow row and the followee's
@@ -149,9 +200,13 @@ func (s *Store) Writes(model string) Writes {
 }
 
 // Timeline implements timeline.Store with one backward range scan of the
-// mailbox's primary key, starting below the cursor.
+// mailbox's primary key, starting below the cursor; a drowning reader
+// under DrowningPull reads by pull instead.
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
 	return s.Page(ctx, ModelName, user, q, func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+		if s.drowning.On() && s.drowning.Mode == DrowningPull {
+			return s.readMailboxOrPull(ctx, r)
+		}
 		return ReadMailbox(ctx, s.db, r)
 	})
 }

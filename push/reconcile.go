@@ -317,5 +317,5 @@ func Checker(s timeline.Store) (reconcile.Checker, error) {
 	if !ok {
 		return nil, fmt.Errorf("push reconcile: %T: %w", s, ErrNotMine)
 	}
-	return MailboxChecker{DB: ps.DB(), Rule: PushRule{}}, nil
+	return MailboxChecker{DB: ps.DB(), Rule: ps.drowning.Rule(PushRule{})}, nil
 }

@@ -210,8 +210,11 @@ type Model struct {
 	Traffic *Traffic `json:"traffic,omitempty"`
 	// Deletes is the delete study, when the run made it (bench
 	// --deletes).
-	Deletes *Deletes           `json:"deletes,omitempty"`
-	Extra   map[string]float64 `json:"extra,omitempty"` // e.g. hit_ratio, rows_per_page
+	Deletes *Deletes `json:"deletes,omitempty"`
+	// Returning is the returning-users study, when the run made it
+	// (bench --returning).
+	Returning *Returning         `json:"returning,omitempty"`
+	Extra     map[string]float64 `json:"extra,omitempty"` // e.g. hit_ratio, rows_per_page
 	// Burst is the burst phase, when the run had one (bench --burst).
 	Burst *Burst `json:"burst,omitempty"`
 }

@@ -287,6 +287,7 @@ func modelGrid(r *Result) *grid {
 			burstRows(ms, row)
 		}
 	}
+	returningRows(ms, row)
 	extra := map[string]bool{}
 	for i := range ms {
 		for k := range ms[i].Extra {

@@ -26,6 +26,10 @@ type Visibility struct {
 	// Total is every probe; Bands by the author's follower count.
 	Total VisibleBand   `json:"total"`
 	Bands []VisibleBand `json:"bands"`
+	// Drowning is the pages of drowning readers (bench --drowning),
+	// counted apart from Total and Bands: each watched post with a
+	// drowning follower read one of their pages too.
+	Drowning *VisibleBand `json:"drowning,omitempty"`
 	// Deletes watched, and delete-to-gone over their pages. StillShown
 	// counts pages that showed a deleted post after the timeout.
 	Deletes    int64   `json:"deletes"`
@@ -186,6 +190,23 @@ func visibilityRows(ms []Model, row func(label string, cell func(m *Model) strin
 	row("  completeness (pages showing the post)", vis(func(v *Visibility) string {
 		return fmtShare(v.Total.Completeness()) + " of " + fmtInt(v.Total.Visible+v.Total.Missing)
 	}))
+	for i := range ms {
+		if t := ms[i].Traffic; t != nil && t.Visibility != nil && t.Visibility.Drowning != nil {
+			row("  drowning readers: post-to-visible p50 / p99 / max", vis(func(v *Visibility) string {
+				if v.Drowning == nil {
+					return Dash
+				}
+				return band(*v.Drowning)
+			}))
+			row("  drowning readers: completeness", vis(func(v *Visibility) string {
+				if v.Drowning == nil {
+					return Dash
+				}
+				return fmtShare(v.Drowning.Completeness()) + " of " + fmtInt(v.Drowning.Visible+v.Drowning.Missing)
+			}))
+			break
+		}
+	}
 	row("  delete-to-gone p50 / p99 / max", vis(func(v *Visibility) string {
 		if v.GonePages == 0 {
 			return Dash

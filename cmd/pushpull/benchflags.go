@@ -56,6 +56,7 @@ type benchFlags struct {
 	burst                      string
 	celebrityPosts             int
 	lagSLO                     time.Duration
+	readers                    readerFlags
 
 	// Set by check.
 	cfg  loadgen.BenchConfig
@@ -64,6 +65,7 @@ type benchFlags struct {
 
 // register defines the flags on f.
 func (b *benchFlags) register(f *pflag.FlagSet) {
+	b.readers.register(f)
 	f.StringVar(&b.dsn, "dsn", "", "existing server to use instead of a sandbox (the models' databases, "+strings.Join(benchDatabases(), " and ")+", are dropped and re-created)")
 	f.BoolVar(&b.force, "force", false, "with --dsn, drop those databases even if pushpull did not create them")
 	f.StringVar(&b.memcacheList, "memcache", "", "with --dsn, memcached servers (host:port, comma-separated) for "+strings.Join(needingMemcached(), ", "))
@@ -164,6 +166,9 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 		b.activity == "" && (spec.Graph == dataset.GraphPowerLaw || spec.Graph == dataset.GraphEdges)
 	if !skewed && (cmd.Flags().Changed("post-exponent") || cmd.Flags().Changed("read-exponent")) {
 		return usagef("--post-exponent and --read-exponent go with --activity %s (the default for --graph powerlaw and edges)", dataset.ActivitySkewed)
+	}
+	if err := b.readers.apply(&spec); err != nil {
+		return err
 	}
 	if err := spec.Validate(); err != nil {
 		return usagef("%v", err)
@@ -318,7 +323,7 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	if !b.noLoadCache {
 		b.cfg.LoadCache, b.cfg.LoadCacheBytes = b.loadCache, int64(b.loadCacheGiB*(1<<30))
 	}
-	return nil
+	return b.readers.configure(cmd.Flags(), &b.cfg)
 }
 
 // checkBurst reads --burst and the flags that go with it: nil without

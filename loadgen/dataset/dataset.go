@@ -111,6 +111,10 @@ type Spec struct {
 	// sweep measures what one author's post costs as their audience grows
 	// (with ActivityCelebrity, every post of the workload is user 1's).
 	Celebrity int
+	// Drowning adds readers who follow far more authors than anyone
+	// else (see Drowning); not with GraphEdges, whose file fixes the
+	// follows.
+	Drowning Drowning
 	// Activity is how often each user posts and reads.
 	Activity Activity
 	Seed     int64
@@ -168,6 +172,7 @@ func (s Spec) Scaled(f float64) (Spec, error) {
 		out.AvgFollowees = limit
 	}
 	out.Followees = min(out.Followees, out.Users-1)
+	out.Drowning = out.Drowning.scaled(f, out.Users)
 	return out, out.Validate()
 }
 
@@ -238,6 +243,12 @@ func (s Spec) Validate() error {
 	default:
 		return bad("Graph", strconv.Quote(s.Graph), "want %q, %q, %q or %q", GraphUniform, GraphZipf, GraphPowerLaw, GraphEdges)
 	}
+	if err := s.Drowning.validate(); err != nil {
+		return err
+	}
+	if s.Drowning.Share > 0 && s.Graph == GraphEdges {
+		return &SpecError{Field: "Drowning", Value: s.Drowning.String(), Reason: "the edge list fixes who follows whom"}
+	}
 	if s.Graph != GraphEdges && s.EdgeList != nil {
 		return bad("EdgeList", s.EdgeList.Source, "an edge list goes with Graph %q", GraphEdges)
 	}
@@ -265,7 +276,8 @@ func (s Spec) withDefaults() Spec {
 	return s
 }
 
-// Edges is the number of follows a valid s generates.
+// Edges is the number of follows a valid s generates, not counting the
+// drowning readers' (Spec.Drowning), which replace their graph rows.
 func (s Spec) Edges() int64 {
 	if s.Graph == GraphEdges && s.EdgeList != nil {
 		return s.EdgeList.Edges
@@ -300,6 +312,8 @@ type Dataset struct {
 	// celebrity, if not 0, is the author of every post of the workload
 	// (ActivityCelebrity).
 	celebrity uint32
+	// drowning are the drowning readers (Spec.Drowning), ascending.
+	drowning []uint32
 	// readShares are the users' shares of the reads, scaled to a mean of
 	// 1 (ReadShare), computed once.
 	readShares     []float64
@@ -343,9 +357,14 @@ func Generate(s Spec) (*Dataset, error) {
 			}
 		}
 	}
+	d.drowning = setDrowning(s, d.Followees)
+	edges := 0
+	for _, fs := range d.Followees {
+		edges += len(fs)
+	}
 	// Followers by counting sort over the follow lists in follower order,
 	// so each user's followers come out ascending.
-	d.followers = buildCSR(s.Users, int(s.Edges()), func(emit func(key, val uint32)) {
+	d.followers = buildCSR(s.Users, edges, func(emit func(key, val uint32)) {
 		for i, fs := range d.Followees {
 			for _, f := range fs {
 				emit(f, uint32(i+1))

@@ -18,6 +18,7 @@ const (
 	streamOutPerm
 	streamColumns
 	streamCelebrity
+	streamDrowning
 )
 
 // mix64 is the SplitMix64 finalizer: a bijection that spreads every input

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -112,6 +113,11 @@ func band(n int) int {
 //     pages read until they no longer show the message; delete-to-gone is
 //     the time from the delete's acknowledgement to the start of that
 //     read, and a page still showing it after Timeout is still shown.
+//   - Drowning readers (dataset.Drowning), who follow far more authors
+//     than anyone, are few among any author's followers: a watched post
+//     whose author has some reads one of their pages beside the others,
+//     and their pages count apart (ProbeResult.Drowning), so that a
+//     design that treats them otherwise shows what they see.
 //
 // At most one post and one delete are watched per Every, and a watch
 // starts only once the probe is armed (Arm), so that a warm-up is not
@@ -154,6 +160,11 @@ type ProbeResult struct {
 	// the first few.
 	Errors       int64
 	SampleErrors []string
+	// Drowning is the figures of the pages of drowning readers
+	// (dataset.Dataset.IsDrowning), kept out of Bands; Band is -1. Each
+	// watched post whose author has a drowning follower reads one of
+	// theirs beside the others.
+	Drowning BandResult
 }
 
 // BandResult is a ProbeResult's figures for the posts of authors with a
@@ -188,6 +199,7 @@ func NewProbe(ctx context.Context, s timeline.Store, d *dataset.Dataset, cfg Pro
 		p.res.Bands = append(p.res.Bands, BandResult{Band: i, Latency: newHistogram()})
 	}
 	p.res.Gone = newHistogram()
+	p.res.Drowning = BandResult{Band: -1, Latency: newHistogram()}
 	return p
 }
 
@@ -234,7 +246,27 @@ func (p *Probe) claim(next *time.Time, ack time.Time, author timeline.UserID) ([
 	for _, i := range p.rng.Perm(len(fs))[:min(len(fs), p.cfg.Followers)] {
 		watch = append(watch, timeline.UserID(fs[i]))
 	}
+	if u, ok := p.drowningFollower(fs); ok && !slices.Contains(watch, u) {
+		watch = append(watch, u)
+	}
 	return watch, true
+}
+
+// drowningFollower draws one of the drowning readers among fs, if any.
+func (p *Probe) drowningFollower(fs []uint32) (timeline.UserID, bool) {
+	if len(p.d.DrowningReaders()) == 0 {
+		return 0, false
+	}
+	var drowning []uint32
+	for _, f := range fs {
+		if p.d.IsDrowning(f) {
+			drowning = append(drowning, f)
+		}
+	}
+	if len(drowning) == 0 {
+		return 0, false
+	}
+	return timeline.UserID(drowning[p.rng.IntN(len(drowning))]), true
 }
 
 func (p *Probe) release() {
@@ -256,12 +288,19 @@ func (p *Probe) Posted(author timeline.UserID, id timeline.MessageID, ack time.T
 	go func() {
 		defer p.release()
 		slot := band(len(p.d.Followers(uint32(author))))
-		seen, missing := p.watch(watch, id, ack, true, func(d time.Duration) {
+		// of is the figures a reader's page counts in.
+		of := func(u timeline.UserID) *BandResult {
+			if p.d.IsDrowning(uint32(u)) {
+				return &p.res.Drowning
+			}
+			return &p.res.Bands[slot]
+		}
+		seen, missing := p.watch(watch, id, ack, true, func(u timeline.UserID, d time.Duration) {
 			p.mu.Lock()
-			p.res.Bands[slot].Latency.RecordValue(max(1, d.Microseconds()))
+			of(u).Latency.RecordValue(max(1, d.Microseconds()))
 			p.mu.Unlock()
 		})
-		dropped := 0
+		dropped := map[timeline.UserID]bool{}
 		p.mu.Lock()
 		gone := p.deleted[id]
 		delete(p.deleted, id)
@@ -269,20 +308,35 @@ func (p *Probe) Posted(author timeline.UserID, id timeline.MessageID, ack time.T
 		p.mu.Unlock()
 		for _, u := range missing {
 			if gone {
-				dropped++
+				dropped[u] = true
 			} else if on, err := p.s.Follows(p.ctx, u, author); err == nil && !on {
-				dropped++
+				dropped[u] = true
 			} else if err != nil {
 				p.fail(err)
 			}
 		}
 		p.mu.Lock()
-		b := &p.res.Bands[slot]
-		b.Posts++
-		b.Pages += int64(len(watch))
-		b.Visible += int64(len(seen))
-		b.Dropped += int64(dropped)
-		b.Missing += int64(len(missing) - dropped)
+		for _, b := range []*BandResult{&p.res.Bands[slot], &p.res.Drowning} {
+			counted := false
+			for _, u := range watch {
+				if of(u) != b {
+					continue
+				}
+				counted = true
+				b.Pages++
+				switch {
+				case slices.Contains(seen, u):
+					b.Visible++
+				case dropped[u]:
+					b.Dropped++
+				default:
+					b.Missing++
+				}
+			}
+			if counted {
+				b.Posts++
+			}
+		}
 		p.mu.Unlock()
 	}()
 }
@@ -301,7 +355,7 @@ func (p *Probe) Deleted(author timeline.UserID, id timeline.MessageID, ack time.
 	}
 	go func() {
 		defer p.release()
-		_, still := p.watch(watch, id, ack, false, func(d time.Duration) {
+		_, still := p.watch(watch, id, ack, false, func(_ timeline.UserID, d time.Duration) {
 			p.mu.Lock()
 			p.res.Gone.RecordValue(max(1, d.Microseconds()))
 			p.mu.Unlock()
@@ -328,7 +382,7 @@ func (p *Probe) fail(err error) {
 // to the start of the read that showed it. A watch for a post ends early
 // once the post is deleted. It returns the users whose page came round
 // and those whose did not.
-func (p *Probe) watch(users []timeline.UserID, id timeline.MessageID, since time.Time, want bool, record func(time.Duration)) (done, pending []timeline.UserID) {
+func (p *Probe) watch(users []timeline.UserID, id timeline.MessageID, since time.Time, want bool, record func(timeline.UserID, time.Duration)) (done, pending []timeline.UserID) {
 	deadline := since.Add(p.cfg.Timeout)
 	came := make([]bool, len(users))
 	var wg sync.WaitGroup
@@ -343,7 +397,7 @@ func (p *Probe) watch(users []timeline.UserID, id timeline.MessageID, since time
 				case err != nil:
 					p.fail(err)
 				case on == want:
-					record(start.Sub(since))
+					record(u, start.Sub(since))
 					came[i] = true
 					return
 				}

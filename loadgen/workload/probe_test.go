@@ -178,3 +178,32 @@ func TestProbeCountsLateLossyAndStale(t *testing.T) {
 		t.Fatalf("%d pages gone, %d still shown", r.Gone.TotalCount(), r.StillShown)
 	}
 }
+
+// TestProbeReportsDrowningReadersApart: on a store that never shows a
+// drowning reader a new post (a design that writes to them not at all
+// and does not pull), the drowning readers' pages are watched, every one
+// missing, and counted apart: the other readers' stay complete.
+func TestProbeReportsDrowningReadersApart(t *testing.T) {
+	ctx := context.Background()
+	d, err := dataset.Generate(dataset.Spec{Users: 50, Messages: 1_000, AvgFollowees: 8, Graph: dataset.GraphPowerLaw, Seed: 7,
+		Drowning: dataset.Drowning{Share: 0.1, Followees: 40}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := timeline.NewMemory()
+	if err := d.Apply(ctx, mem); err != nil {
+		t.Fatal(err)
+	}
+	s := newWatched(mem, d.Stats().Messages)
+	for _, u := range d.DrowningReaders() {
+		s.lossy[timeline.UserID(u)] = true
+	}
+	r := runProbe(t, s, d, 600, ProbeConfig{Every: time.Nanosecond, Timeout: 50 * time.Millisecond, Poll: time.Millisecond, Seed: 3})
+	dr := r.Drowning
+	if dr.Pages == 0 || dr.Visible != 0 || dr.Missing == 0 || dr.Completeness() != 0 {
+		t.Fatalf("drowning readers: pages %d, visible %d, missing %d", dr.Pages, dr.Visible, dr.Missing)
+	}
+	if pages, visible, missing, dropped := totals(r); missing != 0 || visible+dropped != pages || visible == 0 {
+		t.Fatalf("other readers: pages %d, visible %d, missing %d, dropped %d", pages, visible, missing, dropped)
+	}
+}

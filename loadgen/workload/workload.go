@@ -186,3 +186,15 @@ func (Noop) Follows(context.Context, timeline.UserID, timeline.UserID) (bool, er
 	return false, nil
 }
 func (Noop) Close() error { return nil }
+
+// NewestPageOf reads the newest page of one of users, drawn uniformly
+// (the drowning readers of a dataset, say).
+func NewestPageOf(s timeline.Store, users []uint32, seed int64) func(worker int) Op {
+	return func(worker int) Op {
+		rng := workerRand(seed, "newest-of", worker)
+		return func(ctx context.Context, _ *Clock) error {
+			_, err := s.Timeline(ctx, timeline.UserID(users[rng.IntN(len(users))]), timeline.Query{})
+			return err
+		}
+	}
+}

@@ -141,7 +141,7 @@ func Open(ctx context.Context, cfg push.Config, opts Options) (*Store, error) {
 	wctx, cancel := context.WithCancel(context.Background())
 	s := &Store{Store: inner, opts: opts, wake: make(chan struct{}, max(opts.Workers, 1)), cancel: cancel, stats: NewStats()}
 	for range opts.Workers {
-		w := &Worker{DB: inner.DB(), Chunk: opts.Chunk, Stats: s.stats, Wake: s.wake}
+		w := &Worker{DB: inner.DB(), Chunk: opts.Chunk, Stats: s.stats, Wake: s.wake, Drowning: inner.DrowningReaders()}
 		s.done.Go(func() { w.Run(wctx) })
 	}
 	return s, nil

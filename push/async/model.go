@@ -23,11 +23,11 @@ const (
 
 // options are the model's registry options, in the order of the Options
 // fields they set.
-var options = []registry.Option{
+var options = append([]registry.Option{
 	registry.Int(OptionWorkers, DefaultWorkers, -1, MaxWorkers,
 		"fan-out workers in each store; -1: none, for `pushpull fanout` to run them (0: the default)"),
 	registry.Int(OptionChunk, DefaultChunk, 1, MaxChunk, "followers written per fan-out transaction"),
-}
+}, push.DrowningOptions...)
 
 func init() {
 	registry.Register(registry.Model{
@@ -43,7 +43,7 @@ func init() {
 		Work:      Work,
 		Reconcile: Checker,
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-			return Open(ctx, push.ConfigFrom(cfg), Options{Workers: cfg.Int(OptionWorkers), Chunk: cfg.Int(OptionChunk)})
+			return Open(ctx, push.DrowningConfigFrom(cfg), Options{Workers: cfg.Int(OptionWorkers), Chunk: cfg.Int(OptionChunk)})
 		},
 		Bench: registry.Bench{
 			Phases:    append(slices.Clone(registry.AllPhases), registry.PhaseHalfRate),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
+	"github.com/pushpull/pushpull/push"
 )
 
 // DefaultPoll is how often an idle Worker looks for jobs that no nudge
@@ -54,6 +55,10 @@ type Worker struct {
 	// Poll is the idle wait between looks at an empty queue; 0 means
 	// DefaultPoll.
 	Poll time.Duration
+	// Drowning is what the fan-out writes to drowning readers: the
+	// store's copy of them (push.Store.DrowningReaders); nil writes to
+	// everyone.
+	Drowning *push.DrowningReaders
 
 	// beforeCommit, if set, runs inside each chunk's transaction after its
 	// writes and before its commit: tests stop a worker there.
@@ -150,14 +155,14 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 		if err != nil {
 			return err
 		}
-		n, err := applyWhole(ctx, tx, whole)
+		n, err := applyWhole(ctx, tx, whole, w.Drowning)
 		if err != nil {
 			return err
 		}
 		rows += n
 		finished = whole
 		if part != nil {
-			n, done, err := apply(ctx, tx, *part, budget)
+			n, done, err := apply(ctx, tx, *part, budget, w.Drowning)
 			if err != nil {
 				return err
 			}
@@ -257,15 +262,19 @@ func plan(ctx context.Context, tx *sql.Tx, jobs []job, budget int64) (whole []jo
 // inside the server, and returns the mailbox rows written. The followers
 // are read with shared locks, as in apply, and so are the jobs, which the
 // chunk holds already: by the primary key, forced (see Worker).
-func applyWhole(ctx context.Context, tx *sql.Tx, jobs []job) (int64, error) {
+func applyWhole(ctx context.Context, tx *sql.Tx, jobs []job, drowning *push.DrowningReaders) (int64, error) {
 	if len(jobs) == 0 {
 		return 0, nil
+	}
+	filter, err := drowning.Filter(ctx, "f.follower_id", "j.message_id")
+	if err != nil {
+		return 0, err
 	}
 	q, args := inList(`INSERT IGNORE INTO mailbox (user_id, message_id)
 		 SELECT STRAIGHT_JOIN f.follower_id, j.message_id FROM fanout_jobs j FORCE INDEX (PRIMARY)
 		 JOIN follows f ON f.followee_id = j.author_id AND f.follower_id > j.done_through
 		 WHERE j.message_id IN `, messages(jobs))
-	res, err := tx.ExecContext(ctx, q+` LOCK IN SHARE MODE`, args...)
+	res, err := tx.ExecContext(ctx, q+filter+` LOCK IN SHARE MODE`, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -314,7 +323,7 @@ func messages(jobs []job) []uint64 {
 // waits for the commit and then deletes what the chunk wrote; a follow
 // committed meanwhile is not waited for, as its backfill writes the
 // message (committed before its job could be claimed).
-func apply(ctx context.Context, tx *sql.Tx, j job, budget int64) (rows int64, done bool, err error) {
+func apply(ctx context.Context, tx *sql.Tx, j job, budget int64, drowning *push.DrowningReaders) (rows int64, done bool, err error) {
 	var end uint64 // the first follower past the chunk
 	err = tx.QueryRowContext(ctx,
 		`SELECT follower_id FROM follows WHERE followee_id = ? AND follower_id > ?
@@ -332,6 +341,11 @@ func apply(ctx context.Context, tx *sql.Tx, j job, budget int64) (rows int64, do
 		q += ` AND follower_id < ?`
 		args = append(args, end)
 	}
+	filter, err := drowning.Filter(ctx, "follower_id", strconv.FormatUint(j.message, 10))
+	if err != nil {
+		return 0, false, err
+	}
+	q += filter
 	res, err := tx.ExecContext(ctx, q+` LOCK IN SHARE MODE`, args...)
 	if err != nil {
 		return 0, false, err
