@@ -80,7 +80,7 @@ func TestBadValues(t *testing.T) {
 		{"option:threshold", []float64{2.5}, "want an integer"},
 		{"option:threshold", []float64{0}, "want an integer, at least 1"},
 		{"option:threshhold", []float64{100}, `unknown option "threshhold"`},
-		{"option:cap", []float64{100}, "valid: threshold"},
+		{"option:cap", []float64{100}, "valid: drowning, drowning_follows, threshold"},
 	} {
 		cfg.Param, cfg.Values = c.param, c.values
 		cfg.Bench.Models = baseConfig(t, 0.002).Bench.Models
