@@ -29,6 +29,10 @@ func TestBenchBadBurstFlags(t *testing.T) {
 			t.Errorf("%q: exit %d, want 2 (usage) naming the flag\n%s", args, r.code, r.stderr)
 		}
 	}
+	// A recommendation measures the traffic phase alone: no burst.
+	if r := run(t, nil, "recommend", "--out", out, "--burst", "300:10s,3000:5s,300:5s"); r.code != 2 || !strings.Contains(r.stderr, "--burst") {
+		t.Errorf("recommend --burst: exit %d, want 2 naming the flag\n%s", r.code, r.stderr)
+	}
 	if entries, _ := os.ReadDir(out); len(entries) != 0 {
 		t.Errorf("bad flags wrote %d entries", len(entries))
 	}
