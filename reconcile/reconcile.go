@@ -71,7 +71,9 @@ const (
 	// WrongState: a floor, count or flag disagrees with the entries it
 	// describes.
 	WrongState Kind = "wrong-state"
-	// Stale: state kept in memcached or Redis differs from the record.
+	// Stale: state kept in memcached or Redis differs from the record,
+	// or a copy of the record (push@vitess's mailbox rows copy their
+	// messages) differs from what it copies.
 	Stale Kind = "stale"
 )
 
@@ -157,7 +159,16 @@ const (
 	// MaxPasses bounds how many times a repaired batch is re-checked and
 	// repaired again.
 	MaxPasses = 3
+	// DefaultTimeout bounds each call to a Checker unless told: far
+	// more than a batch takes on a server that answers, so that only a
+	// server that hangs reaches it.
+	DefaultTimeout = time.Minute
 )
+
+// ErrTimeout is what Run's error matches when a call to the Checker (a
+// list of users, a check or a repair) did not finish within
+// Options.Timeout: a server that hangs. The report says where to resume.
+var ErrTimeout = errors.New("no answer in time")
 
 // ErrBadOption is what a malformed Options matches.
 var ErrBadOption = errors.New("bad reconcile option")
@@ -178,6 +189,11 @@ type Options struct {
 	// From continues an earlier run, stopped part way: the walk starts
 	// after its Last user and adds to its counts. nil starts afresh.
 	From *Report
+	// Timeout bounds each call to the Checker: a list of users, a check
+	// or a repair of one user. One that takes longer is abandoned (its
+	// transaction rolls back) and Run returns an error matching
+	// ErrTimeout. 0 means DefaultTimeout.
+	Timeout time.Duration
 	// Progress, if set, is called after every batch with the report so
 	// far (a copy the callee may keep), e.g. to print progress or to save
 	// the report for a later resume.
@@ -194,6 +210,8 @@ func (o *Options) check() error {
 		return fmt.Errorf("%w: batch %d: want 1 to %d users (0: %d)", ErrBadOption, o.Batch, MaxBatch, DefaultBatch)
 	case math.IsNaN(o.Rate) || o.Rate < 0:
 		return fmt.Errorf("%w: rate %v: want rows a second above 0 (0: %d, +Inf: no limit)", ErrBadOption, o.Rate, DefaultRate)
+	case o.Timeout < 0:
+		return fmt.Errorf("%w: timeout %v: want a duration above 0 (0: %v)", ErrBadOption, o.Timeout, DefaultTimeout)
 	case o.Keep < -1:
 		return fmt.Errorf("%w: keep %d: want drift items to list, -1 for none", ErrBadOption, o.Keep)
 	case o.From != nil && o.From.Complete:
@@ -209,6 +227,9 @@ func (o *Options) check() error {
 	}
 	if o.Keep == 0 {
 		o.Keep = DefaultKeep
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -359,6 +380,7 @@ func Run(ctx context.Context, c Checker, opts Options) (Report, error) {
 	start, before := opts.Now(), r.Seconds
 	var rowsHere int64 // rows read by this part of the walk, for the rate
 	elapsed := func() time.Duration { return opts.Now().Sub(start) }
+	c = bounded{c, opts.Timeout}
 	for {
 		users, err := c.Users(ctx, r.Last, opts.Batch)
 		if err != nil {
@@ -447,4 +469,46 @@ func usersOf(drift []Drift) []timeline.UserID {
 	}
 	slices.Sort(us)
 	return slices.Compact(us)
+}
+
+// bounded is a Checker whose every call ends within timeout: one that
+// does not returns an error matching ErrTimeout (and the context's).
+type bounded struct {
+	c       Checker
+	timeout time.Duration
+}
+
+// call runs f under the timeout, and names a timeout that was its own.
+func (b bounded) call(ctx context.Context, f func(ctx context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	err := f(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: nothing within %v: %w", ErrTimeout, b.timeout, err)
+	}
+	return err
+}
+
+func (b bounded) Users(ctx context.Context, after timeline.UserID, limit int) (us []timeline.UserID, err error) {
+	err = b.call(ctx, func(ctx context.Context) error {
+		us, err = b.c.Users(ctx, after, limit)
+		return err
+	})
+	return us, err
+}
+
+func (b bounded) Check(ctx context.Context, users []timeline.UserID) (batch Batch, err error) {
+	err = b.call(ctx, func(ctx context.Context) error {
+		batch, err = b.c.Check(ctx, users)
+		return err
+	})
+	return batch, err
+}
+
+func (b bounded) Repair(ctx context.Context, user timeline.UserID, drift []Drift) (n int, err error) {
+	err = b.call(ctx, func(ctx context.Context) error {
+		n, err = b.c.Repair(ctx, user, drift)
+		return err
+	})
+	return n, err
 }

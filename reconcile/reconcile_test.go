@@ -20,6 +20,7 @@ type views struct {
 	rows       int64 // rows a check of one user reads
 	checks     [][]timeline.UserID
 	failAfter  int // Check fails once this many checks ran (0: never)
+	hangAfter  int // Check waits for its context once this many checks ran (0: never)
 }
 
 func (v *views) Users(_ context.Context, after timeline.UserID, limit int) ([]timeline.UserID, error) {
@@ -33,9 +34,13 @@ func (v *views) Users(_ context.Context, after timeline.UserID, limit int) ([]ti
 	return us[:min(limit, len(us))], nil
 }
 
-func (v *views) Check(_ context.Context, users []timeline.UserID) (reconcile.Batch, error) {
+func (v *views) Check(ctx context.Context, users []timeline.UserID) (reconcile.Batch, error) {
 	if v.failAfter > 0 && len(v.checks) >= v.failAfter {
 		return reconcile.Batch{}, errors.New("server gone")
+	}
+	if v.hangAfter > 0 && len(v.checks) >= v.hangAfter {
+		<-ctx.Done() // a server that does not answer
+		return reconcile.Batch{}, ctx.Err()
 	}
 	v.checks = append(v.checks, users)
 	var b reconcile.Batch
@@ -215,9 +220,37 @@ func TestRunStopsAtAnError(t *testing.T) {
 	}
 }
 
+// TestRunBoundsEachCall: a check that hangs ends the walk after
+// Options.Timeout with an error matching ErrTimeout, and a run resumed
+// from the report checks the batch that hung and ends as a walk never
+// stopped.
+func TestRunBoundsEachCall(t *testing.T) {
+	whole, err := reconcile.Run(context.Background(), newViews(7), reconcile.Options{Batch: 3, Rate: math.Inf(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newViews(7)
+	v.hangAfter = 1
+	r, err := reconcile.Run(context.Background(), v, reconcile.Options{Batch: 3, Rate: math.Inf(1), Timeout: 20 * time.Millisecond})
+	if !errors.Is(err, reconcile.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || r.Last != 3 || r.Complete {
+		t.Fatalf("%v, %+v; want a timeout after users 1-3", err, r)
+	}
+	if !strings.Contains(err.Error(), "check users 4 to 6") {
+		t.Errorf("the error does not name the batch: %v", err)
+	}
+	v.hangAfter = 0
+	resumed, err := reconcile.Run(context.Background(), v, reconcile.Options{Batch: 3, Rate: math.Inf(1), From: &r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Users != whole.Users || !slices.Equal(resumed.Counts, whole.Counts) || !resumed.Complete {
+		t.Errorf("resumed %+v\nwhole %+v", resumed, whole)
+	}
+}
+
 func TestBadOptions(t *testing.T) {
 	for _, o := range []reconcile.Options{
-		{Batch: -1}, {Batch: reconcile.MaxBatch + 1}, {Rate: -1}, {Rate: math.NaN()}, {Keep: -2},
+		{Batch: -1}, {Batch: reconcile.MaxBatch + 1}, {Rate: -1}, {Rate: math.NaN()}, {Keep: -2}, {Timeout: -time.Second},
 	} {
 		v := newViews(3)
 		if _, err := reconcile.Run(context.Background(), v, o); !errors.Is(err, reconcile.ErrBadOption) || len(v.checks) != 0 {

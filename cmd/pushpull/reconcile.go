@@ -35,9 +35,10 @@ func newReconcileCmd(getenv func(string) string) *cobra.Command {
 		repair                    bool
 		batch, keep               int
 		rate                      float64
+		timeout                   time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "reconcile --model MODEL [--repair] [--batch N] [--rate ROWS] [--state FILE] [--json FILE] [--keep N]",
+		Use:   "reconcile --model MODEL [--repair] [--batch N] [--rate ROWS] [--timeout D] [--state FILE] [--json FILE] [--keep N]",
 		Short: "Check a model's derived views against the record, and repair them",
 		Long: `reconcile walks the users of a model's database in batches of --batch and
 checks every view the model keeps beside the record (the follows and
@@ -65,6 +66,9 @@ from the record. Each repaired batch is checked again. A repair is
 idempotent.
 
 It reads at most --rate rows a second (0: no limit), averaged over the walk.
+A server that stops answering ends the run after --timeout (each list of
+users, check of a batch and repair of a user must finish within it) with an
+error naming the batch; with --state, the next run resumes there.
 On a terminal it shows its progress on stderr. At the end it prints a summary
 table on stdout (or, with --json -, the report as JSON), and with --json FILE
 writes the report there too. With --state FILE it saves the report after
@@ -96,8 +100,10 @@ others are refused. docs/reconcile.md gives each model's rule.`,
 				return usagef("--rate %v: want rows a second, 0 for no limit", rate)
 			case keep < 0:
 				return usagef("--keep %d: want 0 or more drift items", keep)
+			case timeout <= 0:
+				return usagef("--timeout %v: want a duration above 0", timeout)
 			}
-			opts := reconcile.Options{Batch: batch, Rate: rate, Repair: repair, Keep: keep}
+			opts := reconcile.Options{Batch: batch, Rate: rate, Repair: repair, Keep: keep, Timeout: timeout}
 			if rate == 0 {
 				opts.Rate = math.Inf(1)
 			}
@@ -164,6 +170,7 @@ others are refused. docs/reconcile.md gives each model's rule.`,
 	cmd.Flags().BoolVar(&repair, "repair", false, "fix the drift found")
 	cmd.Flags().IntVar(&batch, "batch", reconcile.DefaultBatch, "users checked per batch (one snapshot each)")
 	cmd.Flags().Float64Var(&rate, "rate", reconcile.DefaultRate, "rows read a second at most; 0 for no limit")
+	cmd.Flags().DurationVar(&timeout, "timeout", reconcile.DefaultTimeout, "longest wait for a server: each list of users, check of a batch and repair of a user")
 	cmd.Flags().StringVar(&statePath, "state", "", "file to save progress to after every batch, and to resume from")
 	cmd.Flags().StringVar(&jsonOut, "json", "", "write the report as JSON to this file; - for stdout instead of the table")
 	cmd.Flags().IntVar(&keep, "keep", reconcile.DefaultKeep, "drift items the report lists (the counts have them all)")
