@@ -9,6 +9,7 @@ import (
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/reconcile"
 	"github.com/pushpull/pushpull/reconcile/reconciletest"
 	"github.com/pushpull/pushpull/registry"
@@ -51,6 +52,90 @@ func TestReconcile(t *testing.T) {
 					{Kind: reconcile.Missing, View: "memcached list", User: 2, Item: int64(w.Posts[2][0])},
 					{Kind: reconcile.Extra, View: "memcached list", User: 9, Item: int64(w.Posts[4][0])},
 					{Kind: reconcile.Deleted, View: "memcached list", User: 6, Item: int64(dead)},
+				}
+			}})
+		})
+	}
+}
+
+// TestReconcileIndexes poisons the indexes that pull-active and
+// hybrid-memcached keep in memcached, and a follow token: reader 5's
+// token is put back after a follow of an author who had just posted (its
+// index, built for the followees before, is served again); reader 1's index is put back as it was before
+// a post of a followee's; reader 4's is hinted a message of another author
+// as a followee's, and reader 5's a message that does not exist. Reconcile
+// finds exactly that drift (on pull-active's index, the token shows as
+// the followed author's post the index lacks) and the repair removes it,
+// under concurrent posts and follows. Readers 1, 4 and 5 and authors 1,
+// 5, 8 and 9 neither post nor follow during the walks.
+func TestReconcileIndexes(t *testing.T) {
+	for _, tc := range []struct {
+		model   string
+		options map[string]string
+		view    string
+	}{
+		// Every world reader follows 5 authors: more than twice 2.
+		{pull.ModelName(pull.StrategyActive), map[string]string{pull.OptionActiveLen: "2"}, recent.IndexView},
+		// The celebrity, followed by the 11 others, is pulled; indexes
+		// keep 4 of the 12 messages their pushed followees wrote.
+		{pull.HybridMemcachedModelName, map[string]string{pull.OptionHomeLen: "4", pull.OptionThreshold: "11"}, recent.HomeView},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			database := testserver.Database(t)
+			st, c := reconciletest.Open(t, tc.model, registry.Config{DSN: testserver.DSN(t), Database: database,
+				Memcache: []string{testserver.Memcache(t)}, Namespace: database + "/", Options: tc.options})
+			s := st.(*pull.Store)
+			mc := s.RawMemcache(t, testserver.Memcache(t))
+			get := func(key string) []byte {
+				t.Helper()
+				it, err := mc.Get(key)
+				if err != nil {
+					t.Fatalf("%s: %v", key, err)
+				}
+				return it.Value
+			}
+			set := func(key string, v []byte) {
+				t.Helper()
+				if err := mc.Set(&memcache.Item{Key: key, Value: v}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			hint := func(user, author timeline.UserID, id timeline.MessageID) {
+				t.Helper()
+				key := s.IndexKey(user)
+				if err := mc.Append(&memcache.Item{Key: key, Value: pull.EncodeHint(key, author, uint64(id))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
+				if w.Followed(5, 1) || !w.Followed(1, 5) || !w.Followed(4, 8) || !w.Followed(5, 9) {
+					t.Fatal("the world changed")
+				}
+				// 1 posts before 5 follows them, so the post hints no index
+				// of 5's.
+				token := get(s.FollowKey(5))
+				followed := timelinetest.Post(t, s, 1, "before the follow").ID
+				timelinetest.Follow(t, s, 5, 1)
+				set(s.FollowKey(5), token)
+
+				before := get(s.IndexKey(1))
+				posted := timelinetest.Post(t, s, 5, "after the backup").ID
+				set(s.IndexKey(1), before)
+
+				other := w.Posts[9][2] // newer than any of 8's
+				hint(4, 8, other)
+				never := posted + 1<<40 // far above what the traffic posts
+				hint(5, 9, never)
+
+				tokenDrift := reconcile.Drift{Kind: reconcile.Missing, View: tc.view, User: 5, Item: int64(followed)}
+				if tc.view == recent.HomeView {
+					tokenDrift = reconcile.Drift{Kind: reconcile.Stale, View: recent.TokenView, User: 5, Item: 1}
+				}
+				return []reconcile.Drift{
+					tokenDrift,
+					{Kind: reconcile.Missing, View: tc.view, User: 1, Item: int64(posted)},
+					{Kind: reconcile.Extra, View: tc.view, User: 4, Item: int64(other)},
+					{Kind: reconcile.Deleted, View: tc.view, User: 5, Item: int64(never)},
 				}
 			}})
 		})

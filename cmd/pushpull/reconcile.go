@@ -44,18 +44,21 @@ func newReconcileCmd(getenv func(string) string) *cobra.Command {
 checks every view the model keeps beside the record (the follows and
 messages tables): mailboxes, floors and entry counts, active-reader flags,
 fan-out jobs, pulled authors and edges, feeds and indexes in Redis, author
-lists and cached pages in memcached. Each batch is compared with what the
-model's rule says its views must hold: in one consistent snapshot where the
-views are in the database, in two looks a second apart where they are in
-Redis or memcached, so that writes running meanwhile are never taken for
-drift. It reports drift by kind:
+lists, indexes, follow tokens and cached pages in memcached, and on Vitess
+the mailbox's copies of its messages and the followers table. Each batch
+is compared with what the model's rule says its views must hold: in one
+consistent snapshot where the views are in one database, in two looks a
+second apart where they are in Redis, memcached or on a sharded keyspace,
+so that writes running meanwhile are never taken for drift. It reports
+drift by kind:
 
   missing      an entry the rule says must be there is not
   extra        an entry of the record the rule says must not be there
   unfollowed   an entry of an author the user does not follow
   deleted      an entry of a message that is gone
   wrong-state  a floor, count or flag that disagrees with its entries
-  stale        memcached or Redis state that differs from the record
+  stale        memcached or Redis state, or a copy of a message, that differs
+               from the record
 
 With --repair it fixes what it finds, re-checking each item under the locks
 the model's writes take, so it is safe under live traffic: it writes only
