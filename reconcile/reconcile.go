@@ -360,8 +360,9 @@ func (r *Report) found(drift []Drift, seen map[Key]bool, keep int) {
 
 // Run walks c's users in batches, checks each batch and, with
 // opts.Repair, repairs it, and returns the report. It stops at the first
-// error (the report then says how far it got, and a run From it resumes
-// there) or when ctx ends.
+// error or when ctx ends; the report then holds the batches finished (and
+// the rows read and entries repaired of the one that failed), and a run
+// From it walks the failed batch again.
 func Run(ctx context.Context, c Checker, opts Options) (Report, error) {
 	if err := opts.check(); err != nil {
 		return Report{}, err
@@ -390,9 +391,19 @@ func Run(ctx context.Context, c Checker, opts Options) (Report, error) {
 			r.Complete = true
 			break
 		}
+		// A batch that fails is walked again by a run resumed after
+		// r.Last, which finds its drift again: what this part found of it
+		// is taken back. What its repairs changed stays in Repaired, and
+		// its rows read in Rows.
+		counts, drift, truncated := slices.Clone(r.Counts), slices.Clone(r.Drift), r.Truncated
+		fail := func(err error) (Report, error) {
+			r.Counts, r.Drift, r.Truncated = counts, drift, truncated
+			r.Seconds = before + elapsed().Seconds()
+			return r, err
+		}
 		b, err := c.Check(ctx, users)
 		if err != nil {
-			return r, fmt.Errorf("reconcile: check users %d to %d: %w", users[0], users[len(users)-1], err)
+			return fail(fmt.Errorf("reconcile: check users %d to %d: %w", users[0], users[len(users)-1], err))
 		}
 		rowsHere += b.Rows
 		r.Rows += b.Rows
@@ -403,11 +414,11 @@ func Run(ctx context.Context, c Checker, opts Options) (Report, error) {
 			n, err := repair(ctx, c, left)
 			r.Repaired += int64(n)
 			if err != nil {
-				return r, err
+				return fail(err)
 			}
 			again, err := c.Check(ctx, usersOf(left))
 			if err != nil {
-				return r, fmt.Errorf("reconcile: re-check: %w", err)
+				return fail(fmt.Errorf("reconcile: re-check: %w", err))
 			}
 			rowsHere += again.Rows
 			r.Rows += again.Rows

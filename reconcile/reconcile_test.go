@@ -21,6 +21,7 @@ type views struct {
 	checks     [][]timeline.UserID
 	failAfter  int // Check fails once this many checks ran (0: never)
 	hangAfter  int // Check waits for its context once this many checks ran (0: never)
+	repairErr  error
 }
 
 func (v *views) Users(_ context.Context, after timeline.UserID, limit int) ([]timeline.UserID, error) {
@@ -61,6 +62,9 @@ func (v *views) Check(ctx context.Context, users []timeline.UserID) (reconcile.B
 }
 
 func (v *views) Repair(_ context.Context, u timeline.UserID, drift []reconcile.Drift) (int, error) {
+	if v.repairErr != nil {
+		return 0, v.repairErr
+	}
 	n := 0
 	for _, d := range drift {
 		if d.User != u {
@@ -245,6 +249,29 @@ func TestRunBoundsEachCall(t *testing.T) {
 	}
 	if resumed.Users != whole.Users || !slices.Equal(resumed.Counts, whole.Counts) || !resumed.Complete {
 		t.Errorf("resumed %+v\nwhole %+v", resumed, whole)
+	}
+}
+
+// TestRunFailedBatchIsWalkedAgain: a repair that fails leaves a report
+// without its batch's drift, so that a run resumed from it, which checks
+// that batch again, counts each item once.
+func TestRunFailedBatchIsWalkedAgain(t *testing.T) {
+	v := newViews(7)
+	v.repairErr = errors.New("server gone")
+	r, err := reconcile.Run(context.Background(), v, reconcile.Options{Batch: 3, Rate: math.Inf(1), Repair: true})
+	if err == nil || r.Last != 0 || r.Complete || r.Rows != 30 || len(r.Drift) != 0 {
+		t.Fatalf("%v, %+v; want an error, no batch finished, its 30 rows read, no drift kept", err, r)
+	}
+	if found, _ := r.Found(); found != 0 {
+		t.Errorf("the failed batch's drift is counted: %+v", r.Counts)
+	}
+	v.repairErr = nil
+	resumed, err := reconcile.Run(context.Background(), v, reconcile.Options{Batch: 3, Rate: math.Inf(1), Repair: true, From: &r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found, left := resumed.Found(); found != 2 || left != 0 || len(resumed.Drift) != 2 {
+		t.Errorf("found %d, left %d, listed %v; want the 2 made, once each", found, left, resumed.Drift)
 	}
 }
 

@@ -221,7 +221,7 @@ func Run(t *testing.T, c Case) {
 		users = append(users, firstNewcomer+timeline.UserID(k))
 	}
 	for _, u := range users {
-		if got, want := timelinetest.WalkIDs(t, c.Store, u, 7), recordTimeline(t, c.Store, u); !slices.Equal(got, want) {
+		if got, want := timelinetest.WalkIDs(t, c.Store, u, 7), RecordTimeline(t, c.Store, u); !slices.Equal(got, want) {
 			t.Errorf("timeline of %d after the repair:\n got %v\nwant %v (the record's)", u, got, want)
 		}
 	}
@@ -276,9 +276,9 @@ func usersOf(ds []reconcile.Drift) []timeline.UserID {
 	return slices.Compact(us)
 }
 
-// recordTimeline is user's timeline as the record says: every message of
-// every author they follow, newest first.
-func recordTimeline(t *testing.T, s timeline.Store, user timeline.UserID) []timeline.MessageID {
+// RecordTimeline is user's timeline as the record says: every message of
+// every author they follow (as s lists them), newest first.
+func RecordTimeline(t *testing.T, s timeline.Store, user timeline.UserID) []timeline.MessageID {
 	ctx := timelinetest.Context(t)
 	var all []timeline.MessageID
 	followees := timelinetest.FollowList(t, func(u timeline.UserID, q timeline.FollowQuery) (timeline.FollowPage, error) {
