@@ -22,9 +22,11 @@
 // # What a Checker must guarantee
 //
 //   - Check compares a batch in one consistent snapshot of the record and
-//     the views (one read-only transaction where both are in the
+//     the views (one read-only transaction where both are in one
 //     database), so that writes committed while it runs are never
-//     mistaken for drift.
+//     mistaken for drift; where no snapshot spans them (views in memcached
+//     or Redis, tables on a sharded keyspace), it reports only what two
+//     looks a while apart found alike (Looks).
 //   - Repair is idempotent: it re-reads each item it is given under the
 //     locks the design's writes take, and changes only what is still
 //     wrong then. It writes only derived state, never the record, so a
