@@ -179,21 +179,23 @@ func init() {
 				SubmissionNote: "its posts also append to the author's list in memcached"}},
 	} {
 		var traits registry.Traits
+		var check registry.Reconcile
 		if _, ok := m.read.(recent.Strategy); ok {
-			traits = registry.WriteHooks
+			traits, check = registry.WriteHooks, ListsChecker
 		}
 		set := settingsOf(m.read)
 		registry.Register(registry.Model{
-			Name:     VitessModelName(Strategy(m.read.Name())),
-			Family:   registry.FamilyPull,
-			Schema:   schema.PullVitess,
-			Database: DefaultVitessDatabase,
-			Needs:    registry.Vitess | m.needs,
-			Summary:  m.summary,
-			Options:  set.options,
-			Traits:   traits,
-			Open:     openVitess(set),
-			Bench:    m.bench,
+			Name:      VitessModelName(Strategy(m.read.Name())),
+			Family:    registry.FamilyPull,
+			Schema:    schema.PullVitess,
+			Database:  DefaultVitessDatabase,
+			Needs:     registry.Vitess | m.needs,
+			Summary:   m.summary,
+			Options:   set.options,
+			Traits:    traits,
+			Open:      openVitess(set),
+			Bench:     m.bench,
+			Reconcile: check,
 		})
 	}
 }

@@ -98,6 +98,9 @@ type Config struct {
 	// spaces, at most mckey.MaxNamespaceLen bytes. Stores that write to
 	// one database must share it.
 	Namespace string
+	// MemcacheTimeout bounds each memcached request of the write hooks and
+	// reads (recent.Options.Timeout); 0 means recent.DefaultTimeout.
+	MemcacheTimeout time.Duration
 
 	// Read is the read strategy with its settings; nil means sqlread.SP{}
 	// (sqlread.Client{} on Vitess).
@@ -230,7 +233,7 @@ func (s *Store) open(ctx context.Context, cfg Config, model schema.Model, need W
 		}
 		s.hooks, err = recent.Open(ctx, env, recent.Options{
 			Servers: cfg.Memcache, Namespace: cfg.Namespace, MaxConns: cfg.MaxConns, Hints: hooks&HookHints != 0,
-			Tables: tables,
+			Tables: tables, Timeout: cfg.MemcacheTimeout,
 		})
 		if err != nil {
 			return err

@@ -66,7 +66,8 @@ func init() {
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 			return OpenVitess(ctx, Config{DSN: cfg.Vtgate, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force, VtgateStatus: cfg.VtgateStatus})
 		},
-		Bench: registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+		Bench:     registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+		Reconcile: VitessChecker,
 	})
 }
 

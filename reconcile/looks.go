@@ -33,6 +33,11 @@ type Looks struct {
 	Look func(ctx context.Context, users []timeline.UserID) ([]Drift, int64, error)
 	// Drop drops user's view and returns how many keys it removed.
 	Drop func(ctx context.Context, user timeline.UserID) (int, error)
+	// Fix, if set, is called instead of Drop with the drift of user's
+	// that the repair's look still found, and returns how many entries or
+	// values it changed. It must re-read each item under the locks the
+	// design's writes take, as Checker.Repair does.
+	Fix func(ctx context.Context, user timeline.UserID, still []Drift) (int, error)
 	// Settle is the wait between the looks; 0 means DefaultSettle.
 	Settle time.Duration
 }
@@ -79,6 +84,15 @@ func (l Looks) Repair(ctx context.Context, user timeline.UserID, drift []Drift) 
 	still := keys(now)
 	if !slices.ContainsFunc(drift, func(d Drift) bool { return still[d.Key()] }) {
 		return 0, nil
+	}
+	if l.Fix != nil {
+		var left []Drift
+		for _, d := range now {
+			if d.User == user && slices.ContainsFunc(drift, func(e Drift) bool { return e.Key() == d.Key() }) {
+				left = append(left, d)
+			}
+		}
+		return l.Fix(ctx, user, left)
 	}
 	return l.Drop(ctx, user)
 }

@@ -46,3 +46,26 @@ func TestLooksReportsWhatBothLooksFind(t *testing.T) {
 		t.Errorf("repair: %d, %v, dropped %v", n, err, dropped)
 	}
 }
+
+// TestLooksFixes: with Fix, a repair hands it the drift of the user's
+// that its look still finds, with the values found now, and drops
+// nothing.
+func TestLooksFixes(t *testing.T) {
+	steady := reconcile.Drift{Kind: reconcile.Missing, View: "set", User: 1, Item: 7}
+	var fixed []reconcile.Drift
+	l := reconcile.Looks{
+		Look: func(context.Context, []timeline.UserID) ([]reconcile.Drift, int64, error) {
+			return []reconcile.Drift{steady, {Kind: reconcile.Extra, View: "set", User: 1, Item: 8}}, 1, nil
+		},
+		Drop: func(context.Context, timeline.UserID) (int, error) { t.Fatal("dropped"); return 0, nil },
+		Fix: func(_ context.Context, u timeline.UserID, still []reconcile.Drift) (int, error) {
+			fixed = append(fixed, still...)
+			return len(still), nil
+		},
+	}
+	gone := reconcile.Drift{Kind: reconcile.Extra, View: "set", User: 1, Item: 9}
+	n, err := l.Repair(context.Background(), 1, []reconcile.Drift{steady, gone})
+	if err != nil || n != 1 || len(fixed) != 1 || fixed[0] != steady {
+		t.Errorf("repair: %d, %v, fixed %v; want only %v", n, err, fixed, steady)
+	}
+}

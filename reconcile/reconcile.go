@@ -22,9 +22,11 @@
 // # What a Checker must guarantee
 //
 //   - Check compares a batch in one consistent snapshot of the record and
-//     the views (one read-only transaction where both are in the
+//     the views (one read-only transaction where both are in one
 //     database), so that writes committed while it runs are never
-//     mistaken for drift.
+//     mistaken for drift; where no snapshot spans them (views in memcached
+//     or Redis, tables on a sharded keyspace), it reports only what two
+//     looks a while apart found alike (Looks).
 //   - Repair is idempotent: it re-reads each item it is given under the
 //     locks the design's writes take, and changes only what is still
 //     wrong then. It writes only derived state, never the record, so a
@@ -71,7 +73,9 @@ const (
 	// WrongState: a floor, count or flag disagrees with the entries it
 	// describes.
 	WrongState Kind = "wrong-state"
-	// Stale: state kept in memcached or Redis differs from the record.
+	// Stale: state kept in memcached or Redis differs from the record,
+	// or a copy of the record (push@vitess's mailbox rows copy their
+	// messages) differs from what it copies.
 	Stale Kind = "stale"
 )
 
@@ -157,7 +161,16 @@ const (
 	// MaxPasses bounds how many times a repaired batch is re-checked and
 	// repaired again.
 	MaxPasses = 3
+	// DefaultTimeout bounds each call to a Checker unless told: far
+	// more than a batch takes on a server that answers, so that only a
+	// server that hangs reaches it.
+	DefaultTimeout = time.Minute
 )
+
+// ErrTimeout is what Run's error matches when a call to the Checker (a
+// list of users, a check or a repair) did not finish within
+// Options.Timeout: a server that hangs. The report says where to resume.
+var ErrTimeout = errors.New("no answer in time")
 
 // ErrBadOption is what a malformed Options matches.
 var ErrBadOption = errors.New("bad reconcile option")
@@ -178,6 +191,11 @@ type Options struct {
 	// From continues an earlier run, stopped part way: the walk starts
 	// after its Last user and adds to its counts. nil starts afresh.
 	From *Report
+	// Timeout bounds each call to the Checker: a list of users, a check
+	// or a repair of one user. One that takes longer is abandoned (its
+	// transaction rolls back) and Run returns an error matching
+	// ErrTimeout. 0 means DefaultTimeout.
+	Timeout time.Duration
 	// Progress, if set, is called after every batch with the report so
 	// far (a copy the callee may keep), e.g. to print progress or to save
 	// the report for a later resume.
@@ -194,6 +212,8 @@ func (o *Options) check() error {
 		return fmt.Errorf("%w: batch %d: want 1 to %d users (0: %d)", ErrBadOption, o.Batch, MaxBatch, DefaultBatch)
 	case math.IsNaN(o.Rate) || o.Rate < 0:
 		return fmt.Errorf("%w: rate %v: want rows a second above 0 (0: %d, +Inf: no limit)", ErrBadOption, o.Rate, DefaultRate)
+	case o.Timeout < 0:
+		return fmt.Errorf("%w: timeout %v: want a duration above 0 (0: %v)", ErrBadOption, o.Timeout, DefaultTimeout)
 	case o.Keep < -1:
 		return fmt.Errorf("%w: keep %d: want drift items to list, -1 for none", ErrBadOption, o.Keep)
 	case o.From != nil && o.From.Complete:
@@ -209,6 +229,9 @@ func (o *Options) check() error {
 	}
 	if o.Keep == 0 {
 		o.Keep = DefaultKeep
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -339,8 +362,9 @@ func (r *Report) found(drift []Drift, seen map[Key]bool, keep int) {
 
 // Run walks c's users in batches, checks each batch and, with
 // opts.Repair, repairs it, and returns the report. It stops at the first
-// error (the report then says how far it got, and a run From it resumes
-// there) or when ctx ends.
+// error or when ctx ends; the report then holds the batches finished (and
+// the rows read and entries repaired of the one that failed), and a run
+// From it walks the failed batch again.
 func Run(ctx context.Context, c Checker, opts Options) (Report, error) {
 	if err := opts.check(); err != nil {
 		return Report{}, err
@@ -359,6 +383,7 @@ func Run(ctx context.Context, c Checker, opts Options) (Report, error) {
 	start, before := opts.Now(), r.Seconds
 	var rowsHere int64 // rows read by this part of the walk, for the rate
 	elapsed := func() time.Duration { return opts.Now().Sub(start) }
+	c = bounded{c, opts.Timeout}
 	for {
 		users, err := c.Users(ctx, r.Last, opts.Batch)
 		if err != nil {
@@ -368,9 +393,19 @@ func Run(ctx context.Context, c Checker, opts Options) (Report, error) {
 			r.Complete = true
 			break
 		}
+		// A batch that fails is walked again by a run resumed after
+		// r.Last, which finds its drift again: what this part found of it
+		// is taken back. What its repairs changed stays in Repaired, and
+		// its rows read in Rows.
+		counts, drift, truncated := slices.Clone(r.Counts), slices.Clone(r.Drift), r.Truncated
+		fail := func(err error) (Report, error) {
+			r.Counts, r.Drift, r.Truncated = counts, drift, truncated
+			r.Seconds = before + elapsed().Seconds()
+			return r, err
+		}
 		b, err := c.Check(ctx, users)
 		if err != nil {
-			return r, fmt.Errorf("reconcile: check users %d to %d: %w", users[0], users[len(users)-1], err)
+			return fail(fmt.Errorf("reconcile: check users %d to %d: %w", users[0], users[len(users)-1], err))
 		}
 		rowsHere += b.Rows
 		r.Rows += b.Rows
@@ -381,11 +416,11 @@ func Run(ctx context.Context, c Checker, opts Options) (Report, error) {
 			n, err := repair(ctx, c, left)
 			r.Repaired += int64(n)
 			if err != nil {
-				return r, err
+				return fail(err)
 			}
 			again, err := c.Check(ctx, usersOf(left))
 			if err != nil {
-				return r, fmt.Errorf("reconcile: re-check: %w", err)
+				return fail(fmt.Errorf("reconcile: re-check: %w", err))
 			}
 			rowsHere += again.Rows
 			r.Rows += again.Rows
@@ -447,4 +482,46 @@ func usersOf(drift []Drift) []timeline.UserID {
 	}
 	slices.Sort(us)
 	return slices.Compact(us)
+}
+
+// bounded is a Checker whose every call ends within timeout: one that
+// does not returns an error matching ErrTimeout (and the context's).
+type bounded struct {
+	c       Checker
+	timeout time.Duration
+}
+
+// call runs f under the timeout, and names a timeout that was its own.
+func (b bounded) call(ctx context.Context, f func(ctx context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	err := f(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: nothing within %v: %w", ErrTimeout, b.timeout, err)
+	}
+	return err
+}
+
+func (b bounded) Users(ctx context.Context, after timeline.UserID, limit int) (us []timeline.UserID, err error) {
+	err = b.call(ctx, func(ctx context.Context) error {
+		us, err = b.c.Users(ctx, after, limit)
+		return err
+	})
+	return us, err
+}
+
+func (b bounded) Check(ctx context.Context, users []timeline.UserID) (batch Batch, err error) {
+	err = b.call(ctx, func(ctx context.Context) error {
+		batch, err = b.c.Check(ctx, users)
+		return err
+	})
+	return batch, err
+}
+
+func (b bounded) Repair(ctx context.Context, user timeline.UserID, drift []Drift) (n int, err error) {
+	err = b.call(ctx, func(ctx context.Context) error {
+		n, err = b.c.Repair(ctx, user, drift)
+		return err
+	})
+	return n, err
 }

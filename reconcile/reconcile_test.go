@@ -20,6 +20,8 @@ type views struct {
 	rows       int64 // rows a check of one user reads
 	checks     [][]timeline.UserID
 	failAfter  int // Check fails once this many checks ran (0: never)
+	hangAfter  int // Check waits for its context once this many checks ran (0: never)
+	repairErr  error
 }
 
 func (v *views) Users(_ context.Context, after timeline.UserID, limit int) ([]timeline.UserID, error) {
@@ -33,9 +35,13 @@ func (v *views) Users(_ context.Context, after timeline.UserID, limit int) ([]ti
 	return us[:min(limit, len(us))], nil
 }
 
-func (v *views) Check(_ context.Context, users []timeline.UserID) (reconcile.Batch, error) {
+func (v *views) Check(ctx context.Context, users []timeline.UserID) (reconcile.Batch, error) {
 	if v.failAfter > 0 && len(v.checks) >= v.failAfter {
 		return reconcile.Batch{}, errors.New("server gone")
+	}
+	if v.hangAfter > 0 && len(v.checks) >= v.hangAfter {
+		<-ctx.Done() // a server that does not answer
+		return reconcile.Batch{}, ctx.Err()
 	}
 	v.checks = append(v.checks, users)
 	var b reconcile.Batch
@@ -56,6 +62,9 @@ func (v *views) Check(_ context.Context, users []timeline.UserID) (reconcile.Bat
 }
 
 func (v *views) Repair(_ context.Context, u timeline.UserID, drift []reconcile.Drift) (int, error) {
+	if v.repairErr != nil {
+		return 0, v.repairErr
+	}
 	n := 0
 	for _, d := range drift {
 		if d.User != u {
@@ -215,9 +224,60 @@ func TestRunStopsAtAnError(t *testing.T) {
 	}
 }
 
+// TestRunBoundsEachCall: a check that hangs ends the walk after
+// Options.Timeout with an error matching ErrTimeout, and a run resumed
+// from the report checks the batch that hung and ends as a walk never
+// stopped.
+func TestRunBoundsEachCall(t *testing.T) {
+	whole, err := reconcile.Run(context.Background(), newViews(7), reconcile.Options{Batch: 3, Rate: math.Inf(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newViews(7)
+	v.hangAfter = 1
+	r, err := reconcile.Run(context.Background(), v, reconcile.Options{Batch: 3, Rate: math.Inf(1), Timeout: 20 * time.Millisecond})
+	if !errors.Is(err, reconcile.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || r.Last != 3 || r.Complete {
+		t.Fatalf("%v, %+v; want a timeout after users 1-3", err, r)
+	}
+	if !strings.Contains(err.Error(), "check users 4 to 6") {
+		t.Errorf("the error does not name the batch: %v", err)
+	}
+	v.hangAfter = 0
+	resumed, err := reconcile.Run(context.Background(), v, reconcile.Options{Batch: 3, Rate: math.Inf(1), From: &r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Users != whole.Users || !slices.Equal(resumed.Counts, whole.Counts) || !resumed.Complete {
+		t.Errorf("resumed %+v\nwhole %+v", resumed, whole)
+	}
+}
+
+// TestRunFailedBatchIsWalkedAgain: a repair that fails leaves a report
+// without its batch's drift, so that a run resumed from it, which checks
+// that batch again, counts each item once.
+func TestRunFailedBatchIsWalkedAgain(t *testing.T) {
+	v := newViews(7)
+	v.repairErr = errors.New("server gone")
+	r, err := reconcile.Run(context.Background(), v, reconcile.Options{Batch: 3, Rate: math.Inf(1), Repair: true})
+	if err == nil || r.Last != 0 || r.Complete || r.Rows != 30 || len(r.Drift) != 0 {
+		t.Fatalf("%v, %+v; want an error, no batch finished, its 30 rows read, no drift kept", err, r)
+	}
+	if found, _ := r.Found(); found != 0 {
+		t.Errorf("the failed batch's drift is counted: %+v", r.Counts)
+	}
+	v.repairErr = nil
+	resumed, err := reconcile.Run(context.Background(), v, reconcile.Options{Batch: 3, Rate: math.Inf(1), Repair: true, From: &r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found, left := resumed.Found(); found != 2 || left != 0 || len(resumed.Drift) != 2 {
+		t.Errorf("found %d, left %d, listed %v; want the 2 made, once each", found, left, resumed.Drift)
+	}
+}
+
 func TestBadOptions(t *testing.T) {
 	for _, o := range []reconcile.Options{
-		{Batch: -1}, {Batch: reconcile.MaxBatch + 1}, {Rate: -1}, {Rate: math.NaN()}, {Keep: -2},
+		{Batch: -1}, {Batch: reconcile.MaxBatch + 1}, {Rate: -1}, {Rate: math.NaN()}, {Keep: -2}, {Timeout: -time.Second},
 	} {
 		v := newViews(3)
 		if _, err := reconcile.Run(context.Background(), v, o); !errors.Is(err, reconcile.ErrBadOption) || len(v.checks) != 0 {

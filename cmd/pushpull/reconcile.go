@@ -35,26 +35,30 @@ func newReconcileCmd(getenv func(string) string) *cobra.Command {
 		repair                    bool
 		batch, keep               int
 		rate                      float64
+		timeout                   time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "reconcile --model MODEL [--repair] [--batch N] [--rate ROWS] [--state FILE] [--json FILE] [--keep N]",
+		Use:   "reconcile --model MODEL [--repair] [--batch N] [--rate ROWS] [--timeout D] [--state FILE] [--json FILE] [--keep N]",
 		Short: "Check a model's derived views against the record, and repair them",
 		Long: `reconcile walks the users of a model's database in batches of --batch and
 checks every view the model keeps beside the record (the follows and
 messages tables): mailboxes, floors and entry counts, active-reader flags,
 fan-out jobs, pulled authors and edges, feeds and indexes in Redis, author
-lists and cached pages in memcached. Each batch is compared with what the
-model's rule says its views must hold: in one consistent snapshot where the
-views are in the database, in two looks a second apart where they are in
-Redis or memcached, so that writes running meanwhile are never taken for
-drift. It reports drift by kind:
+lists, indexes, follow tokens and cached pages in memcached, and on Vitess
+the mailbox's copies of its messages and the followers table. Each batch
+is compared with what the model's rule says its views must hold: in one
+consistent snapshot where the views are in one database, in two looks a
+second apart where they are in Redis, memcached or on a sharded keyspace,
+so that writes running meanwhile are never taken for drift. It reports
+drift by kind:
 
   missing      an entry the rule says must be there is not
   extra        an entry of the record the rule says must not be there
   unfollowed   an entry of an author the user does not follow
   deleted      an entry of a message that is gone
   wrong-state  a floor, count or flag that disagrees with its entries
-  stale        memcached or Redis state that differs from the record
+  stale        memcached or Redis state, or a copy of a message, that differs
+               from the record
 
 With --repair it fixes what it finds, re-checking each item under the locks
 the model's writes take, so it is safe under live traffic: it writes only
@@ -65,6 +69,9 @@ from the record. Each repaired batch is checked again. A repair is
 idempotent.
 
 It reads at most --rate rows a second (0: no limit), averaged over the walk.
+A server that stops answering ends the run after --timeout (each list of
+users, check of a batch and repair of a user must finish within it) with an
+error naming the batch; with --state, the next run resumes there.
 On a terminal it shows its progress on stderr. At the end it prints a summary
 table on stdout (or, with --json -, the report as JSON), and with --json FILE
 writes the report there too. With --state FILE it saves the report after
@@ -96,8 +103,10 @@ others are refused. docs/reconcile.md gives each model's rule.`,
 				return usagef("--rate %v: want rows a second, 0 for no limit", rate)
 			case keep < 0:
 				return usagef("--keep %d: want 0 or more drift items", keep)
+			case timeout <= 0:
+				return usagef("--timeout %v: want a duration above 0", timeout)
 			}
-			opts := reconcile.Options{Batch: batch, Rate: rate, Repair: repair, Keep: keep}
+			opts := reconcile.Options{Batch: batch, Rate: rate, Repair: repair, Keep: keep, Timeout: timeout}
 			if rate == 0 {
 				opts.Rate = math.Inf(1)
 			}
@@ -164,6 +173,7 @@ others are refused. docs/reconcile.md gives each model's rule.`,
 	cmd.Flags().BoolVar(&repair, "repair", false, "fix the drift found")
 	cmd.Flags().IntVar(&batch, "batch", reconcile.DefaultBatch, "users checked per batch (one snapshot each)")
 	cmd.Flags().Float64Var(&rate, "rate", reconcile.DefaultRate, "rows read a second at most; 0 for no limit")
+	cmd.Flags().DurationVar(&timeout, "timeout", reconcile.DefaultTimeout, "longest wait for a server: each list of users, check of a batch and repair of a user")
 	cmd.Flags().StringVar(&statePath, "state", "", "file to save progress to after every batch, and to resume from")
 	cmd.Flags().StringVar(&jsonOut, "json", "", "write the report as JSON to this file; - for stdout instead of the table")
 	cmd.Flags().IntVar(&keep, "keep", reconcile.DefaultKeep, "drift items the report lists (the counts have them all)")

@@ -77,6 +77,8 @@ func TestReconcileCommand(t *testing.T) {
 		{"reconcile", "--model", "pull-sp", "--database", database},
 		push("reconcile", "--rate", "-1"),
 		push("reconcile", "--batch", "0"),
+		push("reconcile", "--timeout", "0s"),
+		push("reconcile", "--timeout", "-1s"),
 	} {
 		if r := run(t, env, args...); r.code != exitUsage {
 			t.Errorf("%v: %s", args, r)

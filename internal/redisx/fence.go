@@ -247,7 +247,7 @@ func ReadSets(ctx context.Context, c *Client, epochKey string, keys []string) ([
 		return make([]Set, len(keys)), 0, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("read the epoch from Redis %s: %w", c.Addr(), err)
 	}
 	sentinel := "e" + epoch
 	out := make([]Set, len(keys))
@@ -257,7 +257,7 @@ func ReadSets(ctx context.Context, c *Client, epochKey string, keys []string) ([
 			return b.Zrange().Key(key).Min("0").Max("-1").Withscores().Build()
 		}).AsZScores()
 		if err != nil {
-			return nil, entries, err
+			return nil, entries, fmt.Errorf("read %s from Redis %s: %w", key, c.Addr(), err)
 		}
 		entries += int64(len(zs))
 		set := Set{Members: make(map[string]float64, len(zs))}

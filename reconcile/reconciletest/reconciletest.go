@@ -221,7 +221,7 @@ func Run(t *testing.T, c Case) {
 		users = append(users, firstNewcomer+timeline.UserID(k))
 	}
 	for _, u := range users {
-		if got, want := timelinetest.WalkIDs(t, c.Store, u, 7), recordTimeline(t, c.Store, u); !slices.Equal(got, want) {
+		if got, want := timelinetest.WalkIDs(t, c.Store, u, 7), RecordTimeline(t, c.Store, u); !slices.Equal(got, want) {
 			t.Errorf("timeline of %d after the repair:\n got %v\nwant %v (the record's)", u, got, want)
 		}
 	}
@@ -276,9 +276,9 @@ func usersOf(ds []reconcile.Drift) []timeline.UserID {
 	return slices.Compact(us)
 }
 
-// recordTimeline is user's timeline as the record says: every message of
-// every author they follow, newest first.
-func recordTimeline(t *testing.T, s timeline.Store, user timeline.UserID) []timeline.MessageID {
+// RecordTimeline is user's timeline as the record says: every message of
+// every author they follow (as s lists them), newest first.
+func RecordTimeline(t *testing.T, s timeline.Store, user timeline.UserID) []timeline.MessageID {
 	ctx := timelinetest.Context(t)
 	var all []timeline.MessageID
 	followees := timelinetest.FollowList(t, func(u timeline.UserID, q timeline.FollowQuery) (timeline.FollowPage, error) {
@@ -296,22 +296,38 @@ func recordTimeline(t *testing.T, s timeline.Store, user timeline.UserID) []time
 // follow the world's users and post; the world's users post (unless the
 // world is quiet), and follow newcomers. None of it touches a pair the corruptions
 // use (the world's users among themselves).
+//
+// It writes as far as the walk lets it (await): a few writes a batch,
+// some of which run while the next batch is checked, rather than as fast
+// as the machine goes, which on a loaded machine would push memcached's
+// and Redis's answers past their clients' deadlines and fence them.
 type traffic struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	ops    atomic.Int64
+	tokens chan struct{} // one per write the walk lets the traffic make
 	mu     sync.Mutex
 	cond   *sync.Cond
 	err    error
 }
 
+// trafficAhead is how many writes the traffic may make before the walk's
+// first batch, and how many more than it waits for after each.
+const trafficAhead = 4
+
 func startTraffic(ctx context.Context, s timeline.Store, quiet bool) *traffic {
 	ctx, cancel := context.WithCancel(ctx)
-	tr := &traffic{cancel: cancel, done: make(chan struct{})}
+	tr := &traffic{cancel: cancel, done: make(chan struct{}), tokens: make(chan struct{}, 4*trafficAhead)}
 	tr.cond = sync.NewCond(&tr.mu)
+	tr.grant(trafficAhead)
 	go func() {
 		defer close(tr.done)
 		for i := 0; ctx.Err() == nil; i++ {
+			select {
+			case <-tr.tokens:
+			case <-ctx.Done():
+				return
+			}
 			nc := firstNewcomer + timeline.UserID(i%newcomers)
 			u := timeline.UserID(i%Users) + 1
 			var err error
@@ -344,8 +360,22 @@ func startTraffic(ctx context.Context, s timeline.Store, quiet bool) *traffic {
 	return tr
 }
 
-// await returns once n more writes have finished (or the traffic failed).
+// grant lets the traffic make n more writes (fewer if it is that far
+// behind already).
+func (tr *traffic) grant(n int64) {
+	for range n {
+		select {
+		case tr.tokens <- struct{}{}:
+		default:
+			return
+		}
+	}
+}
+
+// await lets the traffic make n + trafficAhead more writes and returns
+// once n of them have finished (or the traffic failed).
 func (tr *traffic) await(n int64) {
+	tr.grant(n + trafficAhead)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	target := tr.ops.Load() + n

@@ -1,0 +1,180 @@
+package all_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bradfitz/gomemcache/memcache"
+
+	"github.com/pushpull/pushpull/internal/memcached"
+	"github.com/pushpull/pushpull/internal/testserver"
+	"github.com/pushpull/pushpull/internal/vtstats"
+	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/pull/recent"
+	"github.com/pushpull/pushpull/pull/sqlread"
+	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/reconcile"
+	"github.com/pushpull/pushpull/reconcile/reconciletest"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/timelinetest"
+)
+
+// TestReconcilePushVitess corrupts push@vitess's views through vtgate: a
+// mailbox row deleted, one added of an author the reader does not follow,
+// one left of a deleted message, two rows whose copies differ from their
+// message (a body, an author), a followers row deleted and one added
+// without its follow; reconcile finds exactly that drift and the repair
+// removes it, under concurrent posts and follows, and every timeline is
+// then the record's.
+func TestReconcilePushVitess(t *testing.T) {
+	m, err := registry.Lookup(push.VitessModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, c := reconciletest.Open(t, m.Name, config(t, m, testserver.Keyspace(t)))
+	db := s.(timeline.DBHolder).DB()
+	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, QuietWorld: true,
+		Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
+			gone := w.Posts[2][0]
+			reconciletest.Exec(t, db, `DELETE FROM mailbox WHERE user_id = 1 AND message_id = ?`, gone)
+			if w.Followed(3, 9) {
+				t.Fatal("the world changed: user 3 follows user 9")
+			}
+			stray := w.Posts[9][1]
+			reconciletest.Exec(t, db, `INSERT INTO mailbox (user_id, message_id, author_id, body, created_at)
+				VALUES (3, ?, 9, 'from 9', NOW(6))`, stray)
+			dead := w.Posts[6][2]
+			timelinetest.Delete(t, s, 6, dead)
+			reconciletest.Exec(t, db, `INSERT INTO mailbox (user_id, message_id, author_id, body, created_at)
+				VALUES (5, ?, 6, 'from 6', NOW(6))`, dead)
+			// Copies that differ from their messages: user 4 follows 5,
+			// user 7 follows 8.
+			body, author := w.Posts[5][0], w.Posts[8][0]
+			reconciletest.Exec(t, db, `UPDATE mailbox SET body = 'forged' WHERE user_id = 4 AND message_id = ?`, body)
+			reconciletest.Exec(t, db, `UPDATE mailbox SET author_id = 2 WHERE user_id = 7 AND message_id = ?`, author)
+			// User 1 follows 3; user 8 does not follow 2.
+			reconciletest.Exec(t, db, `DELETE FROM followers WHERE followee_id = 3 AND follower_id = 1`)
+			if w.Followed(8, 2) {
+				t.Fatal("the world changed: user 8 follows user 2")
+			}
+			reconciletest.Exec(t, db, `INSERT INTO followers (followee_id, follower_id) VALUES (2, 8)`)
+			return []reconcile.Drift{
+				{Kind: reconcile.Missing, View: push.MailboxView, User: 1, Item: int64(gone)},
+				{Kind: reconcile.Unfollowed, View: push.MailboxView, User: 3, Item: int64(stray)},
+				{Kind: reconcile.Deleted, View: push.MailboxView, User: 5, Item: int64(dead)},
+				{Kind: reconcile.Stale, View: push.MailboxView, User: 4, Item: int64(body)},
+				{Kind: reconcile.Stale, View: push.MailboxView, User: 7, Item: int64(author)},
+				{Kind: reconcile.Missing, View: push.FollowersView, User: 1, Item: 3},
+				{Kind: reconcile.Extra, View: push.FollowersView, User: 2, Item: 8},
+			}
+		}})
+}
+
+// TestReconcilePullRecentVitess forges author lists of pull-recent@vitess
+// in memcached that pass their checksum (one without an id, one with
+// another author's, one with a deleted message's); reconcile, reading the
+// record through vtgate, finds exactly that drift and the repair removes
+// it under concurrent posts and follows.
+func TestReconcilePullRecentVitess(t *testing.T) {
+	m, err := registry.Lookup(pull.VitessModelName(pull.StrategyRecent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config(t, m, testserver.Keyspace(t))
+	s, c := reconciletest.Open(t, m.Name, cfg)
+	ctx := t.Context()
+	keys, err := recent.Open(ctx, sqlread.Env{DB: s.(timeline.DBHolder).DB(), Pages: new(sqlread.PageCount)}, recent.Options{
+		Servers: cfg.Memcache, Namespace: cfg.Namespace, Tables: sqlread.VitessTables{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keys.Close()
+	mc, err := memcached.New(ctx, memcached.Options{Servers: cfg.Memcache, Prefix: keys.KeyPrefix(), Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	forge := func(author timeline.UserID, ids []timeline.MessageID) {
+		t.Helper()
+		var list []uint64
+		for _, id := range slices.Backward(slices.Sorted(slices.Values(ids))) {
+			list = append(list, uint64(id))
+		}
+		key := keys.ListKey(author)
+		if err := mc.Set(ctx, &memcache.Item{Key: key, Value: recent.EncodeList(key, list, true, time.Now().Unix())}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, QuietWorld: true,
+		Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
+			forge(2, w.Posts[2][1:])
+			forge(9, append(slices.Clone(w.Posts[9]), w.Posts[4][0]))
+			dead := w.Posts[6][2]
+			timelinetest.Delete(t, s, 6, dead)
+			forge(6, w.Posts[6])
+			return []reconcile.Drift{
+				{Kind: reconcile.Missing, View: recent.ListView, User: 2, Item: int64(w.Posts[2][0])},
+				{Kind: reconcile.Extra, View: recent.ListView, User: 9, Item: int64(w.Posts[4][0])},
+				{Kind: reconcile.Deleted, View: recent.ListView, User: 6, Item: int64(dead)},
+			}
+		}})
+}
+
+// TestReconcilePushVitessRoutes: a check of push@vitess sends each read to
+// the shards of the users it names, never to every shard: a reader whose
+// followees all live on its own shard is checked with calls to that shard
+// alone, one per read, where reads asking every shard would make two each.
+func TestReconcilePushVitessRoutes(t *testing.T) {
+	ctx := t.Context()
+	keyspace := testserver.Keyspace(t)
+	status := testserver.VtgateStatus(t)
+	s, err := push.OpenVitess(ctx, push.Config{DSN: testserver.Vtgate(t), Database: keyspace, VtgateStatus: status})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	calls := func() int64 {
+		t.Helper()
+		c, err := vtstats.Calls(ctx, status, keyspace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c[vtstats.TabletCalls]
+	}
+	db := s.DB()
+	// The users on reader 1's shard: a read naming 1 and a is one call.
+	var mates []timeline.UserID
+	for a := timeline.UserID(2); len(mates) < 4 && a < 100; a++ {
+		before := calls()
+		if _, err := db.ExecContext(ctx, `SELECT follower_id FROM follows WHERE follower_id IN (1, ?)`, a); err != nil {
+			t.Fatal(err)
+		}
+		if calls()-before == 1 {
+			mates = append(mates, a)
+		}
+	}
+	if len(mates) < 4 {
+		t.Fatalf("only %v share a shard with user 1", mates)
+	}
+	for _, a := range mates {
+		timelinetest.Follow(t, s, 1, a)
+		timelinetest.Post(t, s, a, "hello")
+	}
+	c, err := push.VitessChecker(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := calls()
+	b, err := c.Check(ctx, []timeline.UserID{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// follows, messages, mailbox, followers of the follows, followers
+	// of user 1: five reads.
+	if n := calls() - before; len(b.Drift) != 0 || n != 5 {
+		t.Errorf("check of user 1: drift %v, %d tablet calls; want none, 5 (one per read)", b.Drift, n)
+	}
+}
