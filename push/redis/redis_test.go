@@ -4,12 +4,11 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/redisx"
+	"github.com/pushpull/pushpull/internal/redisx/redistest"
 	"github.com/pushpull/pushpull/internal/sandbox"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push/redis"
@@ -166,130 +165,20 @@ func TestTrimIsAmortised(t *testing.T) {
 }
 
 // TestRedisRestartUnderTraffic: readers and writers run while the
-// redis-server is killed and restarted. No read fails (MariaDB is up), no
-// acknowledged post or follow is lost, and after the restart the feeds are
-// rebuilt on read and serve the pages again.
+// redis-server is killed and restarted (redistest.RestartUnderTraffic):
+// no read fails, nothing acknowledged is lost, and the feeds are rebuilt
+// on read and serve the pages again.
 func TestRedisRestartUnderTraffic(t *testing.T) {
-	rd := testserver.StartFaultRedis(t)
-	cfg := redis.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Redis: rd.Addr(), Cap: 50}
-	s, err := redis.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	const readers, authors = 4, 4 // users 1..4 read; 5..8 post
-	for u := timeline.UserID(1); u <= readers; u++ {
-		timelinetest.Follow(t, s, u, readers+1)
-		timelinetest.PostN(t, s, readers+1, 2)
-	}
-	for u := timeline.UserID(1); u <= readers; u++ {
-		timelinetest.Newest(t, s, u) // builds every feed
-	}
-
-	var reads, failed, posts atomic.Int64
-	var firstFail atomic.Value
-	var mu sync.Mutex
-	var acked []timeline.Message
-	followed := map[timeline.UserID][]timeline.UserID{} // reader: followees added under traffic
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 2 {
-		wg.Go(func() { // reader
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_, err := s.Timeline(context.Background(), timeline.UserID(1+i%readers), timeline.Query{})
-				reads.Add(1)
-				if err != nil && failed.Add(1) == 1 {
-					firstFail.Store(err)
-				}
+	redistest.RestartUnderTraffic(t, redistest.RestartCase{
+		Open: func(t *testing.T, addr string) redistest.Store {
+			s, err := redis.Open(context.Background(), redis.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Redis: addr, Cap: 50})
+			if err != nil {
+				t.Fatal(err)
 			}
-		})
-		wg.Go(func() { // writer: posts, and now and then a follow
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				author := timeline.UserID(readers + 1 + (i+w)%authors)
-				if i%5 == 4 {
-					reader := timeline.UserID(1 + (i/5+w)%readers)
-					if s.Follow(context.Background(), reader, author) == nil {
-						mu.Lock()
-						followed[reader] = append(followed[reader], author)
-						mu.Unlock()
-					}
-					continue
-				}
-				m, err := s.Post(context.Background(), author, "under traffic")
-				posts.Add(1)
-				if err == nil {
-					mu.Lock()
-					acked = append(acked, m)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	// Each step waits for traffic to have run through it.
-	waitReads := func(what string, n int64) {
-		from := reads.Load()
-		testserver.Poll(t, time.Minute, what, func() bool { return reads.Load() >= from+n })
-	}
-	waitReads("reads before the kill", 50)
-	if err := rd.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	waitReads("reads while Redis is dead", 50)
-	if err := rd.Restart(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	before := s.Counters()
-	testserver.Poll(t, time.Minute, "feeds rebuilt and read after the restart", func() bool {
-		c := s.Counters()
-		return c[counter.Rebuilds] > before[counter.Rebuilds] && c[counter.FeedPages] >= before[counter.FeedPages]+50
+			return s
+		},
+		Rebuilds: counter.Rebuilds, Served: counter.FeedPages, FellBack: counter.CacheErrors,
 	})
-	close(stop)
-	wg.Wait()
-	after := s.Counters()
-	t.Logf("%d reads, %d failed; %d posts, %d acknowledged; counters before the restart's rebuilds %v, at the end %v",
-		reads.Load(), failed.Load(), posts.Load(), len(acked), before, after)
-	if n := failed.Load(); n > 0 {
-		t.Fatalf("%d reads failed with MariaDB up; the first: %v", n, firstFail.Load())
-	}
-	if after[counter.CacheErrors] == 0 {
-		t.Fatal("no read fell back to MariaDB: Redis was not lost under the traffic")
-	}
-
-	// Nothing acknowledged is lost: every post by the author all readers
-	// follow is on every reader's timeline, read from the rebuilt feeds,
-	// and every follow made under traffic holds.
-	for u := timeline.UserID(1); u <= readers; u++ {
-		have := map[timeline.MessageID]bool{}
-		for _, id := range timelinetest.WalkIDs(t, s, u, 100) {
-			have[id] = true
-		}
-		lost := 0
-		for _, m := range acked {
-			if m.Author == readers+1 && !have[m.ID] {
-				lost++
-			}
-		}
-		if lost > 0 {
-			t.Errorf("user %d's timeline lacks %d acknowledged posts", u, lost)
-		}
-	}
-	for reader, authors := range followed {
-		for _, a := range authors {
-			if ok, err := s.Follows(context.Background(), reader, a); err != nil || !ok {
-				t.Errorf("follow %d -> %d acknowledged under traffic: %v, %v", reader, a, ok, err)
-			}
-		}
-	}
 }
 
 // TestFeedsAreCompact: a feed at the default cap, filled to just before a
