@@ -198,13 +198,28 @@ return 1
 // feed over meanwhile; ids that posts and follows added while it was
 // building stay, those at or below the floor go. ARGV[4] is the cap. It
 // returns 1 when the feed is complete. The feed is written whole, once:
-// its cost grows with the ids, not with their square.
+// its cost grows with the ids, not with their square (the ids go in as
+// they are when nothing came in meanwhile, else merged with what did).
 var completeRebuild = redisx.FencedScript(helpers, `
 local _, raw = state(KEYS[2])
 if raw ~= '-' .. ARGV[2] then return 0 end
-local built = redis.call('LRANGE', KEYS[2], 0, -2)
-local ids = merge(built, ARGV, 5, tonumber(ARGV[3]))
-rewrite(KEYS[2], ids, ARGV[3])
+if redis.call('LLEN', KEYS[2]) == 1 then
+	-- Nothing came in while it was building (the usual case): the ids,
+	-- all above the floor, go in as they are, after the sentinel, which
+	-- goes to the tail with the floor.
+	if #ARGV >= 5 then
+		for i = 5, #ARGV, 1000 do
+			redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+		end
+		redis.call('LPOP', KEYS[2])
+		redis.call('RPUSH', KEYS[2], S .. ':' .. ARGV[3])
+	else
+		redis.call('LSET', KEYS[2], -1, S .. ':' .. ARGV[3])
+	end
+else
+	local built = redis.call('LRANGE', KEYS[2], 0, -2)
+	rewrite(KEYS[2], merge(built, ARGV, 5, tonumber(ARGV[3])), ARGV[3])
+end
 trim(KEYS[2], tonumber(ARGV[4]))
 return 1
 `)

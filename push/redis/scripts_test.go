@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/pushpull/pushpull/internal/redisx"
@@ -139,5 +140,79 @@ func TestDeepPagesFromTheFeed(t *testing.T) {
 	c1 := s.Counters()
 	if c1[counter.Rebuilds] != c0[counter.Rebuilds] || c1[counter.CacheErrors] != 0 || c1[counter.PagesBelowCap] != c0[counter.PagesBelowCap] {
 		t.Fatalf("counters %v -> %v: want every page from the feed", c0, c1)
+	}
+}
+
+// TestRebuildKeepsWhatCameMeanwhile: ids a post's fan-out added to a feed
+// being built stay when the rebuild completes (merged in order with the
+// ids it read, each once), those at or below its floor go; a rebuild that
+// nothing came in during writes its ids as they are.
+func TestRebuildKeepsWhatCameMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Redis: testserver.Redis(t), Cap: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	run := func(script *redisx.Script, user timeline.UserID, args ...string) int64 {
+		t.Helper()
+		res, err := s.fence.Run(ctx, false, script, []redisx.Call{{Keys: []string{"", s.FeedKey(user)}, Args: append([]string{""}, args...)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := res[0].AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	fan := func(user timeline.UserID, id string) {
+		t.Helper()
+		if _, err := s.mutate(ctx, fanOut, []redisx.Call{{
+			Keys: []string{s.fence.Key(), s.FeedKey(user)},
+			Args: []string{"", id, "4", "4", s.unfollowedKey(99), s.prefix + "d" + id, strconv.Itoa(int(user))},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sentinel := func(user timeline.UserID) string {
+		items := list(t, s, user)
+		return items[len(items)-1]
+	}
+	// User 1: posts 50 and 35 come in while the build reads 40, 30, 20, 10
+	// (floor 5); 3 comes in too, below the floor. The cap, 4, trims it.
+	if run(beginRebuild, 1, "7", "60") != 1 {
+		t.Fatal("the rebuild did not start")
+	}
+	fan(1, "50")
+	fan(1, "35")
+	fan(1, "3")
+	fan(1, "40")
+	if run(completeRebuild, 1, "7", "5", "4", "40", "30", "20", "10") != 1 {
+		t.Fatal("the rebuild did not complete")
+	}
+	if got := list(t, s, 1); !slices.Equal(got[:len(got)-1], []string{"50", "40", "35", "30"}) || !strings.HasSuffix(got[len(got)-1], ":20") {
+		t.Fatalf("feed %v, want 50 40 35 30 and the floor raised to 20 (the newest id the trim removed)", got)
+	}
+	// User 2: nothing came in.
+	if run(beginRebuild, 2, "8", "60") != 1 {
+		t.Fatal("the rebuild did not start")
+	}
+	if run(completeRebuild, 2, "8", "5", "4", "40", "30", "20") != 1 {
+		t.Fatal("the rebuild did not complete")
+	}
+	if got := list(t, s, 2); !slices.Equal(got[:len(got)-1], []string{"40", "30", "20"}) || !strings.HasSuffix(sentinel(2), ":5") {
+		t.Fatalf("feed %v, want 40 30 20 and the floor 5", got)
+	}
+	// User 3: an empty timeline; another rebuild's token does not complete.
+	if run(beginRebuild, 3, "9", "60") != 1 || run(completeRebuild, 3, "10", "0", "4") != 0 || run(completeRebuild, 3, "9", "0", "4") != 1 {
+		t.Fatal("user 3's rebuild")
+	}
+	if got := list(t, s, 3); len(got) != 1 || !strings.HasSuffix(got[0], ":0") {
+		t.Fatalf("feed %v, want the sentinel of floor 0 alone", got)
+	}
+	ttl, err := s.rc.Do(ctx, func(b redisx.Builder) redisx.Completed { return b.Ttl().Key(s.FeedKey(2)).Build() }).AsInt64()
+	if err != nil || ttl <= 0 || ttl > 60 {
+		t.Fatalf("user 2's feed lives %d s (%v), want the rebuild's 60", ttl, err)
 	}
 }
