@@ -275,14 +275,10 @@ func ReadSets(ctx context.Context, c *Client, epochKey string, keys []string) ([
 	return out, entries, nil
 }
 
-// ListSentinel returns the sentinel a list kept under a Fence ends in:
-// "e" and the epoch, as FencedScript's scripts name it, a colon and n
-// (its state: a floor, or minus a rebuild's token).
-func ListSentinel(epoch string, n int64) string {
-	return "e" + epoch + ":" + strconv.FormatInt(n, 10)
-}
-
-// List is a list kept under a Fence, as ReadLists reads it.
+// List is a list kept under a Fence, as ReadLists reads it. Such a list
+// ends in its sentinel: "e" and the epoch (as FencedScript's scripts name
+// it), a colon and a number (its state, such as a floor, or minus a
+// rebuild's token).
 type List struct {
 	// Valid: the list ends in a sentinel of the current epoch, whose
 	// number is Sentinel.
@@ -294,8 +290,7 @@ type List struct {
 
 // ReadLists reads the epoch under epochKey and then the lists keys,
 // whole, one call each: what a checker compares with the record. A list
-// whose last element is not a sentinel of the current epoch
-// (ListSentinel) is not Valid, and its Items are all its elements; with
+// whose last element is not a sentinel of the current epoch is not Valid, and its Items are all its elements; with
 // no epoch, none is read.
 func ReadLists(ctx context.Context, c *Client, epochKey string, keys []string) ([]List, int64, error) {
 	epoch, err := c.Do(ctx, func(b Builder) Completed { return b.Get().Key(epochKey).Build() }).ToString()

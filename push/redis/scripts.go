@@ -9,9 +9,10 @@ import "github.com/pushpull/pushpull/internal/redisx"
 // touches a feed.
 //
 // A feed is a Redis list: its ids, newest first, each once, then its
-// sentinel, the string S .. ":" .. n (redisx.ListSentinel), where n is
-// the floor (>= 0) of a complete feed, which holds every id of the
-// timeline above it, or minus the token (< 0) of the rebuild under way.
+// sentinel, the string S .. ":" .. n (as redisx.ReadLists reads it),
+// where n is the floor (>= 0) of a complete feed, which holds every id of
+// the timeline above it, or minus the token (< 0) of the rebuild under
+// way.
 // A feed whose last element is not the sentinel of the current epoch is
 // missing. A list, unlike a sorted set kept compact, takes a new newest
 // id at its head in constant time: a post's fan-out reads a feed's head
