@@ -417,12 +417,12 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 	}
 	usesMemcache := m.Needs&registry.Memcached != 0
 	usesRedis := m.Needs&registry.Redis != 0
-	var startMem, startRedis int64
+	var startMem, startRedis, startRedisData int64
 	if usesMemcache {
 		startMem, _ = memcachedBytes(b.memcache)
 	}
 	if usesRedis {
-		startRedis, _ = redisBytes(b.redis)
+		startRedis, startRedisData, _ = redisBytes(b.redis)
 	}
 	if m.Bench.WarmReads {
 		// The figure wanted is a warm cache's, as a service would see
@@ -470,11 +470,15 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 		}
 	}
 	if usesRedis {
-		// What this model's reads added to Redis (used_memory): the
+		// What this model's reads added to Redis (used_memory, and
+		// used_memory_dataset, without the server's own overhead): the
 		// feeds or indexes the warm reads built, for every user who
 		// read.
-		if now, err := redisBytes(b.redis); err == nil && now > startRedis {
+		if now, data, err := redisBytes(b.redis); err == nil && now > startRedis {
 			rm.Extra["redis_mb"] = float64(now-startRedis) / 1e6
+			if data > startRedisData {
+				rm.Extra["redis_dataset_mb"] = float64(data-startRedisData) / 1e6
+			}
 		}
 	}
 	if !m.Bench.Has(registry.PhaseOlder) {

@@ -43,11 +43,12 @@ func memcachedBytes(servers []string) (int64, error) {
 	return st["bytes"], nil
 }
 
-// redisBytes is the memory the redis-server at addr uses (used_memory).
-func redisBytes(addr string) (int64, error) {
+// redisBytes is the memory the redis-server at addr uses (used_memory),
+// and what its data takes of it (used_memory_dataset).
+func redisBytes(addr string) (used, dataset int64, err error) {
 	st, err := cost.RedisStats(addr)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return st["used_memory"], nil
+	return st["used_memory"], st["used_memory_dataset"], nil
 }

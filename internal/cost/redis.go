@@ -25,7 +25,8 @@ func (m *Meter) WithRedis(addr string) *Meter {
 // ran, a script run and the commands it ran each counting one:
 // total_commands_processed), "net_bytes" (total_net_input_bytes plus
 // total_net_output_bytes), "cpu_us" (used_cpu_user plus used_cpu_sys, in
-// microseconds) and "used_memory" (bytes).
+// microseconds), "used_memory" (bytes) and "used_memory_dataset" (bytes:
+// used_memory less the server's own overhead).
 func RedisStats(addr string) (map[string]int64, error) {
 	info, err := redisInfo(addr, "all")
 	if err != nil {
@@ -50,6 +51,7 @@ func RedisStats(addr string) (map[string]int64, error) {
 	out["net_bytes"] = int64(get("total_net_input_bytes") + get("total_net_output_bytes"))
 	out["cpu_us"] = int64(math.Round((get("used_cpu_user") + get("used_cpu_sys")) * 1e6))
 	out["used_memory"] = int64(get("used_memory"))
+	out["used_memory_dataset"] = int64(get("used_memory_dataset"))
 	var scripts int64
 	for k, v := range info {
 		if k != "cmdstat_eval" && k != "cmdstat_evalsha" {

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -269,6 +271,55 @@ func ReadSets(ctx context.Context, c *Client, epochKey string, keys []string) ([
 			}
 		}
 		out[i] = set
+	}
+	return out, entries, nil
+}
+
+// List is a list kept under a Fence, as ReadLists reads it. Such a list
+// ends in its sentinel: "e" and the epoch (as FencedScript's scripts name
+// it), a colon and a number (its state, such as a floor, or minus a
+// rebuild's token).
+type List struct {
+	// Valid: the list ends in a sentinel of the current epoch, whose
+	// number is Sentinel.
+	Valid    bool
+	Sentinel int64
+	// Items are the other elements, in order.
+	Items []string
+}
+
+// ReadLists reads the epoch under epochKey and then the lists keys,
+// whole, one call each: what a checker compares with the record. A list
+// whose last element is not a sentinel of the current epoch is not Valid, and its Items are all its elements; with
+// no epoch, none is read.
+func ReadLists(ctx context.Context, c *Client, epochKey string, keys []string) ([]List, int64, error) {
+	epoch, err := c.Do(ctx, func(b Builder) Completed { return b.Get().Key(epochKey).Build() }).ToString()
+	if IsNil(err) {
+		return make([]List, len(keys)), 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	prefix := "e" + epoch + ":"
+	out := make([]List, len(keys))
+	var entries int64
+	for i, key := range keys {
+		items, err := c.Do(ctx, func(b Builder) Completed {
+			return b.Lrange().Key(key).Start(0).Stop(-1).Build()
+		}).AsStrSlice()
+		if err != nil {
+			return nil, entries, err
+		}
+		entries += int64(len(items))
+		out[i].Items = items
+		if len(items) == 0 {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(items[len(items)-1], prefix); ok {
+			if n, err := strconv.ParseInt(rest, 10, 64); err == nil {
+				out[i] = List{Valid: true, Sentinel: n, Items: items[:len(items)-1]}
+			}
+		}
 	}
 	return out, entries, nil
 }

@@ -18,8 +18,8 @@ import (
 // kept in Redis's compact listpack encoding (7 to 12 bytes a member for
 // the sets of ids the models keep) instead of a skiplist (about 95), at
 // the price of inserts that scan the set. Redis's default is 128; 1024
-// holds push-redis's feeds at their default cap (800 ids, 100 more before
-// a trim, and a sentinel) and nearly every pull-redis index.
+// holds nearly every pull-redis index. (push-redis keeps its feeds in
+// lists, compact at any length.)
 const RedisListpackEntries = 1024
 
 // startRedis starts a redis-server on a free loopback port: no

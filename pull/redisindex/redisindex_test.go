@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pushpull/pushpull/internal/redisx/redistest"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull/redisindex"
 	"github.com/pushpull/pushpull/timeline"
@@ -61,4 +62,21 @@ func TestIndexServesPages(t *testing.T) {
 	if c2[counter.IndexBuilds] != 1 || c2[counter.IndexReads]-c1[counter.IndexReads] != 3 || c2[counter.Hints]-c1[counter.Hints] != 1 || c2[counter.IndexFallbacks] != 0 {
 		t.Fatalf("counters %v -> %v: want one build, three index reads, one post raising one index, no fallback", c1, c2)
 	}
+}
+
+// TestRedisRestartUnderTraffic: readers and writers run while the
+// redis-server is killed and restarted (redistest.RestartUnderTraffic):
+// no read fails, nothing acknowledged is lost, and the indexes are
+// rebuilt on read and serve the newest pages again.
+func TestRedisRestartUnderTraffic(t *testing.T) {
+	redistest.RestartUnderTraffic(t, redistest.RestartCase{
+		Open: func(t *testing.T, addr string) redistest.Store {
+			s, err := redisindex.Open(context.Background(), redisindex.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Redis: addr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+		Rebuilds: counter.IndexBuilds, Served: counter.IndexReads, FellBack: counter.IndexFallbacks,
+	})
 }

@@ -54,7 +54,7 @@ func init() {
 		Database: DefaultDatabase,
 		Needs:    registry.MariaDB | registry.Redis,
 		Traits:   registry.WriteHooks, // feeds
-		Summary: fmt.Sprintf("push into home feeds kept in Redis sorted sets of the newest %d ids (option cap), for the followers who read within %d days (option window), as Mastodon does; MariaDB is the record, and a missing feed is rebuilt by pull",
+		Summary: fmt.Sprintf("push into home feeds kept in Redis lists of the newest %d ids (option cap), for the followers who read within %d days (option window), as Mastodon does; MariaDB is the record, and a missing feed is rebuilt by pull",
 			DefaultCap, DefaultWindow/(24*time.Hour)),
 		Options:   options,
 		Work:      Work,

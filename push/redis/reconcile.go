@@ -17,15 +17,21 @@ import (
 // FeedView is the name reconcile reports the entries of Redis feeds under.
 const FeedView = "redis feed"
 
+// FeedOrderView is the name reconcile reports a feed's id under when it
+// is newer than the id before it (Have; Want is the id itself): a feed
+// holds its ids newest first.
+const FeedOrderView = "redis feed order"
+
 // Checker is push-redis's registry.Model.Reconcile: a reconcile.Looks
 // (two looks a second apart; a repair drops a drifted feed, which the
 // reader's next read rebuilds from the record, as after a fence) under
 // this rule: a complete feed (its sentinel, of the current epoch, holds a
-// floor F >= 0) holds exactly the ids of its reader's timeline above F; a
-// missing feed, or one being rebuilt, holds nothing to check. An id the
-// feed lacks is Missing; one of a deleted message Deleted, of an author
-// the reader does not follow Unfollowed, and one at or below the floor
-// Extra. It writes nothing to MariaDB.
+// floor F >= 0) holds exactly the ids of its reader's timeline above F,
+// newest first, each once; a missing feed, or one being rebuilt, holds
+// nothing to check. An id the feed lacks is Missing; one of a deleted
+// message Deleted, of an author the reader does not follow Unfollowed,
+// one at or below the floor or held twice Extra, and one newer than the
+// id before it WrongState (FeedOrderView). It writes nothing to MariaDB.
 func Checker(s timeline.Store) (reconcile.Checker, error) {
 	rs, ok := s.(*Store)
 	if !ok {
@@ -57,7 +63,7 @@ func (s *Store) lookFeeds(ctx context.Context, users []timeline.UserID) ([]recon
 	for i, u := range users {
 		keys[i] = s.FeedKey(u)
 	}
-	sets, entries, err := redisx.ReadSets(ctx, s.rc, s.fence.Key(), keys)
+	lists, entries, err := redisx.ReadLists(ctx, s.rc, s.fence.Key(), keys)
 	rows := rec.Rows + entries
 	if err != nil {
 		return nil, rows, err
@@ -65,16 +71,26 @@ func (s *Store) lookFeeds(ctx context.Context, users []timeline.UserID) ([]recon
 	var drift []reconcile.Drift
 	strays := map[timeline.UserID][]timeline.MessageID{}
 	for i, u := range users {
-		set := sets[i]
-		if !set.Valid || set.Sentinel < 0 {
+		list := lists[i]
+		if !list.Valid || list.Sentinel < 0 {
 			continue // missing, or being rebuilt
 		}
-		floor := timeline.MessageID(set.Sentinel)
+		floor := timeline.MessageID(list.Sentinel)
 		have := map[timeline.MessageID]bool{}
-		for m := range set.Members {
-			if id, err := strconv.ParseInt(m, 10, 64); err == nil {
-				have[timeline.MessageID(id)] = true
+		prev := timeline.MessageID(0)
+		for _, m := range list.Items {
+			n, err := strconv.ParseInt(m, 10, 64)
+			if err != nil {
+				continue
 			}
+			id := timeline.MessageID(n)
+			switch {
+			case have[id]:
+				drift = append(drift, reconcile.Drift{Kind: reconcile.Extra, View: FeedView, User: u, Item: n})
+			case prev != 0 && id > prev:
+				drift = append(drift, reconcile.Drift{Kind: reconcile.WrongState, View: FeedOrderView, User: u, Item: n, Have: int64(prev), Want: n})
+			}
+			have[id], prev = true, id
 		}
 		for _, id := range rec.Of[u] {
 			if timeline.MessageID(id) <= floor {

@@ -2,7 +2,6 @@ package redis_test
 
 import (
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,8 +15,8 @@ import (
 )
 
 // TestReconcile poisons feeds in Redis: an id taken out, ids of an author
-// not followed and of a deleted message put in, and a floor raised over
-// ids the feed keeps; reconcile finds exactly that drift and the repair
+// not followed and of a deleted message put in their places, and a floor
+// raised over ids the feed keeps; reconcile finds exactly that drift and the repair
 // removes it (the feeds go, and are rebuilt from the record on their next
 // read) under concurrent posts and follows.
 func TestReconcile(t *testing.T) {
@@ -43,22 +42,32 @@ func TestReconcile(t *testing.T) {
 		}
 		return r
 	}
-	add := func(user timeline.UserID, id timeline.MessageID, score float64) {
-		member := strconv.FormatInt(int64(id), 10)
-		do(func(b redisx.Builder) redisx.Completed {
-			return b.Zadd().Key(s.FeedKey(user)).ScoreMember().ScoreMember(score, member).Build()
-		})
+	// edit runs a Lua script over one feed: KEYS[1] the feed, ARGV[1] an id.
+	edit := func(user timeline.UserID, id timeline.MessageID, src string) {
+		t.Helper()
+		err := s.Redis().Run(timelinetest.Context(t), false, redisx.NewScript(src), redisx.Call{
+			Keys: []string{s.FeedKey(user)}, Args: []string{strconv.FormatInt(int64(id), 10)},
+		}).Error()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
+	// insert puts the id in its place, newest first.
+	const insert = `
+for i, v in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+	if not tonumber(v) or tonumber(v) < tonumber(ARGV[1]) then
+		return redis.call('LINSERT', KEYS[1], 'BEFORE', v, ARGV[1])
+	end
+end
+return redis.error_reply('no sentinel')`
 	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
 		gone := w.Posts[2][0]
-		do(func(b redisx.Builder) redisx.Completed {
-			return b.Zrem().Key(s.FeedKey(1)).Member(strconv.FormatInt(int64(gone), 10)).Build()
-		})
+		edit(1, gone, `return redis.call('LREM', KEYS[1], 1, ARGV[1])`)
 		stray := w.Posts[9][1]
-		add(3, stray, float64(stray))
+		edit(3, stray, insert)
 		dead := w.Posts[6][2]
 		timelinetest.Delete(t, s, 6, dead)
-		add(5, dead, float64(dead))
+		edit(5, dead, insert)
 		drift := []reconcile.Drift{
 			{Kind: reconcile.Missing, View: redis.FeedView, User: 1, Item: int64(gone)},
 			{Kind: reconcile.Unfollowed, View: redis.FeedView, User: 3, Item: int64(stray)},
@@ -66,24 +75,21 @@ func TestReconcile(t *testing.T) {
 		}
 		// User 7's floor raised over the ids it keeps below.
 		floor := w.Posts[1][1]
-		entries, err := do(func(b redisx.Builder) redisx.Completed {
-			return b.Zrange().Key(s.FeedKey(7)).Min("0").Max("-1").Withscores().Build()
-		}).AsZScores()
+		edit(7, floor, `local t = redis.call('LINDEX', KEYS[1], -1)
+return redis.call('LSET', KEYS[1], -1, string.match(t, '^(.*:)') .. ARGV[1])`)
+		items, err := do(func(b redisx.Builder) redisx.Completed {
+			return b.Lrange().Key(s.FeedKey(7)).Start(0).Stop(-1).Build()
+		}).AsStrSlice()
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range entries {
-			switch {
-			case strings.HasPrefix(e.Member, "e"):
-				do(func(b redisx.Builder) redisx.Completed {
-					return b.Zadd().Key(s.FeedKey(7)).Xx().ScoreMember().ScoreMember(float64(floor), e.Member).Build()
-				})
-			case e.Score <= float64(floor):
-				drift = append(drift, reconcile.Drift{Kind: reconcile.Extra, View: redis.FeedView, User: 7, Item: int64(e.Score)})
+		for _, v := range items {
+			if id, err := strconv.ParseInt(v, 10, 64); err == nil && id <= int64(floor) {
+				drift = append(drift, reconcile.Drift{Kind: reconcile.Extra, View: redis.FeedView, User: 7, Item: id})
 			}
 		}
 		if len(drift) == 3 {
-			t.Fatalf("user 7's feed holds nothing below %d: %v", floor, entries)
+			t.Fatalf("user 7's feed holds nothing below %d: %v", floor, items)
 		}
 		return drift
 	}})

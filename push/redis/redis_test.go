@@ -4,12 +4,11 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/redisx"
+	"github.com/pushpull/pushpull/internal/redisx/redistest"
 	"github.com/pushpull/pushpull/internal/sandbox"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push/redis"
@@ -84,7 +83,7 @@ func TestFeedServesPages(t *testing.T) {
 func feedIDs(t *testing.T, s *redis.Store, user timeline.UserID) []timeline.MessageID {
 	t.Helper()
 	members, err := s.Redis().Do(context.Background(), func(b redisx.Builder) redisx.Completed {
-		return b.Zrevrange().Key(s.FeedKey(user)).Start(0).Stop(-1).Build()
+		return b.Lrange().Key(s.FeedKey(user)).Start(0).Stop(-1).Build()
 	}).AsStrSlice()
 	if err != nil {
 		t.Fatal(err)
@@ -166,161 +165,53 @@ func TestTrimIsAmortised(t *testing.T) {
 }
 
 // TestRedisRestartUnderTraffic: readers and writers run while the
-// redis-server is killed and restarted. No read fails (MariaDB is up), no
-// acknowledged post or follow is lost, and after the restart the feeds are
-// rebuilt on read and serve the pages again.
+// redis-server is killed and restarted (redistest.RestartUnderTraffic):
+// no read fails, nothing acknowledged is lost, and the feeds are rebuilt
+// on read and serve the pages again.
 func TestRedisRestartUnderTraffic(t *testing.T) {
-	rd := testserver.StartFaultRedis(t)
-	cfg := redis.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Redis: rd.Addr(), Cap: 50}
-	s, err := redis.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	const readers, authors = 4, 4 // users 1..4 read; 5..8 post
-	for u := timeline.UserID(1); u <= readers; u++ {
-		timelinetest.Follow(t, s, u, readers+1)
-		timelinetest.PostN(t, s, readers+1, 2)
-	}
-	for u := timeline.UserID(1); u <= readers; u++ {
-		timelinetest.Newest(t, s, u) // builds every feed
-	}
-
-	var reads, failed, posts atomic.Int64
-	var firstFail atomic.Value
-	var mu sync.Mutex
-	var acked []timeline.Message
-	followed := map[timeline.UserID][]timeline.UserID{} // reader: followees added under traffic
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 2 {
-		wg.Go(func() { // reader
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_, err := s.Timeline(context.Background(), timeline.UserID(1+i%readers), timeline.Query{})
-				reads.Add(1)
-				if err != nil && failed.Add(1) == 1 {
-					firstFail.Store(err)
-				}
+	redistest.RestartUnderTraffic(t, redistest.RestartCase{
+		Open: func(t *testing.T, addr string) redistest.Store {
+			s, err := redis.Open(context.Background(), redis.Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Redis: addr, Cap: 50})
+			if err != nil {
+				t.Fatal(err)
 			}
-		})
-		wg.Go(func() { // writer: posts, and now and then a follow
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				author := timeline.UserID(readers + 1 + (i+w)%authors)
-				if i%5 == 4 {
-					reader := timeline.UserID(1 + (i/5+w)%readers)
-					if s.Follow(context.Background(), reader, author) == nil {
-						mu.Lock()
-						followed[reader] = append(followed[reader], author)
-						mu.Unlock()
-					}
-					continue
-				}
-				m, err := s.Post(context.Background(), author, "under traffic")
-				posts.Add(1)
-				if err == nil {
-					mu.Lock()
-					acked = append(acked, m)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	// Each step waits for traffic to have run through it.
-	waitReads := func(what string, n int64) {
-		from := reads.Load()
-		testserver.Poll(t, time.Minute, what, func() bool { return reads.Load() >= from+n })
-	}
-	waitReads("reads before the kill", 50)
-	if err := rd.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	waitReads("reads while Redis is dead", 50)
-	if err := rd.Restart(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	before := s.Counters()
-	testserver.Poll(t, time.Minute, "feeds rebuilt and read after the restart", func() bool {
-		c := s.Counters()
-		return c[counter.Rebuilds] > before[counter.Rebuilds] && c[counter.FeedPages] >= before[counter.FeedPages]+50
+			return s
+		},
+		Rebuilds: counter.Rebuilds, Served: counter.FeedPages, FellBack: counter.CacheErrors,
 	})
-	close(stop)
-	wg.Wait()
-	after := s.Counters()
-	t.Logf("%d reads, %d failed; %d posts, %d acknowledged; counters before the restart's rebuilds %v, at the end %v",
-		reads.Load(), failed.Load(), posts.Load(), len(acked), before, after)
-	if n := failed.Load(); n > 0 {
-		t.Fatalf("%d reads failed with MariaDB up; the first: %v", n, firstFail.Load())
-	}
-	if after[counter.CacheErrors] == 0 {
-		t.Fatal("no read fell back to MariaDB: Redis was not lost under the traffic")
-	}
-
-	// Nothing acknowledged is lost: every post by the author all readers
-	// follow is on every reader's timeline, read from the rebuilt feeds,
-	// and every follow made under traffic holds.
-	for u := timeline.UserID(1); u <= readers; u++ {
-		have := map[timeline.MessageID]bool{}
-		for _, id := range timelinetest.WalkIDs(t, s, u, 100) {
-			have[id] = true
-		}
-		lost := 0
-		for _, m := range acked {
-			if m.Author == readers+1 && !have[m.ID] {
-				lost++
-			}
-		}
-		if lost > 0 {
-			t.Errorf("user %d's timeline lacks %d acknowledged posts", u, lost)
-		}
-	}
-	for reader, authors := range followed {
-		for _, a := range authors {
-			if ok, err := s.Follows(context.Background(), reader, a); err != nil || !ok {
-				t.Errorf("follow %d -> %d acknowledged under traffic: %v, %v", reader, a, ok, err)
-			}
-		}
-	}
 }
 
-// TestFeedsAreCompact: the test's redis-server is started as the sandbox
-// starts it, and keeps a feed at the default cap, filled past it, in the
-// compact listpack encoding (see sandbox.RedisListpackEntries).
+// TestFeedsAreCompact: a feed at the default cap, filled to just before a
+// trim, takes no more memory than the same ids in a sorted set kept
+// compact (a listpack, as the sandbox keeps sets of up to
+// sandbox.RedisListpackEntries members), and at least 4 times less than
+// in a skiplist, Redis's encoding of larger sets.
 func TestFeedsAreCompact(t *testing.T) {
 	s := open(t, redis.Config{})
 	timelinetest.Follow(t, s, 1, 2)
 	n := s.Cap() + s.Cap()/8 // filled to just before a trim
-	if n+1 > sandbox.RedisListpackEntries {
-		t.Fatalf("a feed of %d ids and its sentinel is larger than the sandbox keeps compact (%d)", n, sandbox.RedisListpackEntries)
-	}
 	timelinetest.PostN(t, s, 2, s.Cap()+1)
 	timelinetest.Newest(t, s, 1) // builds the feed with Cap ids
 	timelinetest.PostN(t, s, 2, n-s.Cap())
 	if got := len(feedIDs(t, s, 1)); got != n {
 		t.Fatalf("feed of %d ids, want %d", got, n)
 	}
-	enc, err := s.Redis().Do(context.Background(), func(b redisx.Builder) redisx.Completed {
-		return b.ObjectEncoding().Key(s.FeedKey(1)).Build()
-	}).ToString()
-	if err != nil || enc != "listpack" {
-		t.Fatalf("the feed's encoding is %q (%v), want listpack", enc, err)
-	}
-
-	// What the encoding saves: the same set copied under Redis's
-	// default limit of 128, as a skiplist.
 	rc := s.Redis()
 	do := func(build func(b redisx.Builder) redisx.Completed) redisx.Result {
 		return rc.Do(context.Background(), build)
 	}
+	// toSet copies the feed's ids into a sorted set (score = member = id).
+	toSet := redisx.NewScript(`
+local ids = redis.call('LRANGE', KEYS[1], 0, -2)
+for i = 1, #ids, 500 do
+	local batch = {}
+	for j = i, math.min(i + 499, #ids) do
+		batch[#batch + 1] = ids[j]
+		batch[#batch + 1] = ids[j]
+	end
+	redis.call('ZADD', KEYS[2], unpack(batch))
+end
+return redis.call('OBJECT', 'ENCODING', KEYS[2])`)
 	setLimit := func(n int) {
 		if err := do(func(b redisx.Builder) redisx.Completed {
 			return b.ConfigSet().ParameterValue().ParameterValue("zset-max-listpack-entries", strconv.Itoa(n)).Build()
@@ -328,14 +219,17 @@ func TestFeedsAreCompact(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	copyTo := func(key, wantEnc string) {
+		enc, err := rc.Run(context.Background(), false, toSet, redisx.Call{Keys: []string{s.FeedKey(1), key}}).ToString()
+		if err != nil || enc != wantEnc {
+			t.Fatalf("the copy's encoding is %q (%v), want %s", enc, err, wantEnc)
+		}
+	}
+	compactKey, skipKey := s.FeedKey(1)+":listpack", s.FeedKey(1)+":skiplist"
+	copyTo(compactKey, "listpack")
 	setLimit(128)
 	defer setLimit(sandbox.RedisListpackEntries)
-	copyKey := s.FeedKey(1) + ":skiplist"
-	if err := do(func(b redisx.Builder) redisx.Completed {
-		return b.Zunionstore().Destination(copyKey).Numkeys(1).Key(s.FeedKey(1)).Build()
-	}).Error(); err != nil {
-		t.Fatal(err)
-	}
+	copyTo(skipKey, "skiplist")
 	usage := func(key string) int64 {
 		n, err := do(func(b redisx.Builder) redisx.Completed { return b.MemoryUsage().Key(key).Build() }).AsInt64()
 		if err != nil {
@@ -343,10 +237,10 @@ func TestFeedsAreCompact(t *testing.T) {
 		}
 		return n
 	}
-	compact, skip := usage(s.FeedKey(1)), usage(copyKey)
-	t.Logf("a feed of %d ids and its sentinel: %d bytes as a listpack (%.1f an id), %d as a skiplist (%.1f an id)",
-		n, compact, float64(compact)/float64(n+1), skip, float64(skip)/float64(n+1))
-	if compact*4 > skip {
-		t.Fatalf("the listpack feed takes %d bytes, the skiplist %d: want at least 4 times less", compact, skip)
+	list, compact, skip := usage(s.FeedKey(1)), usage(compactKey), usage(skipKey)
+	t.Logf("a feed of %d ids and its sentinel: %d bytes as a list (%.1f an id); the ids in a sorted set: %d bytes as a listpack (%.1f an id), %d as a skiplist (%.1f an id)",
+		n, list, float64(list)/float64(n), compact, float64(compact)/float64(n), skip, float64(skip)/float64(n))
+	if list > compact || list*4 > skip {
+		t.Fatalf("the feed takes %d bytes, the same ids in a sorted set %d as a listpack and %d as a skiplist: want no more than the listpack and at least 4 times less than the skiplist", list, compact, skip)
 	}
 }

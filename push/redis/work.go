@@ -9,31 +9,33 @@ import (
 )
 
 // Work is push-redis's cost model (registry.Model.Work). A page within
-// the cap is one script over the reader's feed (5 Redis commands), the
-// bodies from the process's message cache (message_cache messages of a
-// day's, registry.Demand.HotMessages; the rest by primary key); a
-// returning reader's feed (none within the window) is rebuilt by the pull
-// merge of cap entries (sqlread.MergeWork) and written back (cap
-// commands). A post is pull's, then reads its author's followers (f rows)
-// and adds its id to each active follower's feed, a script per thousand
-// followers (f+4 commands each at most). A follow backfills the followee's
-// newest cap ids into the follower's feed, an unfollow removes them: the
-// followee's messages read, a command each. The feeds are the active
-// readers' cap newest ids.
+// the cap is one script over the reader's feed (4 Redis commands: the
+// epoch, the sentinel, the TTL, the range), the bodies from the process's
+// message cache (message_cache messages of a day's,
+// registry.Demand.HotMessages; the rest by primary key); a returning
+// reader's feed (none within the window) is rebuilt by the pull merge of
+// cap entries (sqlread.MergeWork) and written back whole (a command per
+// thousand ids, and 5 more). A post is pull's, then reads its author's
+// followers (f rows), reads the head of each follower's feed and pushes
+// its id onto each active follower's feed, a script per thousand
+// followers (3 commands each besides). A follow backfills the followee's
+// newest cap ids into the follower's feed (a tombstone check an id, and
+// the feed rewritten once), an unfollow removes them: the followee's
+// messages read. The feeds are the active readers' cap newest ids.
 func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	capN := float64(cfg.Int(OptionCap))
 	window := cfg.Duration(OptionWindow).Seconds()
 	g := d.ReadFollowees()
 	fetch := d.Fetch()
 	bodyMiss := registry.Miss(float64(cfg.Int(OptionMessageCache)), d.HotMessages())
-	page := registry.Work{RowsRead: bodyMiss * fetch, RedisCommands: 5, Statements: bodyMiss, CacheCalls: 1}
-	rebuild := sqlread.MergeWork(g, capN, false).Add(registry.Work{RedisCommands: capN, CacheCalls: 1})
+	page := registry.Work{RowsRead: bodyMiss * fetch, RedisCommands: 4, Statements: bodyMiss, CacheCalls: 1}
+	rebuild := sqlread.MergeWork(g, capN, false).Add(registry.Work{RedisCommands: 5 + math.Ceil(capN/1000), CacheCalls: 1})
 	newest := page.Add(rebuild.Scale(d.ReturningReads(window)))
 	a := d.PostAudience()
 	scripts := math.Max(1, math.Ceil(a/fanOutChunk))
-	post := pull.PostWork().Add(registry.Work{RowsRead: a, RedisCommands: 4*scripts + a*d.ActiveFollowers(window), Statements: 1, CacheCalls: 1})
+	post := pull.PostWork().Add(registry.Work{RowsRead: a, RedisCommands: 3*scripts + a*(1+d.ActiveFollowers(window)), Statements: 1, CacheCalls: 1})
 	m := math.Min(d.FollowedMessages(), capN)
-	follow := registry.Work{RowsRead: 1 + m, RowsWritten: 1, RedisCommands: 3 + m, Statements: 3, CacheCalls: 2}
+	follow := registry.Work{RowsRead: 1 + m, RowsWritten: 1, RedisCommands: 8 + m, Statements: 3, CacheCalls: 2}
 	active := d.ActiveUsers(window) * d.Users
 	timeline := math.Min(capN, g*d.FolloweeMessages())
 	return registry.OpWork{Newest: newest, Older: page, Post: post, Follow: follow, Unfollow: follow},
