@@ -8,6 +8,7 @@ package async
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/counter"
 )
@@ -56,16 +58,17 @@ type Options struct {
 	Chunk int
 }
 
-// check reports the first field that its registry option does not take,
-// as a *registry.OptionError (a negative Workers is -1, none, and a zero
-// field its default).
-func (o Options) check() error {
+// check reports the first field that its registry option of model (its
+// options, in the order of the fields) does not take, as a
+// *registry.OptionError (a negative Workers is -1, none, and a zero field
+// its default).
+func (o Options) check(model string, options []registry.Option) error {
 	r := o.resolved()
 	if o.Workers < 0 {
 		r.Workers = -1
 	}
 	for i, v := range []int{r.Workers, r.Chunk} {
-		if err := options[i].Check(ModelName, v); err != nil {
+		if err := options[i].Check(model, v); err != nil {
 			return err
 		}
 	}
@@ -130,7 +133,7 @@ var (
 // Close. Options its registry options do not take are a
 // *registry.OptionError, and nothing is created.
 func Open(ctx context.Context, cfg push.Config, opts Options) (*Store, error) {
-	if err := opts.check(); err != nil {
+	if err := opts.check(ModelName, options); err != nil {
 		return nil, err
 	}
 	opts = opts.resolved()
@@ -207,13 +210,13 @@ func Settle(ctx context.Context, db *sql.DB) error {
 	}
 	pause := time.Millisecond
 	for {
-		var pending int
-		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM fanout_jobs WHERE message_id <= ? LIMIT 1) t`, newest).Scan(&pending)
+		var one int64
+		err := db.QueryRowContext(ctx, `SELECT message_id FROM fanout_jobs WHERE message_id <= ? LIMIT 1`, newest).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return err
-		}
-		if pending == 0 {
-			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -246,6 +249,7 @@ type Stats struct {
 	mu                         sync.Mutex
 	jobs, chunks, rows, errors int64
 	lag                        *hdrhistogram.Histogram
+	longest                    time.Duration // the longest transaction timed
 }
 
 // NewStats returns empty Stats.
@@ -269,6 +273,23 @@ func (st *Stats) chunk(rows int64, finished []job) {
 		lag := time.Since(j.posted)
 		st.lag.RecordValue(min(max(lag.Microseconds(), 1), st.lag.HighestTrackableValue()))
 	}
+}
+
+// transaction notes a worker's transaction (or autocommitted statement)
+// that took d from its first statement to its commit.
+func (st *Stats) transaction(d time.Duration) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.longest = max(st.longest, d)
+}
+
+// Longest returns the longest transaction the workers timed (those of
+// push-async@vitess time each of theirs; push-async's, none), from its
+// first statement to its commit.
+func (st *Stats) Longest() time.Duration {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.longest
 }
 
 func (st *Stats) failed() {

@@ -15,7 +15,7 @@ import (
 // uncheckedViews are the models that keep a view beside the record but
 // declare no checker of it yet: the mailbox and the lists of the models
 // on Vitess.
-var uncheckedViews = []string{"push@vitess", "pull-recent@vitess"}
+var uncheckedViews = []string{"push@vitess", "push-async@vitess", "pull-recent@vitess"}
 
 // keepsNoView reports whether m keeps nothing beside the record: the
 // reference, and the pull strategies that read only SQL tables.
