@@ -38,6 +38,10 @@ func WriteTable(w io.Writer, r *Result) error {
 		b.WriteString("\n")
 		g.write(&b)
 	}
+	if g := probeGrid(r); g != nil {
+		b.WriteString("\n")
+		g.write(&b)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

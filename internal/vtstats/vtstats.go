@@ -236,39 +236,37 @@ func (s Snapshot) CrossShard() int64 {
 	return n
 }
 
-// The counts Snapshot.Counters returns, beside TabletCalls.
+// The counts Snapshot.Counters returns, beside TabletCalls (see package
+// counter).
 const (
-	// TabletTrips: TabletCalls plus the begins, commits and rollbacks
-	// of transactions on the same tablets (Counts.Trips).
-	TabletTrips = "tablet_trips"
-	// TabletCommits, TabletSavepoints: commits and savepoints among
-	// them.
-	TabletCommits    = "tablet_commits"
-	TabletSavepoints = "tablet_savepoints"
-	// SequenceCalls: calls that handed out sequence values.
-	SequenceCalls = "sequence_calls"
-	// LongTransactions: transactions the tablets ended after more
-	// than a second.
-	LongTransactions = "long_transactions"
-	// CrossShardTransactions: vtgate's transactions that spanned
-	// shards, in any keyspace.
-	CrossShardTransactions = "cross_shard_transactions"
+	TabletTrips            = counter.TabletTrips
+	TabletCommits          = counter.TabletCommits
+	TabletSavepoints       = counter.TabletSavepoints
+	SequenceCalls          = counter.SequenceCalls
+	LongTransactions       = counter.LongTransactions
+	CrossShardTransactions = counter.CrossShardTransactions
 )
 
-// KeyspaceCalls names the tablet calls of one keyspace among the
-// counters: "tablet_calls:keyspace".
-func KeyspaceCalls(keyspace string) string { return TabletCalls + ":" + keyspace }
+// ShardTrips names the round trips of one shard among the counters:
+// "tablet_trips:keyspace/shard". A shard whose count moved over an
+// operation was touched by it.
+func ShardTrips(keyspace, shard string) string { return TabletTrips + ":" + keyspace + "/" + shard }
 
 // Counters returns s as the counts of a store (timeline.Counting) that
 // lives on keyspaces: the TabletCalls and the other counts above, added
-// over keyspaces, and the calls of each (KeyspaceCalls).
+// over keyspaces, and the trips of each of their shards (ShardTrips).
 func (s Snapshot) Counters(keyspaces ...string) map[string]int64 {
 	var sum Counts
 	out := map[string]int64{}
 	for _, ks := range keyspaces {
-		c := s.Keyspace(ks)
-		sum = sum.add(c)
-		out[KeyspaceCalls(ks)] = c.Calls
+		sum = sum.add(s.Keyspace(ks))
+	}
+	for k, c := range s.Shards {
+		for _, ks := range keyspaces {
+			if shard, ok := strings.CutPrefix(k, ks+"/"); ok {
+				out[ShardTrips(ks, shard)] = c.Trips()
+			}
+		}
 	}
 	out[TabletCalls] = sum.Calls
 	out[TabletTrips] = sum.Trips()

@@ -60,7 +60,8 @@ func TestSnapshot(t *testing.T) {
 	c := s.Counters("ks", "pushpull_seq")
 	for k, want := range map[string]int64{
 		TabletCalls: 6, TabletTrips: 10, TabletCommits: 1, TabletSavepoints: 1, SequenceCalls: 1,
-		LongTransactions: 3, CrossShardTransactions: 3, KeyspaceCalls("ks"): 5, KeyspaceCalls("pushpull_seq"): 1,
+		LongTransactions: 3, CrossShardTransactions: 3,
+		ShardTrips("ks", "-80"): 5, ShardTrips("ks", "80-"): 4, ShardTrips("pushpull_seq", "0"): 1,
 	} {
 		if c[k] != want {
 			t.Errorf("counter %s = %d, want %d (all: %v)", k, c[k], want, c)

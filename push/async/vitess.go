@@ -281,7 +281,7 @@ type VitessWorker struct {
 	// whole Poll.
 	Wake <-chan struct{}
 	// Poll is the idle wait between looks at empty queues; 0 means
-	// DefaultPoll.
+	// DefaultVitessPoll.
 	Poll time.Duration
 	// Between, if set, runs in each chunk after its mailbox rows are
 	// written and before the job's transaction commits: a test stops a
@@ -296,9 +296,21 @@ type VitessWorker struct {
 // hold.
 const vitessCandidates = 8
 
+// DefaultVitessPoll is VitessWorker.Poll's default. A look at empty
+// queues is a call to every shard, and a post through the same store
+// wakes a worker at once: the poll finds only the jobs of other
+// processes' posts and of workers that died.
+const DefaultVitessPoll = time.Second
+
 // Run applies jobs until ctx ends, retrying a failing cluster with a
 // growing pause, as Worker.Run does.
-func (w *VitessWorker) Run(ctx context.Context) { loop(ctx, w.Step, w.Stats, w.Wake, w.Poll) }
+func (w *VitessWorker) Run(ctx context.Context) {
+	poll := w.Poll
+	if poll <= 0 {
+		poll = DefaultVitessPoll
+	}
+	loop(ctx, w.Step, w.Stats, w.Wake, poll)
+}
 
 // Step applies one chunk of the oldest job nobody else is applying, on
 // the first shard, in turn, that has one. It reports whether there was
