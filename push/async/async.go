@@ -112,12 +112,8 @@ func (o Options) resolved() Options {
 // harmless.
 type Store struct {
 	*push.Store
+	*crew
 	opts Options
-
-	wake   chan struct{} // a post's nudge to an idle worker
-	cancel context.CancelFunc
-	done   sync.WaitGroup
-	stats  *Stats
 }
 
 var (
@@ -141,32 +137,78 @@ func Open(ctx context.Context, cfg push.Config, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	wctx, cancel := context.WithCancel(context.Background())
-	s := &Store{Store: inner, opts: opts, wake: make(chan struct{}, max(opts.Workers, 1)), cancel: cancel, stats: NewStats()}
-	for range opts.Workers {
-		w := &Worker{DB: inner.DB(), Chunk: opts.Chunk, Stats: s.stats, Wake: s.wake}
-		s.done.Go(func() { w.Run(wctx) })
-	}
+	s := &Store{Store: inner, crew: newCrew(opts.Workers), opts: opts}
+	s.start(opts.Workers, func(int) runner {
+		return &Worker{DB: inner.DB(), Chunk: opts.Chunk, Stats: s.stats, Wake: s.wake}
+	})
 	return s, nil
 }
+
+// crew is the fan-out workers a store runs, and what they share: the
+// nudge a post sends them, their stop, and their counts.
+type crew struct {
+	wake   chan struct{} // a post's nudge to an idle worker
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+	stats  *Stats
+}
+
+// runner is a worker of either model.
+type runner interface{ Run(context.Context) }
+
+func newCrew(workers int) *crew {
+	return &crew{wake: make(chan struct{}, max(workers, 1)), cancel: func() {}, stats: NewStats()}
+}
+
+// start runs n workers, the i-th made by worker(i), until stop.
+func (c *crew) start(n int, worker func(i int) runner) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	for i := range n {
+		w := worker(i)
+		c.done.Go(func() { w.Run(ctx) })
+	}
+}
+
+// nudge wakes an idle worker, if one is not already woken.
+func (c *crew) nudge() {
+	select {
+	case c.wake <- struct{}{}:
+	default: // every worker is already nudged
+	}
+}
+
+// stop stops the workers and waits for them (a chunk in flight rolls
+// back and is applied again later).
+func (c *crew) stop() {
+	c.cancel()
+	c.done.Wait()
+}
+
+// TakeLag implements timeline.Lagging: the fan-out lags the store's
+// workers recorded since the previous call.
+func (c *crew) TakeLag() *hdrhistogram.Histogram { return c.stats.TakeLag() }
 
 // Post implements timeline.Store: the message and its fan-out job commit
 // together; the mailboxes are written later by a worker.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	msg, err := s.Writes(ModelName).Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
-		_, err := tx.ExecContext(ctx,
-			`INSERT INTO fanout_jobs (message_id, author_id, posted_at) VALUES (?, ?, ?)`,
-			msg.ID, author, msg.CreatedAt)
-		return err
+		return queue(ctx, tx, msg)
 	})
 	if err != nil {
 		return timeline.Message{}, err
 	}
-	select {
-	case s.wake <- struct{}{}:
-	default: // every worker is already nudged
-	}
+	s.nudge()
 	return msg, nil
+}
+
+// queue adds msg's fan-out job in tx, beside the message (on Vitess, on
+// the author's shard, where the VSchema places the job).
+func queue(ctx context.Context, tx *sql.Tx, msg timeline.Message) error {
+	_, err := tx.ExecContext(ctx,
+		`INSERT INTO fanout_jobs (message_id, author_id, posted_at) VALUES (?, ?, ?)`,
+		msg.ID, msg.Author, msg.CreatedAt)
+	return err
 }
 
 // Delete implements timeline.Store: the message, its fan-out job if one
@@ -231,15 +273,10 @@ func Settle(ctx context.Context, db *sql.DB) error {
 // (counter.Fanout*).
 func (s *Store) Counters() map[string]int64 { return s.stats.Counters() }
 
-// TakeLag implements timeline.Lagging: the fan-out lags this store's
-// workers recorded since the previous call.
-func (s *Store) TakeLag() *hdrhistogram.Histogram { return s.stats.TakeLag() }
-
 // Close stops the workers (a chunk in flight rolls back and is applied
 // again by the next worker) and closes the store.
 func (s *Store) Close() error {
-	s.cancel()
-	s.done.Wait()
+	s.stop()
 	return s.Store.Close()
 }
 

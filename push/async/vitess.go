@@ -9,10 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/push"
@@ -54,13 +51,9 @@ const MaxVitessChunk = 10000
 // again writes no row twice.
 type VitessStore struct {
 	*push.VitessStore
+	*crew
 	opts   Options
 	shards []*sql.DB // a pool targeting each shard of the keyspace, for the workers
-
-	wake   chan struct{}
-	cancel context.CancelFunc
-	done   sync.WaitGroup
-	stats  *Stats
 }
 
 var (
@@ -88,19 +81,16 @@ func OpenVitess(ctx context.Context, cfg push.Config, opts Options) (*VitessStor
 	if err != nil {
 		return nil, err
 	}
-	s := &VitessStore{VitessStore: inner, opts: opts, wake: make(chan struct{}, max(opts.Workers, 1)), stats: NewStats()}
+	s := &VitessStore{VitessStore: inner, crew: newCrew(opts.Workers), opts: opts}
 	if opts.Workers > 0 {
 		if s.shards, err = OpenShards(ctx, cfg, opts.Workers); err != nil {
 			inner.Close()
 			return nil, fmt.Errorf("open %s store: %w", VitessModelName, err)
 		}
 	}
-	wctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	for i := range opts.Workers {
-		w := &VitessWorker{DB: inner.DB(), Shards: s.shards, Chunk: opts.Chunk, Stats: s.stats, Wake: s.wake, next: i}
-		s.done.Go(func() { w.Run(wctx) })
-	}
+	s.start(opts.Workers, func(i int) runner {
+		return &VitessWorker{DB: inner.DB(), Shards: s.shards, Chunk: opts.Chunk, Stats: s.stats, Wake: s.wake, next: i}
+	})
 	return s, nil
 }
 
@@ -174,19 +164,8 @@ func (s *VitessStore) Post(ctx context.Context, author timeline.UserID, body str
 	if err != nil {
 		return timeline.Message{}, err
 	}
-	select {
-	case s.wake <- struct{}{}:
-	default: // every worker is already nudged
-	}
+	s.nudge()
 	return msg, nil
-}
-
-// queue adds msg's fan-out job in tx, beside the message.
-func queue(ctx context.Context, tx *sql.Tx, msg timeline.Message) error {
-	_, err := tx.ExecContext(ctx,
-		`INSERT INTO fanout_jobs (message_id, author_id, posted_at) VALUES (?, ?, ?)`,
-		msg.ID, msg.Author, msg.CreatedAt)
-	return err
 }
 
 // Delete implements timeline.Store: the message and its job, if one is
@@ -225,18 +204,13 @@ func (s *VitessStore) Counters() map[string]int64 {
 	return c
 }
 
-// TakeLag implements timeline.Lagging: the fan-out lags this store's
-// workers recorded since the previous call.
-func (s *VitessStore) TakeLag() *hdrhistogram.Histogram { return s.stats.TakeLag() }
-
 // Stats returns the counts of the store's workers.
 func (s *VitessStore) Stats() *Stats { return s.stats }
 
 // Close stops the workers (a chunk in flight rolls back on the author's
 // shard and is applied again by the next worker) and closes the store.
 func (s *VitessStore) Close() error {
-	s.cancel()
-	s.done.Wait()
+	s.stop()
 	closeAll(s.shards)
 	return s.VitessStore.Close()
 }
