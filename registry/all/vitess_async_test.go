@@ -246,3 +246,53 @@ func BenchmarkVitessCelebrity(b *testing.B) {
 	b.Logf("%d followers: lag %v, counts %v; the keyspace's tablets %v; cross-shard transactions %d",
 		n, time.Duration(lag.Max())*time.Microsecond, s.Stats().Counters(), work.Keyspace(keyspace), work.CrossShard())
 }
+
+// TestVitessWorkerStoppedMidChunk: a push-async@vitess worker stopped
+// after writing a chunk's mailbox rows, before its transaction commits,
+// leaves the job where it was; another worker applies it from there, and
+// every follower holds the post once.
+func TestVitessWorkerStoppedMidChunk(t *testing.T) {
+	ctx := context.Background()
+	keyspace := testserver.Keyspace(t)
+	cfg := push.Config{DSN: testserver.Vtgate(t), Database: keyspace}
+	const chunk, n, author = 100, 300, timeline.UserID(1)
+	s, err := async.OpenVitess(ctx, cfg, async.Options{Workers: -1, Chunk: chunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	addFollowers(t, s.DB(), author, 1000, n)
+	msg := timelinetest.Post(t, s, author, "once each")
+	shards, err := async.OpenShards(ctx, cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, db := range shards {
+			db.Close()
+		}
+	}()
+	wctx, stop := context.WithCancel(ctx)
+	killed := &async.VitessWorker{DB: s.DB(), Shards: shards, Chunk: chunk, Between: stop}
+	if _, err := killed.Step(wctx); err == nil {
+		t.Fatal("a worker stopped inside its chunk reported no error")
+	}
+	written := mailboxCount(t, s.DB(), msg.ID)
+	if pending, err := async.Pending(ctx, s.DB()); err != nil || pending != 1 || written == 0 {
+		t.Fatalf("after the stopped chunk: %d jobs pending (%v), %d mailbox rows; want the job left and the chunk's rows written", pending, err, written)
+	}
+	w := &async.VitessWorker{DB: s.DB(), Shards: shards, Chunk: chunk}
+	for {
+		worked, err := w.Step(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !worked {
+			break
+		}
+	}
+	timelinetest.Settle(t, s)
+	if got := mailboxCount(t, s.DB(), msg.ID); got != n {
+		t.Fatalf("%d mailboxes hold the post, want %d", got, n)
+	}
+}
