@@ -86,7 +86,7 @@ func (p *probe) run(ctx context.Context) error {
 	for i := range ProbeOps {
 		reader := user()
 		var next timeline.Cursor
-		if err := p.measure(ctx, "newest", func() error {
+		if err := p.measure("newest", func() error {
 			page, err := p.s.Timeline(ctx, reader, timeline.Query{})
 			next = page.Next
 			return err
@@ -94,14 +94,14 @@ func (p *probe) run(ctx context.Context) error {
 			return err
 		}
 		if next != "" {
-			if err := p.measure(ctx, "older", func() error {
+			if err := p.measure("older", func() error {
 				_, err := p.s.Timeline(ctx, reader, timeline.Query{Before: next})
 				return err
 			}); err != nil {
 				return err
 			}
 		}
-		if err := p.measure(ctx, "post", func() error {
+		if err := p.measure("post", func() error {
 			msg, err := p.s.Post(ctx, user(), fmt.Sprintf("probe %d", i))
 			posts = append(posts, msg)
 			return err
@@ -111,15 +111,15 @@ func (p *probe) run(ctx context.Context) error {
 		// A user the dataset does not have follows, then unfollows, one
 		// it has: the follow copies the followee's messages.
 		follower, followee := timeline.UserID(p.b.users+1+i), user()
-		if err := p.measure(ctx, "follow", func() error { return p.s.Follow(ctx, follower, followee) }); err != nil {
+		if err := p.measure("follow", func() error { return p.s.Follow(ctx, follower, followee) }); err != nil {
 			return err
 		}
-		if err := p.measure(ctx, "unfollow", func() error { return p.s.Unfollow(ctx, follower, followee) }); err != nil {
+		if err := p.measure("unfollow", func() error { return p.s.Unfollow(ctx, follower, followee) }); err != nil {
 			return err
 		}
 	}
 	for _, msg := range posts {
-		if err := p.measure(ctx, "delete", func() error { return p.s.Delete(ctx, msg.Author, msg.ID) }); err != nil {
+		if err := p.measure("delete", func() error { return p.s.Delete(ctx, msg.Author, msg.ID) }); err != nil {
 			return err
 		}
 	}
@@ -127,17 +127,12 @@ func (p *probe) run(ctx context.Context) error {
 }
 
 // measure runs op alone and keeps its counts as a sample of kind.
-func (p *probe) measure(ctx context.Context, kind string, op func() error) error {
+func (p *probe) measure(kind string, op func() error) error {
 	before := counts(p.s)
 	if err := op(); err != nil {
 		return fmt.Errorf("%s: %w", kind, err)
 	}
 	after := counts(p.s)
-	if st, ok := timeline.As[timeline.Settler](p.s); ok {
-		if err := st.Settle(ctx); err != nil {
-			return err
-		}
-	}
 	p.samples[kind] = append(p.samples[kind], sample(p.m.Database, before, after))
 	return nil
 }
