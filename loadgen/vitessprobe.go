@@ -62,6 +62,9 @@ func (b *bench) probeVitess(ctx context.Context) error {
 			return fmt.Errorf("probe %s: %w", m.Name, err)
 		}
 		rm := b.res.Model(m.Name)
+		if p.lost > 0 {
+			b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s: the probe could not read vtgate's counts around %d operations, left out", m.Name, p.lost))
+		}
 		for op, samples := range p.samples {
 			for k, v := range results.ProbeFigures("probe_"+op+"_", samples) {
 				rm.Extra[k] = v
@@ -78,6 +81,7 @@ type probe struct {
 	s       timeline.Store
 	rng     *rand.Rand
 	samples map[string][]results.ProbeSample // by operation
+	lost    int                              // operations whose counts could not be read
 }
 
 func (p *probe) run(ctx context.Context) error {
@@ -126,14 +130,34 @@ func (p *probe) run(ctx context.Context) error {
 	return nil
 }
 
-// measure runs op alone and keeps its counts as a sample of kind.
+// measure runs op alone and keeps its counts as a sample of kind. Nothing
+// else calls the cluster meanwhile, so a read of the counts that failed
+// is made again; a sample whose counts could not be read at all is
+// dropped, and counted in p.lost.
 func (p *probe) measure(kind string, op func() error) error {
-	before := counts(p.s)
+	before := p.counts()
 	if err := op(); err != nil {
 		return fmt.Errorf("%s: %w", kind, err)
 	}
-	after := counts(p.s)
+	after := p.counts()
+	if before == nil || after == nil {
+		p.lost++
+		return nil
+	}
 	p.samples[kind] = append(p.samples[kind], sample(p.m.Database, before, after))
+	return nil
+}
+
+// counts reads the store's counts, up to three times; nil if none of the
+// reads had the tablet calls.
+func (p *probe) counts() map[string]int64 {
+	for range 3 {
+		if c := counts(p.s); c != nil {
+			if _, ok := c[vtstats.TabletCalls]; ok {
+				return c
+			}
+		}
+	}
 	return nil
 }
 

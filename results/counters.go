@@ -109,10 +109,12 @@ func LagFigures(prefix string, h *hdrhistogram.Histogram) map[string]float64 {
 // rollbacks of transactions; tablet_commits and tablet_savepoints among
 // them; tablet_sequence_calls, the calls for sequence values; and
 // tablet_cross_shard, vtgate's transactions that spanned shards. Nil for
-// a store that counts none.
+// a store that counts none, and when either end lacks the counts (the
+// store could not read them).
 func TabletCallFigures(prefix string, before, after map[string]int64, ops int64) map[string]float64 {
-	if _, ok := after[counter.TabletCalls]; !ok || ops <= 0 {
-		return nil
+	_, had := before[counter.TabletCalls]
+	if _, ok := after[counter.TabletCalls]; !ok || !had || ops <= 0 {
+		return nil // a store that counts none, or a read of the counts failed
 	}
 	out := map[string]float64{}
 	for name, key := range tabletFigures {

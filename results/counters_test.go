@@ -37,6 +37,9 @@ func TestTabletCallFigures(t *testing.T) {
 	if got := TabletCallFigures("post_", nil, map[string]int64{counter.Pages: 3}, 10); got != nil {
 		t.Fatalf("a store that counts no tablet calls: %v", got)
 	}
+	if got := TabletCallFigures("post_", map[string]int64{counter.Pages: 3}, after, 10); got != nil {
+		t.Fatalf("counts that could not be read before the phase: %v", got)
+	}
 }
 
 func TestProbeFigures(t *testing.T) {

@@ -33,7 +33,7 @@ const TabletCalls = counter.TabletCalls
 
 // Calls returns the tablet calls vtgate at status (host:port of its status
 // pages) has made so far to the shards of keyspaces, and what the
-// keyspaces' tablets served (Snapshot.Counters), waiting at most two
+// keyspaces' tablets served (Snapshot.Counters), waiting at most five
 // seconds.
 func Calls(ctx context.Context, status string, keyspaces ...string) (map[string]int64, error) {
 	s, err := Read(ctx, status)
@@ -90,9 +90,10 @@ type Snapshot struct {
 }
 
 // Read returns what vtgate at status (host:port of its status pages) has
-// counted so far, waiting at most two seconds.
+// counted so far, waiting at most five seconds (vtgate writes every
+// count it keeps, and a busy vtgate takes a while).
 func Read(ctx context.Context, status string) (Snapshot, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+status+"/debug/vars", nil)
 	if err != nil {
