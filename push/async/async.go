@@ -3,6 +3,11 @@
 // message and a durable fan-out job in one transaction and returns; workers
 // write the followers' mailbox rows afterwards, a chunk of followers per
 // transaction. Reads, follows and unfollows are the push model's.
+//
+// The same design on Vitess (model push-async@vitess, VitessStore) puts a
+// post's job on its author's shard and writes each chunk with one
+// statement per destination shard, so that no transaction spans two
+// shards (see VitessWorker).
 package async
 
 import (
@@ -242,9 +247,10 @@ func (s *Store) Settle(ctx context.Context) error {
 	return fmt.Errorf("push-async settle: %w", err)
 }
 
-// Settle waits until no fan-out job committed in db before the call is
-// left, or ctx ends: it notes the newest job now, then polls (backing off
-// from 1 ms to 50 ms) until every job up to it is gone.
+// Settle waits until no fan-out job committed in db (push-async's
+// database, or through vtgate push-async@vitess's keyspace) before the
+// call is left, or ctx ends: it notes the newest job now, then polls
+// (backing off from 1 ms to 50 ms) until every job up to it is gone.
 func Settle(ctx context.Context, db *sql.DB) error {
 	var newest int64
 	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(message_id), 0) FROM fanout_jobs`).Scan(&newest); err != nil {
