@@ -253,8 +253,10 @@ type Observer func(query string, args []any)
 
 // WithObserver returns a context under which every statement a pool of
 // this package runs (ExecContext, QueryContext, and the QueryRowContext
-// built on it) is shown to see first, in the calling goroutine: a test
-// sees what a store sends to the server for one call.
+// built on it) is shown to see first, in the goroutine that runs it: a
+// test sees what a store sends to the server for one call. A store may
+// run statements of one call in parallel, so see must be safe for
+// concurrent use.
 func WithObserver(ctx context.Context, see Observer) context.Context {
 	return context.WithValue(ctx, observerKey{}, see)
 }

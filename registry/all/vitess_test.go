@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -313,9 +314,14 @@ func TestVitessNoScatter(t *testing.T) {
 				op, query string
 				args      []any
 			}
+			var mu sync.Mutex // pull-client sends a page's statements in parallel
 			var sent []statement
 			as := func(op string) context.Context {
-				return mysqlx.WithObserver(ctx, func(q string, args []any) { sent = append(sent, statement{op, q, args}) })
+				return mysqlx.WithObserver(ctx, func(q string, args []any) {
+					mu.Lock()
+					defer mu.Unlock()
+					sent = append(sent, statement{op, q, args})
+				})
 			}
 			for a := timeline.UserID(2); a <= 9; a++ {
 				if err := s.Follow(as("follow"), 1, a); err != nil {
