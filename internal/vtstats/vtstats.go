@@ -6,7 +6,7 @@
 // and how long its transactions lasted.
 //
 // One call is one statement on one shard; a transaction adds its begin and
-// its commit (or rollback) on each shard it wrote to, and vtgate adds a
+// its commit (or rollback) on each shard it wrote to, and vtgate sets a
 // savepoint on a shard before a statement that may write to several. So
 // the round trips of an operation on one keyspace are its statements plus
 // its begins and ends (Counts.Trips), and the shards it touched are those
@@ -46,8 +46,8 @@ func Calls(ctx context.Context, status string, keyspaces ...string) (map[string]
 // Counts are what one shard, or the shards of a keyspace added up, served.
 type Counts struct {
 	// Calls are vtgate's calls to the shard's tablets (VttabletCall):
-	// statements, with savepoints and sequence values. (vtcombo does not
-	// count a transaction's begin and commit here.)
+	// statements, with sequence values. (vtcombo does not count a
+	// transaction's begin and commit here.)
 	Calls int64
 	// The rest are the primary tablet's own counts (in vtcombo's
 	// /debug/vars; zero from a vtgate whose tablets run apart).
@@ -61,7 +61,8 @@ type Counts struct {
 }
 
 // Trips returns the round trips the counts stand for: every call, and the
-// begin and end of every transaction.
+// begin and end of every transaction. (Savepoints, which vtgate sends
+// with a statement, are counted apart.)
 func (c Counts) Trips() int64 { return c.Calls + c.Begins + c.Commits + c.Rollbacks }
 
 func (c Counts) add(d Counts) Counts {
