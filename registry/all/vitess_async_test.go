@@ -67,6 +67,49 @@ func snapshot(t testing.TB) vtstats.Snapshot {
 	return s
 }
 
+// celebrityStore opens a push-async@vitess store that runs no workers, on
+// a keyspace of its own, with chunks of chunk followers and n users
+// (1000, 1001, ...) following author; and pools on each of its shards
+// for the workers a test runs itself. Both close when t ends.
+func celebrityStore(t *testing.T, chunk, n int, author timeline.UserID) (*async.VitessStore, push.Config, []*sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := push.Config{DSN: testserver.Vtgate(t), Database: testserver.Keyspace(t), VtgateStatus: testserver.VtgateStatus(t)}
+	s, err := async.OpenVitess(ctx, cfg, async.Options{Workers: -1, Chunk: chunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	addFollowers(t, s.DB(), author, 1000, n)
+	shards, err := async.OpenShards(ctx, cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, db := range shards {
+			db.Close()
+		}
+	})
+	return s, cfg, shards
+}
+
+// drainVitess applies chunks with w until no job is left, and returns
+// how many it applied.
+func drainVitess(t *testing.T, w *async.VitessWorker) int {
+	t.Helper()
+	steps := 0
+	for {
+		worked, err := w.Step(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !worked {
+			return steps
+		}
+		steps++
+	}
+}
+
 // TestVitessCelebrity: push-async@vitess fans out a post by an author of
 // 2,500 followers in chunks, each a transaction on the author's shard and
 // one statement on each follower shard, none spanning two shards. The
@@ -78,15 +121,9 @@ func snapshot(t testing.TB) vtstats.Snapshot {
 // message, the new follower by the follow's backfill.
 func TestVitessCelebrity(t *testing.T) {
 	ctx := context.Background()
-	keyspace := testserver.Keyspace(t)
-	cfg := push.Config{DSN: testserver.Vtgate(t), Database: keyspace, VtgateStatus: testserver.VtgateStatus(t)}
 	const chunk, n, author = 500, 2500, timeline.UserID(1)
-	s, err := async.OpenVitess(ctx, cfg, async.Options{Workers: -1, Chunk: chunk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	addFollowers(t, s.DB(), author, 1000, n)
+	s, cfg, shards := celebrityStore(t, chunk, n, author)
+	keyspace := cfg.Database
 
 	before := snapshot(t)
 	msg := timelinetest.Post(t, s, author, "to the many")
@@ -101,15 +138,6 @@ func TestVitessCelebrity(t *testing.T) {
 		t.Errorf("the post's transaction spanned shards: %v", post.Transactions)
 	}
 
-	shards, err := async.OpenShards(ctx, cfg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, db := range shards {
-			db.Close()
-		}
-	}()
 	stats := async.NewStats()
 	var once sync.Once
 	var during []string // what failed while the chunk was open
@@ -135,17 +163,7 @@ func TestVitessCelebrity(t *testing.T) {
 		})
 	}}
 	before = snapshot(t)
-	steps := 0
-	for {
-		worked, err := w.Step(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !worked {
-			break
-		}
-		steps++
-	}
+	steps := drainVitess(t, w)
 	work := snapshot(t).Sub(before)
 	if len(during) > 0 {
 		t.Fatalf("while a chunk was open: %v", during)
@@ -253,25 +271,9 @@ func BenchmarkVitessCelebrity(b *testing.B) {
 // every follower holds the post once.
 func TestVitessWorkerStoppedMidChunk(t *testing.T) {
 	ctx := context.Background()
-	keyspace := testserver.Keyspace(t)
-	cfg := push.Config{DSN: testserver.Vtgate(t), Database: keyspace}
 	const chunk, n, author = 100, 300, timeline.UserID(1)
-	s, err := async.OpenVitess(ctx, cfg, async.Options{Workers: -1, Chunk: chunk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	addFollowers(t, s.DB(), author, 1000, n)
+	s, _, shards := celebrityStore(t, chunk, n, author)
 	msg := timelinetest.Post(t, s, author, "once each")
-	shards, err := async.OpenShards(ctx, cfg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, db := range shards {
-			db.Close()
-		}
-	}()
 	wctx, stop := context.WithCancel(ctx)
 	killed := &async.VitessWorker{DB: s.DB(), Shards: shards, Chunk: chunk, Between: stop}
 	if _, err := killed.Step(wctx); err == nil {
@@ -281,16 +283,7 @@ func TestVitessWorkerStoppedMidChunk(t *testing.T) {
 	if pending, err := async.Pending(ctx, s.DB()); err != nil || pending != 1 || written == 0 {
 		t.Fatalf("after the stopped chunk: %d jobs pending (%v), %d mailbox rows; want the job left and the chunk's rows written", pending, err, written)
 	}
-	w := &async.VitessWorker{DB: s.DB(), Shards: shards, Chunk: chunk}
-	for {
-		worked, err := w.Step(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !worked {
-			break
-		}
-	}
+	drainVitess(t, &async.VitessWorker{DB: s.DB(), Shards: shards, Chunk: chunk})
 	timelinetest.Settle(t, s)
 	if got := mailboxCount(t, s.DB(), msg.ID); got != n {
 		t.Fatalf("%d mailboxes hold the post, want %d", got, n)
