@@ -259,6 +259,9 @@ func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
 			return err
 		}
 	}
+	if err := b.probeVitess(ctx); err != nil {
+		return err
+	}
 	b.res.Judge()
 	return nil
 }

@@ -113,13 +113,18 @@ func (s *VitessStore) Counters() map[string]int64 {
 // DB returns the store's connection pool to vtgate.
 func (s *VitessStore) DB() *sql.DB { return s.db }
 
-// writes is push's frame of a write (checks, transaction, the message and
-// follow rows) on the keyspace; the store adds its own part to each.
-func (s *VitessStore) writes() Writes { return Writes{DB: s.db, Model: VitessModelName, Now: s.now} }
+// Writes is push's frame of a write (checks, transaction, the message and
+// follow rows) on the keyspace, its errors wrapped with model; the store,
+// and a model built on it, adds its own part to each.
+func (s *VitessStore) Writes(model string) Writes { return Writes{DB: s.db, Model: model, Now: s.now} }
+
+// Chunk is the store's FanoutChunk: the most followers one statement of a
+// fan-out, a backfill or a delete writes.
+func (s *VitessStore) Chunk() int { return s.chunk }
 
 // Post implements timeline.Store.
 func (s *VitessStore) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
-	return s.writes().Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
+	return s.Writes(VitessModelName).Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
 		return s.fanOut(ctx, tx, msg)
 	})
 }
@@ -160,7 +165,7 @@ func nthKey(ctx context.Context, tx *sql.Tx, query string, owner timeline.UserID
 
 // Follow implements timeline.Store.
 func (s *VitessStore) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	return s.writes().Follow(ctx, follower, followee,
+	return s.Writes(VitessModelName).Follow(ctx, follower, followee,
 		func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx,
 				`INSERT IGNORE INTO followers (followee_id, follower_id) VALUES (?, ?)`, followee, follower); err != nil {
@@ -195,46 +200,53 @@ func (s *VitessStore) backfill(ctx context.Context, tx *sql.Tx, follower, follow
 }
 
 // Delete implements timeline.Store: the message on its author's shard,
-// then its mailbox rows on its followers' shards, s.chunk followers per
-// statement, each routed by the followers' ids.
+// then its mailbox rows (RemoveFanOut).
 func (s *VitessStore) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
-	return s.writes().Delete(ctx, author, id, func(tx *sql.Tx) error {
-		var after uint64
-		for {
-			rows, err := tx.QueryContext(ctx,
-				`SELECT follower_id FROM followers WHERE followee_id = ? AND follower_id > ? ORDER BY follower_id LIMIT `+strconv.Itoa(s.chunk),
-				author, after)
-			if err != nil {
-				return err
-			}
-			var users []uint64
-			for rows.Next() {
-				var u uint64
-				if err := rows.Scan(&u); err != nil {
-					rows.Close()
-					return err
-				}
-				users = append(users, u)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil || len(users) == 0 {
-				return err
-			}
-			q := mysqlx.AppendList([]byte(`DELETE FROM mailbox WHERE message_id = `+strconv.FormatInt(int64(id), 10)+` AND user_id IN (`), users)
-			if _, err := tx.ExecContext(ctx, string(append(q, ')'))); err != nil {
-				return err
-			}
-			if len(users) < s.chunk {
-				return nil
-			}
-			after = users[len(users)-1]
-		}
+	return s.Writes(VitessModelName).Delete(ctx, author, id, func(tx *sql.Tx) error {
+		return s.RemoveFanOut(ctx, tx, author, id)
 	})
+}
+
+// RemoveFanOut deletes message id of author from its followers'
+// mailboxes in tx: s.Chunk() followers per statement, read from the
+// author's shard, each statement routed by the followers' ids to their
+// shards.
+func (s *VitessStore) RemoveFanOut(ctx context.Context, tx *sql.Tx, author timeline.UserID, id timeline.MessageID) error {
+	var after uint64
+	for {
+		rows, err := tx.QueryContext(ctx,
+			`SELECT follower_id FROM followers WHERE followee_id = ? AND follower_id > ? ORDER BY follower_id LIMIT `+strconv.Itoa(s.chunk),
+			author, after)
+		if err != nil {
+			return err
+		}
+		var users []uint64
+		for rows.Next() {
+			var u uint64
+			if err := rows.Scan(&u); err != nil {
+				rows.Close()
+				return err
+			}
+			users = append(users, u)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(users) == 0 {
+			return err
+		}
+		q := mysqlx.AppendList([]byte(`DELETE FROM mailbox WHERE message_id = `+strconv.FormatInt(int64(id), 10)+` AND user_id IN (`), users)
+		if _, err := tx.ExecContext(ctx, string(append(q, ')'))); err != nil {
+			return err
+		}
+		if len(users) < s.chunk {
+			return nil
+		}
+		after = users[len(users)-1]
+	}
 }
 
 // Unfollow implements timeline.Store.
 func (s *VitessStore) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
-	return s.writes().Unfollow(ctx, follower, followee,
+	return s.Writes(VitessModelName).Unfollow(ctx, follower, followee,
 		func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx,
 				`DELETE FROM followers WHERE followee_id = ? AND follower_id = ?`, followee, follower); err != nil {

@@ -101,15 +101,39 @@ func LagFigures(prefix string, h *hdrhistogram.Histogram) map[string]float64 {
 	}
 }
 
-// TabletCallFigures turns the tablet calls a store on Vitess counted over
-// a phase of ops operations into a figure named with prefix: calls per
-// operation, the shards an operation touched, with repeats. Nil for a
-// store that counts none.
+// TabletCallFigures turns what a store on Vitess counted over a phase of
+// ops operations (package internal/vtstats) into figures named with
+// prefix, each per operation: tablet_calls, vtgate's calls to the tablets
+// of the store's keyspace and the sequence's (the shards an operation
+// touched, with repeats); tablet_trips, those and the begins, commits and
+// rollbacks of transactions; tablet_commits and tablet_savepoints among
+// them; tablet_sequence_calls, the calls for sequence values; and
+// tablet_cross_shard, vtgate's transactions that spanned shards. Nil for
+// a store that counts none, and when either end lacks the counts (the
+// store could not read them).
 func TabletCallFigures(prefix string, before, after map[string]int64, ops int64) map[string]float64 {
-	if _, ok := after[counter.TabletCalls]; !ok || ops <= 0 {
-		return nil
+	_, had := before[counter.TabletCalls]
+	if _, ok := after[counter.TabletCalls]; !ok || !had || ops <= 0 {
+		return nil // a store that counts none, or a read of the counts failed
 	}
-	return map[string]float64{prefix + "tablet_calls": float64(after[counter.TabletCalls]-before[counter.TabletCalls]) / float64(ops)}
+	out := map[string]float64{}
+	for name, key := range tabletFigures {
+		if _, ok := after[key]; ok {
+			out[prefix+name] = float64(after[key]-before[key]) / float64(ops)
+		}
+	}
+	return out
+}
+
+// tabletFigures are the figures TabletCallFigures makes, by the counter
+// each is made from.
+var tabletFigures = map[string]string{
+	"tablet_calls":          counter.TabletCalls,
+	"tablet_trips":          counter.TabletTrips,
+	"tablet_commits":        counter.TabletCommits,
+	"tablet_savepoints":     counter.TabletSavepoints,
+	"tablet_sequence_calls": counter.SequenceCalls,
+	"tablet_cross_shard":    counter.CrossShardTransactions,
 }
 
 // ActiveFigures turns what a store that fans out to active readers counted

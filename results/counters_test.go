@@ -25,3 +25,38 @@ func TestIndexFigures(t *testing.T) {
 		t.Fatalf("no operations: %v", got)
 	}
 }
+
+func TestTabletCallFigures(t *testing.T) {
+	before := map[string]int64{counter.TabletCalls: 10, counter.TabletTrips: 20, counter.TabletCommits: 1}
+	after := map[string]int64{counter.TabletCalls: 70, counter.TabletTrips: 120, counter.TabletCommits: 21, counter.SequenceCalls: 10}
+	got := TabletCallFigures("post_", before, after, 10)
+	want := map[string]float64{"post_tablet_calls": 6, "post_tablet_trips": 10, "post_tablet_commits": 2, "post_tablet_sequence_calls": 1}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if got := TabletCallFigures("post_", nil, map[string]int64{counter.Pages: 3}, 10); got != nil {
+		t.Fatalf("a store that counts no tablet calls: %v", got)
+	}
+	if got := TabletCallFigures("post_", map[string]int64{counter.Pages: 3}, after, 10); got != nil {
+		t.Fatalf("counts that could not be read before the phase: %v", got)
+	}
+}
+
+func TestProbeFigures(t *testing.T) {
+	got := ProbeFigures("probe_post_", []ProbeSample{{Shards: 1, Calls: 3, Trips: 5, Commits: 1, Sequence: 1}, {Shards: 2, Calls: 5, Trips: 9, Commits: 2, Sequence: 1, CrossShard: 1}})
+	for k, want := range map[string]float64{
+		"probe_post_shards_mean": 1.5, "probe_post_shards_max": 2, "probe_post_trips_mean": 7, "probe_post_trips_max": 9,
+		"probe_post_sequence_mean": 1, "probe_post_cross_shard_mean": 0.5, "probe_post_savepoints_max": 0,
+	} {
+		if v, ok := got[k]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
+		}
+	}
+	if ProbeFigures("x_", nil) != nil {
+		t.Error("no samples: want no figures")
+	}
+	r := &Result{Models: []Model{{Name: "push@vitess", Extra: got}}}
+	if g := probeGrid(r); g == nil || len(g.rows) != 2 || g.rows[1][1] != "post" || g.rows[1][2] != "1.50 (2)" {
+		t.Fatalf("grid of one probed operation (a header and a row): %+v", g)
+	}
+}

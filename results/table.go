@@ -45,6 +45,10 @@ func WriteTable(w io.Writer, r *Result) error {
 		}
 		g.write(&b)
 	}
+	if g := probeGrid(r); g != nil {
+		b.WriteString("\n")
+		g.write(&b)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -291,10 +295,15 @@ func modelGrid(r *Result) *grid {
 	extra := map[string]bool{}
 	for i := range ms {
 		for k := range ms[i].Extra {
-			extra[k] = true
+			// The probe's figures have a table of their own
+			// (probeGrid).
+			extra[k] = !strings.HasPrefix(k, "probe_")
 		}
 	}
 	for _, k := range sortedKeys(extra) {
+		if !extra[k] {
+			continue
+		}
 		row(k, func(m *Model) string {
 			v, ok := m.Extra[k]
 			if !ok {

@@ -59,21 +59,21 @@ const (
 func Files(m Model) ([]string, error) {
 	switch m {
 	case Push:
-		return []string{"common.sql", "push.sql"}, nil
+		return []string{"common.sql", "push.sql", "fanout_jobs.sql"}, nil
 	case Pull:
 		return []string{"common.sql", "pull.sql"}, nil
 	case PushCapped:
-		return []string{"common.sql", "push.sql", "push_capped.sql"}, nil
+		return []string{"common.sql", "push.sql", "fanout_jobs.sql", "push_capped.sql"}, nil
 	case PushActive:
-		return []string{"common.sql", "push.sql", "push_active.sql"}, nil
+		return []string{"common.sql", "push.sql", "fanout_jobs.sql", "push_active.sql"}, nil
 	case PushCompressed:
 		return []string{"common.sql", "push_compressed.sql"}, nil
 	case Hybrid:
-		return []string{"common.sql", "push.sql", "hybrid.sql"}, nil
+		return []string{"common.sql", "push.sql", "fanout_jobs.sql", "hybrid.sql"}, nil
 	case Selective:
-		return []string{"common.sql", "push.sql", "selective.sql"}, nil
+		return []string{"common.sql", "push.sql", "fanout_jobs.sql", "selective.sql"}, nil
 	case PushVitess, PullVitess:
-		return []string{"common.sql", "vitess.sql"}, nil
+		return []string{"common.sql", "vitess.sql", "fanout_jobs.sql"}, nil
 	}
 	return nil, fmt.Errorf("unknown model %q (want %q, %q, %q, %q, %q, %q, %q, %q or %q)", m, Push, Pull, PushCapped, PushActive, PushCompressed, Hybrid, Selective, PushVitess, PullVitess)
 }

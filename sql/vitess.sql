@@ -7,7 +7,9 @@
 --   followers  by followee_id: who follows an author (push fan-out), the
 --              same graph stored the other way round;
 --   messages   by author_id: an author's messages, newest first;
---   mailbox    by user_id: a reader's mailbox (push reads).
+--   mailbox    by user_id: a reader's mailbox (push reads);
+--   fanout_jobs (fanout_jobs.sql) by author_id: push-async@vitess's
+--              queue, a post's job on its author's shard.
 -- common.sql's AUTO_INCREMENT on messages.id is never used there: vtgate
 -- fills the id from the sequence message_seq in the unsharded keyspace
 -- (vitess_sequence.sql), so ids still increase with time across shards.

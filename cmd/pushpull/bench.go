@@ -109,7 +109,7 @@ func newBenchCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	bf.register(f)
-	f.BoolVar(&bf.withVitess, "vitess", false, "also start a Vitess cluster and measure the models on Vitess (default --models then: each model on Vitess after the same model on MariaDB: "+strings.Join(loadgen.VitessBenchModels(), ",")+")")
+	f.BoolVar(&bf.withVitess, "vitess", false, "also start a Vitess cluster and measure the models on Vitess, with the tablet calls, round trips, commits, savepoints and sequence calls per operation, and after the phases each operation alone (the shards it touched) (default --models then: each model on Vitess after the same model on MariaDB: "+strings.Join(loadgen.VitessBenchModels(), ",")+")")
 	f.IntVar(&bf.shards, "shards", 2, "with --vitess, shards per keyspace")
 	f.BoolVar(&bf.http, "http", false, "also read each model's newest pages through the HTTP API of pushpull serve (a server in this process on a loopback port), as long as the phase in process, and set the two side by side")
 	f.StringVar(&out, "out", "results/runs", "directory under which the run's result directory is made")

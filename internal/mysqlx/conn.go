@@ -212,6 +212,7 @@ func (cn *conn) Exec(query string, args []driver.Value) (driver.Result, error) {
 }
 
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	observe(ctx, query, args)
 	r, err := cn.dc.ExecContext(ctx, query, args)
 	return r, cn.c.mapErr(ctx, err)
 }
@@ -225,6 +226,7 @@ func (cn *conn) Query(query string, args []driver.Value) (driver.Rows, error) {
 }
 
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	observe(ctx, query, args)
 	rs, err := cn.dc.QueryContext(ctx, query, args)
 	if err != nil {
 		return nil, cn.c.mapErr(ctx, err)
@@ -241,6 +243,35 @@ func (cn *conn) Ping(ctx context.Context) error { return cn.c.mapErr(ctx, cn.dc.
 func (cn *conn) ResetSession(ctx context.Context) error      { return cn.dc.ResetSession(ctx) }
 func (cn *conn) IsValid() bool                               { return cn.dc.IsValid() }
 func (cn *conn) CheckNamedValue(nv *driver.NamedValue) error { return cn.dc.CheckNamedValue(nv) }
+
+// observerKey keys the function WithObserver puts in a context.
+type observerKey struct{}
+
+// Observer sees a statement before it runs: its text, with a '?' for
+// each argument, and its arguments.
+type Observer func(query string, args []any)
+
+// WithObserver returns a context under which every statement a pool of
+// this package runs (ExecContext, QueryContext, and the QueryRowContext
+// built on it) is shown to see first, in the goroutine that runs it: a
+// test sees what a store sends to the server for one call. A store may
+// run statements of one call in parallel, so see must be safe for
+// concurrent use.
+func WithObserver(ctx context.Context, see Observer) context.Context {
+	return context.WithValue(ctx, observerKey{}, see)
+}
+
+func observe(ctx context.Context, query string, args []driver.NamedValue) {
+	see, ok := ctx.Value(observerKey{}).(Observer)
+	if !ok {
+		return
+	}
+	values := make([]any, len(args))
+	for i, a := range args {
+		values[i] = a.Value
+	}
+	see(query, values)
+}
 
 // connTx wraps a transaction begun under ctx (nil: Begin).
 type connTx struct {

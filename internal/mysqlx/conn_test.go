@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -555,5 +556,39 @@ func BenchmarkPointQuery(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestObserver: a context made by WithObserver shows every statement run
+// under it, with its arguments, and no other; a shard is refused off
+// Vitess and by a malformed name, before anything is opened.
+func TestObserver(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 0)
+	var seen []string
+	see := mysqlx.WithObserver(ctx, func(q string, args []any) { seen = append(seen, fmt.Sprint(q, args)) })
+	var n int
+	if err := f.db.QueryRowContext(see, `SELECT ? + 1`, 41).Scan(&n); err != nil || n != 42 {
+		t.Fatalf("query: %d, %v", n, err)
+	}
+	if _, err := f.db.ExecContext(see, `DO ?`, 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.ExecContext(ctx, `DO 8`); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"SELECT ? + 1[41]", "DO ?[7]"}; !slices.Equal(seen, want) {
+		t.Fatalf("seen %q, want %q", seen, want)
+	}
+	for _, o := range []mysqlx.Options{
+		{DSN: testserver.DSN(t), Database: f.name, Shard: "-80"},
+		{DSN: testserver.DSN(t), Database: f.name, Shard: "-80; DROP", Vitess: true},
+	} {
+		if db, err := mysqlx.Open(ctx, o); err == nil || !strings.Contains(err.Error(), "shard") {
+			if db != nil {
+				db.Close()
+			}
+			t.Errorf("shard %q, Vitess %v: %v, want a shard error", o.Shard, o.Vitess, err)
+		}
 	}
 }

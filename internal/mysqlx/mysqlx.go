@@ -35,7 +35,16 @@ type Options struct {
 	// keyspace (a keyspace's shards are made with the cluster, not by
 	// CREATE DATABASE). Without it, the server must not be one.
 	Vitess bool
+	// Shard, with Vitess, is one shard of the keyspace ("-80"): the pool's
+	// sessions target it, and vtgate sends their statements to that shard
+	// unplanned and unrouted, as they are written. "" routes by the
+	// VSchema.
+	Shard string
 }
+
+// validShard is a shard's name: a key range ("-80", "40-80", "80-") or
+// "0".
+var validShard = regexp.MustCompile(`^([0-9a-f]*-[0-9a-f]*|0)$`)
 
 // ErrWrongServer means a store meant for MariaDB was opened on a vtgate,
 // or one meant for Vitess on a plain server.
@@ -51,6 +60,9 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 func Open(ctx context.Context, opts Options) (*sql.DB, error) {
 	if !validName.MatchString(opts.Database) {
 		return nil, fmt.Errorf("database name %q: want 1-64 letters, digits or '_'", opts.Database)
+	}
+	if opts.Shard != "" && (!opts.Vitess || !validShard.MatchString(opts.Shard)) {
+		return nil, fmt.Errorf("shard %q: want a key range such as -80 of a keyspace on Vitess", opts.Shard)
 	}
 	cfg, err := Config(opts.DSN)
 	if err != nil {
@@ -97,6 +109,9 @@ func Open(ctx context.Context, opts Options) (*sql.DB, error) {
 	}
 	admin.Close()
 	cfg.DBName = opts.Database
+	if opts.Shard != "" {
+		cfg.DBName += ":" + opts.Shard
+	}
 	n := opts.MaxConns
 	if n <= 0 {
 		n = 64

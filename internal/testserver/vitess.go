@@ -55,8 +55,9 @@ func Keyspace(t testing.TB) string {
 
 // empty truncates keyspace's tables through vtgate, on every shard (a
 // DELETE of more than 10,000 rows is beyond vtgate's row limit);
-// pushpull_meta goes too, so the next store applies the schema afresh,
-// with a new cursor key. Tables not made yet are skipped.
+// so do the fan-out queue and pushpull_meta, so that the next store
+// applies the schema afresh, with a new cursor key. Tables not made yet
+// are skipped.
 func empty(keyspace string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -65,7 +66,7 @@ func empty(keyspace string) error {
 		return err
 	}
 	defer db.Close()
-	for _, tb := range append(schema.DataTables(schema.PushVitess), schema.Table{Name: "pushpull_meta"}) {
+	for _, tb := range append(schema.DataTables(schema.PushVitess), schema.Table{Name: "fanout_jobs"}, schema.Table{Name: "pushpull_meta"}) {
 		if _, err := db.ExecContext(ctx, "TRUNCATE TABLE `"+tb.Name+"`"); err != nil && !strings.Contains(err.Error(), "doesn't exist") {
 			return err
 		}

@@ -3,11 +3,17 @@
 // message and a durable fan-out job in one transaction and returns; workers
 // write the followers' mailbox rows afterwards, a chunk of followers per
 // transaction. Reads, follows and unfollows are the push model's.
+//
+// The same design on Vitess (model push-async@vitess, VitessStore) puts a
+// post's job on its author's shard and writes each chunk with one
+// statement per destination shard, so that no transaction spans two
+// shards (see VitessWorker).
 package async
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,6 +21,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/counter"
 )
@@ -56,16 +63,17 @@ type Options struct {
 	Chunk int
 }
 
-// check reports the first field that its registry option does not take,
-// as a *registry.OptionError (a negative Workers is -1, none, and a zero
-// field its default).
-func (o Options) check() error {
+// check reports the first field that its registry option of model (its
+// options, in the order of the fields) does not take, as a
+// *registry.OptionError (a negative Workers is -1, none, and a zero field
+// its default).
+func (o Options) check(model string, options []registry.Option) error {
 	r := o.resolved()
 	if o.Workers < 0 {
 		r.Workers = -1
 	}
 	for i, v := range []int{r.Workers, r.Chunk} {
-		if err := options[i].Check(ModelName, v); err != nil {
+		if err := options[i].Check(model, v); err != nil {
 			return err
 		}
 	}
@@ -109,12 +117,8 @@ func (o Options) resolved() Options {
 // harmless.
 type Store struct {
 	*push.Store
+	*crew
 	opts Options
-
-	wake   chan struct{} // a post's nudge to an idle worker
-	cancel context.CancelFunc
-	done   sync.WaitGroup
-	stats  *Stats
 }
 
 var (
@@ -130,7 +134,7 @@ var (
 // Close. Options its registry options do not take are a
 // *registry.OptionError, and nothing is created.
 func Open(ctx context.Context, cfg push.Config, opts Options) (*Store, error) {
-	if err := opts.check(); err != nil {
+	if err := opts.check(ModelName, options); err != nil {
 		return nil, err
 	}
 	opts = opts.resolved()
@@ -138,32 +142,78 @@ func Open(ctx context.Context, cfg push.Config, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	wctx, cancel := context.WithCancel(context.Background())
-	s := &Store{Store: inner, opts: opts, wake: make(chan struct{}, max(opts.Workers, 1)), cancel: cancel, stats: NewStats()}
-	for range opts.Workers {
-		w := &Worker{DB: inner.DB(), Chunk: opts.Chunk, Stats: s.stats, Wake: s.wake, Drowning: inner.DrowningReaders()}
-		s.done.Go(func() { w.Run(wctx) })
-	}
+	s := &Store{Store: inner, crew: newCrew(opts.Workers), opts: opts}
+	s.start(opts.Workers, func(int) runner {
+		return &Worker{DB: inner.DB(), Chunk: opts.Chunk, Stats: s.stats, Wake: s.wake, Drowning: inner.DrowningReaders()}
+	})
 	return s, nil
 }
+
+// crew is the fan-out workers a store runs, and what they share: the
+// nudge a post sends them, their stop, and their counts.
+type crew struct {
+	wake   chan struct{} // a post's nudge to an idle worker
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+	stats  *Stats
+}
+
+// runner is a worker of either model.
+type runner interface{ Run(context.Context) }
+
+func newCrew(workers int) *crew {
+	return &crew{wake: make(chan struct{}, max(workers, 1)), cancel: func() {}, stats: NewStats()}
+}
+
+// start runs n workers, the i-th made by worker(i), until stop.
+func (c *crew) start(n int, worker func(i int) runner) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	for i := range n {
+		w := worker(i)
+		c.done.Go(func() { w.Run(ctx) })
+	}
+}
+
+// nudge wakes an idle worker, if one is not already woken.
+func (c *crew) nudge() {
+	select {
+	case c.wake <- struct{}{}:
+	default: // every worker is already nudged
+	}
+}
+
+// stop stops the workers and waits for them (a chunk in flight rolls
+// back and is applied again later).
+func (c *crew) stop() {
+	c.cancel()
+	c.done.Wait()
+}
+
+// TakeLag implements timeline.Lagging: the fan-out lags the store's
+// workers recorded since the previous call.
+func (c *crew) TakeLag() *hdrhistogram.Histogram { return c.stats.TakeLag() }
 
 // Post implements timeline.Store: the message and its fan-out job commit
 // together; the mailboxes are written later by a worker.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	msg, err := s.Writes(ModelName).Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
-		_, err := tx.ExecContext(ctx,
-			`INSERT INTO fanout_jobs (message_id, author_id, posted_at) VALUES (?, ?, ?)`,
-			msg.ID, author, msg.CreatedAt)
-		return err
+		return queue(ctx, tx, msg)
 	})
 	if err != nil {
 		return timeline.Message{}, err
 	}
-	select {
-	case s.wake <- struct{}{}:
-	default: // every worker is already nudged
-	}
+	s.nudge()
 	return msg, nil
+}
+
+// queue adds msg's fan-out job in tx, beside the message (on Vitess, on
+// the author's shard, where the VSchema places the job).
+func queue(ctx context.Context, tx *sql.Tx, msg timeline.Message) error {
+	_, err := tx.ExecContext(ctx,
+		`INSERT INTO fanout_jobs (message_id, author_id, posted_at) VALUES (?, ?, ?)`,
+		msg.ID, msg.Author, msg.CreatedAt)
+	return err
 }
 
 // Delete implements timeline.Store: the message, its fan-out job if one
@@ -197,9 +247,10 @@ func (s *Store) Settle(ctx context.Context) error {
 	return fmt.Errorf("push-async settle: %w", err)
 }
 
-// Settle waits until no fan-out job committed in db before the call is
-// left, or ctx ends: it notes the newest job now, then polls (backing off
-// from 1 ms to 50 ms) until every job up to it is gone.
+// Settle waits until no fan-out job committed in db (push-async's
+// database, or through vtgate push-async@vitess's keyspace) before the
+// call is left, or ctx ends: it notes the newest job now, then polls
+// (backing off from 1 ms to 50 ms) until every job up to it is gone.
 func Settle(ctx context.Context, db *sql.DB) error {
 	var newest int64
 	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(message_id), 0) FROM fanout_jobs`).Scan(&newest); err != nil {
@@ -207,13 +258,13 @@ func Settle(ctx context.Context, db *sql.DB) error {
 	}
 	pause := time.Millisecond
 	for {
-		var pending int
-		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM fanout_jobs WHERE message_id <= ? LIMIT 1) t`, newest).Scan(&pending)
+		var one int64
+		err := db.QueryRowContext(ctx, `SELECT message_id FROM fanout_jobs WHERE message_id <= ? LIMIT 1`, newest).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return err
-		}
-		if pending == 0 {
-			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -228,15 +279,10 @@ func Settle(ctx context.Context, db *sql.DB) error {
 // (counter.Fanout*).
 func (s *Store) Counters() map[string]int64 { return s.stats.Counters() }
 
-// TakeLag implements timeline.Lagging: the fan-out lags this store's
-// workers recorded since the previous call.
-func (s *Store) TakeLag() *hdrhistogram.Histogram { return s.stats.TakeLag() }
-
 // Close stops the workers (a chunk in flight rolls back and is applied
 // again by the next worker) and closes the store.
 func (s *Store) Close() error {
-	s.cancel()
-	s.done.Wait()
+	s.stop()
 	return s.Store.Close()
 }
 
@@ -246,6 +292,7 @@ type Stats struct {
 	mu                         sync.Mutex
 	jobs, chunks, rows, errors int64
 	lag                        *hdrhistogram.Histogram
+	longest                    time.Duration // the longest transaction timed
 }
 
 // NewStats returns empty Stats.
@@ -269,6 +316,23 @@ func (st *Stats) chunk(rows int64, finished []job) {
 		lag := time.Since(j.posted)
 		st.lag.RecordValue(min(max(lag.Microseconds(), 1), st.lag.HighestTrackableValue()))
 	}
+}
+
+// transaction notes a worker's transaction (or autocommitted statement)
+// that took d from its first statement to its commit.
+func (st *Stats) transaction(d time.Duration) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.longest = max(st.longest, d)
+}
+
+// Longest returns the longest transaction the workers timed (those of
+// push-async@vitess time each of theirs; push-async's, none), from its
+// first statement to its commit.
+func (st *Stats) Longest() time.Duration {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.longest
 }
 
 func (st *Stats) failed() {

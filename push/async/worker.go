@@ -71,20 +71,26 @@ type Worker struct {
 // Run applies jobs until ctx ends. A failing database (down, restarting)
 // is retried with a pause growing from 10 ms to a second, and counted in
 // Stats' errors; Run itself never fails.
-func (w *Worker) Run(ctx context.Context) {
-	poll := w.Poll
+func (w *Worker) Run(ctx context.Context) { loop(ctx, w.Step, w.Stats, w.Wake, w.Poll) }
+
+// loop runs step, which applies a chunk and reports whether there was
+// one, until ctx ends: again at once after a chunk, after a pause growing
+// from 10 ms to a second after a failure (counted in stats, if not nil),
+// and after poll (0: DefaultPoll), or a message on wake, when there was
+// nothing to do.
+func loop(ctx context.Context, step func(context.Context) (bool, error), stats *Stats, wake <-chan struct{}, poll time.Duration) {
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
 	var pause time.Duration
 	for ctx.Err() == nil {
-		worked, err := w.Step(ctx)
+		worked, err := step(ctx)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return
 		case err != nil:
-			if w.Stats != nil {
-				w.Stats.failed()
+			if stats != nil {
+				stats.failed()
 			}
 			pause = min(max(2*pause, 10*time.Millisecond), time.Second)
 		case worked:
@@ -95,7 +101,7 @@ func (w *Worker) Run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-		case <-w.Wake:
+		case <-wake:
 		case <-time.After(pause):
 		}
 	}

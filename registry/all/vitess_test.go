@@ -2,9 +2,11 @@ package all_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -284,4 +286,119 @@ func TestVitessStrictMode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVitessNoScatter: every statement a model on Vitess sends for a
+// page (newest and older, cold and warm), a post, a follow, an unfollow
+// and a delete is routed to one shard, or by an IN list to the shards its
+// values live on, or to the sequence: vtgate's plan of it (VEXPLAIN PLAN,
+// with the arguments the store sent) has no Scatter route, which would
+// call every shard of the keyspace.
+func TestVitessNoScatter(t *testing.T) {
+	ctx := context.Background()
+	for _, m := range registry.Models() {
+		if !m.OnVitess() {
+			continue
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			s, err := m.Open(ctx, config(t, m, fresh(t, m)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			holder, ok := timeline.As[timeline.DBHolder](s)
+			if !ok {
+				t.Fatalf("%s hands out no connection pool", m.Name)
+			}
+			type statement struct {
+				op, query string
+				args      []any
+			}
+			var mu sync.Mutex // pull-client sends a page's statements in parallel
+			var sent []statement
+			as := func(op string) context.Context {
+				return mysqlx.WithObserver(ctx, func(q string, args []any) {
+					mu.Lock()
+					defer mu.Unlock()
+					sent = append(sent, statement{op, q, args})
+				})
+			}
+			for a := timeline.UserID(2); a <= 9; a++ {
+				if err := s.Follow(as("follow"), 1, a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var posts []timeline.Message
+			for i := range 30 {
+				msg, err := s.Post(as("post"), timeline.UserID(2+i%8), fmt.Sprintf("post %d", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				posts = append(posts, msg)
+			}
+			timelinetest.Settle(t, s)
+			for _, op := range []string{"newest page", "newest page, warm"} {
+				page, err := s.Timeline(as(op), 1, timeline.Query{Limit: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Timeline(as("older page"), 1, timeline.Query{Limit: 10, Before: page.Next}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Unfollow(as("unfollow"), 1, 3); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Delete(as("delete"), posts[0].Author, posts[0].ID); err != nil {
+				t.Fatal(err)
+			}
+			ops := map[string]int{}
+			for _, st := range sent {
+				ops[st.op]++
+				var plan string
+				if err := holder.DB().QueryRowContext(ctx, "VEXPLAIN PLAN "+st.query, st.args...).Scan(&plan); err != nil {
+					t.Errorf("%s: VEXPLAIN PLAN %s: %v", st.op, st.query, err)
+					continue
+				}
+				if variants := routeVariants(t, plan); slices.Contains(variants, "Scatter") {
+					t.Errorf("%s sends a scatter statement: %s\nplan: %s", st.op, st.query, plan)
+				}
+			}
+			for _, op := range []string{"follow", "post", "unfollow", "delete"} {
+				if ops[op] == 0 {
+					t.Errorf("no statement seen for a %s: the observer missed them", op)
+				}
+			}
+			t.Logf("statements explained, by operation: %v", ops)
+		})
+	}
+}
+
+// routeVariants returns the Variant of every operator of plan (VEXPLAIN
+// PLAN's JSON), depth first.
+func routeVariants(t *testing.T, plan string) []string {
+	t.Helper()
+	var root any
+	if err := json.Unmarshal([]byte(plan), &root); err != nil {
+		t.Fatalf("plan %q: %v", plan, err)
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if s, ok := v["Variant"].(string); ok {
+				out = append(out, s)
+			}
+			for _, c := range v {
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(root)
+	return out
 }

@@ -75,6 +75,20 @@ const (
 	// TabletCalls counts vtgate's calls to tablets: one statement
 	// on one shard each.
 	TabletCalls = "tablet_calls"
+	// TabletTrips adds to them the begins, commits and rollbacks of
+	// transactions on the same tablets; TabletCommits and
+	// TabletSavepoints count those among them.
+	TabletTrips      = "tablet_trips"
+	TabletCommits    = "tablet_commits"
+	TabletSavepoints = "tablet_savepoints"
+	// SequenceCalls counts the calls that handed out sequence values.
+	SequenceCalls = "sequence_calls"
+	// LongTransactions counts the transactions the tablets ended after
+	// more than a second.
+	LongTransactions = "long_transactions"
+	// CrossShardTransactions counts vtgate's transactions that spanned
+	// shards, in any keyspace.
+	CrossShardTransactions = "cross_shard_transactions"
 )
 
 // Counters of a store that fans out to active readers only (push-active).
