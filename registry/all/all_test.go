@@ -103,11 +103,13 @@ var seedFlag = flag.Uint64("seed", 0, "seed for TestEquivalence (0: time-based)"
 
 // smallSettings are models opened a second time by TestEquivalence, with
 // options under which their designs act on its small stream: mailboxes
-// pass their cap, authors cross the follower threshold.
+// pass their cap, authors cross the follower threshold, readers drown.
 var smallSettings = []struct {
 	model   string
 	options map[string]string
 }{
+	{"push", map[string]string{"drowning_follows": "2"}},
+	{"push-async", map[string]string{"drowning_follows": "2"}},
 	{"push-capped", map[string]string{"cap": "4", "slack": "2"}},
 	{"hybrid", map[string]string{"threshold": "3"}},
 	{"hybrid-memcached", map[string]string{"threshold": "3"}},
