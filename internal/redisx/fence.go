@@ -298,7 +298,7 @@ func ReadLists(ctx context.Context, c *Client, epochKey string, keys []string) (
 		return make([]List, len(keys)), 0, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("read the epoch from Redis %s: %w", c.Addr(), err)
 	}
 	prefix := "e" + epoch + ":"
 	out := make([]List, len(keys))
@@ -308,7 +308,7 @@ func ReadLists(ctx context.Context, c *Client, epochKey string, keys []string) (
 			return b.Lrange().Key(key).Start(0).Stop(-1).Build()
 		}).AsStrSlice()
 		if err != nil {
-			return nil, entries, err
+			return nil, entries, fmt.Errorf("read %s from Redis %s: %w", key, c.Addr(), err)
 		}
 		entries += int64(len(items))
 		out[i].Items = items
