@@ -77,6 +77,24 @@ type copied struct {
 	created time.Time
 }
 
+// scanCopies reads rows of (id, author, body, time) into into, by id,
+// and closes them; err is the query's.
+func scanCopies(rows *sql.Rows, err error, into map[timeline.MessageID]copied) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var c copied
+		if err := rows.Scan(&id, &c.author, &c.body, &c.created); err != nil {
+			return err
+		}
+		into[timeline.MessageID(id)] = c
+	}
+	return rows.Err()
+}
+
 func (c copied) same(d copied) bool {
 	return c.author == d.author && c.body == d.body && c.created.Equal(d.created)
 }
@@ -386,39 +404,13 @@ func (s *VitessStore) fixMailbox(ctx context.Context, tx *sql.Tx, user timeline.
 	for chunk := range slices.Chunk(followees, reconcile.OwnedChunk) {
 		rows, err := tx.QueryContext(ctx, `SELECT id, author_id, body, created_at FROM messages WHERE author_id IN (`+
 			string(mysqlx.AppendList(nil, chunk))+`) AND id IN (`+in+`) LOCK IN SHARE MODE`)
-		if err != nil {
-			return 0, err
-		}
-		for rows.Next() {
-			var id int64
-			var c copied
-			if err := rows.Scan(&id, &c.author, &c.body, &c.created); err != nil {
-				rows.Close()
-				return 0, err
-			}
-			msgs[timeline.MessageID(id)] = c
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := scanCopies(rows, err, msgs); err != nil {
 			return 0, err
 		}
 	}
 	have := map[timeline.MessageID]copied{}
 	rows, err := tx.QueryContext(ctx, `SELECT message_id, author_id, body, created_at FROM mailbox WHERE user_id = ? AND message_id IN (`+in+`) FOR UPDATE`, user)
-	if err != nil {
-		return 0, err
-	}
-	for rows.Next() {
-		var id int64
-		var c copied
-		if err := rows.Scan(&id, &c.author, &c.body, &c.created); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		have[timeline.MessageID(id)] = c
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err := scanCopies(rows, err, have); err != nil {
 		return 0, err
 	}
 	fixed := 0
