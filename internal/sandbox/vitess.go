@@ -41,7 +41,8 @@ var DefaultKeyspaces = []string{"pushpull_push_vitess", "pushpull_pull_vitess"}
 // Everything listens on loopback only, on four consecutive ports from a
 // random free base: vtcombo's status pages, its gRPC, mysqld, and vtgate's
 // MySQL protocol. vttestserver and what it starts (vtcombo, mysqlctl,
-// mysqld_safe, mysqld) form one process group, which Stop kills.
+// mysqld_safe, mysqld) form one process group, which Stop kills, and
+// which a guard kills if this process dies first (startGuard).
 func (sb *Sandbox) startVitess(ctx context.Context, shards int, keyspaces []string, settings map[string]string) error {
 	if shards == 0 {
 		shards = 2
