@@ -9,7 +9,8 @@ import "github.com/pushpull/pushpull/registry"
 //     message rows, in one statement (PageWork);
 //   - a post inserts its message and copies its id to every follower
 //     with one INSERT ... SELECT over the followee index: it reads the
-//     author's f followers and writes 1+f rows (PostWork);
+//     author's f followers and the row its write guard checks, and
+//     writes 1+f rows (PostWork);
 //   - a follow inserts the follow and backfills the followee's m messages
 //     (2m rows read: the messages and the mailbox's unique check; 1+m
 //     written); an unfollow deletes the follow and those rows, joined
@@ -34,10 +35,11 @@ func PageWork(d registry.Demand) registry.Work {
 }
 
 // PostWork is the work of push's post by an author of audience followers:
-// the message row, the followers read and their mailbox rows written; the
+// the message row, the followers read and their mailbox rows written, and
+// the row of pushpull_meta the write guard reads (sql.GuardFrom); the
 // statements are the message's INSERT, the fan-out's and the commit.
 func PostWork(audience float64) registry.Work {
-	return registry.Work{RowsRead: audience, RowsWritten: 1 + audience, Statements: 3}
+	return registry.Work{RowsRead: 1 + audience, RowsWritten: 1 + audience, Statements: 3}
 }
 
 // FollowWork is the work of a follow or an unfollow on push's tables: the

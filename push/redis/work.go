@@ -8,9 +8,10 @@ import (
 	"github.com/pushpull/pushpull/registry"
 )
 
-// Work is push-redis's cost model (registry.Model.Work). A page within
-// the cap is one script over the reader's feed (4 Redis commands: the
-// epoch, the sentinel, the TTL, the range), the bodies from the process's
+// Work is push-redis's cost model (registry.Model.Work). A newest page
+// within the cap is one script over the reader's feed (5 Redis commands:
+// the script, the epoch, the sentinel, the TTL, the range); an older page
+// finds its cursor too (olderFind), the bodies from the process's
 // message cache (message_cache messages of a day's,
 // registry.Demand.HotMessages; the rest by primary key); a returning
 // reader's feed (none within the window) is rebuilt by the pull merge of
@@ -28,7 +29,8 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	g := d.ReadFollowees()
 	fetch := d.Fetch()
 	bodyMiss := registry.Miss(float64(cfg.Int(OptionMessageCache)), d.HotMessages())
-	page := registry.Work{RowsRead: bodyMiss * fetch, RedisCommands: 4, Statements: bodyMiss, CacheCalls: 1}
+	page := registry.Work{RowsRead: bodyMiss * fetch, RedisCommands: 5, Statements: bodyMiss, CacheCalls: 1}
+	older := page.Add(registry.Work{RedisCommands: olderFind(d, capN)})
 	rebuild := sqlread.MergeWork(g, capN, false).Add(registry.Work{RedisCommands: 5 + math.Ceil(capN/1000), CacheCalls: 1})
 	newest := page.Add(rebuild.Scale(d.ReturningReads(window)))
 	a := d.PostAudience()
@@ -38,6 +40,30 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	follow := registry.Work{RowsRead: 1 + m, RowsWritten: 1, RedisCommands: 8 + m, Statements: 3, CacheCalls: 2}
 	active := d.ActiveUsers(window) * d.Users
 	timeline := math.Min(capN, g*d.FolloweeMessages())
-	return registry.OpWork{Newest: newest, Older: page, Post: post, Follow: follow, Unfollow: follow},
+	return registry.OpWork{Newest: newest, Older: older, Post: post, Follow: follow, Unfollow: follow},
 		registry.Footprint{CacheIDs: active * timeline, CacheKeys: active}
 }
+
+// olderFind is the Redis commands an older page spends finding its
+// cursor in the feed (the script's below): one LPOS over the first
+// cursorLook ids, where a page that follows the one before it finds its
+// cursor while its depth keeps it there; deeper, an LLEN and a binary
+// search of the feed's cap ids besides. Older pages are taken to lie
+// evenly from page 2 to page 2·OlderDepth - 2, as the benchmark reads them
+// (2 to 5 for its mean of 3.5).
+func olderFind(d registry.Demand, capN float64) float64 {
+	deepest := max(2, int(math.Round(2*d.OlderDepth-2)))
+	search := 1 + math.Ceil(math.Log2(capN+1))
+	var sum float64
+	for depth := 2; depth <= deepest; depth++ {
+		sum++ // LPOS
+		if (depth-1)*d.Page > cursorLook {
+			sum += search
+		}
+	}
+	return sum / float64(deepest-1)
+}
+
+// cursorLook is how many of a feed's first ids the script's below looks
+// through (LPOS ... MAXLEN) for a page's cursor before it searches.
+const cursorLook = 64
