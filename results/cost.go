@@ -31,6 +31,8 @@ var costColumns = []costColumn{
 	{cost.MCCPU, "mc CPU µs", nil},
 	{cost.RDCPU, "redis CPU µs", nil},
 	{cost.DBCPU, "db CPU µs", nil},
+	{cost.VtcomboCPU, "vtcombo CPU µs", nil},
+	{cost.VitessDBCPU, "Vitess mysqld CPU µs", nil},
 	{costAllCPU, "all CPU µs", cost.Cost.AllCPU},
 }
 

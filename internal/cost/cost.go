@@ -60,6 +60,14 @@ type Meter struct {
 	memcache []string
 	redis    string
 	dbPid    int
+	procs    []process // WithProcess
+}
+
+// process is a process of this machine whose CPU time a Meter takes,
+// reported under key.
+type process struct {
+	key string
+	pid int
 }
 
 // NewMeter returns a Meter. db may be nil: the snapshots then carry no
@@ -75,6 +83,15 @@ func (m *Meter) WithDatabaseProcess(pid int) *Meter {
 	return m
 }
 
+// WithProcess makes m's snapshots also take the CPU time of process pid
+// of this machine, which PerOp reports per operation under key
+// (VtcomboCPU, VitessDBCPU). Like WithDatabaseProcess, a snapshot taken
+// after the process exited lacks it.
+func (m *Meter) WithProcess(key string, pid int) *Meter {
+	m.procs = append(m.procs, process{key, pid})
+	return m
+}
+
 // Snapshot is the counters at one moment.
 type Snapshot struct {
 	Server    map[string]int64 // nil when not taken
@@ -85,6 +102,9 @@ type Snapshot struct {
 	// process, when HasServerCPU (a process was named and could be read).
 	ServerCPU    time.Duration
 	HasServerCPU bool
+	// ProcessCPU is the user + system time of each process named by
+	// Meter.WithProcess that could be read, by its key.
+	ProcessCPU map[string]time.Duration
 }
 
 // Take reads every counter now.
@@ -109,6 +129,14 @@ func (m *Meter) Take(ctx context.Context) (Snapshot, error) {
 	s.CPU = ProcessCPU()
 	if m.dbPid > 0 {
 		s.ServerCPU, s.HasServerCPU = PidCPU(m.dbPid)
+	}
+	for _, p := range m.procs {
+		if d, ok := PidCPU(p.pid); ok {
+			if s.ProcessCPU == nil {
+				s.ProcessCPU = map[string]time.Duration{}
+			}
+			s.ProcessCPU[p.key] = d
+		}
 	}
 	return s, nil
 }
@@ -166,6 +194,11 @@ func PerOp(before, after Snapshot, ops int64) Cost {
 	}
 	if before.HasServerCPU && after.HasServerCPU && after.ServerCPU >= before.ServerCPU {
 		c[DBCPU] = float64((after.ServerCPU - before.ServerCPU).Microseconds()) / n
+	}
+	for key, a := range after.ProcessCPU {
+		if b, ok := before.ProcessCPU[key]; ok && a >= b {
+			c[key] = float64((a - b).Microseconds()) / n
+		}
 	}
 	c[CPU] = float64((after.CPU - before.CPU).Microseconds()) / n
 	return c

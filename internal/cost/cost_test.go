@@ -3,6 +3,7 @@ package cost_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -200,12 +201,34 @@ func TestDatabaseServerCPU(t *testing.T) {
 		t.Errorf("all CPU %.0f (%v), want the server's and the client's", all, ok)
 	}
 
+	// The same server named as another process (as the benchmark names
+	// the Vitess cluster's): its CPU under that key too, and in AllCPU.
+	named := cost.NewMeter(nil, nil).WithDatabaseProcess(pid).WithProcess(cost.VitessDBCPU, pid)
+	c = measure(t, named, 2, func(int) error {
+		_, err := admin.ExecContext(ctx, "DO BENCHMARK(1000000, MD5('pushpull'))")
+		return err
+	})
+	// Read a moment apart, the two may differ by a /proc tick (10 ms)
+	// at each end, shared by the 2 queries.
+	if v, ok := c[cost.VitessDBCPU]; !ok || v <= 0 || math.Abs(v-c[cost.DBCPU]) > 10_000 {
+		t.Errorf("the process's CPU %.0f µs (present %v), want the server's %.0f", v, ok, c[cost.DBCPU])
+	}
+	if all, _ := c.AllCPU(); all != c[cost.DBCPU]+c[cost.VitessDBCPU]+c[cost.CPU] {
+		t.Errorf("all CPU %.0f leaves out the named process", all)
+	}
+
 	// A pid no process has.
 	gone := cost.NewMeter(nil, nil).WithDatabaseProcess(1 << 30)
 	if c := measure(t, gone, 1, func(int) error { return nil }); len(c) == 0 {
 		t.Fatal("no cost at all")
 	} else if _, ok := c[cost.DBCPU]; ok {
 		t.Errorf("a CPU figure for a process that is not there: %v", c)
+	}
+	goneNamed := cost.NewMeter(nil, nil).WithProcess(cost.VtcomboCPU, 1<<30)
+	if c := measure(t, goneNamed, 1, func(int) error { return nil }); len(c) == 0 {
+		t.Fatal("no cost at all")
+	} else if _, ok := c[cost.VtcomboCPU]; ok {
+		t.Errorf("a CPU figure for a named process that is not there: %v", c)
 	}
 }
 

@@ -73,6 +73,14 @@ const (
 	// system (/proc), in microseconds; measured only when the benchmark
 	// started the server itself, on this machine.
 	DBCPU = "db_cpu_us_per_op"
+	// VtcomboCPU: the CPU time, user plus system (/proc), of the Vitess
+	// cluster's vtcombo, which runs vtgate and every tablet in one
+	// process, in microseconds; measured when the benchmark started the
+	// cluster itself (Meter.WithProcess).
+	VtcomboCPU = "vtcombo_cpu_us_per_op"
+	// VitessDBCPU: the CPU time of the Vitess cluster's own mysqld, which
+	// holds every shard's database, in microseconds; measured likewise.
+	VitessDBCPU = "vitess_db_cpu_us_per_op"
 	// CPU: the benchmark process's own CPU time, user plus system
 	// (getrusage), in microseconds: the client's share of the work,
 	// harness included.
@@ -80,12 +88,13 @@ const (
 )
 
 // AllCPU is the CPU time one operation cost the benchmark process,
-// memcached and Redis (when used) and the database server together, in
-// microseconds; false when the database server's was not measured.
+// memcached and Redis (when used), the database server and the Vitess
+// cluster's processes (when measured) together, in microseconds; false
+// when the database server's was not measured.
 func (c Cost) AllCPU() (float64, bool) {
 	db, ok := c[DBCPU]
 	if !ok {
 		return 0, false
 	}
-	return db + c[MCCPU] + c[RDCPU] + c[CPU], true
+	return db + c[MCCPU] + c[RDCPU] + c[CPU] + c[VtcomboCPU] + c[VitessDBCPU], true
 }
