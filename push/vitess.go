@@ -59,6 +59,7 @@ type VitessStore struct {
 	chunk    int
 	keyspace string
 	status   string // vtgate's status pages, for Counters
+	vtgate   string // "tcp 127.0.0.1:15306": where the vtgate is, for errors
 }
 
 var _ timeline.Store = (*VitessStore)(nil)
@@ -90,9 +91,15 @@ func OpenVitess(ctx context.Context, cfg Config) (*VitessStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("open push@vitess store: %w", err)
 	}
+	dsn, err := mysqlx.Config(cfg.DSN) // parsed by Open already
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open push@vitess store: %w", err)
+	}
 	return &VitessStore{
 		Reader: record.Reader{DB: db, Codec: codec, FollowersTable: true},
 		db:     db, codec: codec, now: time.Now, chunk: chunk, keyspace: cfg.Database, status: cfg.VtgateStatus,
+		vtgate: dsn.Net + " " + dsn.Addr,
 	}, nil
 }
 

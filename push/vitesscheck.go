@@ -56,6 +56,14 @@ const FollowersView = "followers"
 // so a message found gone stays gone. A followers row is added only while
 // its follow exists and removed only while it does not, under a shared
 // lock of that follow on the follower's shard.
+//
+// Its errors name the vtgate. A vtgate that hangs or goes away in the
+// middle of a repair ends the repair's transaction uncommitted (vtgate
+// rolls back a session whose client left, a tablet a transaction past its
+// timeout), so nothing of it is written; should vtgate fail between the
+// commits of the shards a repair wrote to, each shard's part is itself
+// right (every write was decided under the locks above), and the next
+// check finds the rest.
 func VitessChecker(s timeline.Store) (reconcile.Checker, error) {
 	vs, ok := s.(*VitessStore)
 	if !ok {
@@ -63,11 +71,28 @@ func VitessChecker(s timeline.Store) (reconcile.Checker, error) {
 	}
 	return reconcile.Looks{
 		List: func(ctx context.Context, after timeline.UserID, limit int) ([]timeline.UserID, error) {
-			return reconcile.UsersIn(ctx, vs.db, after, limit, "follows.follower_id", "mailbox.user_id", "followers.followee_id")
+			us, err := reconcile.UsersIn(ctx, vs.db, after, limit, "follows.follower_id", "mailbox.user_id", "followers.followee_id")
+			return us, vs.at(err)
 		},
-		Look: vs.look,
-		Fix:  vs.fix,
+		Look: func(ctx context.Context, users []timeline.UserID) ([]reconcile.Drift, int64, error) {
+			drift, rows, err := vs.look(ctx, users)
+			return drift, rows, vs.at(err)
+		},
+		Fix: func(ctx context.Context, user timeline.UserID, still []reconcile.Drift) (int, error) {
+			n, err := vs.fix(ctx, user, still)
+			return n, vs.at(err)
+		},
 	}, nil
+}
+
+// at names the vtgate in err (nil stays nil): a call that ran out of
+// time says no more than its deadline, and a run stopped by a vtgate that
+// hangs must say which one.
+func (s *VitessStore) at(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("vtgate at %s: %w", s.vtgate, err)
 }
 
 // copied is a message as a mailbox row copies it.

@@ -12,6 +12,8 @@
 // Sandbox.Memcached, Sandbox.Redis) to kill it with SIGKILL, freeze and thaw it with
 // SIGSTOP and SIGCONT, and restart it where it was: on the same socket or
 // port, with the same data directory and settings.
+// Sandbox.Vtcombo gives them the Vitess cluster's vtcombo, to freeze and
+// thaw by its pid.
 package sandbox
 
 import (
@@ -163,6 +165,7 @@ type Sandbox struct {
 	mariadb   *Proc
 	memcached []*Proc
 	redis     *Proc
+	vitess    *server // vttestserver, leader of the Vitess cluster's process group
 
 	mu        sync.Mutex
 	extraDirs []string  // directories outside Dir that Stop removes

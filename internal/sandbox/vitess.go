@@ -171,6 +171,7 @@ func (sb *Sandbox) startVitess(ctx context.Context, shards int, keyspaces []stri
 		sb.stopServer(srv)
 		return err
 	}
+	sb.vitess = srv
 	sb.VtgateDSN = dsn
 	sb.VtgateStatus = net.JoinHostPort("127.0.0.1", strconv.Itoa(base))
 	sb.Keyspaces = keyspaces
@@ -349,4 +350,56 @@ func (sb *Sandbox) stopGroup(srv *server) error {
 		}
 	}
 	return nil
+}
+
+// Vtcombo returns the process of the Vitess cluster's vtcombo: vtgate,
+// a tablet per shard and vtctld, in one process. Fault tests freeze it
+// with FreezeProcess and thaw it with SIGCONT: to vtgate's clients, and
+// to vtgate itself, every tablet and vtgate then hang at once, while
+// mysqld, a process of its own, keeps running. It is found by its pid
+// among the members of vttestserver's process group (by its name in
+// /proc), and held by a pidfd, so that a signal never reaches another
+// process that took the pid. It fails with ErrNotRunning without a
+// cluster, or when vtcombo is not running.
+func (sb *Sandbox) Vtcombo() (*os.Process, error) {
+	if sb.vitess == nil {
+		return nil, fmt.Errorf("vtcombo: no Vitess cluster: %w", ErrNotRunning)
+	}
+	select {
+	case <-sb.vitess.done:
+		return nil, fmt.Errorf("vtcombo: vttestserver exited: %w", ErrNotRunning)
+	default:
+	}
+	pid, err := groupMember(sb.vitess.cmd.Process.Pid, "vtcombo")
+	if err != nil {
+		return nil, fmt.Errorf("vtcombo: %w", err)
+	}
+	return os.FindProcess(pid)
+}
+
+// groupMember returns the pid of the process named comm in the process
+// group pgid, from /proc (Linux).
+func groupMember(pgid int, comm string) (int, error) {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return 0, err
+	}
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // a process that exited meanwhile
+		}
+		// "pid (comm) state ppid pgrp ...": comm may hold spaces.
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if s[open+1:end] != comm || len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		return strconv.Atoi(strings.TrimSpace(s[:open]))
+	}
+	return 0, fmt.Errorf("no process %s in process group %d: %w", comm, pgid, ErrNotRunning)
 }

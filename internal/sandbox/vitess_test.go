@@ -3,16 +3,20 @@ package sandbox
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
 
 // TestVitess starts a Vitess cluster of two keyspaces of three shards,
 // checks that vtgate routes to each shard and that message ids come from
-// the sequence, and that Stop leaves no process of it behind.
+// the sequence, that vtgate answers nothing while vtcombo is frozen
+// (Vtcombo) and again once it is thawed, and that Stop leaves no process
+// of it behind.
 func TestVitess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
@@ -53,6 +57,27 @@ func TestVitess(t *testing.T) {
 	var version string
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil || !strings.HasSuffix(version, "-Vitess") {
 		t.Fatalf("version %q, %v", version, err)
+	}
+
+	// vtcombo frozen, vtgate answers nothing; thawed, it answers again.
+	vtcombo, err := sb.Vtcombo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := FreezeProcess(vtcombo); err != nil {
+		t.Fatal(err)
+	}
+	frozen, cancel := context.WithTimeout(ctx, time.Second)
+	err = db.QueryRowContext(frozen, "SELECT VERSION()").Scan(&version)
+	cancel()
+	if thaw := vtcombo.Signal(syscall.SIGCONT); thaw != nil {
+		t.Fatal(thaw)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("vtgate answered with vtcombo (pid %d) frozen: %v", vtcombo.Pid, err)
+	}
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		t.Fatalf("vtgate after vtcombo thawed: %v", err)
 	}
 
 	pgid := sb.procs[len(sb.procs)-1].cmd.Process.Pid

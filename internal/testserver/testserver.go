@@ -30,7 +30,8 @@ var (
 	memcache  string
 	redis     string
 	vtgate    string
-	keyspaces chan string // the Vitess keyspaces no test has borrowed
+	keyspaces chan string      // the Vitess keyspaces no test has borrowed
+	cluster   *sandbox.Sandbox // the sandbox of the test Vitess cluster
 	counter   atomic.Int64
 )
 
@@ -100,6 +101,7 @@ func run(m *testing.M, opts Options) int {
 		}
 		if opts.Vitess {
 			vtgate, vtgateStatus = sb.VtgateDSN, sb.VtgateStatus
+			cluster = sb
 			keyspaces = make(chan string, len(names))
 			for _, n := range names {
 				keyspaces <- n

@@ -2,7 +2,10 @@ package testserver
 
 import (
 	"context"
+	"errors"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +29,28 @@ var vtgateStatus string
 func VtgateStatus(t testing.TB) string {
 	Vtgate(t)
 	return vtgateStatus
+}
+
+// Vtcombo returns the process of the test Vitess cluster's vtcombo
+// (vtgate and the tablets of every keyspace; see sandbox.Vtcombo), for a
+// fault test that freezes it (sandbox.FreezeProcess) and thaws it
+// (SIGCONT) by its pid. The cluster serves the package's other tests too,
+// which run one at a time (none of them calls t.Parallel): the test must
+// thaw it before it ends, and its cleanup thaws it should the test end
+// first.
+func Vtcombo(t testing.TB) *os.Process {
+	t.Helper()
+	Vtgate(t)
+	p, err := cluster.Vtcombo()
+	if err != nil {
+		t.Fatalf("testserver: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.Signal(syscall.SIGCONT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			t.Errorf("testserver: thaw vtcombo (pid %d): %v", p.Pid, err)
+		}
+	})
+	return p
 }
 
 // Keyspace lends the test an empty keyspace of the test Vitess cluster,

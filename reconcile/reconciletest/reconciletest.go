@@ -1,7 +1,8 @@
 // Package reconciletest is the kit the designs' reconciliation tests are
 // written with: a small world written through a store, drift made on
 // purpose, and a check that reconcile finds exactly that drift and that a
-// repair removes it, while posts and follows run concurrently.
+// repair removes it, while posts and follows run concurrently; and Cost,
+// which the benchmarks measure a check's load on live traffic with.
 package reconciletest
 
 import (

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/sandbox"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push"
@@ -23,17 +24,22 @@ import (
 )
 
 // faultAt is a Checker that makes a fault once, at the first check or
-// repair (at) after it is armed.
+// repair (at) after it is armed; or, with stmt set, in the middle of the
+// first repair after it is armed that runs nth statements beginning with
+// stmt, just before the nth runs (the statements before it in the
+// repair's transaction have run, uncommitted).
 type faultAt struct {
 	reconcile.Checker
 	at    string // "check" or "repair"
+	stmt  string
+	nth   int
 	fault func()
 	armed atomic.Bool
 	once  sync.Once
 }
 
 func (f *faultAt) trip(at string) {
-	if f.at == at && f.armed.Load() {
+	if f.at == at && f.stmt == "" && f.armed.Load() {
 		f.once.Do(f.fault)
 	}
 }
@@ -45,6 +51,14 @@ func (f *faultAt) Check(ctx context.Context, users []timeline.UserID) (reconcile
 
 func (f *faultAt) Repair(ctx context.Context, user timeline.UserID, drift []reconcile.Drift) (int, error) {
 	f.trip("repair")
+	if f.at == "repair" && f.stmt != "" && f.armed.Load() {
+		var seen atomic.Int32
+		ctx = mysqlx.WithObserver(ctx, func(query string, _ []any) {
+			if strings.HasPrefix(strings.TrimSpace(query), f.stmt) && int(seen.Add(1)) == f.nth {
+				f.once.Do(f.fault)
+			}
+		})
+	}
 	return f.Checker.Repair(ctx, user, drift)
 }
 
@@ -106,14 +120,8 @@ func (tr *ackTraffic) stop() []timeline.Message {
 // on, and makes a server fail in the middle of the walk: MariaDB frozen
 // or killed as a mailbox repair starts, memcached frozen as a check of
 // pull-active's lists and indexes starts, Redis frozen as a check of
-// push-redis's feeds starts. The run must stop with an error (a frozen
-// server: one matching reconcile.ErrTimeout, after Options.Timeout),
-// holding the last batch it finished; once the server is back, a run
-// resumed from that report completes, finds the drift made exactly once
-// and leaves none. Then a check finds no drift, every post acknowledged
-// to the traffic is in its author's followers' timelines (a kill -9 of
-// the durable test MariaDB loses no commit), and every timeline is the
-// record's: no repair was wrong.
+// push-redis's feeds starts. Each case must pass runFault (a kill -9 of
+// the durable test MariaDB loses no acknowledged post).
 func TestReconcileFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test: -short")
@@ -145,7 +153,6 @@ func TestReconcileFaults(t *testing.T) {
 		{"Redis frozen", "push-redis", "check", sb.Redis(), (*sandbox.Proc).Freeze, thaw, false, "Redis " + sb.RedisAddr, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
 			cfg := registry.Config{DSN: sb.DSN, Database: fmt.Sprintf("reconcile_fault_%d", i), MaxConns: 8,
 				Memcache: sb.MemcacheAddrs, Redis: sb.RedisAddr, Namespace: fmt.Sprintf("rf%d/", i)}
 			m, err := registry.Lookup(tc.model)
@@ -159,99 +166,140 @@ func TestReconcileFaults(t *testing.T) {
 				cfg.Redis = ""
 			}
 			s, c := reconciletest.Open(t, tc.model, cfg)
-			w := reconciletest.Build(t, s)
-			for _, u := range ackReaders {
-				for _, a := range ackAuthors {
-					timelinetest.Follow(t, s, u, a)
-				}
-			}
+			w := faultWorld(t, s)
 			var want []reconcile.Drift
 			if tc.corrupt {
 				want = reconciletest.MailboxDrift(t, s, s.(timeline.DBHolder).DB(), w, push.MailboxView)
 			}
-			tr := startAckTraffic(s)
-			defer tr.stop()
-
-			faulty := &faultAt{Checker: c, at: tc.at, fault: func() {
-				if err := tc.fault(tc.server); err != nil {
-					t.Errorf("fault: %v", err)
-				}
-			}}
-			opts := reconcile.Options{Batch: 3, Rate: math.Inf(1), Repair: true, Timeout: 3 * time.Second,
-				Progress: func(reconcile.Report) { faulty.armed.Store(true) }}
-			r, err := reconcile.Run(ctx, faulty, opts)
-			healed := false
-			heal := func() {
-				if !healed {
-					healed = true
-					if err := tc.heal(tc.server)(); err != nil {
-						t.Fatalf("heal: %v", err)
-					}
-				}
-			}
-			defer heal()
-			if err == nil || r.Complete || r.Last == 0 {
-				t.Fatalf("a walk with %s: %v, %+v; want an error after its first batch", tc.name, err, r)
-			}
-			if tc.timeout != errors.Is(err, reconcile.ErrTimeout) || !strings.Contains(err.Error(), tc.names) {
-				t.Errorf("%s: %v (ErrTimeout: %v), want it to name %q", tc.name, err, errors.Is(err, reconcile.ErrTimeout), tc.names)
-			}
-			t.Logf("stopped after user %d: %v", r.Last, err)
-			heal()
-
-			// Resumed from the report, until the store's clients use the
-			// server again.
-			opts.Progress = nil
-			var tries int
-			testserver.Poll(t, 2*time.Minute, "a resumed walk that completes", func() bool {
-				tries++
-				opts.From = &r
-				next, err := reconcile.Run(ctx, c, opts)
-				if err != nil {
-					t.Logf("resumed walk: %v", err)
-				}
-				r = next
-				return err == nil
+			runFault(t, s, c, want, fault{
+				at: tc.at, fault: func() error { return tc.fault(tc.server) }, heal: tc.heal(tc.server),
+				timeout: tc.timeout, names: tc.names, wait: 3 * time.Second,
 			})
-			found, left := r.Found()
-			if left != 0 {
-				t.Errorf("the resumed repair left drift: %+v", r.Counts)
-			}
-			if tc.corrupt {
-				if found != int64(len(want)) {
-					t.Errorf("the walk and its resumption found %d drift items (%+v), want the %d made", found, r.Counts, len(want))
-				}
-				for _, d := range want {
-					if !slices.ContainsFunc(r.Drift, func(e reconcile.Drift) bool { return e.Key() == d.Key() }) {
-						t.Errorf("never found: %v", d)
-					}
-				}
-			}
-			acked := tr.stop()
-			if tr.calls.Load() == 0 || len(acked) == 0 {
-				t.Fatalf("the traffic made %d calls, %d acknowledged posts", tr.calls.Load(), len(acked))
-			}
-			timelinetest.Settle(t, s)
-			check, err := reconcile.Run(ctx, c, reconcile.Options{Rate: math.Inf(1)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if found, _ := check.Found(); found != 0 {
-				t.Errorf("drift after the resumed repair: %v", check.Drift)
-			}
-			for _, u := range ackReaders {
-				got := timelinetest.WalkIDs(t, s, u, 50)
-				for _, p := range acked {
-					if !slices.Contains(got, p.ID) {
-						t.Errorf("post %d of %d, acknowledged, is not in the timeline of %d", p.ID, p.Author, u)
-					}
-				}
-			}
-			for _, u := range []timeline.UserID{1, 2, 3, 4, 5, 6, 7, 12, 102} {
-				if got, want := timelinetest.WalkIDs(t, s, u, 50), reconciletest.RecordTimeline(t, s, u); !slices.Equal(got, want) {
-					t.Errorf("timeline of %d:\n got %v\nwant %v (the record's)", u, got, want)
-				}
-			}
 		})
+	}
+}
+
+// faultWorld builds reconciletest's world through s, and has the readers
+// of the acknowledged traffic follow its authors.
+func faultWorld(t *testing.T, s timeline.Store) reconciletest.World {
+	w := reconciletest.Build(t, s)
+	for _, u := range ackReaders {
+		for _, a := range ackAuthors {
+			timelinetest.Follow(t, s, u, a)
+		}
+	}
+	return w
+}
+
+// fault is a fault runFault makes.
+type fault struct {
+	at          string // "check" or "repair": the call it is made in
+	stmt        string // if set, at the nth statement beginning with stmt of the repair (see faultAt)
+	nth         int
+	fault, heal func() error
+	// timeout: the run's error matches reconcile.ErrTimeout; names: it
+	// contains names.
+	timeout bool
+	names   string
+	wait    time.Duration // Options.Timeout
+	// stopped, if set, runs once the run has stopped and the server is
+	// back, before the run is resumed.
+	stopped func(t *testing.T)
+}
+
+// runFault runs reconcile's repair of c while posts and follows go on
+// through s, and makes f's fault after the walk's first batch. The run
+// must stop with an error (f.timeout: one matching reconcile.ErrTimeout,
+// after f.wait) naming f.names, and hold the last batch it finished; once
+// the server is healed, a run resumed from that report completes, finds
+// want (the drift made) exactly once and leaves none. Then a check finds
+// no drift, every post acknowledged to the traffic is in its author's
+// followers' timelines, and every timeline is the record's: no repair was
+// wrong.
+func runFault(t *testing.T, s timeline.Store, c reconcile.Checker, want []reconcile.Drift, f fault) {
+	ctx := context.Background()
+	tr := startAckTraffic(s)
+	defer tr.stop()
+
+	faulty := &faultAt{Checker: c, at: f.at, stmt: f.stmt, nth: f.nth, fault: func() {
+		if err := f.fault(); err != nil {
+			t.Errorf("fault: %v", err)
+		}
+	}}
+	opts := reconcile.Options{Batch: 3, Rate: math.Inf(1), Repair: true, Timeout: f.wait,
+		Progress: func(reconcile.Report) { faulty.armed.Store(true) }}
+	r, err := reconcile.Run(ctx, faulty, opts)
+	healed := false
+	heal := func() {
+		if !healed {
+			healed = true
+			if err := f.heal(); err != nil {
+				t.Fatalf("heal: %v", err)
+			}
+		}
+	}
+	defer heal()
+	if err == nil || r.Complete || r.Last == 0 {
+		t.Fatalf("a walk with the fault: %v, %+v; want an error after its first batch", err, r)
+	}
+	if f.timeout != errors.Is(err, reconcile.ErrTimeout) || !strings.Contains(err.Error(), f.names) {
+		t.Errorf("%v (ErrTimeout: %v), want ErrTimeout %v, naming %q", err, errors.Is(err, reconcile.ErrTimeout), f.timeout, f.names)
+	}
+	t.Logf("stopped after user %d: %v", r.Last, err)
+	heal()
+	if f.stopped != nil {
+		f.stopped(t)
+	}
+
+	// Resumed from the report, until the store's clients use the
+	// server again.
+	opts.Progress = nil
+	testserver.Poll(t, 2*time.Minute, "a resumed walk that completes", func() bool {
+		opts.From = &r
+		next, err := reconcile.Run(ctx, c, opts)
+		if err != nil {
+			t.Logf("resumed walk: %v", err)
+		}
+		r = next
+		return err == nil
+	})
+	found, left := r.Found()
+	if left != 0 {
+		t.Errorf("the resumed repair left drift: %+v", r.Counts)
+	}
+	if len(want) > 0 {
+		if found != int64(len(want)) {
+			t.Errorf("the walk and its resumption found %d drift items (%+v), want the %d made", found, r.Counts, len(want))
+		}
+		for _, d := range want {
+			if !slices.ContainsFunc(r.Drift, func(e reconcile.Drift) bool { return e.Key() == d.Key() }) {
+				t.Errorf("never found: %v", d)
+			}
+		}
+	}
+	acked := tr.stop()
+	if tr.calls.Load() == 0 || len(acked) == 0 {
+		t.Fatalf("the traffic made %d calls, %d acknowledged posts", tr.calls.Load(), len(acked))
+	}
+	timelinetest.Settle(t, s)
+	check, err := reconcile.Run(ctx, c, reconcile.Options{Rate: math.Inf(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found, _ := check.Found(); found != 0 {
+		t.Errorf("drift after the resumed repair: %v", check.Drift)
+	}
+	for _, u := range ackReaders {
+		got := timelinetest.WalkIDs(t, s, u, 50)
+		for _, p := range acked {
+			if !slices.Contains(got, p.ID) {
+				t.Errorf("post %d of %d, acknowledged, is not in the timeline of %d", p.ID, p.Author, u)
+			}
+		}
+	}
+	for _, u := range []timeline.UserID{1, 2, 3, 4, 5, 6, 7, 12, 102} {
+		if got, want := timelinetest.WalkIDs(t, s, u, 50), reconciletest.RecordTimeline(t, s, u); !slices.Equal(got, want) {
+			t.Errorf("timeline of %d:\n got %v\nwant %v (the record's)", u, got, want)
+		}
 	}
 }

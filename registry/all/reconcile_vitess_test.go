@@ -1,13 +1,18 @@
 package all_test
 
 import (
+	"context"
 	"slices"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bradfitz/gomemcache/memcache"
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/pushpull/pushpull/internal/memcached"
+	"github.com/pushpull/pushpull/internal/sandbox"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/internal/vtstats"
 	"github.com/pushpull/pushpull/pull"
@@ -176,5 +181,93 @@ func TestReconcilePushVitessRoutes(t *testing.T) {
 	// of user 1: five reads.
 	if n := calls() - before; len(b.Drift) != 0 || n != 5 {
 		t.Errorf("check of user 1: drift %v, %d tablet calls; want none, 5 (one per read)", b.Drift, n)
+	}
+}
+
+// TestReconcileFaultsVitess makes push@vitess's vtgate fail in the middle
+// of a repair transaction, while posts and follows go on: after the
+// repair of user 7 has written a followers row (on the author's shard)
+// and one of two mailbox rows (on the reader's), uncommitted, just before
+// the second. Once vtcombo
+// (vtgate and every tablet, one process) is frozen by SIGSTOP and thawed
+// by SIGCONT after the run stopped; once vtgate goes away (every
+// connection closed, new ones refused; behind a proxy, for the cluster
+// serves the package's other tests) and comes back. The run must stop
+// with an error naming the vtgate (frozen: reconcile.ErrTimeout, after
+// its timeout), and nothing of the failed repair may be written: user 7's
+// rows and followers row are still missing once vtgate is back. Then, as
+// in TestReconcileFaults, a resumed run repairs the rest (runFault).
+func TestReconcileFaultsVitess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test: -short")
+	}
+	m, err := registry.Lookup(push.VitessModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vtgate, err := mysql.ParseDSN(testserver.Vtgate(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, frozen := range []bool{true, false} {
+		t.Run(map[bool]string{true: "vtgate frozen", false: "vtgate gone"}[frozen], func(t *testing.T) {
+			keyspace := testserver.Keyspace(t)
+			p := testserver.StartProxy(t, vtgate.Net, vtgate.Addr)
+			dsn := *vtgate
+			dsn.Net, dsn.Addr = "tcp", p.Addr
+			cfg := config(t, m, keyspace)
+			cfg.Vtgate, cfg.MaxConns = dsn.FormatDSN(), 8
+			vtcombo := testserver.Vtcombo(t)
+			s, c := reconciletest.Open(t, m.Name, cfg)
+			db := s.(timeline.DBHolder).DB()
+			w := faultWorld(t, s)
+
+			// Repaired in the first batch, before the fault.
+			gone := w.Posts[2][0]
+			reconciletest.Exec(t, db, `DELETE FROM mailbox WHERE user_id = 1 AND message_id = ?`, gone)
+			// User 7's repair: a followers row, then two mailbox rows.
+			if !w.Followed(7, 8) || !w.Followed(7, 9) {
+				t.Fatal("the world changed: user 7 follows neither 8 nor 9")
+			}
+			a, b := w.Posts[8][0], w.Posts[9][0]
+			reconciletest.Exec(t, db, `DELETE FROM mailbox WHERE user_id = 7 AND message_id IN (?, ?)`, a, b)
+			reconciletest.Exec(t, db, `DELETE FROM followers WHERE followee_id = 8 AND follower_id = 7`)
+			want := []reconcile.Drift{
+				{Kind: reconcile.Missing, View: push.MailboxView, User: 1, Item: int64(gone)},
+				{Kind: reconcile.Missing, View: push.MailboxView, User: 7, Item: int64(a)},
+				{Kind: reconcile.Missing, View: push.MailboxView, User: 7, Item: int64(b)},
+				{Kind: reconcile.Missing, View: push.FollowersView, User: 7, Item: 8},
+			}
+
+			f := fault{at: "repair", stmt: "INSERT IGNORE INTO mailbox", nth: 2, wait: 10 * time.Second,
+				names: "vtgate at tcp " + p.Addr,
+				stopped: func(t *testing.T) {
+					var rows, followers int
+					testserver.Poll(t, time.Minute, "vtgate back", func() bool {
+						ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+						defer cancel()
+						return db.QueryRowContext(ctx, `SELECT COUNT(*) FROM mailbox WHERE user_id = 7 AND message_id IN (?, ?)`, a, b).Scan(&rows) == nil &&
+							db.QueryRowContext(ctx, `SELECT COUNT(*) FROM followers WHERE followee_id = 8 AND follower_id = 7`).Scan(&followers) == nil
+					})
+					if rows != 0 || followers != 0 {
+						t.Errorf("the failed repair of user 7 left %d of its 2 mailbox rows and %d of its followers row written", rows, followers)
+					}
+				}}
+			if frozen {
+				f.timeout = true
+				f.fault = func() error { return sandbox.FreezeProcess(vtcombo) }
+				f.heal = func() error { return vtcombo.Signal(syscall.SIGCONT) }
+			} else {
+				var cut atomic.Bool
+				f.fault = func() error { p.Cut(); cut.Store(true); return nil }
+				f.heal = func() error {
+					if cut.Load() {
+						p.Restore(t)
+					}
+					return nil
+				}
+			}
+			runFault(t, s, c, want, f)
+		})
 	}
 }
