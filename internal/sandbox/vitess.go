@@ -377,6 +377,28 @@ func (sb *Sandbox) Vtcombo() (*os.Process, error) {
 	return os.FindProcess(pid)
 }
 
+// VitessPids returns the pids of the Vitess cluster's two processes that
+// do its work: vtcombo (vtgate and every tablet) and the mysqld that holds
+// every shard's database (mariadbd, or mysqld by that name), both members
+// of vttestserver's process group. The benchmark reads their CPU time to
+// give each its share of an operation on Vitess. It fails with
+// ErrNotRunning without a cluster, or when either is not running.
+func (sb *Sandbox) VitessPids() (vtcombo, mysqld int, err error) {
+	if sb.vitess == nil {
+		return 0, 0, fmt.Errorf("vitess pids: no Vitess cluster: %w", ErrNotRunning)
+	}
+	pgid := sb.vitess.cmd.Process.Pid
+	if vtcombo, err = groupMember(pgid, "vtcombo"); err != nil {
+		return 0, 0, fmt.Errorf("vitess pids: %w", err)
+	}
+	if mysqld, err = groupMember(pgid, "mariadbd"); err != nil {
+		if mysqld, err = groupMember(pgid, "mysqld"); err != nil {
+			return 0, 0, fmt.Errorf("vitess pids: %w", err)
+		}
+	}
+	return vtcombo, mysqld, nil
+}
+
 // groupMember returns the pid of the process named comm in the process
 // group pgid, from /proc (Linux).
 func groupMember(pgid int, comm string) (int, error) {

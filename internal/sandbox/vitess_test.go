@@ -64,6 +64,15 @@ func TestVitess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The pids the benchmark reads the cluster's CPU time from: vtcombo's,
+	// and a mysqld's other than the sandbox's own.
+	vtcomboPid, mysqldPid, err := sb.VitessPids()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vtcomboPid != vtcombo.Pid || mysqldPid <= 0 || mysqldPid == vtcomboPid || (sb.MariaDB() != nil && mysqldPid == sb.MariaDB().Pid()) {
+		t.Fatalf("VitessPids %d, %d; vtcombo %d", vtcomboPid, mysqldPid, vtcombo.Pid)
+	}
 	if err := FreezeProcess(vtcombo); err != nil {
 		t.Fatal(err)
 	}
