@@ -233,11 +233,12 @@ func (s *VitessStore) Close() error {
 //     other worker holds (SELECT ... FOR UPDATE SKIP LOCKED, by primary
 //     key, so that nothing but the job rows is locked);
 //  2. read, without locks, the jobs' messages and how many followers each
-//     has left above its cursor, and take the oldest jobs that fit the
-//     chunk's budget of followers, and if the budget ends inside a job,
-//     that job's next followers up to it (a celebrity's post goes a chunk
-//     at a time); then read those followers, without locks, so that
-//     follows of the authors never wait for a chunk;
+//     has left above its cursor (counted up to the chunk's budget), and
+//     take the oldest jobs that fit the chunk's budget of followers, and
+//     if the budget ends inside a job, that job's next followers up to it
+//     (a celebrity's post goes a chunk at a time); then read those
+//     followers, without locks, so that follows of the authors never wait
+//     for a chunk;
 //  3. ask vtgate which shard each follower's mailbox is on (a query of
 //     the hash vindex, which vtgate answers itself), and write each
 //     shard's rows, of all the chunk's messages, with one INSERT IGNORE
@@ -438,14 +439,16 @@ func lockJobs(ctx context.Context, tx *sql.Tx, ids []uint64, n int) ([]job, erro
 // part if its followers ran out before the budget. Jobs after those stay
 // queued, released by the commit.
 func readChunk(ctx context.Context, tx *sql.Tx, jobs []job, budget int64) (fans []fan, finished []job, part *job, err error) {
-	// The reads see the jobs as locked: InnoDB takes a transaction's
-	// snapshot at its first read without locks.
-	q := mysqlx.AppendList([]byte(`SELECT j.message_id, m.body, m.created_at,
-		  (SELECT COUNT(*) FROM followers f WHERE f.followee_id = j.author_id AND f.follower_id > j.done_through)
-		 FROM fanout_jobs j FORCE INDEX (PRIMARY)
-		 JOIN messages m ON m.id = j.message_id AND m.author_id = j.author_id
-		 WHERE j.message_id IN (`), messages(jobs))
-	r, err := tx.QueryContext(ctx, string(append(q, ')')))
+	// Each job's message, and its followers left counted up to one past
+	// the budget, so that a celebrity's chunk counts no more of them than
+	// it writes.
+	parts := make([]string, len(jobs))
+	for i, j := range jobs {
+		parts[i] = fmt.Sprintf(`SELECT m.id, m.body, m.created_at,
+			  (SELECT COUNT(*) FROM (SELECT 1 FROM followers WHERE followee_id = %d AND follower_id > %d ORDER BY follower_id LIMIT %d) c)
+			 FROM messages m WHERE m.id = %d AND m.author_id = %d`, j.author, j.done, budget+1, j.message, j.author)
+	}
+	r, err := tx.QueryContext(ctx, strings.Join(parts, ` UNION ALL `))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -486,6 +489,8 @@ func readChunk(ctx context.Context, tx *sql.Tx, jobs []job, budget int64) (fans 
 	}
 	finished = append(finished, whole...)
 	if len(whole) > 0 {
+		// This read sees the jobs as locked: InnoDB takes a transaction's
+		// snapshot at its first read without locks, after the lock.
 		q := mysqlx.AppendList([]byte(`SELECT j.message_id, f.follower_id FROM fanout_jobs j FORCE INDEX (PRIMARY)
 			 JOIN followers f ON f.followee_id = j.author_id AND f.follower_id > j.done_through
 			 WHERE j.message_id IN (`), messages(whole))
