@@ -62,7 +62,7 @@ func init() {
 		Database: push.DefaultVitessDatabase,
 		Needs:    registry.Vitess,
 		Summary: "push-async on Vitess, sharded by user: a post is one transaction on the author's shard (message and fan-out job); " +
-			"workers write the mailboxes a chunk of followers at a time, one statement per destination shard",
+			"workers write the mailboxes a chunk of followers at a time, over one post or many, one statement per destination shard",
 		Options:   vitessOptions,
 		Traits:    registry.Async,
 		Reconcile: VitessChecker,
