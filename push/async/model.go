@@ -62,9 +62,10 @@ func init() {
 		Database: push.DefaultVitessDatabase,
 		Needs:    registry.Vitess,
 		Summary: "push-async on Vitess, sharded by user: a post is one transaction on the author's shard (message and fan-out job); " +
-			"workers write the mailboxes a chunk of followers at a time, one statement per destination shard",
-		Options: vitessOptions,
-		Traits:  registry.Async,
+			"workers write the mailboxes a chunk of followers at a time, over one post or many, one statement per destination shard",
+		Options:   vitessOptions,
+		Traits:    registry.Async,
+		Reconcile: VitessChecker,
 		Open: func(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 			return OpenVitess(ctx, push.Config{DSN: cfg.Vtgate, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force, VtgateStatus: cfg.VtgateStatus},
 				Options{Workers: cfg.Int(OptionWorkers), Chunk: cfg.Int(OptionChunk)})

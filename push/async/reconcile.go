@@ -2,6 +2,7 @@ package async
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
@@ -65,4 +66,45 @@ func Checker(s timeline.Store) (reconcile.Checker, error) {
 		return nil, fmt.Errorf("%s reconcile: %T: %w", ModelName, s, push.ErrNotMine)
 	}
 	return push.MailboxChecker{DB: as.DB(), Rule: as.Drowning().Rule(Rule{})}, nil
+}
+
+// VitessChecker is push-async@vitess's registry.Model.Reconcile:
+// push@vitess's checker (push.VitessChecker), except that a message whose
+// fan-out job is still queued may be missing from the mailboxes of its
+// author's followers above the job's cursor, as under Rule. The jobs of a
+// look's followees are read from the authors' shards (fanout_jobs is
+// sharded by author_id), after their messages and before the mailboxes:
+// a job gone by then had written its rows. A job lost half applied, or a
+// cursor moved past rows never written, is drift once its job is gone or
+// below its cursor: the rows it left out are Missing, and a repair writes
+// them (INSERT IGNORE, so a worker applying the job meanwhile writes
+// nothing twice).
+func VitessChecker(s timeline.Store) (reconcile.Checker, error) {
+	vs, ok := s.(*VitessStore)
+	if !ok {
+		return nil, fmt.Errorf("%s reconcile: %T: %w", VitessModelName, s, push.ErrNotMine)
+	}
+	return vs.Checker(queuedOnVitess), nil
+}
+
+// queuedOnVitess is push.Pending for push-async@vitess: the jobs of
+// authors' messages, each from its author's shard.
+func queuedOnVitess(ctx context.Context, db *sql.DB, authors []timeline.UserID) (func(user, author timeline.UserID, id timeline.MessageID) bool, int64, error) {
+	owners := make([]int64, len(authors))
+	for i, a := range authors {
+		owners[i] = int64(a)
+	}
+	cursor := map[timeline.MessageID]uint64{}
+	rows, err := reconcile.ScanOwned(ctx, db, "author_id, message_id, done_through", "fanout_jobs", "", owners, func(r *sql.Rows) (int64, int64, error) {
+		var a, id int64
+		var done uint64
+		err := r.Scan(&a, &id, &done)
+		cursor[timeline.MessageID(id)] = done
+		return a, id, err
+	})
+	may := func(user, _ timeline.UserID, id timeline.MessageID) bool {
+		done, ok := cursor[id]
+		return ok && uint64(user) > done
+	}
+	return may, rows, err
 }

@@ -3,7 +3,6 @@ package async
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -21,10 +20,10 @@ import (
 const VitessModelName = ModelName + registry.VitessSuffix
 
 // DefaultVitessChunk is Options.Chunk's default on Vitess: the followers
-// one chunk reads from the author's shard. Its mailbox rows go in one
-// statement per destination shard, each well under vtgate's 10,000-row
-// limit, and a chunk's transaction on the author's shard stays far below
-// a second.
+// one chunk reads from its author shard, over one job or many. Its
+// mailbox rows go in one statement per destination shard, each well
+// under a tablet's 10,000-row limit, and a chunk's transaction on the
+// author shard stays far below a second.
 const DefaultVitessChunk = 1000
 
 // MaxVitessChunk bounds Options.Chunk on Vitess: a chunk's read of the
@@ -40,20 +39,21 @@ const MaxVitessChunk = 10000
 //     that shard and the message sequence, whatever the author's
 //     following.
 //   - Workers (VitessWorker) apply the jobs, a chunk of followers at a
-//     time, and report each job's lag from post to last mailbox row.
+//     time, over as many of a shard's jobs as a chunk covers, and report
+//     each job's lag from post to last mailbox row.
 //   - Delete removes the message and its job together on the author's
 //     shard, then the mailbox rows written so far, as push@vitess does.
 //
 // The guarantees are push-async's: once the store settles (Settle) every
 // mailbox holds exactly the messages of the authors its owner follows; a
 // worker killed at any point loses nothing, since a job leaves the queue
-// only in the transaction that writes its last chunk, and a chunk written
-// again writes no row twice.
+// only in the transaction that commits after its last rows are written,
+// and a chunk written again writes no row twice.
 type VitessStore struct {
 	*push.VitessStore
 	*crew
 	opts   Options
-	shards []*sql.DB // a pool targeting each shard of the keyspace, for the workers
+	shards []Shard // a pool targeting each shard of the keyspace, for the workers
 }
 
 var (
@@ -94,10 +94,12 @@ func OpenVitess(ctx context.Context, cfg push.Config, opts Options) (*VitessStor
 	return s, nil
 }
 
-// OpenShards opens a pool of at most conns connections on each shard of
-// the keyspace cfg.Database (push.DefaultVitessDatabase if ""), in the
-// order vtgate lists them: the Shards of a VitessWorker.
-func OpenShards(ctx context.Context, cfg push.Config, conns int) ([]*sql.DB, error) {
+// OpenShards opens a pool on each shard of the keyspace cfg.Database
+// (push.DefaultVitessDatabase if ""), in the order vtgate lists them: the
+// Shards of as many as workers VitessWorkers, each of which uses at most
+// two connections of a shard at a time (its chunk's transaction and a
+// statement writing mailbox rows).
+func OpenShards(ctx context.Context, cfg push.Config, workers int) ([]Shard, error) {
 	if cfg.Database == "" {
 		cfg.Database = push.DefaultVitessDatabase
 	}
@@ -105,14 +107,14 @@ func OpenShards(ctx context.Context, cfg push.Config, conns int) ([]*sql.DB, err
 	if err != nil {
 		return nil, err
 	}
-	var pools []*sql.DB
+	var pools []Shard
 	for _, name := range names {
-		db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, Shard: name, MaxConns: conns, Vitess: true})
+		db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, Shard: name, MaxConns: 2 * workers, Vitess: true})
 		if err != nil {
 			closeAll(pools)
 			return nil, err
 		}
-		pools = append(pools, db)
+		pools = append(pools, Shard{Name: name, DB: db})
 	}
 	return pools, nil
 }
@@ -148,9 +150,9 @@ func shardNames(ctx context.Context, cfg push.Config) ([]string, error) {
 	return names, nil
 }
 
-func closeAll(pools []*sql.DB) {
-	for _, db := range pools {
-		db.Close()
+func closeAll(pools []Shard) {
+	for _, s := range pools {
+		s.DB.Close()
 	}
 }
 
@@ -222,31 +224,46 @@ func (s *VitessStore) Close() error {
 // that targets that shard.
 //
 // One chunk is one transaction on the author's shard, plus one statement
-// on each shard its followers live on:
+// on each shard its followers live on. It applies about Chunk followers'
+// rows, over as many of the shard's oldest jobs (up to 64) as that
+// covers, as push-async's Worker does, so that the posts of ordinary
+// authors share a transaction:
 //
-//  1. lock the oldest free job (SELECT ... FOR UPDATE SKIP LOCKED, by
-//     primary key, so that nothing but the job row is locked), and read
-//     the message and the next Chunk followers above the job's cursor,
-//     without locks, so that follows of the author never wait for it;
-//  2. ask vtgate which shard each follower's mailbox is on (a query of
+//  1. read the ids of the shard's oldest jobs, then lock those of them no
+//     other worker holds (SELECT ... FOR UPDATE SKIP LOCKED, by primary
+//     key, so that nothing but the job rows is locked);
+//  2. read, without locks, the jobs' messages and how many followers each
+//     has left above its cursor (counted up to the chunk's budget), and
+//     take the oldest jobs that fit the chunk's budget of followers, and
+//     if the budget ends inside a job, that job's next followers up to it
+//     (a celebrity's post goes a chunk at a time); then read those
+//     followers, without locks, so that follows of the authors never wait
+//     for a chunk;
+//  3. ask vtgate which shard each follower's mailbox is on (a query of
 //     the hash vindex, which vtgate answers itself), and write each
-//     shard's rows with one INSERT IGNORE ... SELECT from that shard's
-//     follows, by the followers' ids: a single-shard statement, which
-//     writes only the followers that still follow the author, reading
-//     their follows rows with shared locks, so that an unfollow racing
-//     it either removes what it wrote or is seen;
-//  3. move the job's cursor past the chunk, or delete the job after its
-//     last chunk, and commit.
+//     shard's rows, of all the chunk's messages, with one INSERT IGNORE
+//     ... SELECT from that shard's follows, sent to that shard alone: it
+//     writes only the followers that still follow the authors, reading
+//     their follows rows with shared locks, so that an unfollow racing it
+//     either removes what it wrote or is seen;
+//  4. delete the jobs whose last followers were written, move the cursor
+//     of a job the budget ended in, and commit.
 //
-// So no transaction spans two shards, and none grows with the audience: a
-// chunk's transaction holds one job row for the time one chunk takes. A
-// worker killed before step 3 commits leaves the job as it was, and the
-// next worker writes the chunk again, which INSERT IGNORE makes harmless.
-// A delete of the message waits for the job row, so it removes what the
-// chunk wrote.
+// So no transaction spans two shards, and none grows with the audience or
+// the backlog: a chunk's transaction holds at most 64 job rows for the
+// time one chunk takes. A worker killed before step 4 commits leaves the
+// jobs as they were, and the next worker writes the chunk again, which
+// INSERT IGNORE makes harmless. A delete of a message waits for its job's
+// row, so it removes what the chunk wrote.
+//
+// A job whose id the first read returned but which another worker
+// finished before the lock leaves a gap lock until the chunk commits,
+// which holds off the jobs of posts whose ids fall in that gap (REPEATABLE
+// READ, the shards' isolation): a post on that shard can wait for the
+// chunk's commit.
 type VitessWorker struct {
-	DB     *sql.DB   // a pool on the keyspace, routed by vtgate (push.VitessStore.DB)
-	Shards []*sql.DB // a pool targeting each shard (OpenShards)
+	DB     *sql.DB // a pool on the keyspace, routed by vtgate (push.VitessStore.DB)
+	Shards []Shard // each shard of the keyspace (OpenShards)
 	// Chunk is the followers per chunk; 0 means DefaultVitessChunk.
 	Chunk int
 	// Stats receives the worker's counts and lags; nil for none.
@@ -258,17 +275,24 @@ type VitessWorker struct {
 	// DefaultVitessPoll.
 	Poll time.Duration
 	// Between, if set, runs in each chunk after its mailbox rows are
-	// written and before the job's transaction commits: a test stops a
+	// written and before the jobs' transaction commits: a test stops a
 	// worker there. nil for none.
 	Between func()
 
-	next int // the shard to look at first
+	next   int     // the shard to look at first
+	perJob float64 // followers per finished job so far, which sizes claims (claimSize)
 }
 
-// vitessCandidates is how many of the oldest jobs of a shard a worker
-// reads before it tries to lock one: enough to pass those other workers
-// hold.
-const vitessCandidates = 8
+// Shard is a pool that targets one shard of a keyspace.
+type Shard struct {
+	Name string // the shard's key range, as vtgate names it ("-80")
+	DB   *sql.DB
+}
+
+// vitessCandidates is how many more of a shard's oldest job ids than it
+// means to claim a worker reads before it locks them: enough to pass
+// those that other workers hold.
+const vitessCandidates = 3 * maxJobsPerTransaction
 
 // DefaultVitessPoll is VitessWorker.Poll's default. A look at empty
 // queues is a call to every shard, and a post through the same store
@@ -286,7 +310,7 @@ func (w *VitessWorker) Run(ctx context.Context) {
 	loop(ctx, w.Step, w.Stats, w.Wake, poll)
 }
 
-// Step applies one chunk of the oldest job nobody else is applying, on
+// Step applies one chunk of the oldest jobs nobody else is applying, on
 // the first shard, in turn, that has one. It reports whether there was
 // such a job.
 func (w *VitessWorker) Step(ctx context.Context) (bool, error) {
@@ -301,148 +325,273 @@ func (w *VitessWorker) Step(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// stepShard applies a chunk of the first job of shard that it can lock.
-func (w *VitessWorker) stepShard(ctx context.Context, shard *sql.DB) (bool, error) {
-	rows, err := shard.QueryContext(ctx, `SELECT message_id FROM fanout_jobs ORDER BY message_id LIMIT `+strconv.Itoa(vitessCandidates))
-	if err != nil {
-		return false, err
-	}
-	var ids []uint64
-	for rows.Next() {
-		var id uint64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return false, err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return false, err
-	}
-	for _, id := range ids {
-		worked, err := w.apply(ctx, shard, id)
-		if err != nil || worked {
-			return worked, err
-		}
-	}
-	return false, nil
+// fan is what a chunk writes of one job: its message, to the followers
+// of its author above from up to through (in follower id order), read in
+// step 2.
+type fan struct {
+	msg           timeline.Message
+	from, through uint64
+	followers     []uint64
 }
 
-// apply applies a chunk of job id if it can lock it: see VitessWorker.
-func (w *VitessWorker) apply(ctx context.Context, shard *sql.DB, id uint64) (bool, error) {
+// stepShard applies a chunk of the oldest jobs of shard that it can lock:
+// see VitessWorker.
+func (w *VitessWorker) stepShard(ctx context.Context, shard Shard) (bool, error) {
 	chunk := w.Chunk
 	if chunk <= 0 {
 		chunk = DefaultVitessChunk
 	}
+	claim := claimSize(int64(chunk), w.perJob)
+	var ids []uint64
+	err := scanIDs(shard.DB.QueryContext(ctx, `SELECT message_id FROM fanout_jobs ORDER BY message_id LIMIT `+strconv.Itoa(claim+vitessCandidates)))(&ids)
+	if err != nil || len(ids) == 0 {
+		return false, err
+	}
 	start := time.Now()
-	tx, err := shard.BeginTx(ctx, nil)
+	tx, err := shard.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
 	}
 	defer tx.Rollback()
-	j := job{message: id}
-	err = tx.QueryRowContext(ctx,
-		`SELECT author_id, done_through, posted_at FROM fanout_jobs WHERE message_id = ? FOR UPDATE SKIP LOCKED`, id).
-		Scan(&j.author, &j.done, &j.posted)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil // another worker's, or finished: the rollback ends any gap lock at once
+	jobs, err := lockJobs(ctx, tx, ids, claim)
+	if err != nil || len(jobs) == 0 {
+		return false, err // all held by other workers, or finished
 	}
+	fans, finished, part, err := readChunk(ctx, tx, jobs, int64(chunk))
 	if err != nil {
 		return false, err
 	}
-	var msg timeline.Message
-	err = tx.QueryRowContext(ctx, `SELECT body, created_at FROM messages WHERE id = ? AND author_id = ?`, id, j.author).
-		Scan(&msg.Body, &msg.CreatedAt)
-	switch {
-	case errors.Is(err, sql.ErrNoRows): // deleted by hand: nothing to fan out
-		return true, w.finish(ctx, tx, start, j, 0, true)
-	case err != nil:
-		return false, err
-	}
-	msg.ID, msg.Author = timeline.MessageID(id), timeline.UserID(j.author)
-	followers, err := readFollowers(ctx, tx, j, chunk)
-	if err != nil {
-		return false, err
-	}
-	written, err := w.write(ctx, msg, followers)
+	written, err := w.write(ctx, fans)
 	if err != nil {
 		return false, err
 	}
 	if w.Between != nil {
 		w.Between()
 	}
-	if len(followers) == chunk {
-		j.done = followers[len(followers)-1]
+	if err := deleteJobs(ctx, tx, messages(finished)); err != nil {
+		return false, err
 	}
-	return true, w.finish(ctx, tx, start, j, written, len(followers) < chunk)
+	if part != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE fanout_jobs SET done_through = ? WHERE message_id = ?`, part.done, part.message); err != nil {
+			return false, err
+		}
+	}
+	if err := ctx.Err(); err != nil { // a worker stopped here commits nothing
+		return false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return false, err
+	}
+	w.perJob = averagePerJob(w.perJob, written, len(finished))
+	if w.Stats != nil {
+		w.Stats.chunk(written, finished)
+		w.Stats.transaction(time.Since(start))
+	}
+	return true, nil
+}
+
+// scanIDs returns a function that scans the single-column rows of a query
+// (its result and error) into ids, and closes them.
+func scanIDs(rows *sql.Rows, err error) func(ids *[]uint64) error {
+	return func(ids *[]uint64) error {
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id uint64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			*ids = append(*ids, id)
+		}
+		return rows.Err()
+	}
+}
+
+// lockJobs locks, oldest first, up to n of the jobs of ids that no other
+// transaction holds, by primary key: the index is forced so that the
+// server looks up the ids, where a scan of the queue would lock every job
+// it passes and the end of the table (see Worker).
+func lockJobs(ctx context.Context, tx *sql.Tx, ids []uint64, n int) ([]job, error) {
+	q := mysqlx.AppendList([]byte(`SELECT message_id, author_id, done_through, posted_at FROM fanout_jobs FORCE INDEX (PRIMARY) WHERE message_id IN (`), ids)
+	r, err := tx.QueryContext(ctx, string(q)+`) ORDER BY message_id LIMIT `+strconv.Itoa(n)+` FOR UPDATE SKIP LOCKED`)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var jobs []job
+	for r.Next() {
+		var j job
+		if err := r.Scan(&j.message, &j.author, &j.done, &j.posted); err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, r.Err()
+}
+
+// readChunk reads, without locks, what a chunk of budget followers writes
+// of the locked jobs (step 2 of VitessWorker): the messages and followers
+// of the oldest jobs that fit, and those of part, the job the budget ends
+// in, up to it, with part's cursor moved past them. finished are the jobs
+// the chunk completes: those that fit, those whose message is gone, and
+// part if its followers ran out before the budget. Jobs after those stay
+// queued, released by the commit.
+func readChunk(ctx context.Context, tx *sql.Tx, jobs []job, budget int64) (fans []fan, finished []job, part *job, err error) {
+	// Each job's message, and its followers left counted up to one past
+	// the budget, so that a celebrity's chunk counts no more of them than
+	// it writes.
+	parts := make([]string, len(jobs))
+	for i, j := range jobs {
+		parts[i] = fmt.Sprintf(`SELECT m.id, m.body, m.created_at,
+			  (SELECT COUNT(*) FROM (SELECT 1 FROM followers WHERE followee_id = %d AND follower_id > %d ORDER BY follower_id LIMIT %d) c)
+			 FROM messages m WHERE m.id = %d AND m.author_id = %d`, j.author, j.done, budget+1, j.message, j.author)
+	}
+	r, err := tx.QueryContext(ctx, strings.Join(parts, ` UNION ALL `))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	msgs := make(map[uint64]timeline.Message, len(jobs))
+	count := make(map[uint64]int64, len(jobs))
+	for r.Next() {
+		var id uint64
+		var m timeline.Message
+		var n int64
+		if err := r.Scan(&id, &m.Body, &m.CreatedAt, &n); err != nil {
+			r.Close()
+			return nil, nil, nil, err
+		}
+		msgs[id], count[id] = m, n
+	}
+	r.Close()
+	if err := r.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	var live []job
+	for _, j := range jobs {
+		if _, ok := msgs[j.message]; ok {
+			live = append(live, j)
+		} else {
+			finished = append(finished, j) // deleted by hand: nothing to fan out
+		}
+	}
+	whole, part, left := split(live, count, budget)
+	byJob := map[uint64]*fan{}
+	for _, j := range whole {
+		fans = append(fans, fan{from: j.done})
+	}
+	for i, j := range whole {
+		f := &fans[i]
+		f.msg = msgs[j.message]
+		f.msg.ID, f.msg.Author = timeline.MessageID(j.message), timeline.UserID(j.author)
+		byJob[j.message] = f
+	}
+	finished = append(finished, whole...)
+	if len(whole) > 0 {
+		// This read sees the jobs as locked: InnoDB takes a transaction's
+		// snapshot at its first read without locks, after the lock.
+		q := mysqlx.AppendList([]byte(`SELECT j.message_id, f.follower_id FROM fanout_jobs j FORCE INDEX (PRIMARY)
+			 JOIN followers f ON f.followee_id = j.author_id AND f.follower_id > j.done_through
+			 WHERE j.message_id IN (`), messages(whole))
+		r, err := tx.QueryContext(ctx, string(append(q, ')')))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for r.Next() {
+			var id, u uint64
+			if err := r.Scan(&id, &u); err != nil {
+				r.Close()
+				return nil, nil, nil, err
+			}
+			f := byJob[id]
+			f.followers = append(f.followers, u)
+			f.through = max(f.through, u)
+		}
+		r.Close()
+		if err := r.Err(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if part == nil {
+		return fans, finished, nil, nil
+	}
+	followers, err := readFollowers(ctx, tx, *part, int(left))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	f := fan{msg: msgs[part.message], from: part.done, followers: followers}
+	f.msg.ID, f.msg.Author = timeline.MessageID(part.message), timeline.UserID(part.author)
+	if len(followers) > 0 {
+		f.through = followers[len(followers)-1]
+		fans = append(fans, f)
+	}
+	if int64(len(followers)) < left { // its followers went while the chunk was planned
+		return fans, append(finished, *part), nil, nil
+	}
+	moved := *part
+	moved.done = f.through
+	return fans, finished, &moved, nil
 }
 
 // readFollowers reads up to n followers of j's author above its cursor,
 // in id order, without locks.
 func readFollowers(ctx context.Context, tx *sql.Tx, j job, n int) ([]uint64, error) {
-	rows, err := tx.QueryContext(ctx,
-		`SELECT follower_id FROM followers WHERE followee_id = ? AND follower_id > ? ORDER BY follower_id LIMIT `+strconv.Itoa(n),
-		j.author, j.done)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []uint64
-	for rows.Next() {
-		var u uint64
-		if err := rows.Scan(&u); err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	err := scanIDs(tx.QueryContext(ctx,
+		`SELECT follower_id FROM followers WHERE followee_id = ? AND follower_id > ? ORDER BY follower_id LIMIT `+strconv.Itoa(n),
+		j.author, j.done))(&out)
+	return out, err
 }
 
-// finish moves j's cursor, or deletes it when done, and commits the
-// chunk's transaction, begun at start; then it counts the chunk.
-func (w *VitessWorker) finish(ctx context.Context, tx *sql.Tx, start time.Time, j job, written int64, done bool) error {
-	var err error
-	if done {
-		_, err = tx.ExecContext(ctx, `DELETE FROM fanout_jobs WHERE message_id = ?`, j.message)
-	} else {
-		_, err = tx.ExecContext(ctx, `UPDATE fanout_jobs SET done_through = ? WHERE message_id = ?`, j.done, j.message)
+// write writes each of fans' messages into the mailboxes of its followers
+// that still follow its author, with one statement on each shard the
+// followers live on, and returns the rows written (step 3 of
+// VitessWorker).
+func (w *VitessWorker) write(ctx context.Context, fans []fan) (int64, error) {
+	var users []uint64
+	for _, f := range fans {
+		users = append(users, f.followers...)
 	}
-	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil { // a worker stopped here commits nothing
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	if w.Stats != nil {
-		var finished []job
-		if done {
-			finished = []job{j}
-		}
-		w.Stats.chunk(written, finished)
-		w.Stats.transaction(time.Since(start))
-	}
-	return nil
-}
-
-// write writes msg into the mailboxes of followers that still follow its
-// author, with one statement per shard the followers live on, and returns
-// the rows written.
-func (w *VitessWorker) write(ctx context.Context, msg timeline.Message, followers []uint64) (int64, error) {
-	groups, err := ShardsOf(ctx, w.DB, followers)
+	slices.Sort(users)
+	users = slices.Compact(users)
+	groups, err := ShardsOf(ctx, w.DB, users)
 	if err != nil {
 		return 0, err
 	}
+	shardOf := make(map[uint64]string, len(users))
+	for name, us := range groups {
+		for _, u := range us {
+			shardOf[u] = name
+		}
+	}
+	pools := make(map[string]*sql.DB, len(w.Shards))
+	for _, s := range w.Shards {
+		pools[s.Name] = s.DB
+	}
 	var written int64
-	for _, shard := range slices.Sorted(maps.Keys(groups)) {
+	for _, name := range slices.Sorted(maps.Keys(groups)) {
+		db := pools[name]
+		if db == nil {
+			return written, fmt.Errorf("vtgate places users on shard %s, which the worker has no pool for", name)
+		}
+		// The messages with followers on this shard, each with its range.
+		var parts []string
+		var args []any
+		for _, f := range fans {
+			if !slices.ContainsFunc(f.followers, func(u uint64) bool { return shardOf[u] == name }) {
+				continue
+			}
+			parts = append(parts, `SELECT ? AS id, ? AS author_id, ? AS body, ? AS created_at, ? AS lo, ? AS hi`)
+			args = append(args, uint64(f.msg.ID), uint64(f.msg.Author), f.msg.Body, f.msg.CreatedAt, f.from, f.through)
+		}
+		q := `INSERT IGNORE INTO mailbox (user_id, message_id, author_id, body, created_at)
+			 SELECT f.follower_id, m.id, m.author_id, m.body, m.created_at
+			 FROM (` + strings.Join(parts, ` UNION ALL `) + `) m
+			 JOIN follows f ON f.followee_id = m.author_id AND f.follower_id > m.lo AND f.follower_id <= m.hi
+			 WHERE f.follower_id IN (` + string(mysqlx.AppendList(nil, groups[name])) + `) LOCK IN SHARE MODE`
 		start := time.Now()
-		q := mysqlx.AppendList([]byte(`INSERT IGNORE INTO mailbox (user_id, message_id, author_id, body, created_at)
-			SELECT follower_id, `+strconv.FormatUint(uint64(msg.ID), 10)+`, followee_id, ?, ? FROM follows
-			WHERE followee_id = ? AND follower_id IN (`), groups[shard])
-		res, err := w.DB.ExecContext(ctx, string(append(q, ')')), msg.Body, msg.CreatedAt, msg.Author)
+		res, err := db.ExecContext(ctx, q, args...)
 		if err != nil {
 			return written, err
 		}

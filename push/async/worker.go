@@ -129,6 +129,21 @@ func claimSize(budget int64, perJob float64) int {
 	return int(min(n, most))
 }
 
+// averagePerJob is the running average of followers per job, avg, moved
+// by a chunk that wrote rows and finished jobs: the mean of the first
+// chunk, then an eighth of the way to each later one's (near enough: a
+// partial job's rows count too). No job finished leaves it as it was.
+func averagePerJob(avg float64, rows int64, jobs int) float64 {
+	if jobs == 0 {
+		return avg
+	}
+	per := float64(rows) / float64(jobs)
+	if avg == 0 {
+		return per
+	}
+	return avg + (per-avg)/8
+}
+
 // job is a claimed row of fanout_jobs.
 type job struct {
 	message, author, done uint64
@@ -188,14 +203,7 @@ func (w *Worker) Step(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if len(finished) > 0 {
-		per := float64(rows) / float64(len(finished)) // near enough: a partial job's rows count too
-		if w.perJob == 0 {
-			w.perJob = per
-		} else {
-			w.perJob += (per - w.perJob) / 8
-		}
-	}
+	w.perJob = averagePerJob(w.perJob, rows, len(finished))
 	if claimed && w.Stats != nil {
 		w.Stats.chunk(rows, finished)
 	}
@@ -250,17 +258,26 @@ func plan(ctx context.Context, tx *sql.Tx, jobs []job, budget int64) (whole []jo
 	if err := r.Err(); err != nil {
 		return nil, nil, 0, err
 	}
+	whole, part, left = split(jobs, count, budget)
+	return whole, part, left, nil
+}
+
+// split takes jobs, oldest first, while their followers left (count, by
+// message; each job counted as at least one) fit budget: whole are those
+// that fit; part, if the budget runs out inside a job, is that job, of
+// which a chunk writes left followers.
+func split(jobs []job, count map[uint64]int64, budget int64) (whole []job, part *job, left int64) {
 	for i, j := range jobs {
 		n := max(count[j.message], 1)
 		if n > budget {
-			return whole, &jobs[i], budget, nil
+			return whole, &jobs[i], budget
 		}
 		whole = append(whole, j)
 		if budget -= n; budget == 0 {
 			break
 		}
 	}
-	return whole, nil, 0, nil
+	return whole, nil, 0
 }
 
 // applyWhole writes the message of each of jobs to every follower its

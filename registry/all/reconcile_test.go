@@ -13,8 +13,8 @@ import (
 )
 
 // uncheckedViews are the models that keep a view beside the record but
-// declare no checker of it yet: push-async@vitess's mailbox.
-var uncheckedViews = []string{"push-async@vitess"}
+// declare no checker of it yet: none.
+var uncheckedViews []string
 
 // keepsNoView reports whether m keeps nothing beside the record: the
 // reference, and the pull strategies that read only SQL tables.

@@ -2,6 +2,8 @@ package all_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"syscall"
@@ -19,18 +21,17 @@ import (
 	"github.com/pushpull/pushpull/pull/recent"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/push/async"
 	"github.com/pushpull/pushpull/reconcile"
 	"github.com/pushpull/pushpull/reconcile/reconciletest"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/counter"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
-// TestReconcilePushVitess corrupts push@vitess's views through vtgate: a
-// mailbox row deleted, one added of an author the reader does not follow,
-// one left of a deleted message, two rows whose copies differ from their
-// message (a body, an author), a followers row deleted and one added
-// without its follow; reconcile finds exactly that drift and the repair
+// TestReconcilePushVitess corrupts push@vitess's views through vtgate
+// (vitessDrift); reconcile finds exactly that drift and the repair
 // removes it, under concurrent posts and follows, and every timeline is
 // then the record's.
 func TestReconcilePushVitess(t *testing.T) {
@@ -41,40 +42,84 @@ func TestReconcilePushVitess(t *testing.T) {
 	s, c := reconciletest.Open(t, m.Name, config(t, m, testserver.Keyspace(t)))
 	db := s.(timeline.DBHolder).DB()
 	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, QuietWorld: true,
+		Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift { return vitessDrift(t, s, db, w) }})
+}
+
+// TestReconcilePushAsyncVitess: push-async@vitess's views corrupted as
+// push@vitess's are (vitessDrift), and besides, the rows a fan-out job
+// lost half applied left out and the row a job's cursor passed without
+// writing; reconcile finds exactly that drift, not the rows a queued job
+// has still to write, and the repair removes it while the store's
+// workers, posts and follows run.
+func TestReconcilePushAsyncVitess(t *testing.T) {
+	m, err := registry.Lookup(async.VitessModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, c := reconciletest.Open(t, m.Name, config(t, m, testserver.Keyspace(t)))
+	db := s.(timeline.DBHolder).DB()
+	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, QuietWorld: true,
 		Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
-			gone := w.Posts[2][0]
-			reconciletest.Exec(t, db, `DELETE FROM mailbox WHERE user_id = 1 AND message_id = ?`, gone)
-			if w.Followed(3, 9) {
-				t.Fatal("the world changed: user 3 follows user 9")
+			drift := vitessDrift(t, s, db, w)
+			// User 10's followers are 6 to 9: a job of one of their
+			// messages applied to 6 and 7, then lost.
+			lost := w.Posts[10][1]
+			if got := w.Followers(10); len(got) != 4 || got[0] != 6 || got[3] != 9 {
+				t.Fatalf("the world changed: followers of 10 are %v", got)
 			}
-			stray := w.Posts[9][1]
-			reconciletest.Exec(t, db, `INSERT INTO mailbox (user_id, message_id, author_id, body, created_at)
-				VALUES (3, ?, 9, 'from 9', NOW(6))`, stray)
-			dead := w.Posts[6][2]
-			timelinetest.Delete(t, s, 6, dead)
-			reconciletest.Exec(t, db, `INSERT INTO mailbox (user_id, message_id, author_id, body, created_at)
-				VALUES (5, ?, 6, 'from 6', NOW(6))`, dead)
-			// Copies that differ from their messages: user 4 follows 5,
-			// user 7 follows 8.
-			body, author := w.Posts[5][0], w.Posts[8][0]
-			reconciletest.Exec(t, db, `UPDATE mailbox SET body = 'forged' WHERE user_id = 4 AND message_id = ?`, body)
-			reconciletest.Exec(t, db, `UPDATE mailbox SET author_id = 2 WHERE user_id = 7 AND message_id = ?`, author)
-			// User 1 follows 3; user 8 does not follow 2.
-			reconciletest.Exec(t, db, `DELETE FROM followers WHERE followee_id = 3 AND follower_id = 1`)
-			if w.Followed(8, 2) {
-				t.Fatal("the world changed: user 8 follows user 2")
-			}
-			reconciletest.Exec(t, db, `INSERT INTO followers (followee_id, follower_id) VALUES (2, 8)`)
-			return []reconcile.Drift{
-				{Kind: reconcile.Missing, View: push.MailboxView, User: 1, Item: int64(gone)},
-				{Kind: reconcile.Unfollowed, View: push.MailboxView, User: 3, Item: int64(stray)},
-				{Kind: reconcile.Deleted, View: push.MailboxView, User: 5, Item: int64(dead)},
-				{Kind: reconcile.Stale, View: push.MailboxView, User: 4, Item: int64(body)},
-				{Kind: reconcile.Stale, View: push.MailboxView, User: 7, Item: int64(author)},
-				{Kind: reconcile.Missing, View: push.FollowersView, User: 1, Item: 3},
-				{Kind: reconcile.Extra, View: push.FollowersView, User: 2, Item: 8},
-			}
+			reconciletest.Exec(t, db, `DELETE FROM mailbox WHERE message_id = ? AND user_id IN (8, 9)`, lost)
+			drift = append(drift,
+				reconcile.Drift{Kind: reconcile.Missing, View: push.MailboxView, User: 8, Item: int64(lost)},
+				reconcile.Drift{Kind: reconcile.Missing, View: push.MailboxView, User: 9, Item: int64(lost)})
+			// User 11's followers are 7 to 10: a job whose cursor passed 8
+			// without writing its row; 10's row is the job's to write.
+			queued := w.Posts[11][0]
+			reconciletest.Exec(t, db, `DELETE FROM mailbox WHERE message_id = ? AND user_id IN (8, 10)`, queued)
+			reconciletest.Exec(t, db, `INSERT INTO fanout_jobs (message_id, author_id, done_through, posted_at) VALUES (?, 11, 8, ?)`,
+				queued, time.Now().UTC())
+			return append(drift, reconcile.Drift{Kind: reconcile.Missing, View: push.MailboxView, User: 8, Item: int64(queued)})
 		}})
+}
+
+// vitessDrift corrupts the views of push@vitess's schema through vtgate:
+// a mailbox row deleted, one added of an author the reader does not
+// follow, one left of a deleted message, two rows whose copies differ
+// from their message (a body, an author), a followers row deleted and one
+// added without its follow. It returns that drift.
+func vitessDrift(t *testing.T, s timeline.Store, db *sql.DB, w reconciletest.World) []reconcile.Drift {
+	t.Helper()
+	gone := w.Posts[2][0]
+	reconciletest.Exec(t, db, `DELETE FROM mailbox WHERE user_id = 1 AND message_id = ?`, gone)
+	if w.Followed(3, 9) {
+		t.Fatal("the world changed: user 3 follows user 9")
+	}
+	stray := w.Posts[9][1]
+	reconciletest.Exec(t, db, `INSERT INTO mailbox (user_id, message_id, author_id, body, created_at)
+		VALUES (3, ?, 9, 'from 9', NOW(6))`, stray)
+	dead := w.Posts[6][2]
+	timelinetest.Delete(t, s, 6, dead)
+	reconciletest.Exec(t, db, `INSERT INTO mailbox (user_id, message_id, author_id, body, created_at)
+		VALUES (5, ?, 6, 'from 6', NOW(6))`, dead)
+	// Copies that differ from their messages: user 4 follows 5, user 7
+	// follows 8.
+	body, author := w.Posts[5][0], w.Posts[8][0]
+	reconciletest.Exec(t, db, `UPDATE mailbox SET body = 'forged' WHERE user_id = 4 AND message_id = ?`, body)
+	reconciletest.Exec(t, db, `UPDATE mailbox SET author_id = 2 WHERE user_id = 7 AND message_id = ?`, author)
+	// User 1 follows 3; user 8 does not follow 2.
+	reconciletest.Exec(t, db, `DELETE FROM followers WHERE followee_id = 3 AND follower_id = 1`)
+	if w.Followed(8, 2) {
+		t.Fatal("the world changed: user 8 follows user 2")
+	}
+	reconciletest.Exec(t, db, `INSERT INTO followers (followee_id, follower_id) VALUES (2, 8)`)
+	return []reconcile.Drift{
+		{Kind: reconcile.Missing, View: push.MailboxView, User: 1, Item: int64(gone)},
+		{Kind: reconcile.Unfollowed, View: push.MailboxView, User: 3, Item: int64(stray)},
+		{Kind: reconcile.Deleted, View: push.MailboxView, User: 5, Item: int64(dead)},
+		{Kind: reconcile.Stale, View: push.MailboxView, User: 4, Item: int64(body)},
+		{Kind: reconcile.Stale, View: push.MailboxView, User: 7, Item: int64(author)},
+		{Kind: reconcile.Missing, View: push.FollowersView, User: 1, Item: 3},
+		{Kind: reconcile.Extra, View: push.FollowersView, User: 2, Item: 8},
+	}
 }
 
 // TestReconcilePullRecentVitess forges author lists of pull-recent@vitess
@@ -270,4 +315,70 @@ func TestReconcileFaultsVitess(t *testing.T) {
 			runFault(t, s, c, want, f)
 		})
 	}
+}
+
+// TestReconcilePushAsyncVitessQueued: with no worker running, a
+// push-async@vitess post's mailbox rows are all still queued, and a
+// check finds no drift; once the job's cursor has passed two followers
+// whose rows were never written, a check finds exactly those two
+// Missing, a repair writes them, and a worker then applies the rest of
+// the job without writing any row twice.
+func TestReconcilePushAsyncVitessQueued(t *testing.T) {
+	ctx := t.Context()
+	const author = timeline.UserID(1)
+	s, _, shards := celebrityStore(t, 1000, 4, author) // followers 1000 to 1003
+	c, err := async.VitessChecker(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := timelinetest.Post(t, s, author, "queued")
+	check := func(repair bool) reconcile.Report {
+		t.Helper()
+		r, err := reconcile.Run(ctx, c, reconcile.Options{Repair: repair})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := check(false); len(r.Drift) != 0 {
+		t.Fatalf("a queued job's rows reported as drift: %v", r.Drift)
+	}
+	reconciletest.Exec(t, s.DB(), `UPDATE fanout_jobs SET done_through = 1001 WHERE author_id = ? AND message_id = ?`, author, msg.ID)
+	want := []reconcile.Drift{
+		{Kind: reconcile.Missing, View: push.MailboxView, User: 1000, Item: int64(msg.ID)},
+		{Kind: reconcile.Missing, View: push.MailboxView, User: 1001, Item: int64(msg.ID)},
+	}
+	if r := check(false); !sameDrift(r.Drift, want) {
+		t.Fatalf("after the cursor passed 1000 and 1001: %v, want %v", r.Drift, want)
+	}
+	if r := check(true); r.Repaired != 2 {
+		t.Errorf("the repair changed %d rows, want 2", r.Repaired)
+	}
+	if got := mailboxCount(t, s.DB(), msg.ID); got != 2 {
+		t.Errorf("%d mailboxes hold the post after the repair, want 2", got)
+	}
+	stats := async.NewStats()
+	drainVitess(t, &async.VitessWorker{DB: s.DB(), Shards: shards, Stats: stats})
+	if got, rows := mailboxCount(t, s.DB(), msg.ID), stats.Counters()[counter.FanoutRows]; got != 4 || rows != 2 {
+		t.Errorf("after the job: %d mailboxes hold the post, the worker wrote %d rows; want 4 and 2", got, rows)
+	}
+	if r := check(false); len(r.Drift) != 0 {
+		t.Errorf("after the job: %v", r.Drift)
+	}
+}
+
+// sameDrift reports whether got and want hold the same items, in any
+// order.
+func sameDrift(got, want []reconcile.Drift) bool {
+	key := func(d reconcile.Drift) string { return fmt.Sprint(d.Kind, d.View, d.User, d.Item) }
+	a, b := make([]string, len(got)), make([]string, len(want))
+	for i, d := range got {
+		a[i] = key(d)
+	}
+	for i, d := range want {
+		b[i] = key(d)
+	}
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

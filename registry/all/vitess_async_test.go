@@ -15,6 +15,7 @@ import (
 	"github.com/pushpull/pushpull/push/async"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/counter"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
@@ -71,7 +72,7 @@ func snapshot(t testing.TB) vtstats.Snapshot {
 // a keyspace of its own, with chunks of chunk followers and n users
 // (1000, 1001, ...) following author; and pools on each of its shards
 // for the workers a test runs itself. Both close when t ends.
-func celebrityStore(t *testing.T, chunk, n int, author timeline.UserID) (*async.VitessStore, push.Config, []*sql.DB) {
+func celebrityStore(t *testing.T, chunk, n int, author timeline.UserID) (*async.VitessStore, push.Config, []async.Shard) {
 	t.Helper()
 	ctx := context.Background()
 	cfg := push.Config{DSN: testserver.Vtgate(t), Database: testserver.Keyspace(t), VtgateStatus: testserver.VtgateStatus(t)}
@@ -86,8 +87,8 @@ func celebrityStore(t *testing.T, chunk, n int, author timeline.UserID) (*async.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, db := range shards {
-			db.Close()
+		for _, shard := range shards {
+			shard.DB.Close()
 		}
 	})
 	return s, cfg, shards
@@ -265,27 +266,105 @@ func BenchmarkVitessCelebrity(b *testing.B) {
 		n, time.Duration(lag.Max())*time.Microsecond, s.Stats().Counters(), work.Keyspace(keyspace), work.CrossShard())
 }
 
+// smallPosts makes each of authors first, first+1, ... (n of them) the
+// followee of `each` users of its own (from 100,000 on) and posts once
+// by each, and returns the posts, oldest first.
+func smallPosts(t *testing.T, s *async.VitessStore, first timeline.UserID, n, each int) []timeline.Message {
+	t.Helper()
+	var posts []timeline.Message
+	for i := range n {
+		a := first + timeline.UserID(i)
+		addFollowers(t, s.DB(), a, 100_000+int(a)*100, each)
+		posts = append(posts, timelinetest.Post(t, s, a, fmt.Sprintf("small %d", i)))
+	}
+	return posts
+}
+
+// TestVitessWorkerBatches: a push-async@vitess worker applies the jobs of
+// many small posts (30 authors of 5 followers each, on one shard or the
+// other) in one chunk: one transaction on each author shard that holds
+// jobs, and one statement on each follower shard, where a worker that
+// took one job per transaction would need 30. Every follower then holds
+// their author's post, and no transaction spanned two shards.
+func TestVitessWorkerBatches(t *testing.T) {
+	ctx := context.Background()
+	const posts, each = 30, 5
+	s, cfg, shards := celebrityStore(t, 1000, 0, 1)
+	msgs := smallPosts(t, s, 10, posts, each)
+	stats := async.NewStats()
+	w := &async.VitessWorker{DB: s.DB(), Shards: shards, Stats: stats}
+	before := snapshot(t)
+	for range shards { // a step takes the jobs of one shard
+		if _, err := w.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	work := snapshot(t).Sub(before)
+	if pending, err := async.Pending(ctx, s.DB()); err != nil || pending != 0 {
+		t.Fatalf("after one step on each of %d shards: %d of %d jobs pending (%v), want none", len(shards), pending, posts, err)
+	}
+	c := stats.Counters()
+	if c[counter.FanoutChunks] > int64(len(shards)) || c[counter.FanoutJobs] != posts || c[counter.FanoutRows] != posts*each {
+		t.Errorf("worker counts %v: want %d jobs and %d rows in at most %d chunks", c, posts, posts*each, len(shards))
+	}
+	// A chunk commits on its author shard, and each statement on a
+	// follower shard commits by itself.
+	most := int64(len(shards) * (1 + len(shards)))
+	if commits := work.Keyspace(cfg.Database).Commits; commits > most {
+		t.Errorf("the tablets committed %d transactions for %d jobs, want at most %d", commits, posts, most)
+	}
+	if work.CrossShard() != 0 {
+		t.Errorf("the worker's transactions spanned shards: %v", work.Transactions)
+	}
+	for _, m := range msgs {
+		if got := mailboxCount(t, s.DB(), m.ID); got != each {
+			t.Errorf("%d mailboxes hold post %d of user %d, want %d", got, m.ID, m.Author, each)
+		}
+	}
+	t.Logf("%d jobs: worker counts %v, the keyspace's tablets %v", posts, c, work.Keyspace(cfg.Database))
+}
+
 // TestVitessWorkerStoppedMidChunk: a push-async@vitess worker stopped
 // after writing a chunk's mailbox rows, before its transaction commits,
-// leaves the job where it was; another worker applies it from there, and
-// every follower holds the post once.
+// leaves every job of the chunk where it was (small posts applied whole
+// and a large one's first followers); another worker applies them from
+// there, and every follower holds each post once.
 func TestVitessWorkerStoppedMidChunk(t *testing.T) {
 	ctx := context.Background()
-	const chunk, n, author = 100, 300, timeline.UserID(1)
+	const chunk, n, author, small, each = 100, 300, timeline.UserID(1), 4, 5
 	s, _, shards := celebrityStore(t, chunk, n, author)
+	first := smallPosts(t, s, 10, small, each)
 	msg := timelinetest.Post(t, s, author, "once each")
+	// Both shards hold jobs: stop the worker in the chunk of the shard
+	// that holds the large one, after the other's chunk commits.
 	wctx, stop := context.WithCancel(ctx)
-	killed := &async.VitessWorker{DB: s.DB(), Shards: shards, Chunk: chunk, Between: stop}
-	if _, err := killed.Step(wctx); err == nil {
+	killed := &async.VitessWorker{DB: s.DB(), Shards: shards, Chunk: chunk}
+	killed.Between = func() {
+		if mailboxCount(t, s.DB(), msg.ID) > 0 {
+			stop()
+		}
+	}
+	var err error
+	for range 2 * len(shards) {
+		if _, err = killed.Step(wctx); err != nil {
+			break
+		}
+	}
+	if err == nil {
 		t.Fatal("a worker stopped inside its chunk reported no error")
 	}
 	written := mailboxCount(t, s.DB(), msg.ID)
-	if pending, err := async.Pending(ctx, s.DB()); err != nil || pending != 1 || written == 0 {
-		t.Fatalf("after the stopped chunk: %d jobs pending (%v), %d mailbox rows; want the job left and the chunk's rows written", pending, err, written)
+	if pending, err := async.Pending(ctx, s.DB()); err != nil || pending < 1 || written == 0 {
+		t.Fatalf("after the stopped chunk: %d jobs pending (%v), %d mailbox rows; want the jobs left and the chunk's rows written", pending, err, written)
 	}
 	drainVitess(t, &async.VitessWorker{DB: s.DB(), Shards: shards, Chunk: chunk})
 	timelinetest.Settle(t, s)
 	if got := mailboxCount(t, s.DB(), msg.ID); got != n {
-		t.Fatalf("%d mailboxes hold the post, want %d", got, n)
+		t.Errorf("%d mailboxes hold the post, want %d", got, n)
+	}
+	for _, m := range first {
+		if got := mailboxCount(t, s.DB(), m.ID); got != each {
+			t.Errorf("%d mailboxes hold post %d, want %d", got, m.ID, each)
+		}
 	}
 }
