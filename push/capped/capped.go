@@ -44,6 +44,7 @@ import (
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/reconcile"
 	"github.com/pushpull/pushpull/registry"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
@@ -168,11 +169,20 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 		if _, err := push.FanOutTo(ctx, tx, msg.ID, author, list); err != nil || list.Len() == 0 || s.Drowning().Mode != push.DrowningLossy {
 			return err
 		}
-		_, err := tx.ExecContext(ctx,
+		// The drowning followers who got the row, by a read that locks
+		// nothing; then their counts, whose rows the count above
+		// locked. An UPDATE that found them by itself would lock every
+		// drowning reader's state row, the author's followers or not,
+		// and deadlock with other posts and trims.
+		var kept []timeline.UserID
+		err := reconcile.ScanInts(ctx, tx, `SELECT user_id FROM mailbox WHERE `+list.In("user_id")+` AND message_id = ?`, 1,
+			func(v []int64) { kept = append(kept, timeline.UserID(v[0])) }, msg.ID)
+		if err != nil || len(kept) == 0 {
+			return err
+		}
+		_, err = tx.ExecContext(ctx,
 			`UPDATE mailbox_state SET entries = entries + 1, due = entries > ?
-			 WHERE `+list.In("user_id")+`
-			 AND EXISTS (SELECT 1 FROM mailbox b WHERE b.user_id = mailbox_state.user_id AND b.message_id = ?)`,
-			s.cap+s.slack, msg.ID)
+			 WHERE user_id IN (`+string(mysqlx.AppendList(nil, kept))+`)`, s.cap+s.slack)
 		return err
 	})
 	if err == nil {
