@@ -74,8 +74,9 @@ type Drowning struct {
 }
 
 // DrowningOptions are the registry options of Drowning, for the models
-// that fan out on write to push's mailbox: push, push-async, and
-// (WithDrowning) push-capped, push-active, hybrid and selective.
+// that fan out on write: push, push-compressed, push-async, and
+// (WithDrowning) push-capped, push-active, hybrid, selective and
+// push-redis.
 var DrowningOptions = []registry.Option{
 	registry.Int(OptionDrowningFollows, 0, 0, MaxDrowningFollows,
 		"readers following more authors than this are drowning readers, written to by option drowning; 0: none"),
