@@ -115,7 +115,8 @@ func (s *Store) MailboxShape() registry.MailboxShape {
 	return registry.MailboxShape{PullAuthor: s.PullsAuthor}
 }
 
-// Post implements timeline.Store: the message and either its fan-out, or,
+// Post implements timeline.Store: the message and either its fan-out
+// (drowning readers as push.Config.Drowning says), or,
 // for an author with Threshold followers or more, the author's listing as
 // pulled, commit together.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
@@ -127,7 +128,10 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 			return err
 		}
 		if !s.PullsAuthor(followers) {
-			_, err := push.FanOut(ctx, tx, msg.ID, author)
+			list, err := s.DrowningReaders().Read(ctx)
+			if err == nil {
+				_, err = push.FanOutTo(ctx, tx, msg.ID, author, list)
+			}
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `INSERT IGNORE INTO pull_authors (author_id) VALUES (?)`, author)
@@ -160,8 +164,10 @@ func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.
 // Follow implements timeline.Store: the follow row and either the backfill
 // of the followee's messages or, for a pulled author, the pull_follows row
 // commit together.
+// The follower is marked drowning in the same transaction when the follow
+// takes them past the drowning readers' count (push.Store.FollowMarking).
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	return s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
+	return s.FollowMarking(ctx, ModelName, follower, followee, func(tx *sql.Tx) error {
 		// A locking read: a post listing the author now either
 		// commits first or waits for this follow and copies it.
 		var listed int
@@ -193,9 +199,11 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 }
 
 // Timeline implements timeline.Store: push's read for a user who follows
-// no pulled author, else the mailbox range and the pulled authors' merged.
+// no pulled author, else the mailbox range and the pulled authors' merged;
+// a drowning reader under push.DrowningPull reads by pull
+// (push.Store.PullDrowning).
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
-	return s.Page(ctx, ModelName, user, q, s.read)
+	return s.Page(ctx, ModelName, user, q, s.PullDrowning(s.read))
 }
 
 func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {

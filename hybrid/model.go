@@ -24,7 +24,7 @@ func init() {
 		Database:  DefaultDatabase,
 		Needs:     registry.MariaDB,
 		Summary:   fmt.Sprintf("push, except for authors with %d followers or more (option threshold), whose posts their followers pull at read time", DefaultThreshold),
-		Options:   options,
+		Options:   push.WithDrowning(options),
 		Work:      Work,
 		Reconcile: Checker,
 		Traits:    registry.Partial,
@@ -37,7 +37,7 @@ func init() {
 // Config.Threshold.
 func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 	return Open(ctx, Config{
-		Config:    push.ConfigFrom(cfg),
+		Config:    push.DrowningConfigFrom(cfg),
 		Threshold: cfg.Int(OptionThreshold),
 	})
 }

@@ -116,5 +116,5 @@ func Checker(s timeline.Store) (reconcile.Checker, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s reconcile: %T: %w", ModelName, s, push.ErrNotMine)
 	}
-	return push.MailboxChecker{DB: hs.DB(), Rule: Rule{}}, nil
+	return push.MailboxChecker{DB: hs.DB(), Rule: hs.Drowning().Rule(Rule{})}, nil
 }

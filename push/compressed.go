@@ -23,9 +23,9 @@ const CompressedModelName = "push-compressed"
 const DefaultCompressedDatabase = "pushpull_push_compressed"
 
 // openCompressed opens push-compressed from a registry.Config: push's
-// store over the compressed mailbox.
+// store over the compressed mailbox, with DrowningOptions.
 func openCompressed(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
-	c := ConfigFrom(cfg)
+	c := DrowningConfigFrom(cfg)
 	if c.Database == "" {
 		c.Database = DefaultCompressedDatabase
 	}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
@@ -72,12 +74,14 @@ type Drowning struct {
 }
 
 // DrowningOptions are the registry options of Drowning, for the models
-// that post through push's fan-out (push, push-async).
+// that fan out on write: push, push-compressed, push-async, and
+// (WithDrowning) push-capped, push-active, hybrid, selective and
+// push-redis.
 var DrowningOptions = []registry.Option{
 	registry.Int(OptionDrowningFollows, 0, 0, MaxDrowningFollows,
 		"readers following more authors than this are drowning readers, written to by option drowning; 0: none"),
 	registry.Choice(OptionDrowning, DrowningPull, []string{DrowningPull, DrowningLossy},
-		"drowning readers: pull (no mailbox rows, pages read by pull) or lossy (Bluesky's: a post written with probability min(drowning_follows/follows, 1), pages from the mailbox as it is)"),
+		"drowning readers: pull (posts written to no mailbox or feed of theirs, pages read by pull) or lossy (Bluesky's: a post written with probability min(drowning_follows/follows, 1), pages from the mailbox or feed as it is)"),
 }
 
 // DrowningFrom is the Drowning of a model opened through the registry
@@ -86,9 +90,9 @@ func DrowningFrom(cfg registry.Config) Drowning {
 	return Drowning{Follows: cfg.Int(OptionDrowningFollows), Mode: cfg.Choice(OptionDrowning)}
 }
 
-// check reports a Drowning its options do not take, as a
-// *registry.OptionError.
-func (d Drowning) check(model string) error {
+// Check reports a Drowning its options do not take, as a
+// *registry.OptionError naming model.
+func (d Drowning) Check(model string) error {
 	if err := DrowningOptions[0].Check(model, d.Follows); err != nil {
 		return err
 	}
@@ -104,6 +108,9 @@ func (d Drowning) resolved() Drowning {
 
 // On reports whether the option is on.
 func (d Drowning) On() bool { return d.Follows > 0 }
+
+// Pulls reports whether the option is on under DrowningPull.
+func (d Drowning) Pulls() bool { return d.On() && d.resolved().Mode == DrowningPull }
 
 // keepSQL is the SQL expression of a reader's keep, given their followee
 // count: 0 under DrowningPull, else min(Follows/count, 1) in 65,536ths.
@@ -136,8 +143,7 @@ type DrowningReaders struct {
 
 	mu     sync.Mutex
 	loaded time.Time
-	ids    []timeline.UserID // ascending
-	keeps  []int
+	list   *DrowningList
 }
 
 // NewDrowningReaders returns the copy of db's drowning_readers under d
@@ -149,8 +155,9 @@ func NewDrowningReaders(db *sql.DB, d Drowning) *DrowningReaders {
 	return &DrowningReaders{Drowning: d.resolved(), db: db}
 }
 
-// invalidate makes the next Filter read the table again.
-func (r *DrowningReaders) invalidate() {
+// Invalidate makes the next Read read the table again: after a write
+// of this process marked a reader (Drowning.Mark).
+func (r *DrowningReaders) Invalidate() {
 	if r == nil {
 		return
 	}
@@ -159,63 +166,119 @@ func (r *DrowningReaders) invalidate() {
 	r.mu.Unlock()
 }
 
-// Filter returns the condition a fan-out statement adds to its WHERE
-// clause so that follower (a column of the follower's id) is written
-// message (a column, or an id written out) only as the option says: ""
-// when it is off or no reader is drowning. Under DrowningPull the
-// drowning readers are left out (NOT IN); under DrowningLossy each is
-// written when CRC32 of "message:follower" modulo 65,536 is below their
-// keep (LossyKeeps is the same test in Go).
-func (r *DrowningReaders) Filter(ctx context.Context, follower, message string) (string, error) {
+// Read returns the drowning readers as the copy has them, read again
+// from the table when older than DrowningRefresh: nil when the option is
+// off (r is nil). One fan-out reads the list once, so that its
+// statements agree on who is drowning.
+func (r *DrowningReaders) Read(ctx context.Context) (*DrowningList, error) {
 	if r == nil || !r.On() {
-		return "", nil
+		return nil, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if time.Since(r.loaded) > DrowningRefresh {
 		var ids []timeline.UserID
 		var keeps []int
-		rows, err := r.db.QueryContext(ctx, `SELECT user_id, keep FROM drowning_readers ORDER BY user_id`)
+		err := reconcile.ScanInts(ctx, r.db, `SELECT user_id, keep FROM drowning_readers ORDER BY user_id`, 2, func(v []int64) {
+			ids, keeps = append(ids, timeline.UserID(v[0])), append(keeps, int(v[1]))
+		})
 		if err != nil {
-			return "", fmt.Errorf("read drowning readers: %w", err)
+			return nil, fmt.Errorf("read drowning readers: %w", err)
 		}
-		for rows.Next() {
-			var u timeline.UserID
-			var k int
-			if err := rows.Scan(&u, &k); err != nil {
-				rows.Close()
-				return "", fmt.Errorf("read drowning readers: %w", err)
-			}
-			ids, keeps = append(ids, u), append(keeps, k)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return "", fmt.Errorf("read drowning readers: %w", err)
-		}
-		r.ids, r.keeps, r.loaded = ids, keeps, time.Now()
+		r.list = &DrowningList{mode: r.Mode, ids: ids, keeps: keeps, sql: string(mysqlx.AppendList(nil, ids))}
+		r.loaded = time.Now()
 	}
-	if len(r.ids) == 0 {
-		return "", nil
+	return r.list, nil
+}
+
+// Filter is Read's list's Filter.
+func (r *DrowningReaders) Filter(ctx context.Context, follower, message string) (string, error) {
+	l, err := r.Read(ctx)
+	return l.Filter(follower, message), err
+}
+
+// DrowningList is one reading of the drowning readers
+// (DrowningReaders.Read), immutable. Its methods take a nil list as none.
+type DrowningList struct {
+	mode  string
+	ids   []timeline.UserID // ascending
+	keeps []int
+	sql   string // ids, comma-separated
+}
+
+// Writes reports whether a fan-out under the list writes message id to
+// reader: whether DrowningList.Filter keeps them, in Go.
+func (l *DrowningList) Writes(id timeline.MessageID, reader timeline.UserID) bool {
+	if l == nil {
+		return true
 	}
-	list := string(mysqlx.AppendList(nil, r.ids))
-	if r.Mode != DrowningLossy {
-		return ` AND ` + follower + ` NOT IN (` + list + `)`, nil
+	i, ok := slices.BinarySearch(l.ids, reader)
+	switch {
+	case !ok:
+		return true
+	case l.mode != DrowningLossy:
+		return false
+	}
+	return LossyKeeps(id, reader, l.keeps[i])
+}
+
+// Has reports whether user is listed.
+func (l *DrowningList) Has(user timeline.UserID) bool {
+	if l == nil {
+		return false
+	}
+	_, ok := slices.BinarySearch(l.ids, user)
+	return ok
+}
+
+// Len returns how many readers are listed.
+func (l *DrowningList) Len() int {
+	if l == nil {
+		return 0
+	}
+	return len(l.ids)
+}
+
+// In returns the SQL condition that column (a reader's id) is listed:
+// FALSE when no one is.
+func (l *DrowningList) In(column string) string {
+	if l == nil || len(l.ids) == 0 {
+		return `FALSE`
+	}
+	return column + ` IN (` + l.sql + `)`
+}
+
+// Filter returns the condition a fan-out statement adds to its WHERE
+// clause so that follower (a column of the follower's id) is written
+// message (a column, or an id written out) only as the option says: ""
+// when no reader is drowning. Under DrowningPull the drowning readers are
+// left out (NOT IN); under DrowningLossy each is written when CRC32 of
+// "message:follower" modulo 65,536 is below their keep (LossyKeeps is the
+// same test in Go).
+func (l *DrowningList) Filter(follower, message string) string {
+	if l == nil || len(l.ids) == 0 {
+		return ""
+	}
+	if l.mode != DrowningLossy {
+		return ` AND ` + follower + ` NOT IN (` + l.sql + `)`
 	}
 	var keeps []byte
-	for i, k := range r.keeps {
+	for i, k := range l.keeps {
 		if i > 0 {
 			keeps = append(keeps, ',')
 		}
 		keeps = strconv.AppendInt(keeps, int64(k), 10)
 	}
-	return ` AND (` + follower + ` NOT IN (` + list + `) OR CRC32(CONCAT(` + message + `, ':', ` + follower + `)) % ` +
-		strconv.Itoa(keepScale) + ` < ELT(FIELD(` + follower + `, ` + list + `), ` + string(keeps) + `))`, nil
+	return ` AND (` + follower + ` NOT IN (` + l.sql + `) OR CRC32(CONCAT(` + message + `, ':', ` + follower + `)) % ` +
+		strconv.Itoa(keepScale) + ` < ELT(FIELD(` + follower + `, ` + l.sql + `), ` + string(keeps) + `))`
 }
 
-// markDrowning adds every reader who follows more than Follows authors to
+// Mark adds every reader who follows more than Follows authors to
 // drowning_readers, or sets their keep again; only user's follows when
-// user is not 0.
-func (d Drowning) markDrowning(ctx context.Context, q interface {
+// user is not 0. It reports whether it changed a row. A follow marks its
+// follower in its own transaction; a store marks everyone when it opens,
+// and when it is primed after a bulk load.
+func (d Drowning) Mark(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, user timeline.UserID) (bool, error) {
 	if !d.On() {
@@ -280,35 +343,71 @@ func (s *Store) Drowning() Drowning { return s.drowning }
 // who follows more than Drowning.Follows authors becomes a drowning
 // reader, as after a bulk load of the follows, which Open saw empty.
 func (s *Store) Prime(ctx context.Context, _ []timeline.UserID) error {
-	if _, err := s.drowning.markDrowning(ctx, s.db, 0); err != nil {
+	if _, err := s.drowning.Mark(ctx, s.db, 0); err != nil {
 		return fmt.Errorf("push: mark drowning readers: %w", err)
 	}
-	s.drowningSet.invalidate()
+	s.drowningSet.Invalidate()
 	return nil
+}
+
+// PullDrowning returns read, for a model built on the store that reads
+// its own view: under DrowningPull, the page of a reader PullsDrowning
+// reports is read by pull (readDrowning), and read's otherwise.
+func (s *Store) PullDrowning(read timeline.Reader) timeline.Reader {
+	if !s.drowning.Pulls() {
+		return read
+	}
+	return func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+		pulled, err := s.PullsDrowning(ctx, r.User)
+		if err != nil {
+			return nil, err
+		}
+		if pulled {
+			return s.readDrowning(ctx, r)
+		}
+		return read(ctx, r)
+	}
+}
+
+// PullsDrowning reports whether PullDrowning reads user's pages by pull:
+// the option is DrowningPull and the store's copy of drowning_readers
+// lists them. The copy is read again every DrowningRefresh, so a reader
+// whom another process made drowning has their pages read from the view,
+// short of that process's posts to them, for at most that long.
+func (s *Store) PullsDrowning(ctx context.Context, user timeline.UserID) (bool, error) {
+	if !s.drowning.Pulls() {
+		return false, nil
+	}
+	list, err := s.drowningSet.Read(ctx)
+	return list.Has(user), err
 }
 
 // DrowningReaders returns the store's copy of its drowning readers, for
 // fan-out workers of its database (nil with the option off).
 func (s *Store) DrowningReaders() *DrowningReaders { return s.drowningSet }
 
-// PulledPages returns how many pages of drowning readers were read by
-// pull (DrowningPull).
-func (s *Store) PulledPages() int64 { return s.pulled.Pages() }
+// PulledPages returns how many pages of drowning readers the merge read
+// (DrowningPuller).
+func (s *Store) PulledPages() int64 { return s.puller.MergedPages() }
 
-// newDrowningPull is the fallback reader of a DrowningPull store's
-// drowning readers: the pull merge over push's follows and messages.
-func newDrowningPull(db *sql.DB, pages *sqlread.PageCount) sqlread.Reader {
-	return sqlread.Merge{}.NewReader(sqlread.Env{DB: db, Pages: pages})
+// ScannedPages returns how many pages of drowning readers the scan of
+// the newest messages served (DrowningPuller).
+func (s *Store) ScannedPages() int64 { return s.puller.ScannedPages() }
+
+// readDrowning reads a page of a DrowningPull reader by pull.
+func (s *Store) readDrowning(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+	return s.puller.Read(ctx, r)
 }
 
 // DrowningScan is how many message ids per entry of a page a drowning
 // reader's read scans, newest first, before it falls back to the merge
-// (Store.readDrowning).
+// (DrowningPuller).
 const DrowningScan = 64
 
-// readDrowning reads a page of a DrowningPull reader by pull. A reader
+// DrowningPuller reads the pages of DrowningPull readers by pull, from
+// the follows and messages tables of push's and pull's schemas. A reader
 // who follows a large share of the authors finds their page among the
-// newest messages of everyone: it scans the messages' primary key down
+// newest messages of everyone: Read scans the messages' primary key down
 // from the cursor and keeps those whose author the reader follows (one
 // probe of the follows' primary key each), in one statement, over a
 // window of DrowningScan ids per entry of the page. That reads about
@@ -316,22 +415,39 @@ const DrowningScan = 64
 // where the merge reads one head per followee first (1,999 for a reader
 // of everyone at scale 0.2, 4,105 rows a page in all). When the window
 // holds fewer than a page of theirs (and does not reach the first
-// message), the page is the merge's.
-func (s *Store) readDrowning(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+// message), the page is the merge's (sqlread.Merge).
+type DrowningPuller struct {
+	db     *sql.DB
+	merge  sqlread.Reader
+	merged *sqlread.PageCount
+	// scanPerEntry is DrowningScan (tests set less).
+	scanPerEntry int
+	scanned      atomic.Int64
+}
+
+// NewDrowningPuller returns the reader by pull of db's drowning readers.
+func NewDrowningPuller(db *sql.DB) *DrowningPuller {
+	merged := &sqlread.PageCount{}
+	return &DrowningPuller{db: db, merged: merged, scanPerEntry: DrowningScan,
+		merge: sqlread.Merge{}.NewReader(sqlread.Env{DB: db, Pages: merged})}
+}
+
+// Read reads r's page by pull.
+func (p *DrowningPuller) Read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
 	upper := uint64(r.Before)
 	if upper == 0 {
 		var newest sql.NullInt64
-		if err := s.db.QueryRowContext(ctx, `SELECT MAX(id) FROM messages`).Scan(&newest); err != nil {
+		if err := p.db.QueryRowContext(ctx, `SELECT MAX(id) FROM messages`).Scan(&newest); err != nil {
 			return nil, err
 		}
 		upper = uint64(newest.Int64) + 1
 	}
-	window := uint64(s.scanPerEntry * r.Fetch())
+	window := uint64(p.scanPerEntry * r.Fetch())
 	lower := uint64(0)
 	if upper > window {
 		lower = upper - window
 	}
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := p.db.QueryContext(ctx,
 		`SELECT STRAIGHT_JOIN m.id, m.author_id, m.body, m.created_at
 		 FROM messages m JOIN follows f ON f.follower_id = ? AND f.followee_id = m.author_id
 		 WHERE m.id < ? AND m.id >= ? ORDER BY m.id DESC LIMIT ?`, r.User, upper, lower, r.Fetch())
@@ -340,16 +456,18 @@ func (s *Store) readDrowning(ctx context.Context, r timeline.Request) ([]timelin
 	}
 	msgs, err := mysqlx.ScanMessages(rows, r.Fetch())
 	if err != nil || len(msgs) == r.Fetch() || lower == 0 {
-		s.scanned.Add(1)
+		p.scanned.Add(1)
 		return msgs, err
 	}
-	return s.pull.Read(ctx, r)
+	return p.merge.Read(ctx, r)
 }
 
-// ScannedPages returns how many pages of drowning readers the scan of
-// the newest messages served (Store.readDrowning); PulledPages those the
-// merge did.
-func (s *Store) ScannedPages() int64 { return s.scanned.Load() }
+// ScannedPages returns how many pages the scan of the newest messages
+// served; MergedPages those the merge did.
+func (p *DrowningPuller) ScannedPages() int64 { return p.scanned.Load() }
+
+// MergedPages returns how many pages the merge read.
+func (p *DrowningPuller) MergedPages() int64 { return p.merged.Pages() }
 
 // LossyKeep is the keep of a DrowningLossy reader who follows followees
 // authors: min(Follows/followees, 1) in 65,536ths, as the store computes
@@ -366,42 +484,76 @@ func LossyKeeps(id timeline.MessageID, reader timeline.UserID, keep int) bool {
 	return int(h%keepScale) < keep
 }
 
-// Rule returns inner, for reconcile, with the drowning readers' mailboxes
-// allowed to lack any message (May): under DrowningPull they are not
-// read, under DrowningLossy they hold what the loss factor kept. With the
-// option off it is inner.
+// Rule returns inner, for reconcile, with the drowning readers'
+// mailboxes as the option leaves them: under DrowningPull a drowning
+// reader's mailbox may lack any message (their pages are read by pull);
+// under DrowningLossy it must hold each message inner requires whose hash
+// LossyKeeps keeps at the reader's keep now, and may lack the others.
+// What inner forbids stays forbidden. With the option off it is inner.
+//
+// A keep only falls while a reader is drowning (a follow sets it again
+// from more followees), so a message kept at today's keep was kept when
+// it was posted; a reader who unfollowed many authors and then followed
+// one more has a higher keep than their older posts had, and reconcile
+// reports those posts missing, which a repair writes.
 func (d Drowning) Rule(inner Rule) Rule {
 	if !d.On() {
 		return inner
 	}
-	return drowningRule{inner}
+	return drowningRule{Rule: inner, d: d.resolved()}
 }
 
-type drowningRule struct{ Rule }
+type drowningRule struct {
+	Rule
+	d Drowning
+}
 
-// Load implements Rule: inner's state, and which of users are drowning.
+// Load implements Rule: inner's state, and which of users are drowning,
+// with their keeps.
 func (r drowningRule) Load(ctx context.Context, q reconcile.Querier, users []timeline.UserID, lock bool) (RuleState, error) {
 	inner, err := r.Rule.Load(ctx, q, users, lock)
 	if err != nil {
 		return nil, err
 	}
-	st := drowningState{RuleState: inner, members: map[timeline.UserID]bool{}}
-	query := `SELECT user_id FROM drowning_readers WHERE user_id IN (` + string(mysqlx.AppendList(nil, users)) + `)`
+	keeps, err := DrowningKeeps(ctx, q, users, lock)
+	return drowningState{RuleState: inner, d: r.d, keeps: keeps}, err
+}
+
+// DrowningKeeps returns the drowning readers among users, with their
+// keeps, read under a shared lock if lock.
+func DrowningKeeps(ctx context.Context, q reconcile.Querier, users []timeline.UserID, lock bool) (map[timeline.UserID]int, error) {
+	keeps := map[timeline.UserID]int{}
+	if len(users) == 0 {
+		return keeps, nil
+	}
+	query := `SELECT user_id, keep FROM drowning_readers WHERE user_id IN (` + string(mysqlx.AppendList(nil, users)) + `)`
 	if lock {
 		query += ` LOCK IN SHARE MODE`
 	}
-	err = reconcile.ScanInts(ctx, q, query, 1, func(v []int64) { st.members[timeline.UserID(v[0])] = true })
-	return st, err
+	err := reconcile.ScanInts(ctx, q, query, 2, func(v []int64) { keeps[timeline.UserID(v[0])] = int(v[1]) })
+	return keeps, err
+}
+
+// Requires reports whether the view of user must hold message id that the
+// design's own rule requires, given the drowning readers' keeps
+// (DrowningKeeps): always for a reader who is not drowning; under
+// DrowningLossy when LossyKeeps keeps it at their keep; never under
+// DrowningPull.
+func (d Drowning) Requires(keeps map[timeline.UserID]int, user timeline.UserID, id timeline.MessageID) bool {
+	keep, drowning := keeps[user]
+	return !drowning || (d.resolved().Mode == DrowningLossy && LossyKeeps(id, user, keep))
 }
 
 type drowningState struct {
 	RuleState
-	members map[timeline.UserID]bool
+	d     Drowning
+	keeps map[timeline.UserID]int // the drowning readers among the users
 }
 
 func (s drowningState) Want(user, author timeline.UserID, id timeline.MessageID) Want {
-	if s.members[user] {
-		return May
+	want := s.RuleState.Want(user, author, id)
+	if want != Must || s.d.Requires(s.keeps, user, id) {
+		return want
 	}
-	return s.RuleState.Want(user, author, id)
+	return May
 }

@@ -24,34 +24,6 @@ func openDrowning(t testing.TB, d push.Drowning) *push.Store {
 	return s
 }
 
-// TestDrowningPullConformance runs the contract with every reader who
-// follows more than one author drowning: their pages come by pull, and
-// must be what push's would be.
-func TestDrowningPullConformance(t *testing.T) {
-	timelinetest.Run(t, func(t *testing.T) timeline.Store {
-		return openDrowning(t, push.Drowning{Follows: 1, Mode: push.DrowningPull})
-	})
-}
-
-// mailboxRows counts user's mailbox rows.
-func mailboxRows(t testing.TB, s *push.Store, user timeline.UserID) []timeline.MessageID {
-	t.Helper()
-	rows, err := s.DB().Query(`SELECT message_id FROM mailbox WHERE user_id = ? ORDER BY message_id DESC`, user)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var ids []timeline.MessageID
-	for rows.Next() {
-		var id timeline.MessageID
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	return ids
-}
-
 // drowningScene has reader 100 follow authors 1..5 and reader 101 follow
 // authors 1 and 2, then each author post perAuthor messages, on s and on
 // the memory store.
@@ -71,32 +43,6 @@ func drowningScene(t *testing.T, s timeline.Store, perAuthor int) *timeline.Memo
 		}
 	}
 	return mem
-}
-
-// TestDrowningPullWritesNoRowsAndPagesComplete: with drowning_follows 3,
-// reader 100 (5 followees) gets no mailbox row for any post, reader 101
-// (2) gets every one of theirs, and both read every page as the memory
-// store does, 100 by pull.
-func TestDrowningPullWritesNoRowsAndPagesComplete(t *testing.T) {
-	s := openDrowning(t, push.Drowning{Follows: 3, Mode: push.DrowningPull})
-	mem := drowningScene(t, s, 8)
-	if got := mailboxRows(t, s, 100); len(got) != 0 {
-		t.Errorf("drowning reader's mailbox holds %d rows of posts made after they drowned, want 0", len(got))
-	}
-	if got := mailboxRows(t, s, 101); len(got) != 16 {
-		t.Errorf("reader of 2 authors' mailbox holds %d rows, want 16", len(got))
-	}
-	for _, u := range []timeline.UserID{100, 101} {
-		for _, limit := range []int{3, 20} {
-			got, want := timelinetest.WalkIDs(t, s, u, limit), timelinetest.WalkIDs(t, mem, u, limit)
-			if !slices.Equal(got, want) {
-				t.Errorf("reader %d, pages of %d: got %v, want %v", u, limit, got, want)
-			}
-		}
-	}
-	if s.ScannedPages() == 0 {
-		t.Error("no page was read by the scan of the newest messages")
-	}
 }
 
 // TestDrowningPullFallsBackToMerge: when the newest messages within the
@@ -123,38 +69,6 @@ func TestDrowningPullFallsBackToMerge(t *testing.T) {
 	}
 	if s.ScannedPages() == scanned {
 		t.Error("no page was served by the scan (the older pages' windows hold theirs)")
-	}
-}
-
-// TestDrowningLossyWritesByLossFactor: with drowning_follows 2 under
-// lossy, reader 100 (5 followees, loss factor 2/5) gets exactly the posts
-// LossyKeeps picks, fewer than all, and reads exactly those; reader 101
-// gets every post of theirs.
-func TestDrowningLossyWritesByLossFactor(t *testing.T) {
-	d := push.Drowning{Follows: 2, Mode: push.DrowningLossy}
-	s := openDrowning(t, d)
-	mem := drowningScene(t, s, 40)
-	all := timelinetest.WalkIDs(t, mem, 100, 0)
-	var want []timeline.MessageID
-	for _, id := range all {
-		if push.LossyKeeps(id, 100, d.LossyKeep(5)) {
-			want = append(want, id)
-		}
-	}
-	got := mailboxRows(t, s, 100)
-	// The follows backfilled nothing (they came first), so every row is
-	// a post's.
-	if !slices.Equal(got, want) {
-		t.Fatalf("lossy mailbox: got %d rows %v, want the %d LossyKeeps picks %v", len(got), got, len(want), want)
-	}
-	if n := len(want); n == 0 || n >= len(all) {
-		t.Fatalf("loss factor 2/5 kept %d of %d posts: want some and not all", n, len(all))
-	}
-	if page := timelinetest.WalkIDs(t, s, 100, 7); !slices.Equal(page, want) {
-		t.Errorf("lossy reader's pages: got %v, want the mailbox %v", page, want)
-	}
-	if got, want := len(mailboxRows(t, s, 101)), 80; got != want {
-		t.Errorf("reader of 2 authors: %d rows, want %d", got, want)
 	}
 }
 

@@ -2,4 +2,4 @@ package push
 
 // SetDrowningScan sets how many ids per entry of a page a drowning
 // reader's scan reads before it falls back to the merge.
-func SetDrowningScan(s *Store, perEntry int) { s.scanPerEntry = perEntry }
+func SetDrowningScan(s *Store, perEntry int) { s.puller.scanPerEntry = perEntry }

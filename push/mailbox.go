@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
@@ -60,6 +61,24 @@ func FanOut(ctx context.Context, tx *sql.Tx, id timeline.MessageID, author timel
 	res, err := tx.ExecContext(ctx,
 		`INSERT INTO mailbox (user_id, message_id)
 		 SELECT follower_id, ? FROM follows WHERE followee_id = ?`,
+		id, author)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// FanOutTo is FanOut with the drowning readers of list written to as
+// its option says (DrowningList.Filter); FanOut itself when list is nil
+// or empty.
+func FanOutTo(ctx context.Context, tx *sql.Tx, id timeline.MessageID, author timeline.UserID, list *DrowningList) (int64, error) {
+	filter := list.Filter("follower_id", strconv.FormatUint(uint64(id), 10))
+	if filter == "" {
+		return FanOut(ctx, tx, id, author)
+	}
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO mailbox (user_id, message_id)
+		 SELECT follower_id, ? FROM follows WHERE followee_id = ?`+filter,
 		id, author)
 	if err != nil {
 		return 0, err

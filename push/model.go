@@ -2,6 +2,7 @@ package push
 
 import (
 	"context"
+	"slices"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/registry"
@@ -22,6 +23,13 @@ func DrowningConfigFrom(cfg registry.Config) Config {
 	c := ConfigFrom(cfg)
 	c.Drowning = DrowningFrom(cfg)
 	return c
+}
+
+// WithDrowning returns opts and DrowningOptions, for the Options of a
+// model built on push's tables that declares the drowning readers' options
+// (and opens its push.Config with DrowningConfigFrom).
+func WithDrowning(opts []registry.Option) []registry.Option {
+	return append(slices.Clip(opts), DrowningOptions...)
 }
 
 // ModelName is the push model's name in package registry.
@@ -51,6 +59,7 @@ func init() {
 		Database:  DefaultCompressedDatabase,
 		Needs:     registry.MariaDB,
 		Summary:   "push with the mailbox in compressed InnoDB pages (PAGE_COMPRESSED): less disk for CPU on page writes and reads",
+		Options:   DrowningOptions,
 		Open:      openCompressed,
 		Bench:     registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 		Work:      Work,

@@ -12,13 +12,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/record"
-	"github.com/pushpull/pushpull/pull/sqlread"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -56,8 +53,10 @@ type Config struct {
 	VtgateStatus string
 	// Drowning is what posts and reads do for the readers who follow far
 	// more authors than anyone else; the zero value treats them as
-	// everyone else. Push and push-async take it; the models built on
-	// push's tables with rules of their own leave it zero.
+	// everyone else. Store's own Post and Timeline apply it; a model
+	// built on the store applies it to its own fan-out (FanOutTo, or
+	// DrowningReaders' list in its statement) and reads (PullDrowning),
+	// and the store marks the drowning readers either way.
 	Drowning Drowning
 }
 
@@ -70,16 +69,11 @@ type Store struct {
 	codec *timeline.CursorCodec
 	now   func() time.Time
 	guard *schema.HookGuard
-	// drowning is Config.Drowning; pull reads the pages of its
-	// DrowningPull readers, pulled counts them.
+	// drowning is Config.Drowning; puller reads the pages of its
+	// DrowningPull readers.
 	drowning    Drowning
 	drowningSet *DrowningReaders
-	pull        sqlread.Reader
-	pulled      *sqlread.PageCount
-	// scanPerEntry is DrowningScan (tests set less); scanned counts
-	// the pages readDrowning's scan served.
-	scanPerEntry int
-	scanned      atomic.Int64
+	puller      *DrowningPuller
 }
 
 var _ timeline.Store = (*Store)(nil)
@@ -91,7 +85,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cfg.Database = DefaultDatabase
 	}
 	cfg.Drowning = cfg.Drowning.resolved()
-	if err := cfg.Drowning.check(ModelName); err != nil {
+	if err := cfg.Drowning.Check(ModelName); err != nil {
 		return nil, fmt.Errorf("open push store: %w", err)
 	}
 	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns})
@@ -115,14 +109,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open push store: %w", err)
 	}
-	if _, err := cfg.Drowning.markDrowning(ctx, db, 0); err != nil {
+	if _, err := cfg.Drowning.Mark(ctx, db, 0); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open push store: mark drowning readers: %w", err)
 	}
-	pulled := &sqlread.PageCount{}
 	return &Store{Reader: record.Reader{DB: db, Codec: codec}, db: db, codec: codec, now: time.Now, guard: guard,
-		drowning: cfg.Drowning, drowningSet: NewDrowningReaders(db, cfg.Drowning), pull: newDrowningPull(db, pulled), pulled: pulled,
-		scanPerEntry: DrowningScan}, nil
+		drowning: cfg.Drowning, drowningSet: NewDrowningReaders(db, cfg.Drowning), puller: NewDrowningPuller(db)}, nil
 }
 
 // WriteGuard implements schema.Guarded: the guard of the store's writes,
@@ -140,17 +132,10 @@ func (s *Store) DB() *sql.DB { return s.db }
 // together.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	return s.Writes(ModelName).Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
-		filter, err := s.drowningSet.Filter(ctx, "follower_id", strconv.FormatUint(uint64(msg.ID), 10))
-		if err != nil || filter == "" {
-			if err == nil {
-				_, err = FanOut(ctx, tx, msg.ID, author)
-			}
-			return err
+		list, err := s.drowningSet.Read(ctx)
+		if err == nil {
+			_, err = FanOutTo(ctx, tx, msg.ID, author, list)
 		}
-		_, err = tx.ExecContext(ctx,
-			`INSERT INTO mailbox (user_id, message_id)
-			 SELECT follower_id, ? FROM follows WHERE followee_id = ?`+filter,
-			msg.ID, author)
 		return err
 	})
 }
@@ -169,17 +154,27 @@ func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.
 // together; a follow that takes the follower past Drowning.Follows makes
 // them a drowning reader in the same transaction.
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
+	return s.FollowMarking(ctx, ModelName, follower, followee, func(tx *sql.Tx) error {
+		_, err := Backfill(ctx, tx, follower, followee, 0)
+		return err
+	})
+}
+
+// FollowMarking is the frame of a follow of a model built on the store
+// (Writes(model).Follow, with fill), in whose transaction a follow that
+// takes the follower past Drowning.Follows makes them a drowning reader.
+func (s *Store) FollowMarking(ctx context.Context, model string, follower, followee timeline.UserID, fill func(*sql.Tx) error) error {
 	var marked bool
-	err := s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
-		if _, err := Backfill(ctx, tx, follower, followee, 0); err != nil {
+	err := s.Writes(model).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
+		if err := fill(tx); err != nil {
 			return err
 		}
 		var err error
-		marked, err = s.drowning.markDrowning(ctx, tx, follower)
+		marked, err = s.drowning.Mark(ctx, tx, follower)
 		return err
 	})
-	if marked {
-		s.drowningSet.invalidate() // read again, now that it is committed
+	if marked && err == nil {
+		s.drowningSet.Invalidate() // read again, now that it is committed
 	}
 	return err
 }

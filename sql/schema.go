@@ -59,19 +59,19 @@ const (
 func Files(m Model) ([]string, error) {
 	switch m {
 	case Push:
-		return []string{"common.sql", "push.sql", "fanout_jobs.sql"}, nil
+		return []string{"common.sql", "push.sql", "drowning.sql", "fanout_jobs.sql"}, nil
 	case Pull:
 		return []string{"common.sql", "pull.sql"}, nil
 	case PushCapped:
-		return []string{"common.sql", "push.sql", "fanout_jobs.sql", "push_capped.sql"}, nil
+		return []string{"common.sql", "push.sql", "drowning.sql", "fanout_jobs.sql", "push_capped.sql"}, nil
 	case PushActive:
-		return []string{"common.sql", "push.sql", "fanout_jobs.sql", "push_active.sql"}, nil
+		return []string{"common.sql", "push.sql", "drowning.sql", "fanout_jobs.sql", "push_active.sql"}, nil
 	case PushCompressed:
-		return []string{"common.sql", "push_compressed.sql"}, nil
+		return []string{"common.sql", "push_compressed.sql", "drowning.sql"}, nil
 	case Hybrid:
-		return []string{"common.sql", "push.sql", "fanout_jobs.sql", "hybrid.sql"}, nil
+		return []string{"common.sql", "push.sql", "drowning.sql", "fanout_jobs.sql", "hybrid.sql"}, nil
 	case Selective:
-		return []string{"common.sql", "push.sql", "fanout_jobs.sql", "selective.sql"}, nil
+		return []string{"common.sql", "push.sql", "drowning.sql", "fanout_jobs.sql", "selective.sql"}, nil
 	case PushVitess, PullVitess:
 		return []string{"common.sql", "vitess.sql", "fanout_jobs.sql"}, nil
 	}
@@ -218,6 +218,27 @@ func Apply(ctx context.Context, db *sql.DB, m Model, opts Options) error {
 	// Not REPLACE, which vtgate does not run on a sharded keyspace.
 	if _, err := db.ExecContext(ctx, `INSERT INTO pushpull_meta (name, value) VALUES ('model', ?), ('schema_version', ?) ON DUPLICATE KEY UPDATE value = VALUES(value)`, string(m), version); err != nil {
 		return fmt.Errorf("apply %s schema: %w", m, err)
+	}
+	return nil
+}
+
+// ApplyDrowning creates the drowning readers' table (drowning.sql, part
+// of every model on push's tables) in db's current database if it is
+// missing: for a model that keeps another model's schema and wants the
+// table only when its option asks for it (push-redis, on pull's).
+func ApplyDrowning(ctx context.Context, db *sql.DB) error {
+	b, err := files.ReadFile("drowning.sql")
+	if err != nil {
+		return err
+	}
+	stmts, err := split(string(b))
+	if err != nil {
+		return err
+	}
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("create drowning_readers: %w", err)
+		}
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ type readerFlags struct {
 func (r *readerFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&r.drowning, "drowning", "", "add drowning readers: SHARE:FOLLOWEES, e.g. 1%:10000, that share of the users each following that many others drawn uniformly "+
 		"(scaled with --scale, at most everyone else); the probe reports their pages' completeness apart, and a phase reads their pages only. Options drowning_follows and drowning of "+
-		strings.Join(declaring("drowning_follows"), " and ")+" treat them otherwise")
+		strings.Join(declaring("drowning_follows"), ", ")+" treat them otherwise")
 	f.IntVar(&r.returning, "returning", 0, "add per model a returning-users study: this many dormant users, and as many steady ones, read; then for --absence the dormant read nothing while their followees post and the steady read on; "+
 		"then the first read of each after the absence (latency, rows, keys, CPU, completeness of the page against what they missed) against the steady reads. Give "+
 		strings.Join(declaring(loadgen.OptionWindow), " and ")+" a shorter --option "+loadgen.OptionWindow+". Not with --traffic-only")

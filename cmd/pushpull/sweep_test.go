@@ -26,7 +26,7 @@ func TestSweepBadInput(t *testing.T) {
 		{[]string{"--vary", "scale", "--values", "0.1", "--scale", "0.5"}, "leave out --scale"},
 		{[]string{"--vary", "read-share", "--values", "0.5,1.5"}, "between 0 and 1"},
 		{[]string{"--vary", "followers", "--values", "10", "--models", "nope"}, "nope"},
-		{[]string{"--vary", "option:treshold", "--values", "10", "--models", "hybrid"}, `unknown option "treshold" (valid: threshold)`},
+		{[]string{"--vary", "option:treshold", "--values", "10", "--models", "hybrid"}, `unknown option "treshold" (valid: drowning, drowning_follows, threshold)`},
 		{[]string{"--vary", "option:threshold", "--values", "10,0.5", "--models", "hybrid"}, `option threshold="0.5": want an integer`},
 	} {
 		args := append([]string{"sweep", "--out", out, "--dsn", "nobody@tcp(127.0.0.1:1)/"}, c.args...)

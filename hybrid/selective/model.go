@@ -32,7 +32,7 @@ func init() {
 		Database:  DefaultDatabase,
 		Needs:     registry.MariaDB,
 		Summary:   "push or pull per follow edge (Feeding Frenzy): pushed when the follower reads at least H/L times as often as the author posts, from decayed rates and measured costs (options h, l, halflife, flush, reads_per_post)",
-		Options:   options,
+		Options:   push.WithDrowning(options),
 		Work:      Work,
 		Reconcile: Checker,
 		Traits:    registry.Partial,
@@ -45,7 +45,7 @@ func init() {
 // set Config's fields.
 func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 	return Open(ctx, Config{
-		Config: push.ConfigFrom(cfg),
+		Config: push.DrowningConfigFrom(cfg),
 		H:      cfg.Float(OptionH), L: cfg.Float(OptionL),
 		HalfLife:     cfg.Duration(OptionHalfLife),
 		FlushEvery:   cfg.Int(OptionFlushEvery),

@@ -164,5 +164,5 @@ func Checker(s timeline.Store) (reconcile.Checker, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s reconcile: %T: %w", ModelName, s, push.ErrNotMine)
 	}
-	return push.MailboxChecker{DB: ss.DB(), Rule: Rule{}}, nil
+	return push.MailboxChecker{DB: ss.DB(), Rule: ss.Drowning().Rule(Rule{})}, nil
 }

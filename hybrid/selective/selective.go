@@ -303,12 +303,18 @@ func (s *Store) MailboxShape() registry.MailboxShape {
 }
 
 // Post implements timeline.Store: the message and its fan-out to the
-// author's pushed followers commit together; the post is counted.
+// author's pushed followers (drowning readers as push.Config.Drowning
+// says) commit together; the post is counted.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	msg, err := s.Writes(ModelName).Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
+		list, err := s.DrowningReaders().Read(ctx)
+		if err != nil {
+			return err
+		}
 		start := time.Now()
 		res, err := tx.ExecContext(ctx,
-			`INSERT INTO mailbox (user_id, message_id) SELECT user_id, ? FROM push_edges WHERE author_id = ?`,
+			`INSERT INTO mailbox (user_id, message_id) SELECT user_id, ? FROM push_edges WHERE author_id = ?`+
+				list.Filter("user_id", strconv.FormatUint(uint64(msg.ID), 10)),
 			msg.ID, author)
 		if err != nil {
 			return err
@@ -328,8 +334,10 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 // Follow implements timeline.Store: the follow row and the edge, decided
 // by the rates as of now, commit together; a pushed edge backfills the
 // followee's messages.
+// The follower is marked drowning in the same transaction when the follow
+// takes them past the drowning readers' count (push.Store.FollowMarking).
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	return s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
+	return s.FollowMarking(ctx, ModelName, follower, followee, func(tx *sql.Tx) error {
 		pushed, err := s.decide(ctx, tx, follower, followee)
 		if err != nil {
 			return err
@@ -681,11 +689,17 @@ func (s *Store) flip(ctx context.Context, follower, author timeline.UserID, toPu
 }
 
 // Timeline implements timeline.Store: the mailbox range merged with the
-// reader's pulled authors' messages; a newest page is counted as a read.
+// reader's pulled authors' messages (a drowning reader's page by pull
+// under push.DrowningPull, push.Store.PullDrowning); a newest page is
+// counted as a read, but for a drowning reader's read by pull.
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
-	p, err := s.Page(ctx, ModelName, user, q, s.read)
+	p, err := s.Page(ctx, ModelName, user, q, s.PullDrowning(s.read))
 	if err == nil && q.Before == "" {
-		s.count(user, counts{reads: 1})
+		// A page read by pull reads no edge: it does not make the
+		// reader's edges pushed.
+		if pulled, _ := s.PullsDrowning(ctx, user); !pulled {
+			s.count(user, counts{reads: 1})
+		}
 	}
 	return p, err
 }

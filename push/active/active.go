@@ -248,7 +248,8 @@ func (s *Store) refresh() int64 { return max(1, s.window.Microseconds()/16) }
 
 // Post implements timeline.Store: expiry first when it is due, then, in
 // one transaction, the message, the count of its author's followers and
-// the fan-out to those of them that are active.
+// the fan-out to those of them that are active (drowning readers as
+// push.Config.Drowning says).
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	if err := timeline.CheckPost(author, body); err != nil {
 		return timeline.Message{}, err // before expiry: a bad post writes nothing
@@ -262,13 +263,17 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 			`SELECT COUNT(*) FROM follows WHERE followee_id = ? LOCK IN SHARE MODE`, author).Scan(&followers); err != nil {
 			return err
 		}
+		list, err := s.DrowningReaders().Read(ctx)
+		if err != nil {
+			return err
+		}
 		// Follows first (STRAIGHT_JOIN): the author's range of the
 		// followee index, then each follower's state row, read under a
 		// shared lock that a flag change must wait for.
 		res, err := tx.ExecContext(ctx,
 			`INSERT INTO mailbox (user_id, message_id)
 			 SELECT STRAIGHT_JOIN f.follower_id, ? FROM follows f JOIN reader_state r ON r.user_id = f.follower_id
-			 WHERE f.followee_id = ? AND r.active = 1 AND r.floor_id <= ?`,
+			 WHERE f.followee_id = ? AND r.active = 1 AND r.floor_id <= ?`+list.Filter("f.follower_id", strconv.FormatUint(uint64(msg.ID), 10)),
 			msg.ID, author, msg.ID)
 		if err != nil {
 			return err
@@ -299,8 +304,10 @@ func lockState(ctx context.Context, tx *sql.Tx, user timeline.UserID) (active bo
 // Follow implements timeline.Store: the follow row and, if the follower is
 // active, the backfill of the followee's messages at or above the
 // follower's floor commit together.
+// The follower is marked drowning in the same transaction when the follow
+// takes them past the drowning readers' count (push.Store.FollowMarking).
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	return s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
+	return s.FollowMarking(ctx, ModelName, follower, followee, func(tx *sql.Tx) error {
 		active, floor, err := lockState(ctx, tx, follower)
 		if err != nil || !active {
 			return err // an inactive mailbox is rebuilt before it is read
@@ -336,9 +343,11 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 
 // Timeline implements timeline.Store: the reader is made active (a
 // rebuild if they were not), then the page is read from the mailbox and,
-// below the floor, from the pull merge.
+// below the floor, from the pull merge. A drowning reader under
+// push.DrowningPull reads by pull (push.Store.PullDrowning), and is
+// neither made active nor rebuilt.
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
-	return s.Page(ctx, ModelName, user, q, s.read)
+	return s.Page(ctx, ModelName, user, q, s.PullDrowning(s.read))
 }
 
 func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {

@@ -30,7 +30,7 @@ func init() {
 		Database:  DefaultDatabase,
 		Needs:     registry.MariaDB,
 		Summary:   fmt.Sprintf("push to the followers who read within %d days (option window) only; an inactive reader's next read rebuilds their mailbox by pull", DefaultWindow/(24*time.Hour)),
-		Options:   options,
+		Options:   push.WithDrowning(options),
 		Traits:    registry.Partial,
 		Work:      Work,
 		Reconcile: Checker,
@@ -44,7 +44,7 @@ func init() {
 // Config.ActiveReads.
 func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 	return Open(ctx, Config{
-		Config: push.ConfigFrom(cfg),
+		Config: push.DrowningConfigFrom(cfg),
 		Window: cfg.Duration(OptionWindow), Rebuild: cfg.Int(OptionRebuild), ActiveReads: cfg.Float(OptionActiveReads),
 	})
 }

@@ -67,5 +67,5 @@ func Checker(s timeline.Store) (reconcile.Checker, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s reconcile: %T: %w", ModelName, s, push.ErrNotMine)
 	}
-	return push.MailboxChecker{DB: as.DB(), Rule: Rule{}}, nil
+	return push.MailboxChecker{DB: as.DB(), Rule: as.Drowning().Rule(Rule{})}, nil
 }

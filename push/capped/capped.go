@@ -44,6 +44,7 @@ import (
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/reconcile"
 	"github.com/pushpull/pushpull/registry"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
@@ -140,24 +141,48 @@ func (s *Store) MailboxShape() registry.MailboxShape { return registry.MailboxSh
 // merge below a floor.
 func (s *Store) PullPages() int64 { return s.pullPages.Pages() }
 
-// Post implements timeline.Store: the message, its fan-out and the
-// followers' entry counts commit together; then the mailboxes due are
-// trimmed.
+// Post implements timeline.Store: the message, its fan-out (drowning
+// readers as push.Config.Drowning says) and the followers' entry counts
+// commit together; then the mailboxes due are trimmed.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	// The counts first, before the message has an id: they lock the
 	// followers' state rows, which a trim must lock too, so no trim runs
 	// between this message's id and its fan-out, and every mailbox row
 	// stays at or above its user's floor.
+	//
+	// A drowning reader's count is the fan-out's to raise, or not: the
+	// count locks their state row and adds nothing, and under the lossy
+	// option the rows written to them are counted after the fan-out.
+	list, err := s.DrowningReaders().Read(ctx)
+	if err != nil {
+		return timeline.Message{}, fmt.Errorf("%s post: %w", ModelName, err)
+	}
 	count := func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx,
 			`INSERT INTO mailbox_state (user_id, entries)
-			 SELECT follower_id, 1 FROM follows WHERE followee_id = ?
-			 ON DUPLICATE KEY UPDATE entries = entries + 1, due = entries > ?`,
+			 SELECT follower_id, IF(`+list.In("follower_id")+`, 0, 1) FROM follows WHERE followee_id = ?
+			 ON DUPLICATE KEY UPDATE entries = entries + VALUES(entries), due = entries > ?`,
 			author, s.cap+s.slack)
 		return err
 	}
 	msg, err := s.Writes(ModelName).Post(ctx, author, body, count, func(tx *sql.Tx, msg timeline.Message) error {
-		_, err := push.FanOut(ctx, tx, msg.ID, author)
+		if _, err := push.FanOutTo(ctx, tx, msg.ID, author, list); err != nil || list.Len() == 0 || s.Drowning().Mode != push.DrowningLossy {
+			return err
+		}
+		// The drowning followers who got the row, by a read that locks
+		// nothing; then their counts, whose rows the count above
+		// locked. An UPDATE that found them by itself would lock every
+		// drowning reader's state row, the author's followers or not,
+		// and deadlock with other posts and trims.
+		var kept []timeline.UserID
+		err := reconcile.ScanInts(ctx, tx, `SELECT user_id FROM mailbox WHERE `+list.In("user_id")+` AND message_id = ?`, 1,
+			func(v []int64) { kept = append(kept, timeline.UserID(v[0])) }, msg.ID)
+		if err != nil || len(kept) == 0 {
+			return err
+		}
+		_, err = tx.ExecContext(ctx,
+			`UPDATE mailbox_state SET entries = entries + 1, due = entries > ?
+			 WHERE user_id IN (`+string(mysqlx.AppendList(nil, kept))+`)`, s.cap+s.slack)
 		return err
 	})
 	if err == nil {
@@ -169,8 +194,10 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 // Follow implements timeline.Store: the follow row, the backfill of the
 // followee's newest Cap messages at or above the follower's floor, and the
 // follower's new floor and count commit together.
+// The follower is marked drowning in the same transaction when the follow
+// takes them past the drowning readers' count (push.Store.FollowMarking).
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	err := s.Writes(ModelName).Follow(ctx, follower, followee, func(tx *sql.Tx) error {
+	err := s.FollowMarking(ctx, ModelName, follower, followee, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx,
 			`INSERT INTO mailbox_state (user_id) VALUES (?) ON DUPLICATE KEY UPDATE user_id = user_id`,
 			follower); err != nil {
@@ -332,9 +359,10 @@ func (s *Store) Trim(ctx context.Context, user timeline.UserID) (int64, error) {
 
 // Timeline implements timeline.Store: the mailbox's rows below the cursor,
 // then, if they do not fill the page and the floor is above 0, the pull
-// merge below the floor.
+// merge below the floor; a drowning reader under push.DrowningPull reads
+// by pull (push.Store.PullDrowning).
 func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
-	return s.Page(ctx, ModelName, user, q, s.read)
+	return s.Page(ctx, ModelName, user, q, s.PullDrowning(s.read))
 }
 
 func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {

@@ -24,7 +24,7 @@ func init() {
 		Database:  DefaultDatabase,
 		Needs:     registry.MariaDB,
 		Summary:   fmt.Sprintf("push with each mailbox capped at its newest %d entries (option cap); older pages come from the pull merge", DefaultCap),
-		Options:   options,
+		Options:   push.WithDrowning(options),
 		Traits:    registry.Partial,
 		Work:      Work,
 		Reconcile: Checker,
@@ -34,10 +34,11 @@ func init() {
 }
 
 // openModel opens the model from a registry.Config: options "cap" and
-// "slack" are Config.Cap and Config.Slack.
+// "slack" are Config.Cap and Config.Slack, and push.DrowningOptions
+// Config.Drowning.
 func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 	return Open(ctx, Config{
-		Config: push.ConfigFrom(cfg),
+		Config: push.DrowningConfigFrom(cfg),
 		Cap:    cfg.Int(OptionCap), Slack: cfg.Int(OptionSlack),
 	})
 }

@@ -116,11 +116,12 @@ func (r Rule) Settle(ctx context.Context, tx *sql.Tx, user timeline.UserID) (int
 }
 
 // Checker is the model's registry.Model.Reconcile: push's mailbox checker
-// under Rule.
+// under Rule, with the drowning readers' mailboxes as push.Drowning.Rule
+// says.
 func Checker(s timeline.Store) (reconcile.Checker, error) {
 	cs, ok := s.(*Store)
 	if !ok {
 		return nil, fmt.Errorf("%s reconcile: %T: %w", ModelName, s, push.ErrNotMine)
 	}
-	return push.MailboxChecker{DB: cs.DB(), Rule: Rule{Cap: cs.cap, Slack: cs.slack}}, nil
+	return push.MailboxChecker{DB: cs.DB(), Rule: cs.Drowning().Rule(Rule{Cap: cs.cap, Slack: cs.slack})}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
@@ -56,7 +57,7 @@ func init() {
 		Traits:   registry.WriteHooks, // feeds
 		Summary: fmt.Sprintf("push into home feeds kept in Redis lists of the newest %d ids (option cap), for the followers who read within %d days (option window), as Mastodon does; MariaDB is the record, and a missing feed is rebuilt by pull",
 			DefaultCap, DefaultWindow/(24*time.Hour)),
-		Options:   options,
+		Options:   push.WithDrowning(options),
 		Work:      Work,
 		Reconcile: Checker,
 		Open:      openModel,
@@ -67,7 +68,7 @@ func init() {
 
 // openModel opens the model from a registry.Config: options "cap",
 // "window" and "message_cache" are Config.Cap, Config.Window and
-// Config.MessageCache.
+// Config.MessageCache, and push.DrowningOptions Config.Drowning.
 func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
 	cache := cfg.Int(OptionMessageCache)
 	if cache == 0 {
@@ -77,5 +78,6 @@ func openModel(ctx context.Context, cfg registry.Config) (timeline.Store, error)
 		DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force,
 		Redis: cfg.Redis, Namespace: cfg.Namespace,
 		Cap: cfg.Int(OptionCap), Window: cfg.Duration(OptionWindow), MessageCache: cache,
+		Drowning: push.DrowningFrom(cfg),
 	})
 }

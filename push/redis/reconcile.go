@@ -31,7 +31,10 @@ const FeedOrderView = "redis feed order"
 // nothing to check. An id the feed lacks is Missing; one of a deleted
 // message Deleted, of an author the reader does not follow Unfollowed,
 // one at or below the floor or held twice Extra, and one newer than the
-// id before it WrongState (FeedOrderView). It writes nothing to MariaDB.
+// id before it WrongState (FeedOrderView). A drowning reader's feed
+// (Config.Drowning) may lack what push.Drowning.Requires does not
+// require: any id under push.DrowningPull, those the hash did not keep
+// under push.DrowningLossy. It writes nothing to MariaDB.
 func Checker(s timeline.Store) (reconcile.Checker, error) {
 	rs, ok := s.(*Store)
 	if !ok {
@@ -68,6 +71,12 @@ func (s *Store) lookFeeds(ctx context.Context, users []timeline.UserID) ([]recon
 	if err != nil {
 		return nil, rows, err
 	}
+	keeps := map[timeline.UserID]int{}
+	if s.drowning.On() {
+		if keeps, err = push.DrowningKeeps(ctx, s.DB(), users, false); err != nil {
+			return nil, rows, err
+		}
+	}
 	var drift []reconcile.Drift
 	strays := map[timeline.UserID][]timeline.MessageID{}
 	for i, u := range users {
@@ -96,7 +105,7 @@ func (s *Store) lookFeeds(ctx context.Context, users []timeline.UserID) ([]recon
 			if timeline.MessageID(id) <= floor {
 				continue // held at or below the floor, it is a stray
 			}
-			if !have[timeline.MessageID(id)] {
+			if !have[timeline.MessageID(id)] && s.drowning.Requires(keeps, u, timeline.MessageID(id)) {
 				drift = append(drift, reconcile.Drift{Kind: reconcile.Missing, View: FeedView, User: u, Item: id})
 			}
 			delete(have, timeline.MessageID(id))

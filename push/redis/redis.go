@@ -20,6 +20,7 @@ import (
 	"github.com/pushpull/pushpull/internal/redisx"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/pull/sqlread"
+	"github.com/pushpull/pushpull/push"
 	schema "github.com/pushpull/pushpull/sql"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/counter"
@@ -88,6 +89,14 @@ type Config struct {
 	MessageCache int
 	// Timeout bounds each Redis call; 0 means redisx.DefaultTimeout.
 	Timeout time.Duration
+	// Drowning is what posts and reads do for the readers who follow far
+	// more authors than anyone else, as for push (push.Drowning): under
+	// push.DrowningPull a post adds its id to no feed of theirs and their
+	// pages are read by pull from MariaDB; under push.DrowningLossy a
+	// post reaches their feed when push.LossyKeeps keeps it. The zero
+	// value treats them as everyone else. With it on, the database gets
+	// push's drowning_readers table.
+	Drowning push.Drowning
 }
 
 // Store is push-redis. It implements timeline.Store: writes and the
@@ -194,6 +203,11 @@ type Store struct {
 	fallbacks     atomic.Int64
 	feedPages     atomic.Int64
 	pagesBelowCap atomic.Int64
+	// drowning is Config.Drowning, drowningSet the process's copy of
+	// the drowning readers, puller their reader by pull.
+	drowning    push.Drowning
+	drowningSet *push.DrowningReaders
+	puller      *push.DrowningPuller
 }
 
 var (
@@ -221,6 +235,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := (Config{Cap: cfg.Cap, Window: cfg.Window}).check(); err != nil {
 		return nil, fmt.Errorf("open %s store: %w", ModelName, err)
 	}
+	if err := cfg.Drowning.Check(ModelName); err != nil {
+		return nil, fmt.Errorf("open %s store: %w", ModelName, err)
+	}
 	if err := mckey.CheckNamespace(cfg.Namespace); err != nil {
 		return nil, fmt.Errorf("open %s store: %w", ModelName, err)
 	}
@@ -246,6 +263,14 @@ func open(ctx context.Context, base *pull.Store, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Drowning.On() {
+		if err := schema.ApplyDrowning(ctx, db); err != nil {
+			return nil, err
+		}
+		if _, err := cfg.Drowning.Mark(ctx, db, 0); err != nil {
+			return nil, fmt.Errorf("mark drowning readers: %w", err)
+		}
+	}
 	rc, err := redisx.New(ctx, redisx.Options{Addr: cfg.Redis, Timeout: cfg.Timeout})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -261,7 +286,8 @@ func open(ctx context.Context, base *pull.Store, cfg Config) (*Store, error) {
 		messages:     directmap.NewMessages(cfg.MessageCache),
 		prefix:       prefix,
 		cap:          cfg.Cap, limit: cfg.Cap + max(1, cfg.Cap/8),
-		ttl: strconv.FormatInt(max(1, int64(cfg.Window/time.Second)), 10),
+		ttl:      strconv.FormatInt(max(1, int64(cfg.Window/time.Second)), 10),
+		drowning: cfg.Drowning, drowningSet: push.NewDrowningReaders(db, cfg.Drowning), puller: push.NewDrowningPuller(db),
 	}
 	if s.fence, err = redisx.NewFence(ctx, rc, prefix+"epoch"); err != nil {
 		rc.Close()
@@ -317,6 +343,23 @@ func (s *Store) Counters() map[string]int64 {
 	}
 }
 
+// Prime implements timeline.Primer: pull's, and with Config.Drowning on,
+// every reader who follows more than Drowning.Follows authors made a
+// drowning reader, as after a bulk load of the follows.
+func (s *Store) Prime(ctx context.Context, users []timeline.UserID) error {
+	if err := s.Store.Prime(ctx, users); err != nil {
+		return err
+	}
+	if _, err := s.drowning.Mark(ctx, s.DB(), 0); err != nil {
+		return fmt.Errorf("%s: mark drowning readers: %w", ModelName, err)
+	}
+	s.drowningSet.Invalidate()
+	return nil
+}
+
+// Drowning returns what the store does for drowning readers.
+func (s *Store) Drowning() push.Drowning { return s.drowning }
+
 // Close implements timeline.Store.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
@@ -346,8 +389,8 @@ func (s *Store) oweFence(ctx context.Context, cause error) error {
 }
 
 // Post implements timeline.Store: pull's INSERT, then the id to the feed
-// of every follower that has one, in chunks of fanOutChunk followers, one
-// pipeline.
+// of every follower that has one (drowning readers as Config.Drowning
+// says), in chunks of fanOutChunk followers, one pipeline.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	msg, err := s.Store.Post(ctx, author, body)
 	if err != nil {
@@ -359,13 +402,22 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	}
 	s.messages.Put(msg)
 	followers, err := mysqlx.Followers(ctx, s.DB(), author)
+	var list *push.DrowningList
+	if err == nil {
+		list, err = s.drowningSet.Read(ctx)
+	}
 	if err != nil {
 		if ferr := s.oweFence(ctx, err); ferr != nil {
 			return timeline.Message{}, fmt.Errorf("%s post: %w", ModelName, ferr)
 		}
 		return msg, nil
 	}
+	audience := len(followers)
+	if list.Len() > 0 {
+		followers = slices.DeleteFunc(followers, func(f timeline.UserID) bool { return !list.Writes(msg.ID, f) })
+	}
 	if len(followers) == 0 {
+		s.skip.Add(int64(audience))
 		return msg, nil
 	}
 	id := strconv.FormatInt(int64(msg.ID), 10)
@@ -395,7 +447,7 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 		}
 	}
 	s.pushed.Add(n)
-	s.skip.Add(int64(len(followers)) - n)
+	s.skip.Add(int64(audience) - n)
 	return msg, nil
 }
 
@@ -438,8 +490,9 @@ func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.
 
 func (s *Store) tombstoneTTL() string { return strconv.Itoa(int(tombstoneTTL / time.Second)) }
 
-// Follow implements timeline.Store: pull's INSERT, then the edge's
-// tombstone cleared, then the followee's newest Cap ids merged into the
+// Follow implements timeline.Store: pull's INSERT, then (when it takes
+// the follower past Drowning.Follows) the follower marked drowning, then
+// the edge's tombstone cleared, then the followee's newest Cap ids merged into the
 // follower's feed (those above its floor; if the followee has more, the
 // floor rises to just below the oldest of them).
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
@@ -450,6 +503,11 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 	if err != nil {
 		s.oweFence(ctx, err)
 		return err
+	}
+	if marked, err := s.drowning.Mark(ctx, s.DB(), follower); err != nil {
+		return fmt.Errorf("%s follow: mark drowning reader: %w", ModelName, err)
+	} else if marked {
+		s.drowningSet.Invalidate()
 	}
 	if _, err := s.mutate(ctx, edgeTombstone, []redisx.Call{{Keys: []string{"", s.unfollowedKey(followee)}, Args: []string{"", strconv.FormatInt(int64(follower), 10), "0"}}}); err != nil {
 		return fmt.Errorf("%s follow: %w", ModelName, err)
@@ -531,10 +589,21 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 }
 
 // read reads r's page: from Redis when it can, else from pull's merge. A
-// read never fails because of Redis while MariaDB is up.
+// read never fails because of Redis while MariaDB is up. A drowning
+// reader under push.DrowningPull reads by pull (push.DrowningPuller),
+// and never builds a feed.
 func (s *Store) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if s.drowning.Pulls() {
+		list, err := s.drowningSet.Read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if list.Has(r.User) {
+			return s.puller.Read(ctx, r)
+		}
 	}
 	if s.fence.Owed() {
 		s.fallbacks.Add(1)

@@ -110,12 +110,12 @@ var smallSettings = []struct {
 }{
 	{"push", map[string]string{"drowning_follows": "2"}},
 	{"push-async", map[string]string{"drowning_follows": "2"}},
-	{"push-capped", map[string]string{"cap": "4", "slack": "2"}},
-	{"hybrid", map[string]string{"threshold": "3"}},
+	{"push-capped", map[string]string{"cap": "4", "slack": "2", "drowning_follows": "2"}},
+	{"hybrid", map[string]string{"threshold": "3", "drowning_follows": "2"}},
 	{"hybrid-memcached", map[string]string{"threshold": "3"}},
-	{"selective", map[string]string{"h": "1", "l": "1", "flush": "5"}},
-	{"push-active", map[string]string{"window": "1ms", "rebuild": "4"}},
-	{"push-redis", map[string]string{"cap": "4", "window": "1s"}},
+	{"selective", map[string]string{"h": "1", "l": "1", "flush": "5", "drowning_follows": "2"}},
+	{"push-active", map[string]string{"window": "1ms", "rebuild": "4", "drowning_follows": "2"}},
+	{"push-redis", map[string]string{"cap": "4", "window": "1s", "drowning_follows": "2"}},
 	{"pull-redis", map[string]string{"window": "1s"}},
 }
 
