@@ -440,6 +440,15 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 	if sb != nil && sb.MariaDB() != nil {
 		b.meter.WithDatabaseProcess(sb.MariaDB().Pid())
 	}
+	if sb != nil && sb.VtgateDSN != "" {
+		// The cluster's own processes, so that an operation on Vitess
+		// shows its CPU on each: the client, vtcombo and mysqld.
+		vtcombo, mysqld, err := sb.VitessPids()
+		if err != nil {
+			return nil, err
+		}
+		b.meter.WithProcess(cost.VtcomboCPU, vtcombo).WithProcess(cost.VitessDBCPU, mysqld)
+	}
 	if len(cfg.Options) > 0 {
 		res.Notes = append(res.Notes, "model options: "+registry.OptionsTaken(models, cfg.Options))
 	}
