@@ -58,18 +58,25 @@ func base(r *http.Request) string {
 // on a page that has statuses, each on the request's own path with its
 // limit parameter, if it had one. A page with nothing older has no next
 // link, so a client that follows next links stops without reading an
-// empty page; an empty page has no link at all.
-func writePage(w http.ResponseWriter, r *http.Request, p timeline.Page, limit string) {
+// empty page; an empty page has no link at all. The statuses come from
+// the server's cache when it holds them.
+func (s *Server) writePage(w http.ResponseWriter, r *http.Request, p timeline.Page, limit string) {
 	bp := bufs.Get().(*[]byte)
 	defer bufs.Put(bp)
 	origin := base(r)
 	b := append((*bp)[:0], '[')
+	hits := 0
 	for i, m := range p.Messages {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendStatus(b, origin, m)
+		var hit bool
+		b, hit = s.cache.appendStatus(b, origin, m)
+		if hit {
+			hits++
+		}
 	}
+	s.metrics.cached(s.cache, hits, len(p.Messages)-hits)
 	b = append(b, ']')
 	if n := len(p.Messages); n > 0 {
 		link := make([]byte, 0, 256)
@@ -95,9 +102,16 @@ func writePage(w http.ResponseWriter, r *http.Request, p timeline.Page, limit st
 	*bp = b
 }
 
-// writeStatus answers one status, with its text.
-func writeStatus(w http.ResponseWriter, r *http.Request, m timeline.Message, code int) {
-	send(w, code, appendStatus(nil, base(r), m))
+// writeStatus answers one status, with its text, from the server's cache
+// when it holds it.
+func (s *Server) writeStatus(w http.ResponseWriter, r *http.Request, m timeline.Message) {
+	b, hit := s.cache.appendStatus(nil, base(r), m)
+	if hit {
+		s.metrics.cached(s.cache, 1, 0)
+	} else {
+		s.metrics.cached(s.cache, 0, 1)
+	}
+	send(w, http.StatusOK, b)
 }
 
 // appendStatus appends m as a Mastodon Status entity. content is the
@@ -107,17 +121,34 @@ func writeStatus(w http.ResponseWriter, r *http.Request, m timeline.Message, cod
 // What the store does not keep (replies, boosts, media, counts) is empty,
 // zero or null.
 func appendStatus(b []byte, origin string, m timeline.Message) []byte {
+	return appendStatusCut(b, origin, m, nil)
+}
+
+// originCuts are the places in a Status entity where its origin goes:
+// its uri, its url and its account's url.
+const originCuts = 3
+
+// appendStatusCut is appendStatus that, when cuts is not nil, records
+// where in b each origin starts, so that the entity rendered with an
+// empty origin can be completed for any origin (statusCache).
+func appendStatusCut(b []byte, origin string, m timeline.Message, cuts *[originCuts]int) []byte {
 	b = append(b, `{"id":"`...)
 	b = strconv.AppendInt(b, int64(m.ID), 10)
 	b = append(b, `","created_at":"`...)
 	b = appendTime(b, m.CreatedAt)
 	b = append(b, `","in_reply_to_id":null,"in_reply_to_account_id":null,"sensitive":false,"spoiler_text":"","visibility":"public","language":null,"uri":"`...)
+	if cuts != nil {
+		cuts[0] = len(b)
+	}
 	b = append(b, origin...)
 	b = append(b, "/users/"...)
 	b = strconv.AppendInt(b, int64(m.Author), 10)
 	b = append(b, "/statuses/"...)
 	b = strconv.AppendInt(b, int64(m.ID), 10)
 	b = append(b, `","url":"`...)
+	if cuts != nil {
+		cuts[1] = len(b)
+	}
 	b = append(b, origin...)
 	b = append(b, "/@"...)
 	b = strconv.AppendInt(b, int64(m.Author), 10)
@@ -128,7 +159,11 @@ func appendStatus(b []byte, origin string, m timeline.Message) []byte {
 	b = append(b, `</p>","text":`...)
 	b = jsonString(b, m.Body)
 	b = append(b, `,"reblog":null,"account":`...)
-	b = appendAccount(b, origin, m.Author)
+	var at *int
+	if cuts != nil {
+		at = &cuts[2]
+	}
+	b = appendAccountCut(b, origin, m.Author, at)
 	b = append(b, `,"media_attachments":[],"mentions":[],"tags":[],"emojis":[],"card":null,"poll":null}`...)
 	return b
 }
@@ -137,6 +172,12 @@ func appendStatus(b []byte, origin string, m timeline.Message) []byte {
 // and acct "user<id>", its URL; the rest, which the store does not keep,
 // empty or zero.
 func appendAccount(b []byte, origin string, user timeline.UserID) []byte {
+	return appendAccountCut(b, origin, user, nil)
+}
+
+// appendAccountCut is appendAccount that, when cut is not nil, records
+// where in b the origin starts.
+func appendAccountCut(b []byte, origin string, user timeline.UserID, cut *int) []byte {
 	b = append(b, `{"id":"`...)
 	b = strconv.AppendInt(b, int64(user), 10)
 	b = append(b, `","username":"user`...)
@@ -146,6 +187,9 @@ func appendAccount(b []byte, origin string, user timeline.UserID) []byte {
 	b = append(b, `","display_name":"user`...)
 	b = strconv.AppendInt(b, int64(user), 10)
 	b = append(b, `","url":"`...)
+	if cut != nil {
+		*cut = len(b)
+	}
 	b = append(b, origin...)
 	b = append(b, "/@"...)
 	b = strconv.AppendInt(b, int64(user), 10)

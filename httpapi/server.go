@@ -77,6 +77,11 @@ type Config struct {
 	// RequestTimeout bounds each request's work in the store; a request
 	// that runs out of it answers 503. 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// StatusCacheBytes bounds the memory of the cache of rendered
+	// statuses (see statusCache): 0 means DefaultStatusCacheBytes,
+	// NoStatusCache renders every status afresh, and any other value
+	// below 0 is an error.
+	StatusCacheBytes int64
 	// Registry receives the server's metrics and is served at /metrics;
 	// nil means a fresh registry with the Go runtime's and the process's
 	// collectors.
@@ -90,18 +95,29 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	metrics *metrics
+	cache   *statusCache
 }
 
-// New returns a server for cfg.Store. It fails only when the metrics
+// ErrConfig is what New says of a Config it refuses.
+var ErrConfig = errors.New("httpapi: invalid configuration")
+
+// New returns a server for cfg.Store. It fails when cfg has no store or
+// a StatusCacheBytes it does not know (ErrConfig), and when the metrics
 // cannot be registered (a Registry that has them already).
 func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
-		return nil, errors.New("httpapi: no store")
+		return nil, fmt.Errorf("%w: no store", ErrConfig)
+	}
+	switch {
+	case cfg.StatusCacheBytes == 0:
+		cfg.StatusCacheBytes = DefaultStatusCacheBytes
+	case cfg.StatusCacheBytes < 0 && cfg.StatusCacheBytes != NoStatusCache:
+		return nil, fmt.Errorf("%w: StatusCacheBytes %d: want a size in bytes, 0 for the default or NoStatusCache", ErrConfig, cfg.StatusCacheBytes)
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
-	s := &Server{store: cfg.Store, cfg: cfg, mux: http.NewServeMux()}
+	s := &Server{store: cfg.Store, cfg: cfg, mux: http.NewServeMux(), cache: newStatusCache(cfg.StatusCacheBytes)}
 	m, err := newMetrics(cfg)
 	if err != nil {
 		return nil, err
