@@ -39,6 +39,9 @@ func (s *scanner) ws() {
 
 // next skips white space and returns the next byte, or 0 at the end.
 func (s *scanner) next() byte {
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return s.b[s.i] // no white space: the common case
+	}
 	s.ws()
 	if s.i < len(s.b) {
 		return s.b[s.i]
@@ -54,38 +57,50 @@ func (s *scanner) expect(c byte) error {
 	return nil
 }
 
-// str reads a string and returns its raw inside, and whether it holds
-// escapes.
-func (s *scanner) str() (raw []byte, escaped bool, err error) {
+// str reads a string and returns its raw inside, escapes and all. It
+// steps over the first bytes one by one, since most strings (keys, ids)
+// are short, and looks for the closing quote of a longer one with
+// IndexByte.
+func (s *scanner) str() ([]byte, error) {
 	if err := s.expect('"'); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	start := s.i
-	for {
-		j := bytes.IndexByte(s.b[s.i:], '"')
-		if j < 0 {
-			return nil, false, fmt.Errorf("%w: unterminated string", errSyntax)
+	b, start := s.b, s.i
+	i := start
+	for end := min(start+16, len(b)); i < end; i++ {
+		switch b[i] {
+		case '"':
+			s.i = i + 1
+			return b[start:i], nil
+		case '\\':
+			i++
 		}
-		end := s.i + j
-		s.i = end + 1
+	}
+	for i < len(b) {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			break
+		}
+		end := i + j
+		i = end + 1
 		// A quote after an odd number of backslashes is escaped.
 		k := end
-		for k > start && s.b[k-1] == '\\' {
+		for k > start && b[k-1] == '\\' {
 			k--
 		}
-		if (end-k)%2 == 1 {
-			continue
+		if (end-k)%2 == 0 {
+			s.i = i
+			return b[start:end], nil
 		}
-		raw = s.b[start:end]
-		return raw, bytes.IndexByte(raw, '\\') >= 0, nil
 	}
+	return nil, fmt.Errorf("%w: unterminated string", errSyntax)
 }
 
 // text reads a string's value.
 func (s *scanner) text() (string, error) {
 	start := s.i
-	raw, escaped, err := s.str()
-	if err != nil || !escaped {
+	raw, err := s.str()
+	if err != nil || bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw), err
 	}
 	var out string
@@ -112,7 +127,7 @@ func (s *scanner) skip() error {
 	for {
 		switch c := s.next(); {
 		case c == '"':
-			if _, _, err := s.str(); err != nil {
+			if _, err := s.str(); err != nil {
 				return err
 			}
 		case c == '{' || c == '[':
@@ -218,7 +233,7 @@ func (s *scanner) object(field func(key []byte) error) error {
 		return nil
 	}
 	for {
-		key, _, err := s.str()
+		key, err := s.str()
 		if err != nil {
 			return err
 		}
@@ -270,7 +285,7 @@ func (s *scanner) array(elem func() error) error {
 func (s *scanner) id() (int64, error) {
 	var raw []byte
 	if s.next() == '"' {
-		r, _, err := s.str()
+		r, err := s.str()
 		if err != nil {
 			return 0, err
 		}
@@ -299,7 +314,7 @@ func (s *scanner) status() (timeline.Message, error) {
 			m.ID = timeline.MessageID(id)
 			return err
 		case "created_at":
-			raw, _, err := s.str()
+			raw, err := s.str()
 			if err != nil {
 				return err
 			}

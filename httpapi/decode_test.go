@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"net/url"
 	"testing"
 	"time"
 
@@ -106,5 +107,70 @@ func TestEscapersFastPath(t *testing.T) {
 	}
 	if got := string(jsonString(nil, "a\"b\\c\x01")); got != `"a\"b\\c\u0001"` {
 		t.Errorf("jsonString = %s", got)
+	}
+}
+
+// TestLinkCursor: the client reads the id of a Link header's next and
+// prev URLs as ParseLinks and url.Values read them, in any order, with
+// other parameters around it, and finds none where there is none.
+func TestLinkCursor(t *testing.T) {
+	mastodon := `<http://h/api/v1/timelines/home?limit=5&max_id=1041>; rel="next", <http://h/api/v1/timelines/home?limit=5&min_id=1045>; rel="prev"`
+	for _, c := range []struct {
+		header, rel, key string
+		want             timeline.MessageID // 0: none
+	}{
+		{mastodon, "next", "max_id", 1041},
+		{mastodon, "prev", "min_id", 1045},
+		{mastodon, "next", "min_id", 0},
+		{`<http://h/x?min_id=7>;rel=prev,<http://h/x?max_id=3&limit=2#top>; rel=next`, "next", "max_id", 3},
+		{`<http://h/x?min_id=7>;rel=prev,<http://h/x?max_id=3&limit=2#top>; rel=next`, "prev", "min_id", 7},
+		{`<http://h/x?min_id=7>; rel="prev"`, "next", "max_id", 0},
+		{`<http://h/x?max_id=abc>; rel="next"`, "next", "max_id", 0},
+		{`<http://h/x?max_id=0>; rel="next"`, "next", "max_id", 0},
+		{`<http://h/x?xmax_id=4>; rel="next"`, "next", "max_id", 0},
+		{`http://h/x?max_id=4; rel="next"`, "next", "max_id", 0},
+		{``, "next", "max_id", 0},
+	} {
+		got := linkCursor(c.header, c.rel, c.key)
+		var want timeline.Cursor
+		if c.want != 0 {
+			want = timeline.IDCursor(c.want)
+		}
+		if got != want {
+			t.Errorf("%s, %s: %q, want %q", c.header, c.rel, got, want)
+		}
+		// As ParseLinks and url.Values read it.
+		var old timeline.Cursor
+		if u, err := url.Parse(ParseLinks(c.header)[c.rel]); err == nil {
+			if id, err := parseID(u.Query().Get(c.key)); err == nil {
+				old = timeline.IDCursor(timeline.MessageID(id))
+			}
+		}
+		if got != old {
+			t.Errorf("%s, %s: %q, but ParseLinks and url.Values read %q", c.header, c.rel, got, old)
+		}
+	}
+}
+
+// BenchmarkDecodeStatuses reads a page of 20 statuses as this server
+// writes them: the client's share of a page's cost.
+func BenchmarkDecodeStatuses(b *testing.B) {
+	page := []byte{'['}
+	for i := range 20 {
+		if i > 0 {
+			page = append(page, ',')
+		}
+		page = appendStatus(page, "http://127.0.0.1:8080", timeline.Message{
+			ID: timeline.MessageID(100000 + i), Author: timeline.UserID(1000 + i),
+			Body:      "message of about the length that the benchmark's dataset draws, with some words in it",
+			CreatedAt: time.Date(2026, 11, 26, 6, 30, i, 0, time.UTC),
+		})
+	}
+	page = append(page, ']')
+	b.SetBytes(int64(len(page)))
+	for b.Loop() {
+		if ms, err := decodeStatuses(page); err != nil || len(ms) != 20 {
+			b.Fatal(len(ms), err)
+		}
 	}
 }
