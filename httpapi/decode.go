@@ -304,8 +304,116 @@ func (s *scanner) id() (int64, error) {
 	return n, nil
 }
 
-// status reads one Status entity.
+// status reads one Status entity: by statusLayout when it is laid out as
+// this server writes it, and field by field otherwise.
 func (s *scanner) status() (timeline.Message, error) {
+	if m, ok := s.statusLayout(); ok {
+		return m, nil
+	}
+	return s.statusFields()
+}
+
+// statusLayout reads a Status entity laid out byte for byte as this
+// server writes it (appendStatus): it matches each fixed part whole and
+// reads the values between them, and checks that the ids, the author and
+// the origin repeated in the uri, the urls and the account agree. So it
+// reads and checks every byte of the entity, at the cost of comparing
+// memory rather than of scanning forty-odd fields one by one: the
+// client's share of a page through HTTP. An entity laid out otherwise
+// (another server, white space, fields in another order) leaves the
+// scanner where it was and reports false, for statusFields.
+func (s *scanner) statusLayout() (m timeline.Message, ok bool) {
+	b, i := s.b, s.i
+	defer func(from int) {
+		if !ok {
+			s.i = from
+		}
+	}(s.i)
+	lit := func(part string) bool {
+		if len(b)-i < len(part) || string(b[i:i+len(part)]) != part {
+			return false
+		}
+		i += len(part)
+		return true
+	}
+	// num reads a positive decimal number with no leading zero.
+	num := func() (int64, bool) {
+		start := i
+		var n int64
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' && i-start < 18 {
+			n = n*10 + int64(b[i]-'0')
+			i++
+		}
+		return n, i > start && b[start] != '0'
+	}
+	// same reads the decimal number want.
+	same := func(want int64) bool {
+		n, ok := num()
+		return ok && n == want
+	}
+	if !lit(stID) {
+		return m, false
+	}
+	id, ok := num()
+	if !ok || !lit(stCreated) || len(b)-i < 24 {
+		return m, false
+	}
+	at, err := parseTime(b[i : i+24])
+	if err != nil {
+		return m, false
+	}
+	i += 24
+	if !lit(stURI) {
+		return m, false
+	}
+	// The origin: what comes before /users/, with nothing to escape.
+	j := bytes.Index(b[i:], []byte(stUsers))
+	if j < 0 || bytes.IndexAny(b[i:i+j], "\"\\") >= 0 {
+		return m, false
+	}
+	origin := string(b[i : i+j]) // three more times below
+	i += j + len(stUsers)
+	author, ok := num()
+	if !ok || !lit(stStatuses) || !same(id) || !lit(stURL) || !lit(origin) || !lit(stAt) || !same(author) ||
+		!lit("/") || !same(id) || !lit(stContent) {
+		return m, false
+	}
+	// content, up to its closing quote: checked for its escapes, not read.
+	content, end := i, i
+	for {
+		q := bytes.IndexByte(b[end:], '"')
+		if q < 0 {
+			return m, false
+		}
+		end += q
+		k := end
+		for b[k-1] == '\\' {
+			k--
+		}
+		if (end-k)%2 == 0 {
+			break
+		}
+		end++
+	}
+	if i = end - len("</p>"); i < content || !lit(stText) {
+		return m, false
+	}
+	s.i = i
+	body, err := s.text()
+	i = s.i
+	if err != nil || !lit(stAccount) || !lit(acID) || !same(author) || !lit(acUsername) || !same(author) ||
+		!lit(acAcct) || !same(author) || !lit(acDisplay) || !same(author) || !lit(acURL) || !lit(origin) ||
+		!lit(stAt) || !same(author) || !lit(acEnd) || !lit(stEnd) {
+		return timeline.Message{}, false
+	}
+	s.i = i
+	return timeline.Message{ID: timeline.MessageID(id), Author: timeline.UserID(author), Body: body, CreatedAt: at}, true
+}
+
+// statusFields reads one Status entity field by field, in any layout
+// JSON allows: it keeps id, created_at, text and the account's id and
+// skips any other value.
+func (s *scanner) statusFields() (timeline.Message, error) {
 	var m timeline.Message
 	err := s.object(func(key []byte) error {
 		switch string(key) {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,6 +172,65 @@ func BenchmarkDecodeStatuses(b *testing.B) {
 	for b.Loop() {
 		if ms, err := decodeStatuses(page); err != nil || len(ms) != 20 {
 			b.Fatal(len(ms), err)
+		}
+	}
+}
+
+// TestStatusLayout: an entity as this server writes it is read by its
+// layout, to the same message as field by field, for any body and
+// origin; one laid out otherwise, or whose repeated ids, author or
+// origin disagree, is left to the field-by-field reader, which reads
+// what is valid JSON and refuses what is not.
+func TestStatusLayout(t *testing.T) {
+	bodies := []string{"plain", `"quoted" \ <b>&amp;</b>`, "two\nlines\r\n", "é 😀 \u2028", "x", `\"`, "</p>\",\"text\":"}
+	at := time.Date(2026, 11, 26, 7, 5, 0, 123e6, time.UTC)
+	for _, origin := range []string{"http://127.0.0.1:8080", "https://example.org", ""} {
+		for i, body := range bodies {
+			m := timeline.Message{ID: timeline.MessageID(1e12 + i), Author: timeline.UserID(7 + i), Body: body, CreatedAt: at}
+			entity := appendStatus(nil, origin, m)
+			s := &scanner{b: entity}
+			got, ok := s.statusLayout()
+			if !ok || s.i != len(entity) {
+				t.Fatalf("%q at %q: not read by its layout (at %d of %d)", body, origin, s.i, len(entity))
+			}
+			f := &scanner{b: entity}
+			want, err := f.statusFields()
+			if err != nil || got.ID != want.ID || got.Author != want.Author || got.Body != want.Body || !got.CreatedAt.Equal(want.CreatedAt) ||
+				got.ID != m.ID || got.Body != body {
+				t.Fatalf("%q at %q: by layout %+v, by fields %+v (%v)", body, origin, got, want, err)
+			}
+		}
+	}
+	m := timeline.Message{ID: 42, Author: 7, Body: "hello", CreatedAt: at}
+	entity := string(appendStatus(nil, "http://h", m))
+	for _, c := range []struct {
+		name, old, new string
+		valid          bool // still JSON with an id and an account: read field by field
+	}{
+		{"white space", `","created_at"`, `", "created_at"`, true},
+		{"another id in the uri", "/statuses/42", "/statuses/43", true},
+		{"another author in the url", "/@7/42", "/@8/42", true},
+		{"another account", `"account":{"id":"7"`, `"account":{"id":"8"`, true},
+		{"another origin in the account", `"url":"http://h/@7","locked"`, `"url":"http://g/@7","locked"`, true},
+		{"a field more", `"poll":null}`, `"poll":null,"x":1}`, true},
+		{"a leading zero", `{"id":"42"`, `{"id":"042"`, true},
+		{"truncated", `"fields":[]},"media_attachments":[],"mentions":[],"tags":[],"emojis":[],"card":null,"poll":null}`, `"fields":[]}`, false},
+		{"unterminated text", `"text":"hello"`, `"text":"hello`, false},
+	} {
+		changed := strings.Replace(entity, c.old, c.new, 1)
+		if changed == entity {
+			t.Fatalf("%s: %q is not in the entity", c.name, c.old)
+		}
+		s := &scanner{b: []byte(changed)}
+		if _, ok := s.statusLayout(); ok || s.i != 0 {
+			t.Errorf("%s: read by the layout (at %d)", c.name, s.i)
+		}
+		got, err := decodeStatuses([]byte("[" + changed + "]"))
+		if c.valid && (err != nil || len(got) != 1 || got[0].ID != 42) {
+			t.Errorf("%s: field by field %+v, %v", c.name, got, err)
+		}
+		if !c.valid && !errors.Is(err, errSyntax) {
+			t.Errorf("%s: %v, want a syntax error", c.name, err)
 		}
 	}
 }

@@ -128,43 +128,67 @@ func appendStatus(b []byte, origin string, m timeline.Message) []byte {
 // its uri, its url and its account's url.
 const originCuts = 3
 
+// The fixed parts of a Status entity as this server writes it, between
+// the values it varies: the writer appends them and the Client's scanner
+// reads an entity laid out so by matching them (statusLayout).
+const (
+	stID       = `{"id":"`
+	stCreated  = `","created_at":"`
+	stURI      = `","in_reply_to_id":null,"in_reply_to_account_id":null,"sensitive":false,"spoiler_text":"","visibility":"public","language":null,"uri":"`
+	stUsers    = "/users/"
+	stStatuses = "/statuses/"
+	stURL      = `","url":"`
+	stAt       = "/@"
+	stContent  = `","replies_count":0,"reblogs_count":0,"favourites_count":0,"edited_at":null,"content":"<p>`
+	stText     = `</p>","text":`
+	stAccount  = `,"reblog":null,"account":`
+	stEnd      = `,"media_attachments":[],"mentions":[],"tags":[],"emojis":[],"card":null,"poll":null}`
+
+	acID       = `{"id":"`
+	acUsername = `","username":"user`
+	acAcct     = `","acct":"user`
+	acDisplay  = `","display_name":"user`
+	acURL      = `","url":"`
+	acEnd      = `","locked":false,"bot":false,"group":false,"note":"","avatar":"","avatar_static":"","header":"","header_static":"","followers_count":0,"following_count":0,"statuses_count":0,"emojis":[],"fields":[]}`
+)
+
 // appendStatusCut is appendStatus that, when cuts is not nil, records
 // where in b each origin starts, so that the entity rendered with an
 // empty origin can be completed for any origin (statusCache).
 func appendStatusCut(b []byte, origin string, m timeline.Message, cuts *[originCuts]int) []byte {
-	b = append(b, `{"id":"`...)
+	b = append(b, stID...)
 	b = strconv.AppendInt(b, int64(m.ID), 10)
-	b = append(b, `","created_at":"`...)
+	b = append(b, stCreated...)
 	b = appendTime(b, m.CreatedAt)
-	b = append(b, `","in_reply_to_id":null,"in_reply_to_account_id":null,"sensitive":false,"spoiler_text":"","visibility":"public","language":null,"uri":"`...)
+	b = append(b, stURI...)
 	if cuts != nil {
 		cuts[0] = len(b)
 	}
 	b = append(b, origin...)
-	b = append(b, "/users/"...)
+	b = append(b, stUsers...)
 	b = strconv.AppendInt(b, int64(m.Author), 10)
-	b = append(b, "/statuses/"...)
+	b = append(b, stStatuses...)
 	b = strconv.AppendInt(b, int64(m.ID), 10)
-	b = append(b, `","url":"`...)
+	b = append(b, stURL...)
 	if cuts != nil {
 		cuts[1] = len(b)
 	}
 	b = append(b, origin...)
-	b = append(b, "/@"...)
+	b = append(b, stAt...)
 	b = strconv.AppendInt(b, int64(m.Author), 10)
 	b = append(b, '/')
 	b = strconv.AppendInt(b, int64(m.ID), 10)
-	b = append(b, `","replies_count":0,"reblogs_count":0,"favourites_count":0,"edited_at":null,"content":"<p>`...)
+	b = append(b, stContent...)
 	b = appendHTML(b, m.Body)
-	b = append(b, `</p>","text":`...)
+	b = append(b, stText...)
 	b = jsonString(b, m.Body)
-	b = append(b, `,"reblog":null,"account":`...)
+	b = append(b, stAccount...)
 	var at *int
 	if cuts != nil {
 		at = &cuts[2]
 	}
 	b = appendAccountCut(b, origin, m.Author, at)
-	b = append(b, `,"media_attachments":[],"mentions":[],"tags":[],"emojis":[],"card":null,"poll":null}`...)
+	b = append(b, stEnd...)
 	return b
 }
 
@@ -178,22 +202,22 @@ func appendAccount(b []byte, origin string, user timeline.UserID) []byte {
 // appendAccountCut is appendAccount that, when cut is not nil, records
 // where in b the origin starts.
 func appendAccountCut(b []byte, origin string, user timeline.UserID, cut *int) []byte {
-	b = append(b, `{"id":"`...)
+	b = append(b, acID...)
 	b = strconv.AppendInt(b, int64(user), 10)
-	b = append(b, `","username":"user`...)
+	b = append(b, acUsername...)
 	b = strconv.AppendInt(b, int64(user), 10)
-	b = append(b, `","acct":"user`...)
+	b = append(b, acAcct...)
 	b = strconv.AppendInt(b, int64(user), 10)
-	b = append(b, `","display_name":"user`...)
+	b = append(b, acDisplay...)
 	b = strconv.AppendInt(b, int64(user), 10)
-	b = append(b, `","url":"`...)
+	b = append(b, acURL...)
 	if cut != nil {
 		*cut = len(b)
 	}
 	b = append(b, origin...)
-	b = append(b, "/@"...)
+	b = append(b, stAt...)
 	b = strconv.AppendInt(b, int64(user), 10)
-	b = append(b, `","locked":false,"bot":false,"group":false,"note":"","avatar":"","avatar_static":"","header":"","header_static":"","followers_count":0,"following_count":0,"statuses_count":0,"emojis":[],"fields":[]}`...)
+	b = append(b, acEnd...)
 	return b
 }
 
