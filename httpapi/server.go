@@ -77,10 +77,9 @@ type Config struct {
 	// RequestTimeout bounds each request's work in the store; a request
 	// that runs out of it answers 503. 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
-	// StatusCacheBytes bounds the memory of the cache of rendered
-	// statuses (see statusCache): 0 means DefaultStatusCacheBytes,
-	// NoStatusCache renders every status afresh, and any other value
-	// below 0 is an error.
+	// StatusCacheBytes, when positive, keeps rendered statuses in a
+	// cache of at most that many bytes (see statusCache); 0 renders
+	// every status afresh, and a negative value is an error.
 	StatusCacheBytes int64
 	// Registry receives the server's metrics and is served at /metrics;
 	// nil means a fresh registry with the Go runtime's and the process's
@@ -108,11 +107,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("%w: no store", ErrConfig)
 	}
-	switch {
-	case cfg.StatusCacheBytes == 0:
-		cfg.StatusCacheBytes = DefaultStatusCacheBytes
-	case cfg.StatusCacheBytes < 0 && cfg.StatusCacheBytes != NoStatusCache:
-		return nil, fmt.Errorf("%w: StatusCacheBytes %d: want a size in bytes, 0 for the default or NoStatusCache", ErrConfig, cfg.StatusCacheBytes)
+	if cfg.StatusCacheBytes < 0 {
+		return nil, fmt.Errorf("%w: StatusCacheBytes %d: want a size in bytes, or 0 for no cache", ErrConfig, cfg.StatusCacheBytes)
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout

@@ -73,11 +73,12 @@ pushpull_store_work_total{counter} (the store's own counters),
 pushpull_server_up{kind,server} (1 or 0 for the database, each memcached
 and Redis) and, for an asynchronous model, pushpull_fanout_lag_seconds.
 
-Rendered statuses are kept by id in a cache of --status-cache-mb MiB
-(0: none), so that a page copies the statuses it shows rather than render
-them; every page still reads the store, and an entry serves only the
-message it was rendered from. The oldest unused entries go first; a
-delete evicts at once. Hits and misses are
+--status-cache-mb N keeps rendered statuses by id in a cache of N MiB
+(default 0: none), so that a page copies the statuses it shows rather
+than render them; every page still reads the store, and an entry serves
+only the message it was rendered from. The oldest unused entries go
+first; a delete evicts at once. It pays only where few statuses are read
+very often: a hit costs about what rendering costs. Hits and misses are
 pushpull_http_status_cache_total{result}.
 
 SIGTERM or Ctrl-C shuts down gracefully: no new connection is accepted,
@@ -119,9 +120,6 @@ commands; --model memory keeps everything in this process only.`, httpapi.MaxPag
 			sf.maxConns = maxConns
 			var s timeline.Store
 			hc := httpapi.Config{Model: m.Name, RequestTimeout: requestTimeout, StatusCacheBytes: int64(cacheMB) << 20}
-			if cacheMB == 0 {
-				hc.StatusCacheBytes = httpapi.NoStatusCache
-			}
 			if m.Persistent() {
 				if s, err = sf.openStore(ctx, m); err != nil {
 					return err
@@ -168,7 +166,7 @@ commands; --model memory keeps everything in this process only.`, httpapi.MaxPag
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to listen on, host:port (loopback unless --allow-remote; port 0 picks a free one)")
 	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "listen beyond loopback although the token is no authentication")
 	cmd.Flags().IntVar(&maxConns, "max-conns", 64, "most connections to the database")
-	cmd.Flags().IntVar(&cacheMB, "status-cache-mb", httpapi.DefaultStatusCacheBytes>>20, "memory for the cache of rendered statuses, in MiB (0: render every status afresh)")
+	cmd.Flags().IntVar(&cacheMB, "status-cache-mb", 0, "memory for a cache of rendered statuses, in MiB (0: none, render every status afresh)")
 	cmd.Flags().DurationVar(&requestTimeout, "request-timeout", httpapi.DefaultRequestTimeout, "most time a request may spend in the store; past it the answer is 503")
 	cmd.Flags().DurationVar(&wait, "grace", 30*time.Second, "at shutdown, most time for the requests in flight to finish, and again for the store to settle")
 	sf.register(cmd)
