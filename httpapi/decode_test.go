@@ -153,27 +153,59 @@ func TestLinkCursor(t *testing.T) {
 	}
 }
 
-// BenchmarkDecodeStatuses reads a page of 20 statuses as this server
-// writes them: the client's share of a page's cost.
-func BenchmarkDecodeStatuses(b *testing.B) {
+// benchPage is a page of 20 statuses as this server writes them.
+func benchPage() []byte {
 	page := []byte{'['}
-	for i := range 20 {
+	for i, m := range benchMessages() {
 		if i > 0 {
 			page = append(page, ',')
 		}
-		page = appendStatus(page, "http://127.0.0.1:8080", timeline.Message{
+		page = appendStatus(page, "http://127.0.0.1:8080", m)
+	}
+	return append(page, ']')
+}
+
+// benchMessages are the 20 messages of benchPage.
+func benchMessages() []timeline.Message {
+	ms := make([]timeline.Message, 20)
+	for i := range ms {
+		ms[i] = timeline.Message{
 			ID: timeline.MessageID(100000 + i), Author: timeline.UserID(1000 + i),
 			Body:      "message of about the length that the benchmark's dataset draws, with some words in it",
 			CreatedAt: time.Date(2026, 11, 26, 6, 30, i, 0, time.UTC),
-		})
+		}
 	}
-	page = append(page, ']')
+	return ms
+}
+
+// BenchmarkDecodeStatuses reads a page of 20 statuses as this server
+// writes them: the client's share of a page's cost.
+func BenchmarkDecodeStatuses(b *testing.B) {
+	page := benchPage()
 	b.SetBytes(int64(len(page)))
 	for b.Loop() {
 		if ms, err := decodeStatuses(page); err != nil || len(ms) != 20 {
 			b.Fatal(len(ms), err)
 		}
 	}
+}
+
+// BenchmarkEncodeStatuses writes a page of 20 statuses: the server's
+// share of a page's cost besides net/http.
+func BenchmarkEncodeStatuses(b *testing.B) {
+	ms := benchMessages()
+	var page []byte
+	for b.Loop() {
+		page = append(page[:0], '[')
+		for i, m := range ms {
+			if i > 0 {
+				page = append(page, ',')
+			}
+			page = appendStatus(page, "http://127.0.0.1:8080", m)
+		}
+		page = append(page, ']')
+	}
+	b.SetBytes(int64(len(page)))
 }
 
 // TestStatusLayout: an entity as this server writes it is read by its

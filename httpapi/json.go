@@ -156,8 +156,12 @@ const (
 // where in b each origin starts, so that the entity rendered with an
 // empty origin can be completed for any origin (statusCache).
 func appendStatusCut(b []byte, origin string, m timeline.Message, cuts *[originCuts]int) []byte {
+	// The id and the author repeat (three and six times): written once.
+	var idBuf, authorBuf [20]byte
+	id := strconv.AppendInt(idBuf[:0], int64(m.ID), 10)
+	author := strconv.AppendInt(authorBuf[:0], int64(m.Author), 10)
 	b = append(b, stID...)
-	b = strconv.AppendInt(b, int64(m.ID), 10)
+	b = append(b, id...)
 	b = append(b, stCreated...)
 	b = appendTime(b, m.CreatedAt)
 	b = append(b, stURI...)
@@ -166,18 +170,18 @@ func appendStatusCut(b []byte, origin string, m timeline.Message, cuts *[originC
 	}
 	b = append(b, origin...)
 	b = append(b, stUsers...)
-	b = strconv.AppendInt(b, int64(m.Author), 10)
+	b = append(b, author...)
 	b = append(b, stStatuses...)
-	b = strconv.AppendInt(b, int64(m.ID), 10)
+	b = append(b, id...)
 	b = append(b, stURL...)
 	if cuts != nil {
 		cuts[1] = len(b)
 	}
 	b = append(b, origin...)
 	b = append(b, stAt...)
-	b = strconv.AppendInt(b, int64(m.Author), 10)
+	b = append(b, author...)
 	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(m.ID), 10)
+	b = append(b, id...)
 	b = append(b, stContent...)
 	b = appendHTML(b, m.Body)
 	b = append(b, stText...)
@@ -187,7 +191,7 @@ func appendStatusCut(b []byte, origin string, m timeline.Message, cuts *[originC
 	if cuts != nil {
 		at = &cuts[2]
 	}
-	b = appendAccountCut(b, origin, m.Author, at)
+	b = appendAccountCut(b, origin, author, at)
 	b = append(b, stEnd...)
 	return b
 }
@@ -196,27 +200,28 @@ func appendStatusCut(b []byte, origin string, m timeline.Message, cuts *[originC
 // and acct "user<id>", its URL; the rest, which the store does not keep,
 // empty or zero.
 func appendAccount(b []byte, origin string, user timeline.UserID) []byte {
-	return appendAccountCut(b, origin, user, nil)
+	var buf [20]byte
+	return appendAccountCut(b, origin, strconv.AppendInt(buf[:0], int64(user), 10), nil)
 }
 
-// appendAccountCut is appendAccount that, when cut is not nil, records
-// where in b the origin starts.
-func appendAccountCut(b []byte, origin string, user timeline.UserID, cut *int) []byte {
+// appendAccountCut is appendAccount of the user whose decimal id is user
+// that, when cut is not nil, records where in b the origin starts.
+func appendAccountCut(b []byte, origin string, user []byte, cut *int) []byte {
 	b = append(b, acID...)
-	b = strconv.AppendInt(b, int64(user), 10)
+	b = append(b, user...)
 	b = append(b, acUsername...)
-	b = strconv.AppendInt(b, int64(user), 10)
+	b = append(b, user...)
 	b = append(b, acAcct...)
-	b = strconv.AppendInt(b, int64(user), 10)
+	b = append(b, user...)
 	b = append(b, acDisplay...)
-	b = strconv.AppendInt(b, int64(user), 10)
+	b = append(b, user...)
 	b = append(b, acURL...)
 	if cut != nil {
 		*cut = len(b)
 	}
 	b = append(b, origin...)
 	b = append(b, stAt...)
-	b = strconv.AppendInt(b, int64(user), 10)
+	b = append(b, user...)
 	b = append(b, acEnd...)
 	return b
 }
