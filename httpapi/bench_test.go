@@ -11,8 +11,11 @@ import (
 )
 
 // BenchmarkNewestPage reads a newest page of 20 through the server and
-// its Client, and in process, from a memory store: the HTTP API's own
-// cost per page.
+// its Client, and in process, from a memory store; and through HTTP from
+// a store that answers one page at no cost (http-fixed), where what is
+// measured is the server and the client alone: the HTTP API's own cost
+// per page; and that again with a status cache (http-fixed-cached),
+// which always hits.
 func BenchmarkNewestPage(b *testing.B) {
 	s := timeline.NewMemory()
 	defer s.Close()
@@ -48,4 +51,36 @@ func BenchmarkNewestPage(b *testing.B) {
 			}
 		})
 	})
+	page, err := s.Timeline(ctx, 1, timeline.Query{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		cache int64
+	}{{"http-fixed", 0}, {"http-fixed-cached", 1 << 20}} {
+		b.Run(c.name, func(b *testing.B) {
+			base := serveB(b, httpapi.Config{Store: fixedPage{s, page}, StatusCacheBytes: c.cache})
+			cl := httpapi.NewClient(strings.TrimPrefix(base, "http://"))
+			defer cl.Close()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					p, err := cl.Timeline(ctx, 1, timeline.Query{})
+					if err != nil || len(p.Messages) != len(page.Messages) {
+						b.Fatalf("%d messages, %v", len(p.Messages), err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// fixedPage is a store whose every home timeline is one page, given.
+type fixedPage struct {
+	timeline.Store
+	page timeline.Page
+}
+
+func (f fixedPage) Timeline(context.Context, timeline.UserID, timeline.Query) (timeline.Page, error) {
+	return f.page, nil
 }

@@ -39,6 +39,9 @@ func (s *scanner) ws() {
 
 // next skips white space and returns the next byte, or 0 at the end.
 func (s *scanner) next() byte {
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return s.b[s.i] // no white space: the common case
+	}
 	s.ws()
 	if s.i < len(s.b) {
 		return s.b[s.i]
@@ -54,38 +57,50 @@ func (s *scanner) expect(c byte) error {
 	return nil
 }
 
-// str reads a string and returns its raw inside, and whether it holds
-// escapes.
-func (s *scanner) str() (raw []byte, escaped bool, err error) {
+// str reads a string and returns its raw inside, escapes and all. It
+// steps over the first bytes one by one, since most strings (keys, ids)
+// are short, and looks for the closing quote of a longer one with
+// IndexByte.
+func (s *scanner) str() ([]byte, error) {
 	if err := s.expect('"'); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	start := s.i
-	for {
-		j := bytes.IndexByte(s.b[s.i:], '"')
-		if j < 0 {
-			return nil, false, fmt.Errorf("%w: unterminated string", errSyntax)
+	b, start := s.b, s.i
+	i := start
+	for end := min(start+16, len(b)); i < end; i++ {
+		switch b[i] {
+		case '"':
+			s.i = i + 1
+			return b[start:i], nil
+		case '\\':
+			i++
 		}
-		end := s.i + j
-		s.i = end + 1
+	}
+	for i < len(b) {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			break
+		}
+		end := i + j
+		i = end + 1
 		// A quote after an odd number of backslashes is escaped.
 		k := end
-		for k > start && s.b[k-1] == '\\' {
+		for k > start && b[k-1] == '\\' {
 			k--
 		}
-		if (end-k)%2 == 1 {
-			continue
+		if (end-k)%2 == 0 {
+			s.i = i
+			return b[start:end], nil
 		}
-		raw = s.b[start:end]
-		return raw, bytes.IndexByte(raw, '\\') >= 0, nil
 	}
+	return nil, fmt.Errorf("%w: unterminated string", errSyntax)
 }
 
 // text reads a string's value.
 func (s *scanner) text() (string, error) {
 	start := s.i
-	raw, escaped, err := s.str()
-	if err != nil || !escaped {
+	raw, err := s.str()
+	if err != nil || bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw), err
 	}
 	var out string
@@ -112,7 +127,7 @@ func (s *scanner) skip() error {
 	for {
 		switch c := s.next(); {
 		case c == '"':
-			if _, _, err := s.str(); err != nil {
+			if _, err := s.str(); err != nil {
 				return err
 			}
 		case c == '{' || c == '[':
@@ -218,7 +233,7 @@ func (s *scanner) object(field func(key []byte) error) error {
 		return nil
 	}
 	for {
-		key, _, err := s.str()
+		key, err := s.str()
 		if err != nil {
 			return err
 		}
@@ -270,7 +285,7 @@ func (s *scanner) array(elem func() error) error {
 func (s *scanner) id() (int64, error) {
 	var raw []byte
 	if s.next() == '"' {
-		r, _, err := s.str()
+		r, err := s.str()
 		if err != nil {
 			return 0, err
 		}
@@ -289,8 +304,116 @@ func (s *scanner) id() (int64, error) {
 	return n, nil
 }
 
-// status reads one Status entity.
+// status reads one Status entity: by statusLayout when it is laid out as
+// this server writes it, and field by field otherwise.
 func (s *scanner) status() (timeline.Message, error) {
+	if m, ok := s.statusLayout(); ok {
+		return m, nil
+	}
+	return s.statusFields()
+}
+
+// statusLayout reads a Status entity laid out byte for byte as this
+// server writes it (appendStatus): it matches each fixed part whole and
+// reads the values between them, and checks that the ids, the author and
+// the origin repeated in the uri, the urls and the account agree. So it
+// reads and checks every byte of the entity, at the cost of comparing
+// memory rather than of scanning forty-odd fields one by one: the
+// client's share of a page through HTTP. An entity laid out otherwise
+// (another server, white space, fields in another order) leaves the
+// scanner where it was and reports false, for statusFields.
+func (s *scanner) statusLayout() (m timeline.Message, ok bool) {
+	b, i := s.b, s.i
+	defer func(from int) {
+		if !ok {
+			s.i = from
+		}
+	}(s.i)
+	lit := func(part string) bool {
+		if len(b)-i < len(part) || string(b[i:i+len(part)]) != part {
+			return false
+		}
+		i += len(part)
+		return true
+	}
+	// num reads a positive decimal number with no leading zero.
+	num := func() (int64, bool) {
+		start := i
+		var n int64
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' && i-start < 18 {
+			n = n*10 + int64(b[i]-'0')
+			i++
+		}
+		return n, i > start && b[start] != '0'
+	}
+	// same reads the decimal number want.
+	same := func(want int64) bool {
+		n, ok := num()
+		return ok && n == want
+	}
+	if !lit(stID) {
+		return m, false
+	}
+	id, ok := num()
+	if !ok || !lit(stCreated) || len(b)-i < 24 {
+		return m, false
+	}
+	at, err := parseTime(b[i : i+24])
+	if err != nil {
+		return m, false
+	}
+	i += 24
+	if !lit(stURI) {
+		return m, false
+	}
+	// The origin: what comes before /users/, with nothing to escape.
+	j := bytes.Index(b[i:], []byte(stUsers))
+	if j < 0 || bytes.IndexAny(b[i:i+j], "\"\\") >= 0 {
+		return m, false
+	}
+	origin := string(b[i : i+j]) // three more times below
+	i += j + len(stUsers)
+	author, ok := num()
+	if !ok || !lit(stStatuses) || !same(id) || !lit(stURL) || !lit(origin) || !lit(stAt) || !same(author) ||
+		!lit("/") || !same(id) || !lit(stContent) {
+		return m, false
+	}
+	// content, up to its closing quote: checked for its escapes, not read.
+	content, end := i, i
+	for {
+		q := bytes.IndexByte(b[end:], '"')
+		if q < 0 {
+			return m, false
+		}
+		end += q
+		k := end
+		for b[k-1] == '\\' {
+			k--
+		}
+		if (end-k)%2 == 0 {
+			break
+		}
+		end++
+	}
+	if i = end - len("</p>"); i < content || !lit(stText) {
+		return m, false
+	}
+	s.i = i
+	body, err := s.text()
+	i = s.i
+	if err != nil || !lit(stAccount) || !lit(acID) || !same(author) || !lit(acUsername) || !same(author) ||
+		!lit(acAcct) || !same(author) || !lit(acDisplay) || !same(author) || !lit(acURL) || !lit(origin) ||
+		!lit(stAt) || !same(author) || !lit(acEnd) || !lit(stEnd) {
+		return timeline.Message{}, false
+	}
+	s.i = i
+	return timeline.Message{ID: timeline.MessageID(id), Author: timeline.UserID(author), Body: body, CreatedAt: at}, true
+}
+
+// statusFields reads one Status entity field by field, in any layout
+// JSON allows: it keeps id, created_at, text and the account's id and
+// skips any other value.
+func (s *scanner) statusFields() (timeline.Message, error) {
 	var m timeline.Message
 	err := s.object(func(key []byte) error {
 		switch string(key) {
@@ -299,7 +422,7 @@ func (s *scanner) status() (timeline.Message, error) {
 			m.ID = timeline.MessageID(id)
 			return err
 		case "created_at":
-			raw, _, err := s.str()
+			raw, err := s.str()
 			if err != nil {
 				return err
 			}

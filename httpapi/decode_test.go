@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"errors"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,5 +108,161 @@ func TestEscapersFastPath(t *testing.T) {
 	}
 	if got := string(jsonString(nil, "a\"b\\c\x01")); got != `"a\"b\\c\u0001"` {
 		t.Errorf("jsonString = %s", got)
+	}
+}
+
+// TestLinkCursor: the client reads the id of a Link header's next and
+// prev URLs as ParseLinks and url.Values read them, in any order, with
+// other parameters around it, and finds none where there is none.
+func TestLinkCursor(t *testing.T) {
+	mastodon := `<http://h/api/v1/timelines/home?limit=5&max_id=1041>; rel="next", <http://h/api/v1/timelines/home?limit=5&min_id=1045>; rel="prev"`
+	for _, c := range []struct {
+		header, rel, key string
+		want             timeline.MessageID // 0: none
+	}{
+		{mastodon, "next", "max_id", 1041},
+		{mastodon, "prev", "min_id", 1045},
+		{mastodon, "next", "min_id", 0},
+		{`<http://h/x?min_id=7>;rel=prev,<http://h/x?max_id=3&limit=2#top>; rel=next`, "next", "max_id", 3},
+		{`<http://h/x?min_id=7>;rel=prev,<http://h/x?max_id=3&limit=2#top>; rel=next`, "prev", "min_id", 7},
+		{`<http://h/x?min_id=7>; rel="prev"`, "next", "max_id", 0},
+		{`<http://h/x?max_id=abc>; rel="next"`, "next", "max_id", 0},
+		{`<http://h/x?max_id=0>; rel="next"`, "next", "max_id", 0},
+		{`<http://h/x?xmax_id=4>; rel="next"`, "next", "max_id", 0},
+		{`http://h/x?max_id=4; rel="next"`, "next", "max_id", 0},
+		{``, "next", "max_id", 0},
+	} {
+		got := linkCursor(c.header, c.rel, c.key)
+		var want timeline.Cursor
+		if c.want != 0 {
+			want = timeline.IDCursor(c.want)
+		}
+		if got != want {
+			t.Errorf("%s, %s: %q, want %q", c.header, c.rel, got, want)
+		}
+		// As ParseLinks and url.Values read it.
+		var old timeline.Cursor
+		if u, err := url.Parse(ParseLinks(c.header)[c.rel]); err == nil {
+			if id, err := parseID(u.Query().Get(c.key)); err == nil {
+				old = timeline.IDCursor(timeline.MessageID(id))
+			}
+		}
+		if got != old {
+			t.Errorf("%s, %s: %q, but ParseLinks and url.Values read %q", c.header, c.rel, got, old)
+		}
+	}
+}
+
+// benchPage is a page of 20 statuses as this server writes them.
+func benchPage() []byte {
+	page := []byte{'['}
+	for i, m := range benchMessages() {
+		if i > 0 {
+			page = append(page, ',')
+		}
+		page = appendStatus(page, "http://127.0.0.1:8080", m)
+	}
+	return append(page, ']')
+}
+
+// benchMessages are the 20 messages of benchPage.
+func benchMessages() []timeline.Message {
+	ms := make([]timeline.Message, 20)
+	for i := range ms {
+		ms[i] = timeline.Message{
+			ID: timeline.MessageID(100000 + i), Author: timeline.UserID(1000 + i),
+			Body:      "message of about the length that the benchmark's dataset draws, with some words in it",
+			CreatedAt: time.Date(2026, 11, 26, 6, 30, i, 0, time.UTC),
+		}
+	}
+	return ms
+}
+
+// BenchmarkDecodeStatuses reads a page of 20 statuses as this server
+// writes them: the client's share of a page's cost.
+func BenchmarkDecodeStatuses(b *testing.B) {
+	page := benchPage()
+	b.SetBytes(int64(len(page)))
+	for b.Loop() {
+		if ms, err := decodeStatuses(page); err != nil || len(ms) != 20 {
+			b.Fatal(len(ms), err)
+		}
+	}
+}
+
+// BenchmarkEncodeStatuses writes a page of 20 statuses: the server's
+// share of a page's cost besides net/http.
+func BenchmarkEncodeStatuses(b *testing.B) {
+	ms := benchMessages()
+	var page []byte
+	for b.Loop() {
+		page = append(page[:0], '[')
+		for i, m := range ms {
+			if i > 0 {
+				page = append(page, ',')
+			}
+			page = appendStatus(page, "http://127.0.0.1:8080", m)
+		}
+		page = append(page, ']')
+	}
+	b.SetBytes(int64(len(page)))
+}
+
+// TestStatusLayout: an entity as this server writes it is read by its
+// layout, to the same message as field by field, for any body and
+// origin; one laid out otherwise, or whose repeated ids, author or
+// origin disagree, is left to the field-by-field reader, which reads
+// what is valid JSON and refuses what is not.
+func TestStatusLayout(t *testing.T) {
+	bodies := []string{"plain", `"quoted" \ <b>&amp;</b>`, "two\nlines\r\n", "é 😀 \u2028", "x", `\"`, "</p>\",\"text\":"}
+	at := time.Date(2026, 11, 26, 7, 5, 0, 123e6, time.UTC)
+	for _, origin := range []string{"http://127.0.0.1:8080", "https://example.org", ""} {
+		for i, body := range bodies {
+			m := timeline.Message{ID: timeline.MessageID(1e12 + i), Author: timeline.UserID(7 + i), Body: body, CreatedAt: at}
+			entity := appendStatus(nil, origin, m)
+			s := &scanner{b: entity}
+			got, ok := s.statusLayout()
+			if !ok || s.i != len(entity) {
+				t.Fatalf("%q at %q: not read by its layout (at %d of %d)", body, origin, s.i, len(entity))
+			}
+			f := &scanner{b: entity}
+			want, err := f.statusFields()
+			if err != nil || got.ID != want.ID || got.Author != want.Author || got.Body != want.Body || !got.CreatedAt.Equal(want.CreatedAt) ||
+				got.ID != m.ID || got.Body != body {
+				t.Fatalf("%q at %q: by layout %+v, by fields %+v (%v)", body, origin, got, want, err)
+			}
+		}
+	}
+	m := timeline.Message{ID: 42, Author: 7, Body: "hello", CreatedAt: at}
+	entity := string(appendStatus(nil, "http://h", m))
+	for _, c := range []struct {
+		name, old, new string
+		valid          bool // still JSON with an id and an account: read field by field
+	}{
+		{"white space", `","created_at"`, `", "created_at"`, true},
+		{"another id in the uri", "/statuses/42", "/statuses/43", true},
+		{"another author in the url", "/@7/42", "/@8/42", true},
+		{"another account", `"account":{"id":"7"`, `"account":{"id":"8"`, true},
+		{"another origin in the account", `"url":"http://h/@7","locked"`, `"url":"http://g/@7","locked"`, true},
+		{"a field more", `"poll":null}`, `"poll":null,"x":1}`, true},
+		{"a leading zero", `{"id":"42"`, `{"id":"042"`, true},
+		{"truncated", `"fields":[]},"media_attachments":[],"mentions":[],"tags":[],"emojis":[],"card":null,"poll":null}`, `"fields":[]}`, false},
+		{"unterminated text", `"text":"hello"`, `"text":"hello`, false},
+	} {
+		changed := strings.Replace(entity, c.old, c.new, 1)
+		if changed == entity {
+			t.Fatalf("%s: %q is not in the entity", c.name, c.old)
+		}
+		s := &scanner{b: []byte(changed)}
+		if _, ok := s.statusLayout(); ok || s.i != 0 {
+			t.Errorf("%s: read by the layout (at %d)", c.name, s.i)
+		}
+		got, err := decodeStatuses([]byte("[" + changed + "]"))
+		if c.valid && (err != nil || len(got) != 1 || got[0].ID != 42) {
+			t.Errorf("%s: field by field %+v, %v", c.name, got, err)
+		}
+		if !c.valid && !errors.Is(err, errSyntax) {
+			t.Errorf("%s: %v, want a syntax error", c.name, err)
+		}
 	}
 }

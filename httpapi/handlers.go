@@ -125,7 +125,7 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writePage(w, r, page, limit)
+	s.writePage(w, r, page, limit)
 }
 
 // accountStatuses serves GET /api/v1/accounts/{id}/statuses: the
@@ -143,7 +143,7 @@ func (s *Server) accountStatuses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v.Get("pinned") == "true" || v.Get("only_media") == "true" {
-		writePage(w, r, timeline.Page{}, limit)
+		s.writePage(w, r, timeline.Page{}, limit)
 		return
 	}
 	page, err := s.store.AuthorTimeline(r.Context(), timeline.UserID(id), q)
@@ -151,7 +151,7 @@ func (s *Server) accountStatuses(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writePage(w, r, page, limit)
+	s.writePage(w, r, page, limit)
 }
 
 // unsupported are the parameters of a new status that ask for what this
@@ -194,7 +194,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeStatus(w, r, m, http.StatusOK)
+	s.writeStatus(w, r, m)
 }
 
 // statusParam reads the status text of a new status, and refuses what
@@ -261,12 +261,12 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeStatus(w, r, m, http.StatusOK)
+	s.writeStatus(w, r, m)
 }
 
 // delete serves DELETE /api/v1/statuses/{id}: it answers the deleted
 // status, with its text, as Mastodon does. Another account's status is
-// not found (404), as in Mastodon.
+// not found (404), as in Mastodon. The status leaves the server's cache.
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	user, ok := caller(w, r)
 	if !ok {
@@ -287,7 +287,8 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeStatus(w, r, m, http.StatusOK)
+	s.cache.evict(m.ID)
+	send(w, http.StatusOK, appendStatus(nil, base(r), m))
 }
 
 // follow serves POST /api/v1/accounts/{id}/follow.

@@ -58,18 +58,25 @@ func base(r *http.Request) string {
 // on a page that has statuses, each on the request's own path with its
 // limit parameter, if it had one. A page with nothing older has no next
 // link, so a client that follows next links stops without reading an
-// empty page; an empty page has no link at all.
-func writePage(w http.ResponseWriter, r *http.Request, p timeline.Page, limit string) {
+// empty page; an empty page has no link at all. The statuses come from
+// the server's cache when it holds them.
+func (s *Server) writePage(w http.ResponseWriter, r *http.Request, p timeline.Page, limit string) {
 	bp := bufs.Get().(*[]byte)
 	defer bufs.Put(bp)
 	origin := base(r)
 	b := append((*bp)[:0], '[')
+	hits := 0
 	for i, m := range p.Messages {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendStatus(b, origin, m)
+		var hit bool
+		b, hit = s.cache.appendStatus(b, origin, m)
+		if hit {
+			hits++
+		}
 	}
+	s.metrics.cached(s.cache, hits, len(p.Messages)-hits)
 	b = append(b, ']')
 	if n := len(p.Messages); n > 0 {
 		link := make([]byte, 0, 256)
@@ -95,9 +102,16 @@ func writePage(w http.ResponseWriter, r *http.Request, p timeline.Page, limit st
 	*bp = b
 }
 
-// writeStatus answers one status, with its text.
-func writeStatus(w http.ResponseWriter, r *http.Request, m timeline.Message, code int) {
-	send(w, code, appendStatus(nil, base(r), m))
+// writeStatus answers one status, with its text, from the server's cache
+// when it holds it.
+func (s *Server) writeStatus(w http.ResponseWriter, r *http.Request, m timeline.Message) {
+	b, hit := s.cache.appendStatus(nil, base(r), m)
+	if hit {
+		s.metrics.cached(s.cache, 1, 0)
+	} else {
+		s.metrics.cached(s.cache, 0, 1)
+	}
+	send(w, http.StatusOK, b)
 }
 
 // appendStatus appends m as a Mastodon Status entity. content is the
@@ -107,29 +121,78 @@ func writeStatus(w http.ResponseWriter, r *http.Request, m timeline.Message, cod
 // What the store does not keep (replies, boosts, media, counts) is empty,
 // zero or null.
 func appendStatus(b []byte, origin string, m timeline.Message) []byte {
-	b = append(b, `{"id":"`...)
-	b = strconv.AppendInt(b, int64(m.ID), 10)
-	b = append(b, `","created_at":"`...)
+	return appendStatusCut(b, origin, m, nil)
+}
+
+// originCuts are the places in a Status entity where its origin goes:
+// its uri, its url and its account's url.
+const originCuts = 3
+
+// The fixed parts of a Status entity as this server writes it, between
+// the values it varies: the writer appends them and the Client's scanner
+// reads an entity laid out so by matching them (statusLayout).
+const (
+	stID       = `{"id":"`
+	stCreated  = `","created_at":"`
+	stURI      = `","in_reply_to_id":null,"in_reply_to_account_id":null,"sensitive":false,"spoiler_text":"","visibility":"public","language":null,"uri":"`
+	stUsers    = "/users/"
+	stStatuses = "/statuses/"
+	stURL      = `","url":"`
+	stAt       = "/@"
+	stContent  = `","replies_count":0,"reblogs_count":0,"favourites_count":0,"edited_at":null,"content":"<p>`
+	stText     = `</p>","text":`
+	stAccount  = `,"reblog":null,"account":`
+	stEnd      = `,"media_attachments":[],"mentions":[],"tags":[],"emojis":[],"card":null,"poll":null}`
+
+	acID       = `{"id":"`
+	acUsername = `","username":"user`
+	acAcct     = `","acct":"user`
+	acDisplay  = `","display_name":"user`
+	acURL      = `","url":"`
+	acEnd      = `","locked":false,"bot":false,"group":false,"note":"","avatar":"","avatar_static":"","header":"","header_static":"","followers_count":0,"following_count":0,"statuses_count":0,"emojis":[],"fields":[]}`
+)
+
+// appendStatusCut is appendStatus that, when cuts is not nil, records
+// where in b each origin starts, so that the entity rendered with an
+// empty origin can be completed for any origin (statusCache).
+func appendStatusCut(b []byte, origin string, m timeline.Message, cuts *[originCuts]int) []byte {
+	// The id and the author repeat (three and six times): written once.
+	var idBuf, authorBuf [20]byte
+	id := strconv.AppendInt(idBuf[:0], int64(m.ID), 10)
+	author := strconv.AppendInt(authorBuf[:0], int64(m.Author), 10)
+	b = append(b, stID...)
+	b = append(b, id...)
+	b = append(b, stCreated...)
 	b = appendTime(b, m.CreatedAt)
-	b = append(b, `","in_reply_to_id":null,"in_reply_to_account_id":null,"sensitive":false,"spoiler_text":"","visibility":"public","language":null,"uri":"`...)
+	b = append(b, stURI...)
+	if cuts != nil {
+		cuts[0] = len(b)
+	}
 	b = append(b, origin...)
-	b = append(b, "/users/"...)
-	b = strconv.AppendInt(b, int64(m.Author), 10)
-	b = append(b, "/statuses/"...)
-	b = strconv.AppendInt(b, int64(m.ID), 10)
-	b = append(b, `","url":"`...)
+	b = append(b, stUsers...)
+	b = append(b, author...)
+	b = append(b, stStatuses...)
+	b = append(b, id...)
+	b = append(b, stURL...)
+	if cuts != nil {
+		cuts[1] = len(b)
+	}
 	b = append(b, origin...)
-	b = append(b, "/@"...)
-	b = strconv.AppendInt(b, int64(m.Author), 10)
+	b = append(b, stAt...)
+	b = append(b, author...)
 	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(m.ID), 10)
-	b = append(b, `","replies_count":0,"reblogs_count":0,"favourites_count":0,"edited_at":null,"content":"<p>`...)
+	b = append(b, id...)
+	b = append(b, stContent...)
 	b = appendHTML(b, m.Body)
-	b = append(b, `</p>","text":`...)
+	b = append(b, stText...)
 	b = jsonString(b, m.Body)
-	b = append(b, `,"reblog":null,"account":`...)
-	b = appendAccount(b, origin, m.Author)
-	b = append(b, `,"media_attachments":[],"mentions":[],"tags":[],"emojis":[],"card":null,"poll":null}`...)
+	b = append(b, stAccount...)
+	var at *int
+	if cuts != nil {
+		at = &cuts[2]
+	}
+	b = appendAccountCut(b, origin, author, at)
+	b = append(b, stEnd...)
 	return b
 }
 
@@ -137,19 +200,29 @@ func appendStatus(b []byte, origin string, m timeline.Message) []byte {
 // and acct "user<id>", its URL; the rest, which the store does not keep,
 // empty or zero.
 func appendAccount(b []byte, origin string, user timeline.UserID) []byte {
-	b = append(b, `{"id":"`...)
-	b = strconv.AppendInt(b, int64(user), 10)
-	b = append(b, `","username":"user`...)
-	b = strconv.AppendInt(b, int64(user), 10)
-	b = append(b, `","acct":"user`...)
-	b = strconv.AppendInt(b, int64(user), 10)
-	b = append(b, `","display_name":"user`...)
-	b = strconv.AppendInt(b, int64(user), 10)
-	b = append(b, `","url":"`...)
+	var buf [20]byte
+	return appendAccountCut(b, origin, strconv.AppendInt(buf[:0], int64(user), 10), nil)
+}
+
+// appendAccountCut is appendAccount of the user whose decimal id is user
+// that, when cut is not nil, records where in b the origin starts.
+func appendAccountCut(b []byte, origin string, user []byte, cut *int) []byte {
+	b = append(b, acID...)
+	b = append(b, user...)
+	b = append(b, acUsername...)
+	b = append(b, user...)
+	b = append(b, acAcct...)
+	b = append(b, user...)
+	b = append(b, acDisplay...)
+	b = append(b, user...)
+	b = append(b, acURL...)
+	if cut != nil {
+		*cut = len(b)
+	}
 	b = append(b, origin...)
-	b = append(b, "/@"...)
-	b = strconv.AppendInt(b, int64(user), 10)
-	b = append(b, `","locked":false,"bot":false,"group":false,"note":"","avatar":"","avatar_static":"","header":"","header_static":"","followers_count":0,"following_count":0,"statuses_count":0,"emojis":[],"fields":[]}`...)
+	b = append(b, stAt...)
+	b = append(b, user...)
+	b = append(b, acEnd...)
 	return b
 }
 

@@ -19,6 +19,7 @@ import (
 //	pushpull_http_request_duration_seconds{route,code}  their latency (histogram)
 //	pushpull_http_requests_in_flight                    requests being served
 //	pushpull_http_untyped_errors_total                  500s: errors the library does not type
+//	pushpull_http_status_cache_total{result}            statuses answered from the cache (hit) or rendered (miss)
 //	pushpull_store_work_total{counter}                  the store's own counters (timeline.Counting)
 //	pushpull_server_up{kind,server}                     1 when a server the store uses answers, else 0
 //	pushpull_fanout_lag_seconds                         post to last follower's mailbox (timeline.Lagging)
@@ -31,6 +32,8 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 	untyped  prometheus.Counter
+	hits     prometheus.Counter // of the status cache
+	misses   prometheus.Counter
 }
 
 // latencyBuckets span a cached page (a few hundred microseconds) to a
@@ -59,7 +62,11 @@ func newMetrics(cfg Config) (*metrics, error) {
 			Name: "pushpull_http_untyped_errors_total", Help: "Requests answered 500: the store failed with an error the library does not type.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.inFlight, m.untyped, newStoreCollector(cfg)} {
+	cache := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pushpull_http_status_cache_total", Help: "Statuses answered from the cache of rendered statuses (hit) or rendered for it (miss).",
+	}, []string{"result"})
+	m.hits, m.misses = cache.WithLabelValues("hit"), cache.WithLabelValues("miss")
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.inFlight, m.untyped, cache, newStoreCollector(cfg)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -70,6 +77,20 @@ func newMetrics(cfg Config) (*metrics, error) {
 // handler serves the registry's metrics.
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// cached counts the statuses of an answer that the cache c held (hits)
+// and those it rendered (misses); nothing without a cache.
+func (m *metrics) cached(c *statusCache, hits, misses int) {
+	if c == nil {
+		return
+	}
+	if hits > 0 {
+		m.hits.Add(float64(hits))
+	}
+	if misses > 0 {
+		m.misses.Add(float64(misses))
+	}
 }
 
 // recorder remembers the status code a handler wrote.

@@ -17,12 +17,15 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
+// maxStatusCacheMB bounds --status-cache-mb: 64 GiB.
+const maxStatusCacheMB = 64 << 10
+
 func newServeCmd(getenv func(string) string) *cobra.Command {
 	sf := serverFlags{getenv: getenv}
 	var (
 		model, listen        string
 		allowRemote          bool
-		maxConns             int
+		maxConns, cacheMB    int
 		requestTimeout, wait time.Duration
 	)
 	cmd := &cobra.Command{
@@ -70,6 +73,14 @@ pushpull_store_work_total{counter} (the store's own counters),
 pushpull_server_up{kind,server} (1 or 0 for the database, each memcached
 and Redis) and, for an asynchronous model, pushpull_fanout_lag_seconds.
 
+--status-cache-mb N keeps rendered statuses by id in a cache of N MiB
+(default 0: none), so that a page copies the statuses it shows rather
+than render them; every page still reads the store, and an entry serves
+only the message it was rendered from. The oldest unused entries go
+first; a delete evicts at once. It pays only where few statuses are read
+very often: a hit costs about what rendering costs. Hits and misses are
+pushpull_http_status_cache_total{result}.
+
 SIGTERM or Ctrl-C shuts down gracefully: no new connection is accepted,
 the requests in flight finish (for at most --grace), an asynchronous model
 applies what it acknowledged, and the store closes.
@@ -98,6 +109,9 @@ commands; --model memory keeps everything in this process only.`, httpapi.MaxPag
 			if maxConns < 1 || maxConns > 10000 {
 				return usagef("--max-conns %d: want 1..10000", maxConns)
 			}
+			if cacheMB < 0 || cacheMB > maxStatusCacheMB {
+				return usagef("--status-cache-mb %d: want 0 (no cache) to %d", cacheMB, maxStatusCacheMB)
+			}
 			if requestTimeout <= 0 || wait <= 0 {
 				return usagef("--request-timeout and --grace must be positive")
 			}
@@ -105,7 +119,7 @@ commands; --model memory keeps everything in this process only.`, httpapi.MaxPag
 			defer stop()
 			sf.maxConns = maxConns
 			var s timeline.Store
-			hc := httpapi.Config{Model: m.Name, RequestTimeout: requestTimeout}
+			hc := httpapi.Config{Model: m.Name, RequestTimeout: requestTimeout, StatusCacheBytes: int64(cacheMB) << 20}
 			if m.Persistent() {
 				if s, err = sf.openStore(ctx, m); err != nil {
 					return err
@@ -152,6 +166,7 @@ commands; --model memory keeps everything in this process only.`, httpapi.MaxPag
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to listen on, host:port (loopback unless --allow-remote; port 0 picks a free one)")
 	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "listen beyond loopback although the token is no authentication")
 	cmd.Flags().IntVar(&maxConns, "max-conns", 64, "most connections to the database")
+	cmd.Flags().IntVar(&cacheMB, "status-cache-mb", 0, "memory for a cache of rendered statuses, in MiB (0: none, render every status afresh)")
 	cmd.Flags().DurationVar(&requestTimeout, "request-timeout", httpapi.DefaultRequestTimeout, "most time a request may spend in the store; past it the answer is 503")
 	cmd.Flags().DurationVar(&wait, "grace", 30*time.Second, "at shutdown, most time for the requests in flight to finish, and again for the store to settle")
 	sf.register(cmd)

@@ -15,7 +15,8 @@ import (
 
 // TestServeRefuses: serve refuses, with exit code 2 and before it opens
 // anything, an address beyond loopback without --allow-remote, a
-// malformed address, and a model it does not know.
+// malformed address, a cache size out of range, and a model it does not
+// know.
 func TestServeRefuses(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -25,6 +26,8 @@ func TestServeRefuses(t *testing.T) {
 		{[]string{"--listen", ":8080"}, "--allow-remote"},
 		{[]string{"--listen", "8080"}, "--listen"},
 		{[]string{"--max-conns", "0"}, "--max-conns"},
+		{[]string{"--status-cache-mb", "-1"}, "--status-cache-mb"},
+		{[]string{"--status-cache-mb", "65537"}, "--status-cache-mb"},
 	} {
 		args := append([]string{"serve", "--model", registry.Names(registry.Models())[0]}, c.args...)
 		r := run(t, nil, args...)
