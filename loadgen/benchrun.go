@@ -290,11 +290,14 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 		if !ok {
 			return fmt.Errorf("load %s: model %s lives on a database but does not hand out its connection pool (timeline.DBHolder)", m.Database, m.Name)
 		}
+		t := load.Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
+		if pm, ok := timeline.As[registry.PartialMailbox](s); ok && m.OnVitess() {
+			t.Mailbox = pm.MailboxShape()
+		}
 		if m.OnVitess() {
-			vtTargets = append(vtTargets, load.Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema})
+			vtTargets = append(vtTargets, t)
 			continue
 		}
-		t := load.Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
 		if pm, ok := timeline.As[registry.PartialMailbox](s); ok {
 			t.Mailbox = pm.MailboxShape()
 			if t.Mailbox.ActiveReads > 0 {

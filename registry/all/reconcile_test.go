@@ -13,8 +13,9 @@ import (
 )
 
 // uncheckedViews are the models that keep a view beside the record but
-// declare no checker of it yet: push-async@vitess's mailbox.
-var uncheckedViews = []string{"push-async@vitess"}
+// declare no checker of it yet: push-async@vitess's mailbox, and
+// hybrid@vitess's mailbox and pull_follows.
+var uncheckedViews = []string{"push-async@vitess", "hybrid@vitess"}
 
 // keepsNoView reports whether m keeps nothing beside the record: the
 // reference, and the pull strategies that read only SQL tables.
