@@ -291,15 +291,15 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 			return fmt.Errorf("load %s: model %s lives on a database but does not hand out its connection pool (timeline.DBHolder)", m.Database, m.Name)
 		}
 		t := load.Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
-		if pm, ok := timeline.As[registry.PartialMailbox](s); ok && m.OnVitess() {
+		pm, partial := timeline.As[registry.PartialMailbox](s)
+		if partial {
 			t.Mailbox = pm.MailboxShape()
 		}
 		if m.OnVitess() {
 			vtTargets = append(vtTargets, t)
 			continue
 		}
-		if pm, ok := timeline.As[registry.PartialMailbox](s); ok {
-			t.Mailbox = pm.MailboxShape()
+		if partial {
 			if t.Mailbox.ActiveReads > 0 {
 				active, users := load.ActiveUsers(b.data, t.Mailbox)
 				b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s starts with %d of %d users active (%.0f%%): those who read within its window, at %g reads per user per window",
