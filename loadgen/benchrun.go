@@ -299,12 +299,10 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 			vtTargets = append(vtTargets, t)
 			continue
 		}
-		if partial {
-			if t.Mailbox.ActiveReads > 0 {
-				active, users := load.ActiveUsers(b.data, t.Mailbox)
-				b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s starts with %d of %d users active (%.0f%%): those who read within its window, at %g reads per user per window",
-					m.Name, active, users, 100*float64(active)/float64(users), t.Mailbox.ActiveReads))
-			}
+		if t.Mailbox.ActiveReads > 0 {
+			active, users := load.ActiveUsers(b.data, t.Mailbox)
+			b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s starts with %d of %d users active (%.0f%%): those who read within its window, at %g reads per user per window",
+				m.Name, active, users, 100*float64(active)/float64(users), t.Mailbox.ActiveReads))
 		}
 		targets = append(targets, t)
 	}
