@@ -27,6 +27,9 @@
 // The threshold trades a celebrity's post (one row instead of one per
 // follower) against every read of their followers (one more index range).
 // DefaultThreshold is 1,000 followers.
+//
+// VitessStore is the same rule on a Vitess keyspace sharded by user (model
+// hybrid@vitess).
 package hybrid
 
 import (

@@ -31,6 +31,29 @@ func init() {
 		Open:      openModel,
 		Bench:     registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
+	registry.Register(registry.Model{
+		Name:     VitessModelName,
+		Family:   registry.FamilyHybrid,
+		Schema:   schema.HybridVitess,
+		Database: DefaultVitessDatabase,
+		Needs:    registry.Vitess,
+		Summary: "hybrid on Vitess, sharded by user: push@vitess's fan-out for authors below the threshold (option threshold); " +
+			"a page is the reader's shard, plus the shards of the listed authors they follow",
+		Options: options,
+		Traits:  registry.Partial,
+		Open:    openVitessModel,
+		Bench:   registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+	})
+}
+
+// openVitessModel opens hybrid@vitess from a registry.Config: option
+// "threshold" is Config.Threshold.
+func openVitessModel(ctx context.Context, cfg registry.Config) (timeline.Store, error) {
+	return OpenVitess(ctx, Config{
+		Config: push.Config{DSN: cfg.Vtgate, Database: cfg.Database, MaxConns: cfg.MaxConns, Force: cfg.Force,
+			VtgateStatus: cfg.VtgateStatus},
+		Threshold: cfg.Int(OptionThreshold),
+	})
 }
 
 // openModel opens the model from a registry.Config: option "threshold" is

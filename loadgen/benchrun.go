@@ -290,18 +290,19 @@ func (b *bench) load(ctx context.Context, admin *sql.DB, local bool) error {
 		if !ok {
 			return fmt.Errorf("load %s: model %s lives on a database but does not hand out its connection pool (timeline.DBHolder)", m.Database, m.Name)
 		}
+		t := load.Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
+		pm, partial := timeline.As[registry.PartialMailbox](s)
+		if partial {
+			t.Mailbox = pm.MailboxShape()
+		}
 		if m.OnVitess() {
-			vtTargets = append(vtTargets, load.Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema})
+			vtTargets = append(vtTargets, t)
 			continue
 		}
-		t := load.Target{Name: m.Database, DB: holder.DB(), Schema: m.Schema}
-		if pm, ok := timeline.As[registry.PartialMailbox](s); ok {
-			t.Mailbox = pm.MailboxShape()
-			if t.Mailbox.ActiveReads > 0 {
-				active, users := load.ActiveUsers(b.data, t.Mailbox)
-				b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s starts with %d of %d users active (%.0f%%): those who read within its window, at %g reads per user per window",
-					m.Name, active, users, 100*float64(active)/float64(users), t.Mailbox.ActiveReads))
-			}
+		if t.Mailbox.ActiveReads > 0 {
+			active, users := load.ActiveUsers(b.data, t.Mailbox)
+			b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s starts with %d of %d users active (%.0f%%): those who read within its window, at %g reads per user per window",
+				m.Name, active, users, 100*float64(active)/float64(users), t.Mailbox.ActiveReads))
 		}
 		targets = append(targets, t)
 	}

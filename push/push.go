@@ -212,7 +212,13 @@ func (s *Store) Timeline(ctx context.Context, user timeline.UserID, q timeline.Q
 // of read are wrapped with model.
 func (s *Store) Page(ctx context.Context, model string, user timeline.UserID, q timeline.Query,
 	read timeline.Reader) (timeline.Page, error) {
-	return s.codec.Serve(ctx, "user", user, q, func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
+	return servePage(ctx, s.codec, model, user, q, read)
+}
+
+// servePage is Page with codec.
+func servePage(ctx context.Context, codec *timeline.CursorCodec, model string, user timeline.UserID, q timeline.Query,
+	read timeline.Reader) (timeline.Page, error) {
+	return codec.Serve(ctx, "user", user, q, func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
 		msgs, err := read(ctx, r)
 		if err != nil {
 			return nil, fmt.Errorf("%s timeline: %w", model, err)

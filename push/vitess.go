@@ -66,30 +66,34 @@ var _ timeline.Store = (*VitessStore)(nil)
 
 // OpenVitess connects to the vtgate at cfg.DSN, whose keyspace
 // cfg.Database (DefaultVitessDatabase if "") must exist with schema's VitessVSchema,
-// creates the tables through vtgate if needed, and returns the store.
+// creates the tables of cfg.Schema (schema.PushVitess if "") through
+// vtgate if needed, and returns the store.
 func OpenVitess(ctx context.Context, cfg Config) (*VitessStore, error) {
 	if cfg.Database == "" {
 		cfg.Database = DefaultVitessDatabase
+	}
+	if cfg.Schema == "" {
+		cfg.Schema = schema.PushVitess
 	}
 	chunk := cfg.FanoutChunk
 	if chunk == 0 {
 		chunk = DefaultFanoutChunk
 	}
 	if chunk < 1 || chunk > 10000 {
-		return nil, fmt.Errorf("open push@vitess store: FanoutChunk %d: want 1 to 10000", chunk)
+		return nil, fmt.Errorf("open %s store: FanoutChunk %d: want 1 to 10000", cfg.Schema, chunk)
 	}
 	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: cfg.DSN, Database: cfg.Database, MaxConns: cfg.MaxConns, Vitess: true})
 	if err != nil {
-		return nil, fmt.Errorf("open push@vitess store: %w", err)
+		return nil, fmt.Errorf("open %s store: %w", cfg.Schema, err)
 	}
-	if err := schema.Apply(ctx, db, schema.PushVitess, schema.Options{Force: cfg.Force}); err != nil {
+	if err := schema.Apply(ctx, db, cfg.Schema, schema.Options{Force: cfg.Force}); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open push@vitess store: %w", err)
+		return nil, fmt.Errorf("open %s store: %w", cfg.Schema, err)
 	}
 	codec, err := schema.CursorCodec(ctx, db)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open push@vitess store: %w", err)
+		return nil, fmt.Errorf("open %s store: %w", cfg.Schema, err)
 	}
 	dsn, err := mysqlx.Config(cfg.DSN) // parsed by Open already
 	if err != nil {
@@ -132,15 +136,15 @@ func (s *VitessStore) Chunk() int { return s.chunk }
 // Post implements timeline.Store.
 func (s *VitessStore) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
 	return s.Writes(VitessModelName).Post(ctx, author, body, nil, func(tx *sql.Tx, msg timeline.Message) error {
-		return s.fanOut(ctx, tx, msg)
+		return s.FanOut(ctx, tx, msg)
 	})
 }
 
-// fanOut writes msg, with its body and time, into the mailbox of each of
+// FanOut writes msg, with its body and time, into the mailbox of each of
 // its author's followers, s.chunk followers per statement. The message is
 // new, so no mailbox holds it yet, and a chunk writes a row per follower
 // it reads: a chunk of fewer than s.chunk rows is the last.
-func (s *VitessStore) fanOut(ctx context.Context, tx *sql.Tx, msg timeline.Message) error {
+func (s *VitessStore) FanOut(ctx context.Context, tx *sql.Tx, msg timeline.Message) error {
 	author := msg.Author
 	var after uint64
 	for {
@@ -174,32 +178,62 @@ func nthKey(ctx context.Context, tx *sql.Tx, query string, owner timeline.UserID
 func (s *VitessStore) Follow(ctx context.Context, follower, followee timeline.UserID) error {
 	return s.Writes(VitessModelName).Follow(ctx, follower, followee,
 		func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx,
-				`INSERT IGNORE INTO followers (followee_id, follower_id) VALUES (?, ?)`, followee, follower); err != nil {
+			if err := AddFollower(ctx, tx, follower, followee); err != nil {
 				return err
 			}
-			return s.backfill(ctx, tx, follower, followee)
+			return s.Backfill(ctx, tx, follower, followee)
 		})
 }
 
-// backfill copies followee's messages into follower's mailbox, s.chunk
-// messages per statement in id order. INSERT IGNORE may write fewer rows
-// than a chunk reads (a mailbox left holding some of them), so each
-// chunk's upper end is looked up first.
-func (s *VitessStore) backfill(ctx context.Context, tx *sql.Tx, follower, followee timeline.UserID) error {
-	const insert = `INSERT IGNORE INTO mailbox (user_id, message_id, author_id, body, created_at)
-		SELECT ?, id, author_id, body, created_at FROM messages WHERE author_id = ? AND id > ?`
+// AddFollower writes the follow's row of the followers table, the graph
+// by followee, on the followee's shard.
+func AddFollower(ctx context.Context, tx *sql.Tx, follower, followee timeline.UserID) error {
+	_, err := tx.ExecContext(ctx, `INSERT IGNORE INTO followers (followee_id, follower_id) VALUES (?, ?)`, followee, follower)
+	return err
+}
+
+// RemoveFollower deletes the follow's row of the followers table, on the
+// followee's shard.
+func RemoveFollower(ctx context.Context, tx *sql.Tx, follower, followee timeline.UserID) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM followers WHERE followee_id = ? AND follower_id = ?`, followee, follower)
+	return err
+}
+
+// RemoveAuthorCopies deletes followee's messages from follower's mailbox
+// on Vitess, by the author its rows copy: one statement on the follower's
+// shard.
+func RemoveAuthorCopies(ctx context.Context, tx *sql.Tx, follower, followee timeline.UserID) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM mailbox WHERE user_id = ? AND author_id = ?`, follower, followee)
+	return err
+}
+
+// Backfill copies followee's messages into follower's mailbox in tx,
+// s.Chunk() messages per statement in id order.
+func (s *VitessStore) Backfill(ctx context.Context, tx *sql.Tx, follower, followee timeline.UserID) error {
+	return s.InsertInChunks(ctx, tx, `SELECT id FROM messages WHERE author_id = ? AND id > ? ORDER BY id`, followee, "id",
+		`INSERT IGNORE INTO mailbox (user_id, message_id, author_id, body, created_at)
+		 SELECT ?, id, author_id, body, created_at FROM messages WHERE author_id = ? AND id > ?`, follower, followee)
+}
+
+// InsertInChunks runs insert, an INSERT IGNORE ... SELECT whose last
+// condition is "key > ?", over the rows of owner in key order, s.Chunk()
+// rows per statement: vtgate refuses a statement of more rows than its
+// limit. keys is the query of those keys (its arguments owner and a lower
+// bound, ordered by key). INSERT IGNORE may write fewer rows than a chunk
+// reads, so each chunk's upper end is looked up first, and insert runs
+// with args, then the chunk's lower end and " AND key <= upper".
+func (s *VitessStore) InsertInChunks(ctx context.Context, tx *sql.Tx, keys string, owner timeline.UserID, key, insert string, args ...any) error {
 	var after uint64
 	for {
-		upper, err := nthKey(ctx, tx, `SELECT id FROM messages WHERE author_id = ? AND id > ? ORDER BY id`, followee, after, s.chunk)
+		upper, err := nthKey(ctx, tx, keys, owner, after, s.chunk)
 		if errors.Is(err, sql.ErrNoRows) {
-			_, err = tx.ExecContext(ctx, insert, follower, followee, after)
+			_, err = tx.ExecContext(ctx, insert, append(args, after)...)
 			return err
 		}
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, insert+` AND id <= ?`, follower, followee, after, upper); err != nil {
+		if _, err := tx.ExecContext(ctx, insert+` AND `+key+` <= ?`, append(args, after, upper)...); err != nil {
 			return err
 		}
 		after = upper
@@ -255,26 +289,24 @@ func (s *VitessStore) RemoveFanOut(ctx context.Context, tx *sql.Tx, author timel
 func (s *VitessStore) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
 	return s.Writes(VitessModelName).Unfollow(ctx, follower, followee,
 		func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx,
-				`DELETE FROM followers WHERE followee_id = ? AND follower_id = ?`, followee, follower); err != nil {
+			if err := RemoveFollower(ctx, tx, follower, followee); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx,
-				`DELETE FROM mailbox WHERE user_id = ? AND author_id = ?`, follower, followee)
-			return err
+			return RemoveAuthorCopies(ctx, tx, follower, followee)
 		})
 }
 
 // Timeline implements timeline.Store: the page from the reader's mailbox
 // shard, one tablet call.
 func (s *VitessStore) Timeline(ctx context.Context, user timeline.UserID, q timeline.Query) (timeline.Page, error) {
-	return s.codec.Serve(ctx, "user", user, q, func(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
-		msgs, err := s.read(ctx, r)
-		if err != nil {
-			return nil, fmt.Errorf("push@vitess timeline: %w", err)
-		}
-		return msgs, nil
-	})
+	return s.Page(ctx, VitessModelName, user, q, s.read)
+}
+
+// Page is Store.Page on the keyspace: the frame of a Timeline of a model
+// built on the store.
+func (s *VitessStore) Page(ctx context.Context, model string, user timeline.UserID, q timeline.Query,
+	read timeline.Reader) (timeline.Page, error) {
+	return servePage(ctx, s.codec, model, user, q, read)
 }
 
 func (s *VitessStore) read(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {

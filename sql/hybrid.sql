@@ -1,5 +1,7 @@
 -- The hybrid model: push's tables, but the posts of authors with many
--- followers are not fanned out; readers pull them instead.
+-- followers are not fanned out; readers pull them instead. hybrid@vitess
+-- adds these two tables to push@vitess's (vitess.sql), each sharded by
+-- its first column (vitess_vschema.json).
 --
 -- pull_authors are the authors at least one of whose messages was not
 -- fanned out. An author stays listed once listed: their messages from

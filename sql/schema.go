@@ -52,6 +52,9 @@ const (
 	// keyspace sharded by user (see vitess.go).
 	PushVitess Model = "push@vitess"
 	PullVitess Model = "pull@vitess"
+	// HybridVitess is push@vitess's tables plus hybrid's pull_authors
+	// (by author_id) and pull_follows (by user_id) on Vitess.
+	HybridVitess Model = "hybrid@vitess"
 )
 
 // Files returns the names of the .sql files that make up model's schema, in
@@ -74,8 +77,10 @@ func Files(m Model) ([]string, error) {
 		return []string{"common.sql", "push.sql", "drowning.sql", "fanout_jobs.sql", "selective.sql"}, nil
 	case PushVitess, PullVitess:
 		return []string{"common.sql", "vitess.sql", "fanout_jobs.sql"}, nil
+	case HybridVitess:
+		return []string{"common.sql", "vitess.sql", "fanout_jobs.sql", "hybrid.sql"}, nil
 	}
-	return nil, fmt.Errorf("unknown model %q (want %q, %q, %q, %q, %q, %q, %q, %q or %q)", m, Push, Pull, PushCapped, PushActive, PushCompressed, Hybrid, Selective, PushVitess, PullVitess)
+	return nil, fmt.Errorf("unknown model %q (want %q, %q, %q, %q, %q, %q, %q, %q, %q or %q)", m, Push, Pull, PushCapped, PushActive, PushCompressed, Hybrid, Selective, PushVitess, PullVitess, HybridVitess)
 }
 
 // ErrForeignDatabase means the database holds tables that pushpull did not
@@ -166,7 +171,7 @@ type Options struct {
 // (ErrForeignDatabase) a database that holds other tables or the other
 // model's schema, unless opts.Force.
 //
-// On Vitess (PushVitess, PullVitess) db's database is a keyspace that must
+// On Vitess (PushVitess, PullVitess, HybridVitess) db's database is a keyspace that must
 // already be sharded by VitessVSchema: Apply creates the tables through
 // vtgate, which sends each statement to every shard, but refuses
 // (ErrNoVSchema) a keyspace whose VSchema lacks them.

@@ -63,6 +63,8 @@ func DataTables(m Model) []Table {
 		return []Table{Follows, Messages}
 	case PushVitess:
 		return []Table{Follows, Followers, Messages, VitessMailbox}
+	case HybridVitess:
+		return []Table{Follows, Followers, Messages, VitessMailbox, PullAuthors, PullFollows}
 	}
 	return nil
 }

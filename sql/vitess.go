@@ -16,13 +16,13 @@ import (
 const SequenceKeyspace = "pushpull_seq"
 
 // IsVitess reports whether m is a model's schema on Vitess.
-func IsVitess(m Model) bool { return m == PushVitess || m == PullVitess }
+func IsVitess(m Model) bool { return m == PushVitess || m == PullVitess || m == HybridVitess }
 
 // ErrNoVSchema means a Vitess keyspace's VSchema lacks the tables of the
 // schema: the keyspace was not set up with VitessVSchema.
 var ErrNoVSchema = errors.New("keyspace is not sharded by pushpull's VSchema")
 
-// VitessVSchema is the VSchema of a keyspace that holds either model on
+// VitessVSchema is the VSchema of a keyspace that holds any model on
 // Vitess: every table sharded by the user who owns its rows with the hash
 // vindex, and messages numbered by the sequence in SequenceKeyspace.
 func VitessVSchema() []byte { return mustRead("vitess_vschema.json") }
@@ -80,7 +80,7 @@ func checkVSchema(ctx context.Context, db *sql.DB, m Model) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	for _, t := range append(DataTables(PushVitess), Table{Name: "pushpull_meta"}) {
+	for _, t := range append(append(DataTables(PushVitess), DataTables(m)...), Table{Name: "pushpull_meta"}) {
 		if !slices.Contains(have, t.Name) {
 			return fmt.Errorf("%w: its VSchema has no table %s (apply `pushpull schema --vitess --print` to it: see docs/scale-out.md)", ErrNoVSchema, t.Name)
 		}

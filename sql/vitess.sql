@@ -9,7 +9,11 @@
 --   messages   by author_id: an author's messages, newest first;
 --   mailbox    by user_id: a reader's mailbox (push reads);
 --   fanout_jobs (fanout_jobs.sql) by author_id: push-async@vitess's
---              queue, a post's job on its author's shard.
+--              queue, a post's job on its author's shard;
+--   pull_authors (hybrid.sql, hybrid@vitess only) by author_id: beside
+--              the author's followers, which a post counts;
+--   pull_follows (hybrid.sql, hybrid@vitess only) by user_id: beside the
+--              reader's mailbox, which a page reads with it.
 -- common.sql's AUTO_INCREMENT on messages.id is never used there: vtgate
 -- fills the id from the sequence message_seq in the unsharded keyspace
 -- (vitess_sequence.sql), so ids still increase with time across shards.

@@ -25,10 +25,10 @@ import (
 )
 
 // DefaultKeyspaces are the sharded keyspaces a Vitess sandbox makes unless
-// told otherwise: the default databases of the push and pull models on
-// Vitess, so that a model opened with its default database finds its
-// keyspace.
-var DefaultKeyspaces = []string{"pushpull_push_vitess", "pushpull_pull_vitess"}
+// told otherwise: the default databases of the push, pull and hybrid
+// models on Vitess, so that a model opened with its default database
+// finds its keyspace.
+var DefaultKeyspaces = []string{"pushpull_push_vitess", "pushpull_pull_vitess", "pushpull_hybrid_vitess"}
 
 // startVitess starts vttestserver (built by vitess.Install) with keyspaces
 // of shards shards each and schema.SequenceKeyspace, unsharded, and waits

@@ -50,8 +50,8 @@ const VitessShards = 2
 
 // VitessKeyspaces is how many keyspaces a test package can borrow at once
 // (Keyspace): one per model on Vitess, which TestEquivalence opens side
-// by side, and a spare.
-const VitessKeyspaces = 6
+// by side, one for hybrid@vitess again at a small threshold, and a spare.
+const VitessKeyspaces = 8
 
 // Main starts the servers, runs the package's tests, stops the servers, and
 // exits. Call it from TestMain.

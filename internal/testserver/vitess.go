@@ -91,7 +91,7 @@ func empty(keyspace string) error {
 		return err
 	}
 	defer db.Close()
-	for _, tb := range append(schema.DataTables(schema.PushVitess), schema.Table{Name: "fanout_jobs"}, schema.Table{Name: "pushpull_meta"}) {
+	for _, tb := range append(schema.DataTables(schema.HybridVitess), schema.Table{Name: "fanout_jobs"}, schema.Table{Name: "pushpull_meta"}) {
 		if _, err := db.ExecContext(ctx, "TRUNCATE TABLE `"+tb.Name+"`"); err != nil && !strings.Contains(err.Error(), "doesn't exist") {
 			return err
 		}

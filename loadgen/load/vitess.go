@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	schema "github.com/pushpull/pushpull/sql"
 )
@@ -19,9 +20,11 @@ import (
 const vitessBatch = 1000
 
 // Vitess writes d into targets on Vitess (a keyspace sharded by user,
-// schema.PushVitess or schema.PullVitess) through vtgate, which does not
-// take LOAD DATA: multi-row INSERTs of vitessBatch rows, workers at once,
-// that vtgate splits by shard. Messages keep the dataset's ids, which the
+// schema.PushVitess, schema.PullVitess or schema.HybridVitess) through
+// vtgate, which does not take LOAD DATA: multi-row INSERTs of vitessBatch
+// rows, workers at once, that vtgate splits by shard. A target's mailbox
+// holds the part its Mailbox shape keeps (hybrid@vitess: no pulled
+// author's messages), and its pull_authors and pull_follows say which. Messages keep the dataset's ids, which the
 // sequence did not hand out; seq, connected to schema.SequenceKeyspace,
 // then moves the sequence past them. That holds only while nothing has
 // drawn ids from the sequence yet (a vttablet hands out a block it has
@@ -35,7 +38,7 @@ func Vitess(ctx context.Context, d *dataset.Dataset, targets []Target, seq *sql.
 	for _, t := range targets {
 		for _, st := range schema.DataTables(t.Schema) {
 			t0 := time.Now()
-			rows, err := loadVitessTable(ctx, d, t.DB, st, workers)
+			rows, err := loadVitessTable(ctx, d, t.DB, st, t.Mailbox, workers)
 			if err != nil {
 				return nil, fmt.Errorf("load %s.%s: %w", t.Name, st.Name, err)
 			}
@@ -52,8 +55,9 @@ func Vitess(ctx context.Context, d *dataset.Dataset, targets []Target, seq *sql.
 	return out, nil
 }
 
-// loadVitessTable inserts the rows of st, batch by batch.
-func loadVitessTable(ctx context.Context, d *dataset.Dataset, db *sql.DB, st schema.Table, workers int) (int64, error) {
+// loadVitessTable inserts the rows of st, batch by batch, as shape keeps
+// them.
+func loadVitessTable(ctx context.Context, d *dataset.Dataset, db *sql.DB, st schema.Table, shape registry.MailboxShape, workers int) (int64, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	batches := make(chan []byte)
 	for range workers {
@@ -114,7 +118,7 @@ func loadVitessTable(ctx context.Context, d *dataset.Dataset, db *sql.DB, st sch
 			})
 		case schema.VitessMailbox.Name:
 			var body []byte
-			err = d.EachMailbox(func(user uint32, id uint64) error {
+			err = eachShapedMailbox(d, shape, func(user uint32, id uint64) error {
 				return add(func(q []byte) []byte {
 					q = appendPair(q, uint64(user), id)
 					q = append(q, ',')
@@ -122,6 +126,19 @@ func loadVitessTable(ctx context.Context, d *dataset.Dataset, db *sql.DB, st sch
 					q = append(q, ',')
 					return appendBodyAndTime(q, &body, d, id)
 				})
+			})
+		case schema.PullAuthors.Name:
+			for a := uint32(1); a <= uint32(d.Spec.Users) && err == nil; a++ {
+				if pulled(d, shape, a) {
+					err = add(func(q []byte) []byte { return strconv.AppendUint(q, uint64(a), 10) })
+				}
+			}
+		case schema.PullFollows.Name:
+			err = d.EachFollow(func(follower, followee uint32) error {
+				if !pulled(d, shape, followee) {
+					return nil
+				}
+				return add(func(q []byte) []byte { return appendPair(q, uint64(follower), uint64(followee)) })
 			})
 		default:
 			err = fmt.Errorf("no generator for table %s", st.Name)
@@ -136,6 +153,24 @@ func loadVitessTable(ctx context.Context, d *dataset.Dataset, db *sql.DB, st sch
 		return err
 	})
 	return rows, g.Wait()
+}
+
+// eachShapedMailbox calls fn with each mailbox row shape keeps, user by
+// user.
+func eachShapedMailbox(d *dataset.Dataset, shape registry.MailboxShape, fn func(user uint32, id uint64) error) error {
+	if shape.Whole() {
+		return d.EachMailbox(fn)
+	}
+	var mb dataset.Mailboxer
+	for u := uint32(1); u <= uint32(d.Spec.Users); u++ {
+		ids, _ := shapedMailbox(&mb, d, u, shape)
+		for _, id := range ids {
+			if err := fn(u, uint64(id)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // appendBodyAndTime appends message id's body and time as SQL literals,

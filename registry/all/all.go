@@ -4,7 +4,7 @@
 package all
 
 import (
-	_ "github.com/pushpull/pushpull/hybrid"           // hybrid
+	_ "github.com/pushpull/pushpull/hybrid"           // hybrid, hybrid@vitess
 	_ "github.com/pushpull/pushpull/hybrid/selective" // selective
 	_ "github.com/pushpull/pushpull/memcache"         // the memcache variant
 	_ "github.com/pushpull/pushpull/pull"             // pull-sp, pull-client, ... pull-active

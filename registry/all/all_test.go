@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pushpull/pushpull/hybrid"
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/memcache"
@@ -84,6 +85,22 @@ func TestVitessConformance(t *testing.T) {
 	if len(configs) < 4 {
 		t.Fatalf("%d models on Vitess, want push and three pull strategies at least", len(configs))
 	}
+	// hybrid@vitess at the default threshold fans every post out, as
+	// push@vitess does; at 1 it fans none out.
+	m, err := registry.Lookup(hybrid.VitessModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs = append(configs, timelinetest.Config{Name: m.Name + " threshold 1", Open: func(t *testing.T) timeline.Store {
+		cfg := config(t, m, fresh(t, m))
+		cfg.Options = map[string]string{hybrid.OptionThreshold: "1"}
+		s, err := m.Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("open %s: %v", m.Name, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}})
 	timelinetest.RunConfigs(t, configs)
 }
 
@@ -112,6 +129,7 @@ var smallSettings = []struct {
 	{"push-async", map[string]string{"drowning_follows": "2"}},
 	{"push-capped", map[string]string{"cap": "4", "slack": "2", "drowning_follows": "2"}},
 	{"hybrid", map[string]string{"threshold": "3", "drowning_follows": "2"}},
+	{"hybrid@vitess", map[string]string{"threshold": "3"}},
 	{"hybrid-memcached", map[string]string{"threshold": "3"}},
 	{"selective", map[string]string{"h": "1", "l": "1", "flush": "5", "drowning_follows": "2"}},
 	{"push-active", map[string]string{"window": "1ms", "rebuild": "4", "drowning_follows": "2"}},

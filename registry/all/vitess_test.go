@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/bradfitz/gomemcache/memcache"
 
+	"github.com/pushpull/pushpull/hybrid"
 	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
@@ -28,10 +30,17 @@ import (
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
-// TestLoadVitess bulk-loads a small dataset into a push and a pull keyspace
-// through vtgate (load.Vitess, the benchmark's load) and requires
-// every model on Vitess to read every user's whole timeline as the
-// in-memory store fed the same dataset does, with the dataset's times.
+// hybridThreshold is hybrid@vitess's threshold in TestLoadVitess: about
+// the mean follower count of its dataset, so that some authors are
+// pulled and the others pushed.
+const hybridThreshold = 7
+
+// TestLoadVitess bulk-loads a small dataset into a push, a pull and a
+// hybrid keyspace through vtgate (load.Vitess, the benchmark's load) and
+// requires every model on Vitess to read every user's whole timeline as
+// the in-memory store fed the same dataset does, with the dataset's
+// times; hybrid@vitess's mailbox lacks the pulled authors' messages,
+// which its pull_authors and pull_follows must supply.
 func TestLoadVitess(t *testing.T) {
 	ctx := context.Background()
 	spec, err := dataset.PaperSpec().Scaled(0.003) // 30 users, 3,000 messages
@@ -47,7 +56,8 @@ func TestLoadVitess(t *testing.T) {
 	if err := d.Apply(ctx, mem); err != nil {
 		t.Fatal(err)
 	}
-	keyspaces := map[schema.Model]string{schema.PushVitess: testserver.Keyspace(t), schema.PullVitess: testserver.Keyspace(t)}
+	keyspaces := map[schema.Model]string{schema.PushVitess: testserver.Keyspace(t), schema.PullVitess: testserver.Keyspace(t),
+		schema.HybridVitess: testserver.Keyspace(t)}
 	var readers []registry.Model
 	var targets []load.Target
 	stores := map[string]timeline.Store{}
@@ -55,7 +65,11 @@ func TestLoadVitess(t *testing.T) {
 		if !m.OnVitess() {
 			continue
 		}
-		s, err := m.Open(ctx, config(t, m, keyspaces[m.Schema]))
+		cfg := config(t, m, keyspaces[m.Schema])
+		if m.Name == hybrid.VitessModelName { // some authors pulled, some pushed
+			cfg.Options = map[string]string{hybrid.OptionThreshold: strconv.Itoa(hybridThreshold)}
+		}
+		s, err := m.Open(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,10 +77,14 @@ func TestLoadVitess(t *testing.T) {
 		stores[m.Name] = s
 		readers = append(readers, m)
 		if !slices.ContainsFunc(targets, func(x load.Target) bool { return x.Schema == m.Schema }) {
-			targets = append(targets, load.Target{Name: keyspaces[m.Schema], DB: s.(timeline.DBHolder).DB(), Schema: m.Schema})
+			tg := load.Target{Name: keyspaces[m.Schema], DB: s.(timeline.DBHolder).DB(), Schema: m.Schema}
+			if pm, ok := timeline.As[registry.PartialMailbox](s); ok {
+				tg.Mailbox = pm.MailboxShape()
+			}
+			targets = append(targets, tg)
 		}
 	}
-	if len(targets) != 2 || len(readers) < 4 {
+	if len(targets) != 3 || len(readers) < 5 {
 		t.Fatalf("%d keyspaces, %d models on Vitess", len(targets), len(readers))
 	}
 	seq, err := mysqlx.Open(ctx, mysqlx.Options{DSN: testserver.Vtgate(t), Database: schema.SequenceKeyspace, MaxConns: 1, Vitess: true})
@@ -79,8 +97,21 @@ func TestLoadVitess(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := d.Stats()
+	var pulledAuthors int
+	for u := range uint32(spec.Users) {
+		if len(d.Followers(u+1)) >= hybridThreshold {
+			pulledAuthors++
+		}
+	}
+	if pulledAuthors == 0 || pulledAuthors == spec.Users {
+		t.Fatalf("%d of %d authors have %d followers or more: hybrid@vitess would not mix pushed and pulled authors", pulledAuthors, spec.Users, hybridThreshold)
+	}
 	for _, tl := range loaded.Tables {
-		want := map[string]int64{"follows": st.Edges, "followers": st.Edges, "messages": int64(st.Messages), "mailbox": d.MailboxRows()}[tl.Table]
+		if tl.Database == keyspaces[schema.HybridVitess] && (tl.Table == "mailbox" || tl.Table == "pull_follows") {
+			continue // part of the mailbox, the rest pulled: the walks below compare them
+		}
+		want := map[string]int64{"follows": st.Edges, "followers": st.Edges, "messages": int64(st.Messages), "mailbox": d.MailboxRows(),
+			"pull_authors": int64(pulledAuthors)}[tl.Table]
 		if tl.Rows != want {
 			t.Fatalf("%s.%s: loaded %d rows, generated %d", tl.Database, tl.Table, tl.Rows, want)
 		}
@@ -301,7 +332,11 @@ func TestVitessNoScatter(t *testing.T) {
 			continue
 		}
 		t.Run(m.Name, func(t *testing.T) {
-			s, err := m.Open(ctx, config(t, m, fresh(t, m)))
+			cfg := config(t, m, fresh(t, m))
+			if m.Name == hybrid.VitessModelName { // every author pulled: its reads and posts
+				cfg.Options = map[string]string{hybrid.OptionThreshold: "1"}
+			}
+			s, err := m.Open(ctx, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
