@@ -2,7 +2,6 @@ package async
 
 import (
 	"testing"
-	"time"
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push"
@@ -22,22 +21,6 @@ func TestReconcile(t *testing.T) {
 	db := s.(timeline.DBHolder).DB()
 	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
 		drift := reconciletest.MailboxDrift(t, s, db, w, push.MailboxView)
-		// User 10's followers are 6 to 9: a job of one of their messages
-		// applied to 6 and 7, then lost.
-		lost := w.Posts[10][1]
-		if got := w.Followers(10); len(got) != 4 || got[0] != 6 || got[3] != 9 {
-			t.Fatalf("the world changed: followers of 10 are %v", got)
-		}
-		reconciletest.Exec(t, db, `DELETE FROM mailbox WHERE message_id = ? AND user_id IN (8, 9)`, lost)
-		drift = append(drift,
-			reconcile.Drift{Kind: reconcile.Missing, View: push.MailboxView, User: 8, Item: int64(lost)},
-			reconcile.Drift{Kind: reconcile.Missing, View: push.MailboxView, User: 9, Item: int64(lost)})
-		// User 11's followers are 7 to 10: a job whose cursor passed 8
-		// without writing its row; 10's row is the job's to write.
-		queued := w.Posts[11][0]
-		reconciletest.Exec(t, db, `DELETE FROM mailbox WHERE message_id = ? AND user_id IN (8, 10)`, queued)
-		reconciletest.Exec(t, db, `INSERT INTO fanout_jobs (message_id, author_id, done_through, posted_at) VALUES (?, 11, 8, ?)`,
-			queued, time.Now().UTC())
-		return append(drift, reconcile.Drift{Kind: reconcile.Missing, View: push.MailboxView, User: 8, Item: int64(queued)})
+		return append(drift, reconciletest.JobDrift(t, db, w, push.MailboxView)...)
 	}})
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pushpull/pushpull/reconcile"
 	"github.com/pushpull/pushpull/registry"
@@ -143,6 +144,34 @@ func MailboxDrift(t *testing.T, s timeline.Store, db *sql.DB, w World, view stri
 		{Kind: reconcile.Missing, View: view, User: 1, Item: int64(gone)},
 		{Kind: reconcile.Unfollowed, View: view, User: 3, Item: int64(stray)},
 		{Kind: reconcile.Deleted, View: view, User: 5, Item: int64(dead)},
+	}
+}
+
+// JobDrift corrupts the mailboxes of push-async's fan-out queue
+// (fanout_jobs) in a store of w: a job of user 10's applied to two of
+// their four followers and then lost, and a job of user 11's put back in
+// the queue with its cursor past a follower whose row it did not write;
+// and returns that drift. The row the queued job has still to write is
+// not drift.
+func JobDrift(t *testing.T, db *sql.DB, w World, view string) []reconcile.Drift {
+	t.Helper()
+	// User 10's followers are 6 to 9: a job of one of their messages
+	// applied to 6 and 7, then lost.
+	lost := w.Posts[10][1]
+	if got := w.Followers(10); len(got) != 4 || got[0] != 6 || got[3] != 9 {
+		t.Fatalf("the world changed: followers of 10 are %v", got)
+	}
+	Exec(t, db, `DELETE FROM mailbox WHERE message_id = ? AND user_id IN (8, 9)`, lost)
+	// User 11's followers are 7 to 10: a job whose cursor passed 8
+	// without writing its row; 10's row is the job's to write.
+	queued := w.Posts[11][0]
+	Exec(t, db, `DELETE FROM mailbox WHERE message_id = ? AND user_id IN (8, 10)`, queued)
+	Exec(t, db, `INSERT INTO fanout_jobs (message_id, author_id, done_through, posted_at) VALUES (?, 11, 8, ?)`,
+		queued, time.Now().UTC())
+	return []reconcile.Drift{
+		{Kind: reconcile.Missing, View: view, User: 8, Item: int64(lost)},
+		{Kind: reconcile.Missing, View: view, User: 9, Item: int64(lost)},
+		{Kind: reconcile.Missing, View: view, User: 8, Item: int64(queued)},
 	}
 }
 
