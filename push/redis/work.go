@@ -10,10 +10,10 @@ import (
 
 // Work is push-redis's cost model (registry.Model.Work). A newest page
 // within the cap is one script over the reader's feed (5 Redis commands:
-// the script, the epoch, the sentinel, the TTL, the range); an older page
-// finds its cursor too (olderFind), the bodies from the process's
-// message cache (message_cache messages of a day's,
-// registry.Demand.HotMessages; the rest by primary key); a returning
+// the script, the epoch, the sentinel, the TTL, the range), and an older
+// page also finds its cursor in the feed (olderFind). A page's bodies come
+// from the process's message cache (message_cache messages of a day's,
+// registry.Demand.HotMessages; the rest by primary key). A returning
 // reader's feed (none within the window) is rebuilt by the pull merge of
 // cap entries (sqlread.MergeWork) and written back whole (a command per
 // thousand ids, and 5 more). A post is pull's, then reads its author's
