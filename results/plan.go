@@ -325,6 +325,14 @@ type PlanRateRow struct {
 	PredictedPerSec float64 `json:"predicted_per_sec"`
 	PredictedCPUUs  float64 `json:"predicted_cpu_us"`
 	CeilingPerSec   float64 `json:"ceiling_per_sec"`
+	// MeasuredCPUUs is the CPU per operation of every process in the
+	// run's traffic phase, when it was counted (bench --cost), and
+	// BusyShare the share of the machine's cores they filled there when
+	// that phase was a closed loop: near 1 when the run had the machine
+	// to itself, less when other work took the cores. Neither goes into
+	// the prediction; they say which of its parts a miss comes from.
+	MeasuredCPUUs float64 `json:"measured_cpu_us,omitempty"`
+	BusyShare     float64 `json:"busy_share,omitempty"`
 }
 
 // ErrorPct is the relative error of the predicted rate, in percent of
@@ -418,7 +426,7 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\tmodel\tp99 ≤\tmeasured\tlowest failed\tpredicted\tpredicted / measured\terror\tpredicted CPU µs/op\tceiling\t")
+	fmt.Fprintln(tw, "run\tmodel\tp99 ≤\tmeasured\tlowest failed\tpredicted\tpredicted / measured\terror\tCPU µs/op\tceiling\tcores busy, closed loop\t")
 	for _, r := range c.Rates {
 		failed, ratio := Dash, Dash
 		if r.FailedPerSec > 0 {
@@ -427,8 +435,13 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 		if r.MeasuredPerSec > 0 {
 			ratio = fmt.Sprintf("%.2f", r.PredictedPerSec/r.MeasuredPerSec)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Run, r.Model, fmtMs(r.SLOMs),
-			fmtBestRate(r.MeasuredPerSec), failed, fmtRate(r.PredictedPerSec, "ops/s"), ratio, pct(r.ErrorPct()), fmtNum(r.PredictedCPUUs), fmtRate(r.CeilingPerSec, "ops/s"))
+		busy := Dash
+		if r.BusyShare > 0 {
+			busy = fmt.Sprintf("%.0f%%", 100*r.BusyShare)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Run, r.Model, fmtMs(r.SLOMs),
+			fmtBestRate(r.MeasuredPerSec), failed, fmtRate(r.PredictedPerSec, "ops/s"), ratio, pct(r.ErrorPct()),
+			cpuPair(r.MeasuredCPUUs, r.PredictedCPUUs), fmtRate(r.CeilingPerSec, "ops/s"), busy)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -18,7 +18,7 @@ func TestPlanCheckRates(t *testing.T) {
 		Rows: []PlanCheckRow{{Run: "uniform, 1,000 users", Model: "push", Phase: "traffic",
 			Measured: PlanWork{RowsRead: 40}, Predicted: PlanWork{RowsRead: 42}, MeasuredCPUUs: 120, PredictedCPUUs: 110}},
 		Rates: []PlanRateRow{
-			{Run: "uniform, 1,000 users", Model: "push", SLOMs: 50, Cores: 2, MeasuredPerSec: 8000, FailedPerSec: 8800, PredictedPerSec: 10000, CeilingPerSec: 11000, PredictedCPUUs: 180},
+			{Run: "uniform, 1,000 users", Model: "push", SLOMs: 50, Cores: 2, MeasuredPerSec: 8000, FailedPerSec: 8800, PredictedPerSec: 10000, CeilingPerSec: 11000, PredictedCPUUs: 180, MeasuredCPUUs: 230, BusyShare: 0.914},
 			{Run: "uniform, 1,000 users", Model: "pull-sp", SLOMs: 50, Cores: 2, MeasuredPerSec: 1000, PredictedPerSec: 1400, CeilingPerSec: 1500, PredictedCPUUs: 1300},
 			{Run: "uniform, 1,000 users", Model: "pull-client", SLOMs: 50, Cores: 2, PredictedPerSec: 300, CeilingPerSec: 600, PredictedCPUUs: 3000},
 		}}
@@ -29,7 +29,7 @@ func TestPlanCheckRates(t *testing.T) {
 	if err := WritePlanCheck(&out, c); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"8,000", "8,800", "10,000", "1.25", "+25%", "1.40", "+40%", "none held", "1 of 3 designs predicted within 30%", "2 cores"} {
+	for _, want := range []string{"8,000", "8,800", "10,000", "1.25", "+25%", "1.40", "+40%", "none held", "230 / 180", "91%", "1 of 3 designs predicted within 30%", "2 cores"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

@@ -77,6 +77,12 @@ func searchedRates(r *results.Result, cal *results.Calibration) ([]results.PlanR
 		}
 		row := results.PlanRateRow{Run: runLabel(r), Model: m.Name, SLOMs: s.SLOMs, Cores: box.Cores,
 			MeasuredPerSec: s.BestPerSec, PredictedPerSec: est.PerSec, PredictedCPUUs: est.CPUUs, CeilingPerSec: est.CeilingPerSec}
+		if cpu, ok := m.Traffic.Total.Cost.AllCPU(); ok && cpu > 0 {
+			row.MeasuredCPUUs = cpu
+			if m.Traffic.Loop == results.LoopClosed {
+				row.BusyShare = m.Traffic.Total.OpsPerSec * cpu / 1e6 / box.Cores
+			}
+		}
 		for _, st := range s.Steps {
 			if !st.Held && st.RatePerSec > s.BestPerSec && (row.FailedPerSec == 0 || st.RatePerSec < row.FailedPerSec) {
 				row.FailedPerSec = st.RatePerSec
