@@ -304,6 +304,41 @@ func relErrPct(pred, meas float64) float64 {
 	return 100 * (pred - meas) / meas
 }
 
+// PlanRateRow is one design's highest rate within the latency objective
+// in a run that searched for it (bench --find-rate), measured against
+// the plan's prediction for the run's workload, mix and machine.
+type PlanRateRow struct {
+	Run   string `json:"run"`
+	Model string `json:"model"`
+	// SLOMs is the objective, the p99 of the mix; Cores the machine's,
+	// shared by the application and every server.
+	SLOMs float64 `json:"slo_p99_ms"`
+	Cores float64 `json:"cores"`
+	// MeasuredPerSec is the highest rate a step held (0: none held);
+	// FailedPerSec the lowest rate above it that a step failed (0: none
+	// above it ran, the search ran out of steps first).
+	MeasuredPerSec float64 `json:"measured_per_sec"`
+	FailedPerSec   float64 `json:"failed_per_sec,omitempty"`
+	// PredictedPerSec is the plan's highest rate; PredictedCPUUs the CPU
+	// per operation of the mix it predicts there, on every process, and
+	// CeilingPerSec the rate that would fill every core at it.
+	PredictedPerSec float64 `json:"predicted_per_sec"`
+	PredictedCPUUs  float64 `json:"predicted_cpu_us"`
+	CeilingPerSec   float64 `json:"ceiling_per_sec"`
+	// MeasuredCPUUs is the CPU per operation of every process in the
+	// run's traffic phase, when it was counted (bench --cost), and
+	// BusyShare the share of the machine's cores they filled there when
+	// that phase was a closed loop: near 1 when the run had the machine
+	// to itself, less when other work took the cores. Neither goes into
+	// the prediction; they say which of its parts a miss comes from.
+	MeasuredCPUUs float64 `json:"measured_cpu_us,omitempty"`
+	BusyShare     float64 `json:"busy_share,omitempty"`
+}
+
+// ErrorPct is the relative error of the predicted rate, in percent of
+// the measured.
+func (r PlanRateRow) ErrorPct() float64 { return relErrPct(r.PredictedPerSec, r.MeasuredPerSec) }
+
 // PlanCheck is the plan's model against counted runs.
 type PlanCheck struct {
 	Version     int            `json:"version"`
@@ -312,6 +347,23 @@ type PlanCheck struct {
 	Calibration Calibration    `json:"calibration"`
 	Runs        []string       `json:"runs"`
 	Rows        []PlanCheckRow `json:"rows"`
+	// Rates are the designs' highest rates within the objective, for the
+	// runs that searched for them; RateBasis says what their prediction
+	// assumed of the machine.
+	Rates     []PlanRateRow `json:"rates,omitempty"`
+	RateBasis string        `json:"rate_basis,omitempty"`
+}
+
+// RateSummary counts the rate rows and those predicted within 30% of the
+// measured rate.
+func (c *PlanCheck) RateSummary() (rows, within30 int) {
+	for _, r := range c.Rates {
+		rows++
+		if math.Abs(r.ErrorPct()) <= 30 {
+			within30++
+		}
+	}
+	return rows, within30
 }
 
 // Summary counts the rows, those within 10% on items, those whose CPU was
@@ -366,7 +418,36 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 		return err
 	}
 	n, items, cpuN, cpu := c.Summary()
-	_, err := fmt.Fprintf(w, "\nmeasured / predicted per operation. %d of %d phases within 10%% on items; %d of the %d with CPU measured within 30%% on CPU.\n", items, n, cpu, cpuN)
+	if _, err := fmt.Fprintf(w, "\nmeasured / predicted per operation. %d of %d phases within 10%% on items; %d of the %d with CPU measured within 30%% on CPU.\n", items, n, cpu, cpuN); err != nil {
+		return err
+	}
+	if len(c.Rates) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\tmodel\tp99 ≤\tmeasured\tlowest failed\tpredicted\tpredicted / measured\terror\tCPU µs/op\tceiling\tcores busy, closed loop\t")
+	for _, r := range c.Rates {
+		failed, ratio := Dash, Dash
+		if r.FailedPerSec > 0 {
+			failed = fmtRate(r.FailedPerSec, "ops/s")
+		}
+		if r.MeasuredPerSec > 0 {
+			ratio = fmt.Sprintf("%.2f", r.PredictedPerSec/r.MeasuredPerSec)
+		}
+		busy := Dash
+		if r.BusyShare > 0 {
+			busy = fmt.Sprintf("%.0f%%", 100*r.BusyShare)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Run, r.Model, fmtMs(r.SLOMs),
+			fmtBestRate(r.MeasuredPerSec), failed, fmtRate(r.PredictedPerSec, "ops/s"), ratio, pct(r.ErrorPct()),
+			cpuPair(r.MeasuredCPUUs, r.PredictedCPUUs), fmtRate(r.CeilingPerSec, "ops/s"), busy)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	rn, rw := c.RateSummary()
+	_, err := fmt.Fprintf(w, "\nhighest rate within the objective (bench --find-rate; %s): %d of %d designs predicted within 30%%.\n", c.RateBasis, rw, rn)
 	return err
 }
 

@@ -12,10 +12,19 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
+// checkPoint is one point of a check's plot: a run's measured and
+// predicted figure.
+type checkPoint struct {
+	run        string
+	meas, pred float64
+}
+
 // writePlanCheckPNG draws predicted against measured, on log axes: items
-// per operation on the left, CPU per operation on the right, a point per
-// run, design and phase, coloured by run, with the line of equality and
-// the goal's band around it (±10% for items, ±30% for CPU).
+// per operation on the left, CPU per operation beside it, a point per
+// run, design and phase, and, when the runs searched for it, each
+// design's highest rate within the objective on the right; the points
+// coloured by run, with the line of equality and the goal's band around it
+// (±10% for items, ±30% for CPU and rates).
 func writePlanCheckPNG(path string, c *PlanCheck) error {
 	var runs []string
 	for _, r := range c.Rows {
@@ -23,7 +32,12 @@ func writePlanCheckPNG(path string, c *PlanCheck) error {
 			runs = append(runs, r.Run)
 		}
 	}
-	panel := func(title, unit string, band float64, get func(PlanCheckRow) (meas, pred float64)) (*plot.Plot, error) {
+	for _, r := range c.Rates {
+		if !slices.Contains(runs, r.Run) {
+			runs = append(runs, r.Run)
+		}
+	}
+	panel := func(title, unit string, band float64, points []checkPoint) (*plot.Plot, error) {
 		p := plot.New()
 		p.Title.Text = title
 		p.X.Label.Text, p.Y.Label.Text = "measured "+unit, "predicted "+unit
@@ -33,9 +47,9 @@ func writePlanCheckPNG(path string, c *PlanCheck) error {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for i, run := range runs {
 			var pts plotter.XYs
-			for _, r := range c.Rows {
-				m, pr := get(r)
-				if r.Run != run || !(m > 0) || !(pr > 0) {
+			for _, pt := range points {
+				m, pr := pt.meas, pt.pred
+				if pt.run != run || !(m > 0) || !(pr > 0) {
 					continue
 				}
 				pts = append(pts, plotter.XY{X: m, Y: pr})
@@ -74,23 +88,34 @@ func writePlanCheckPNG(path string, c *PlanCheck) error {
 		p.Legend.Top, p.Legend.Left = true, true
 		return p, nil
 	}
-	items, err := panel("rows + keys + commands per operation (band ±10%)", "items/op", 0.1, func(r PlanCheckRow) (float64, float64) {
-		return r.Measured.Items(), r.Predicted.Items()
-	})
+	var items, cpus, rates []checkPoint
+	for _, r := range c.Rows {
+		items = append(items, checkPoint{r.Run, r.Measured.Items(), r.Predicted.Items()})
+		cpus = append(cpus, checkPoint{r.Run, r.MeasuredCPUUs, r.PredictedCPUUs})
+	}
+	for _, r := range c.Rates {
+		rates = append(rates, checkPoint{r.Run, r.MeasuredPerSec, r.PredictedPerSec})
+	}
+	itemsPlot, err := panel("rows + keys + commands per operation (band ±10%)", "items/op", 0.1, items)
 	if err != nil {
 		return err
 	}
-	cpu, err := panel("CPU per operation, all processes (band ±30%)", "µs/op", 0.3, func(r PlanCheckRow) (float64, float64) {
-		return r.MeasuredCPUUs, r.PredictedCPUUs
-	})
+	cpuPlot, err := panel("CPU per operation, all processes (band ±30%)", "µs/op", 0.3, cpus)
 	if err != nil {
 		return err
+	}
+	plots := []*plot.Plot{itemsPlot, cpuPlot}
+	if len(rates) > 0 {
+		ratePlot, err := panel("highest rate within the objective (band ±30%)", "ops/s", 0.3, rates)
+		if err != nil {
+			return err
+		}
+		plots = append(plots, ratePlot)
 	}
 	px := func(n int) vg.Length { return vg.Length(n) * vg.Inch / vgimg.DefaultDPI }
-	img := vgimg.NewWith(vgimg.UseWH(px(1400), px(650)), vgimg.UseDPI(vgimg.DefaultDPI), vgimg.UseBackgroundColor(color.White))
+	img := vgimg.NewWith(vgimg.UseWH(px(700*len(plots)), px(650)), vgimg.UseDPI(vgimg.DefaultDPI), vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: 30, PadTop: 8, PadBottom: 8, PadLeft: 8, PadRight: 16}
-	plots := []*plot.Plot{items, cpu}
+	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: 30, PadTop: 8, PadBottom: 8, PadLeft: 8, PadRight: 16}
 	canvases := plot.Align([][]*plot.Plot{plots}, tiles, dc)
 	for i, p := range plots {
 		p.Draw(canvases[0][i])

@@ -69,9 +69,13 @@ Describe the workload:
 The CPU figures come from --calibration (default: the calibration saved
 with pushpull, fitted on this project's machine; make your own with
 --calibrate, about ten minutes of counted runs, or --calibrate-from with
-bench --cost runs you have). --check DIR,... sets the cost models against
-counted runs (pushpull bench --cost --mix default) and prints and plots
-predicted against measured for every design and phase.
+bench --cost runs you have). --check DIR,... sets the model against saved
+runs and prints and plots predicted against measured: for every design
+and phase of counted runs (pushpull bench --cost --mix default) the rows,
+keys and commands and the CPU per operation; for every design of runs
+that searched for their highest rate within the objective (bench
+--find-rate) that rate, predicted for the run's workload, mix, objective
+and CPUs, with the application and every server sharing the cores.
 
 A bad flag or workload is refused (exit 2) before anything is computed.`
 
@@ -282,7 +286,7 @@ func newPlanCmd() *cobra.Command {
 	f.StringVar(&calibration, "calibration", "", "directory (or file) of the calibration to use, or to save with --calibrate (default: "+defaultCalibrationDir()+" if saved there, else the one built in)")
 	f.BoolVar(&calibrate, "calibrate", false, "measure a calibration here: counted runs of the candidates at scale "+calibrationScale+" on the uniform and the powerlaw graph (about ten minutes), fitted and saved")
 	f.StringSliceVar(&calibrateFrom, "calibrate-from", nil, "fit the calibration on these saved runs (pushpull bench --cost directories) instead")
-	f.StringSliceVar(&check, "check", nil, "set the cost models against these saved counted runs and save the table and plot under --out/check")
+	f.StringSliceVar(&check, "check", nil, "set the model against these saved runs (bench --cost: work and CPU per operation; bench --find-rate: highest rate within the objective) and save the table and plot under --out/check")
 	f.StringVar(&out, "out", "results/plans", "directory under which the plan's (or the check's) directory is made")
 	f.BoolVar(&quiet, "quiet", false, "print no table (the files are still saved)")
 	return cmd

@@ -81,7 +81,8 @@ func TestPlanTenMillionUsers(t *testing.T) {
 // TestPlanCalibrateAndCheck fits a calibration on the saved counted runs
 // of evidence/plan, plans with it, and checks the cost models against a
 // run: each saves its files, and the check's table and plot name every
-// design it set against the run.
+// design it set against the run; a check of a saved run that searched for
+// the designs' highest rates prints each of them.
 func TestPlanCalibrateAndCheck(t *testing.T) {
 	runs := filepath.Join("..", "..", "evidence", "plan", "runs")
 	uniform, powerlaw := filepath.Join(runs, "uniform-1000"), filepath.Join(runs, "powerlaw-1000")
@@ -113,6 +114,21 @@ func TestPlanCalibrateAndCheck(t *testing.T) {
 	for _, row := range check.Rows {
 		if !strings.Contains(r.stdout, row.Model) {
 			t.Errorf("the table lacks %s", row.Model)
+		}
+	}
+	// A saved run that searched five designs' highest rates.
+	searched := filepath.Join("..", "..", "evidence", "hybrid-memcached")
+	r = run(t, nil, "plan", "--calibration", cal, "--check", searched, "--out", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "designs predicted within 30%") {
+		t.Fatalf("check of a rate search: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	res, err := results.Load(searched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range res.Models {
+		if m.Traffic.Searched() && !strings.Contains(r.stdout, m.Name+"  50.0 ms") {
+			t.Errorf("the rate table lacks %s:\n%s", m.Name, r.stdout)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/pushpull/pushpull/registry"
@@ -12,8 +13,10 @@ import (
 // counters counted beside what the design's cost model predicts for the
 // run's own workload (its users, graph, activity, messages and the
 // phase's rates), and the CPU per operation of all processes measured
-// beside cal's prediction from the predicted work. runs are named by
-// sources.
+// beside cal's prediction from the predicted work. For every design that
+// searched for its highest rate within the objective (bench --find-rate),
+// the rate it found beside HighestRate's for the run's workload, mix,
+// objective and CPUs. runs are named by sources.
 func Check(runs []*results.Result, sources []string, cal *results.Calibration, command string) (*results.PlanCheck, error) {
 	c := &results.PlanCheck{Version: results.PlanCheckFormatVersion, CreatedAt: time.Now(), Command: command,
 		Calibration: *cal, Runs: sources}
@@ -29,8 +32,65 @@ func Check(runs []*results.Result, sources []string, cal *results.Calibration, c
 			row.MeasuredCPUUs, _ = p.measured.AllCPU()
 			c.Rows = append(c.Rows, row)
 		}
+		rates, err := searchedRates(r, cal)
+		if err != nil {
+			return nil, err
+		}
+		c.Rates = append(c.Rates, rates...)
+	}
+	if len(c.Rates) > 0 {
+		c.RateBasis = fmt.Sprintf("predicted on the run's cores, shared by the application and every server, with %s per statement and cache round trip, queued as M/M/1", LoopbackRTT)
 	}
 	return c, nil
+}
+
+// searchedRates are the highest rates within the objective of the models
+// of r that searched for theirs (bench --find-rate) and declare a cost
+// model, each beside HighestRate's prediction for the run's workload, its
+// traffic's mix and objective, on a box of the run's cores.
+func searchedRates(r *results.Result, cal *results.Calibration) ([]results.PlanRateRow, error) {
+	var out []results.PlanRateRow
+	for i := range r.Models {
+		m := &r.Models[i]
+		reg, err := registry.Lookup(m.Name)
+		if err != nil || reg.Work == nil || !m.Traffic.Searched() {
+			continue
+		}
+		if r.Environment.CPUs <= 0 {
+			return nil, fmt.Errorf("plan: run %s: its rate searches cannot be predicted: it records no count of CPUs", r.Command)
+		}
+		w, err := runWorkload(r)
+		if err != nil {
+			return nil, err
+		}
+		s := m.Traffic.Search
+		n, o, p, f, u, err := mixOf(m.Traffic.Mix)
+		if err != nil {
+			return nil, err
+		}
+		w.NewestPerSec, w.OlderPerSec, w.PostsPerSec, w.FollowsPerSec = n, o, p, f+u
+		w.SLO = time.Duration(s.SLOMs * float64(time.Millisecond))
+		box := Box{Cores: float64(r.Environment.CPUs)}
+		est, err := HighestRate(w, cal, m.Name, box)
+		if err != nil {
+			return nil, fmt.Errorf("plan: run %s: %s: %w", r.Command, m.Name, err)
+		}
+		row := results.PlanRateRow{Run: runLabel(r), Model: m.Name, SLOMs: s.SLOMs, Cores: box.Cores,
+			MeasuredPerSec: s.BestPerSec, PredictedPerSec: est.PerSec, PredictedCPUUs: est.CPUUs, CeilingPerSec: est.CeilingPerSec}
+		if cpu, ok := m.Traffic.Total.Cost.AllCPU(); ok && cpu > 0 {
+			row.MeasuredCPUUs = cpu
+			if m.Traffic.Loop == results.LoopClosed {
+				row.BusyShare = m.Traffic.Total.OpsPerSec * cpu / 1e6 / box.Cores
+			}
+		}
+		for _, st := range s.Steps {
+			if !st.Held && st.RatePerSec > s.BestPerSec && (row.FailedPerSec == 0 || st.RatePerSec < row.FailedPerSec) {
+				row.FailedPerSec = st.RatePerSec
+			}
+		}
+		out = append(out, row)
+	}
+	return out, nil
 }
 
 // planWork is w as a plan shows it.

@@ -3,10 +3,15 @@ package plan
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"image/png"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen"
@@ -84,5 +89,80 @@ func TestCostModelsAgainstCountedRuns(t *testing.T) {
 	}
 	if share := float64(within) / float64(len(c.Rows)); share < 0.6 {
 		t.Errorf("%d of %d phases within 10%%: want at least 60%%", within, len(c.Rows))
+	}
+}
+
+// TestCheckReadsRateSearches: a run that searched three designs' highest
+// rates within the objective (bench --find-rate: its traffic only, short
+// steps) at 100 users on the test servers is read by Check: each design
+// gets a rate row holding the rate its search found and the lowest rate a
+// step failed above it, beside a prediction above 0 and under its ceiling
+// on the run's CPUs; the table prints every row and the summary, and the
+// saved plot has the rates' panel beside the other two.
+func TestCheckReadsRateSearches(t *testing.T) {
+	spec, err := dataset.PaperSpec().Scaled(0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := workload.DefaultMix()
+	models := []string{"push", "pull-active", "hybrid-memcached"}
+	var progress bytes.Buffer
+	cfg := loadgen.BenchConfig{
+		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Redis: testserver.Redis(t), Force: true,
+		Spec: spec, Scale: 0.01, Models: models, Mix: &mix, TrafficOnly: true, Concurrency: 4,
+		Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond,
+		FindRate: true, SLO: 50 * time.Millisecond, StepDuration: 300 * time.Millisecond, SearchSteps: 3,
+		Progress: &progress,
+	}
+	run, err := loadgen.RunBench(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	c, err := Check([]*results.Result{run}, []string{"test"}, DefaultCalibration(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := results.WritePlanCheck(&table, c); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + table.String())
+	if len(c.Rates) != len(models) {
+		t.Fatalf("%d rate rows for %d designs that searched", len(c.Rates), len(models))
+	}
+	for _, r := range c.Rates {
+		s := run.Model(r.Model).Traffic.Search
+		failed := 0.0
+		for _, st := range s.Steps {
+			if !st.Held && st.RatePerSec > s.BestPerSec && (failed == 0 || st.RatePerSec < failed) {
+				failed = st.RatePerSec
+			}
+		}
+		if r.MeasuredPerSec != s.BestPerSec || r.FailedPerSec != failed || r.SLOMs != 50 || r.Cores != float64(run.Environment.CPUs) {
+			t.Errorf("%s: %+v; the search found %.0f ops/s, the lowest failed above it %.0f, on %d CPUs", r.Model, r, s.BestPerSec, failed, run.Environment.CPUs)
+		}
+		if !(r.PredictedPerSec > 0 && r.PredictedPerSec < r.CeilingPerSec && r.PredictedCPUUs > 0) {
+			t.Errorf("%s: predicted %+v", r.Model, r)
+		}
+		if !strings.Contains(table.String(), r.Model+"  50.0 ms") {
+			t.Errorf("the table lacks %s's rate", r.Model)
+		}
+	}
+	n, _ := c.RateSummary()
+	if n != len(models) || !strings.Contains(table.String(), fmt.Sprintf("%d of %d designs predicted within 30%%", func() int { _, w := c.RateSummary(); return w }(), n)) {
+		t.Errorf("summary of %d rows; table:\n%s", n, table.String())
+	}
+	dir := t.TempDir()
+	if err := results.SavePlanCheck(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, results.PlanCheckPNGFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.DecodeConfig(f)
+	if err != nil || img.Width <= img.Height*3 {
+		t.Errorf("plot %dx%d (%v): want three panels side by side", img.Width, img.Height, err)
 	}
 }

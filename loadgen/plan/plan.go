@@ -161,19 +161,9 @@ func Make(w Workload, cal *results.Calibration, command string) (*results.Plan, 
 		RatePerSec: rate, SLOMs: ms(w.SLO), FreshnessMs: ms(w.Freshness), Prices: w.Prices, Calibration: *cal,
 	}
 	p.Workload, p.Assumptions = describe(w, d)
-	// The share of reads and posts each degree bucket takes.
-	readShare := make([]float64, dc.followeeBuckets)
-	postShare := make([]float64, dc.followerBuckets)
-	var reads, posts float64
-	for i, c := range d.Classes {
-		readShare[dc.followeeOf[i]] += c.Users * c.Reads
-		postShare[dc.followerOf[i]] += c.Users * c.Posts
-		reads += c.Users * c.Reads
-		posts += c.Users * c.Posts
-	}
 	var cands []results.Candidate
 	for _, m := range models {
-		pd, err := planDesign(w, d, dc, m, cal, rate, shares, readShare, reads, postShare, posts)
+		pd, err := planDesign(w, d, dc, m, cal, rate, shares)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +203,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // planDesign sizes one design.
 func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Model, cal *results.Calibration,
-	rate float64, shares [5]float64, readShare []float64, reads float64, postShare []float64, posts float64) (results.PlanDesign, error) {
+	rate float64, shares [5]float64) (results.PlanDesign, error) {
 	ow, fp, _, err := m.WorkFor(d, w.Options)
 	if err != nil {
 		return results.PlanDesign{}, &InputError{Field: "option", Reason: err.Error()}
@@ -255,43 +245,11 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 	}
 	pd.PerOp.ShardCalls = (shares[0]+shares[1])*(1+page) + shares[2]*(1+distinct(s, ow.Post.Add(ow.Later).RowsWritten-1)) + (shares[3] + shares[4])
 
-	// Latency: a component per kind of operation and degree bucket, each
-	// its CPU on every process it passes plus a round trip per statement
-	// and cache call.
-	service := func(x registry.Work) float64 {
-		return cpuOf(cal, x, m.Needs).all() + float64(w.RTT.Microseconds())*(x.Statements+x.CacheCalls)
+	lat, err := latencyOf(w, d, dc, m, cal, shares, ow)
+	if err != nil {
+		return results.PlanDesign{}, err
 	}
-	var comps []component
-	for b := range dc.followeeBuckets {
-		if readShare[b] == 0 {
-			continue
-		}
-		x, _, _, err := m.WorkFor(dc.readsOf(d, b), w.Options)
-		if err != nil {
-			return results.PlanDesign{}, err
-		}
-		comps = append(comps, component{shares[0] * readShare[b] / reads, service(x.Newest)},
-			component{shares[1] * readShare[b] / reads, service(x.Older)})
-	}
-	var lags []component
-	var laterUs float64
-	for b := range dc.followerBuckets {
-		if postShare[b] == 0 {
-			continue
-		}
-		x, _, _, err := m.WorkFor(dc.postsOf(d, b), w.Options)
-		if err != nil {
-			return results.PlanDesign{}, err
-		}
-		comps = append(comps, component{shares[2] * postShare[b] / posts, service(x.Post)})
-		if pd.Async {
-			l := cpuOf(cal, x.Later, m.Needs).db
-			lags = append(lags, component{postShare[b] / posts, l})
-			laterUs += postShare[b] / posts * l
-		}
-	}
-	comps = append(comps, component{shares[3], service(ow.Follow)}, component{shares[4], service(ow.Unfollow)})
-	pd.P99Ms = p99Of(comps, u) / 1000
+	pd.P99Ms = p99Of(lat.comps, u) / 1000
 	var whys []string
 	if pd.P99Ms > ms(w.SLO) {
 		whys = append(whys, fmt.Sprintf("p99 %s ms > %s ms", fmtFloat(round2(pd.P99Ms)), fmtFloat(ms(w.SLO))))
@@ -299,9 +257,9 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 	if pd.Async {
 		// One post's fan-out is applied by one worker; the workers of
 		// every application node share the queue.
-		pd.LagP99Ms = p99Of(lags, u) / 1000
+		pd.LagP99Ms = p99Of(lat.lags, u) / 1000
 		pd.LagMaxMs = cpuOf(cal, ow.LargestPost, m.Needs).db / (1 - u) / 1000
-		busy := w.PostsPerSec * laterUs / 1e6
+		busy := w.PostsPerSec * lat.laterUs / 1e6
 		workers := math.Max(1, ow.Workers) * float64(pd.AppNodes)
 		switch {
 		case busy >= workers:
@@ -313,6 +271,66 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 	}
 	pd.Held, pd.Why = len(whys) == 0, strings.Join(whys, "; ")
 	return pd, nil
+}
+
+// latency is what a design's response times are drawn from at a
+// workload: a component per kind of operation and degree bucket (comps),
+// and for an asynchronous design one per bucket of posts' later fan-out
+// (lags, its mean CPU laterUs).
+type latency struct {
+	comps, lags []component
+	laterUs     float64
+}
+
+// latencyOf is m's latency at d, an operation drawn by shares (newest,
+// older, post, follow, unfollow) whose mean work is ow: each component's
+// service time is its CPU on every process it passes plus w.RTT per
+// statement and cache call; an operation's share is its kind's times its
+// bucket's share of the reads or posts.
+func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model, cal *results.Calibration,
+	shares [5]float64, ow registry.OpWork) (latency, error) {
+	readShare := make([]float64, dc.followeeBuckets)
+	postShare := make([]float64, dc.followerBuckets)
+	var reads, posts float64
+	for i, c := range d.Classes {
+		readShare[dc.followeeOf[i]] += c.Users * c.Reads
+		postShare[dc.followerOf[i]] += c.Users * c.Posts
+		reads += c.Users * c.Reads
+		posts += c.Users * c.Posts
+	}
+	service := func(x registry.Work) float64 {
+		return cpuOf(cal, x, m.Needs).all() + float64(w.RTT)/float64(time.Microsecond)*(x.Statements+x.CacheCalls)
+	}
+	var l latency
+	for b := range dc.followeeBuckets {
+		if readShare[b] == 0 {
+			continue
+		}
+		x, _, _, err := m.WorkFor(dc.readsOf(d, b), w.Options)
+		if err != nil {
+			return latency{}, err
+		}
+		l.comps = append(l.comps, component{shares[0] * readShare[b] / reads, service(x.Newest)},
+			component{shares[1] * readShare[b] / reads, service(x.Older)})
+	}
+	async := m.Traits.Has(registry.Async)
+	for b := range dc.followerBuckets {
+		if postShare[b] == 0 {
+			continue
+		}
+		x, _, _, err := m.WorkFor(dc.postsOf(d, b), w.Options)
+		if err != nil {
+			return latency{}, err
+		}
+		l.comps = append(l.comps, component{shares[2] * postShare[b] / posts, service(x.Post)})
+		if async {
+			later := cpuOf(cal, x.Later, m.Needs).db
+			l.lags = append(l.lags, component{postShare[b] / posts, later})
+			l.laterUs += postShare[b] / posts * later
+		}
+	}
+	l.comps = append(l.comps, component{shares[3], service(ow.Follow)}, component{shares[4], service(ow.Unfollow)})
+	return l, nil
 }
 
 func round2(v float64) float64 {

@@ -1,0 +1,149 @@
+package plan
+
+import (
+	"math"
+	"time"
+
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+)
+
+// Box is one machine that runs the application and every server a design
+// needs on the same cores, as a benchmark run here does: the load
+// generator, the stores' client side, MariaDB, memcached and Redis.
+type Box struct {
+	// Cores are the box's CPU cores, shared by all its processes.
+	Cores float64
+	// RTT is a round trip between two of its processes; 0 means
+	// LoopbackRTT.
+	RTT time.Duration
+}
+
+// LoopbackRTT is the round trip a plan assumes between two processes of
+// one box, beyond the CPU the calibration counts for it: the wake-up of
+// the process that answers over the loopback interface.
+const LoopbackRTT = 50 * time.Microsecond
+
+// RateEstimate is a design's predicted highest rate within the objective
+// on a box.
+type RateEstimate struct {
+	// PerSec is the highest rate of the mix at which the predicted p99
+	// holds the objective; 0 when it does not hold even on an idle box.
+	PerSec float64
+	// CPUUs is the CPU of an operation of the mix at that rate, on every
+	// process (the application's too), µs; Utilization the share of the
+	// box's cores it fills there.
+	CPUUs       float64
+	Utilization float64
+	// CeilingPerSec is the rate that would fill every core at that CPU
+	// per operation.
+	CeilingPerSec float64
+}
+
+// HighestRate predicts the highest rate of w's mix at which model's p99
+// latency stays within w.SLO on box: w's rates give the mix's shares
+// (their sum is not used) and the workload's users, graph, activity and
+// messages are w's. It is the plan's own model run the other way round: at
+// a rate R the design's work per operation (its cost model at the
+// workload's rates at R) costs its calibrated CPU, on every process, so
+// the box is busy u = R × CPU per operation ÷ cores; every kind of
+// operation's response time is its service time stretched by queueing at u
+// as in a plan's p99 (p99Of); the answer is the highest R whose p99 is
+// within the objective, found by bisection. A workload or box a plan
+// cannot be made with is an *InputError.
+func HighestRate(w Workload, cal *results.Calibration, model string, box Box) (RateEstimate, error) {
+	if !(box.Cores > 0) || math.IsInf(box.Cores, 0) {
+		return RateEstimate{}, &InputError{"cores", fmtFloat(box.Cores), "want the box's cores, above 0"}
+	}
+	if box.RTT < 0 {
+		return RateEstimate{}, &InputError{"rtt", box.RTT.String(), "want a duration, 0 or more"}
+	}
+	w.Models = []string{model}
+	if err := w.Check(); err != nil {
+		return RateEstimate{}, err
+	}
+	w = w.WithDefaults()
+	d, dc, err := w.demand()
+	if err != nil {
+		return RateEstimate{}, err
+	}
+	models, err := w.models()
+	if err != nil {
+		return RateEstimate{}, err
+	}
+	_, shares := w.opShares()
+	return highestRate(w, d, dc, models[0], cal, shares, box)
+}
+
+// rateSearchSteps bounds the bisection of highestRate: far more than the
+// 10^-4 it stops at needs.
+const rateSearchSteps = 100
+
+// highestRate is HighestRate for a checked workload's Demand.
+func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Model, cal *results.Calibration,
+	shares [5]float64, box Box) (RateEstimate, error) {
+	w.RTT = box.RTT
+	if w.RTT == 0 {
+		w.RTT = LoopbackRTT
+	}
+	capacity := box.Cores * 1e6 // µs of CPU per second
+	slo := float64(w.SLO) / float64(time.Microsecond)
+	// at is the CPU per operation at rate and whether the p99 holds
+	// there.
+	at := func(rate float64) (cpu float64, held bool, err error) {
+		d.ReadsPerSec, d.PostsPerSec = rate*(shares[0]+shares[1]), rate*shares[2]
+		ow, _, _, err := m.WorkFor(d, w.Options)
+		if err != nil {
+			return 0, false, &InputError{Field: "option", Reason: err.Error()}
+		}
+		cpu = cpuOf(cal, mixWork(ow, shares), m.Needs).all()
+		u := rate * cpu / capacity
+		if !(cpu > 0) || u >= 1 {
+			return cpu, false, nil
+		}
+		lat, err := latencyOf(w, d, dc, m, cal, shares, ow)
+		if err != nil {
+			return 0, false, err
+		}
+		return cpu, p99Of(lat.comps, u) <= slo, nil
+	}
+	// The rate the box would serve at an idle box's CPU per operation
+	// starts the bracket; it doubles while the p99 holds (caches that hit
+	// more at higher rates make an operation cheaper).
+	const idle = 1e-3
+	cpu, held, err := at(idle)
+	if err != nil || !held {
+		return RateEstimate{CPUUs: cpu}, err
+	}
+	lo, hi := idle, capacity/cpu
+	for range rateSearchSteps {
+		_, ok, err := at(hi)
+		if err != nil {
+			return RateEstimate{}, err
+		}
+		if !ok {
+			break
+		}
+		lo, hi = hi, 2*hi
+	}
+	for range rateSearchSteps {
+		if hi-lo <= 1e-4*hi {
+			break
+		}
+		mid := (lo + hi) / 2
+		_, ok, err := at(mid)
+		if err != nil {
+			return RateEstimate{}, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	cpu, _, err = at(lo)
+	if err != nil {
+		return RateEstimate{}, err
+	}
+	return RateEstimate{PerSec: lo, CPUUs: cpu, Utilization: lo * cpu / capacity, CeilingPerSec: capacity / cpu}, nil
+}
