@@ -312,6 +312,9 @@ type PlanCheck struct {
 	Calibration Calibration    `json:"calibration"`
 	Runs        []string       `json:"runs"`
 	Rows        []PlanCheckRow `json:"rows"`
+	// Unreliable names the phases (run, model, phase) left out because
+	// their run could not trust the database's counters of them.
+	Unreliable []string `json:"unreliable,omitempty"`
 }
 
 // Summary counts the rows, those within 10% on items, those whose CPU was
@@ -366,8 +369,15 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 		return err
 	}
 	n, items, cpuN, cpu := c.Summary()
-	_, err := fmt.Fprintf(w, "\nmeasured / predicted per operation. %d of %d phases within 10%% on items; %d of the %d with CPU measured within 30%% on CPU.\n", items, n, cpu, cpuN)
-	return err
+	if _, err := fmt.Fprintf(w, "\nmeasured / predicted per operation. %d of %d phases within 10%% on items; %d of the %d with CPU measured within 30%% on CPU.\n", items, n, cpu, cpuN); err != nil {
+		return err
+	}
+	if len(c.Unreliable) > 0 {
+		if _, err := fmt.Fprintf(w, "not checked, their runs' database counters unreliable: %s.\n", strings.Join(c.Unreliable, "; ")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Files a plan check saves.

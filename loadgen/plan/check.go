@@ -12,8 +12,9 @@ import (
 // counters counted beside what the design's cost model predicts for the
 // run's own workload (its users, graph, activity, messages and the
 // phase's rates), and the CPU per operation of all processes measured
-// beside cal's prediction from the predicted work. runs are named by
-// sources.
+// beside cal's prediction from the predicted work. Phases whose
+// database counters the run could not trust are listed apart, not
+// checked. runs are named by sources.
 func Check(runs []*results.Result, sources []string, cal *results.Calibration, command string) (*results.PlanCheck, error) {
 	c := &results.PlanCheck{Version: results.PlanCheckFormatVersion, CreatedAt: time.Now(), Command: command,
 		Calibration: *cal, Runs: sources}
@@ -23,6 +24,10 @@ func Check(runs []*results.Result, sources []string, cal *results.Calibration, c
 			return nil, err
 		}
 		for _, p := range phases {
+			if p.unreliable {
+				c.Unreliable = append(c.Unreliable, p.run+", "+p.model+", "+p.phase)
+				continue
+			}
 			row := results.PlanCheckRow{Run: p.run, Model: p.model, Phase: p.phase,
 				Measured: planWork(measuredWork(p.measured)), Predicted: planWork(p.predicted),
 				PredictedCPUUs: cpuOf(cal, p.predicted, p.needs).all()}
