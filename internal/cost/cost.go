@@ -262,9 +262,9 @@ func wentBackward(b, a map[string]int64, names []string) bool {
 // connections just before and just after each read (connections), and the
 // read was clean when no connection was closing at either look, none
 // finished closing in between (Connections - Threads_connected
-// unchanged), and none was half gone after (Threads_connected no more
-// than the connections listed): a connection that added its counts during
-// the read is, at one of the looks, at one of those stages.
+// unchanged), and none more was half gone after than before (counted in
+// Threads_connected but no longer listed): a connection that added its
+// counts during the read is, at one of the looks, at one of those stages.
 // Listing every connection needs the PROCESS privilege, which the
 // benchmark's own sandbox has; without it no read is clean and the rows
 // are reported unreliable.
@@ -289,7 +289,7 @@ func steadyServerStatus(ctx context.Context, db *sql.DB) (counters map[string]in
 		for _, k := range serverCounters {
 			best[k] = max(best[k], read[k])
 		}
-		if before.closing == 0 && after.closing == 0 && before.closed() == after.closed() && after.connected <= after.listed {
+		if before.closing == 0 && after.closing == 0 && before.closed() == after.closed() && after.unlisted() <= before.unlisted() {
 			return best, false, nil
 		}
 	}
@@ -305,6 +305,11 @@ type connState struct {
 
 // closed is how many connections have finished closing.
 func (c connState) closed() int64 { return c.accepted - c.connected }
+
+// unlisted is how many more connections Threads_connected counts than the
+// process list shows: those half gone, and any the server counts without
+// listing them for longer (a connection still logging in).
+func (c connState) unlisted() int64 { return c.connected - c.listed }
 
 // connections reads the server's connState.
 func connections(ctx context.Context, db *sql.DB) (connState, error) {
