@@ -150,7 +150,7 @@ func (b *bench) burstPhase(ctx context.Context, m registry.Model) error {
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
 	var measuredAt time.Time
-	meterStart, finish := b.metered(ctx, nil)
+	meterStart, finish := b.metered(ctx, m.Name+"/burst", nil)
 	onMeasure := func() {
 		measuredAt = time.Now()
 		if hasLag {

@@ -47,7 +47,7 @@ func (b *bench) returningStudy(ctx context.Context, m registry.Model) error {
 		into  *results.ReturnReads
 	}{{r.Dormant, &ret.Dormant}, {r.Steady, &ret.Steady}} {
 		var before map[string]int64
-		start, finish := b.metered(ctx, func() { before = counts(s) })
+		start, finish := b.metered(ctx, m.Name+"/returning", func() { before = counts(s) })
 		start()
 		res, err := r.Return(ctx, g.users)
 		if err != nil {

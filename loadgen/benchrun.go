@@ -163,7 +163,7 @@ func (b *bench) phaseKinds(ctx context.Context, name string, dur time.Duration, 
 		length = fmt.Sprintf("%d ops", b.cfg.Ops)
 	}
 	b.logf("phase %s (%s, %d workers)", name, length, b.cfg.Concurrency)
-	start, finish := b.metered(ctx, onMeasure)
+	start, finish := b.metered(ctx, name, onMeasure)
 	pr, err := workload.RunPhase(ctx, workload.PhaseConfig{
 		Name: name, Workers: b.cfg.Concurrency, Warmup: b.cfg.Warmup, Duration: dur, Ops: b.cfg.Ops,
 		Progress: b.cfg.Progress, OnMeasure: start, Kinds: kinds,
@@ -192,7 +192,9 @@ func (b *bench) checkErrors(name string, rate float64, samples []string) {
 // a function for when the phase has ended, which snapshots them again and
 // returns the cost of each of ops operations. A snapshot that fails is
 // reported once, in the run's notes, and the run goes on without costs.
-func (b *bench) metered(ctx context.Context, onMeasure func()) (start func(), finish func(ops int64) cost.Cost) {
+// A phase whose database counters could not be trusted (connections
+// closed while they were read) has no rows, and the notes name it.
+func (b *bench) metered(ctx context.Context, name string, onMeasure func()) (start func(), finish func(ops int64) cost.Cost) {
 	var before cost.Snapshot
 	ok := false
 	take := func() (cost.Snapshot, bool) {
@@ -221,7 +223,11 @@ func (b *bench) metered(ctx context.Context, onMeasure func()) (start func(), fi
 		if !ok {
 			return nil
 		}
-		return cost.PerOp(before, after, ops)
+		c := cost.PerOp(before, after, ops)
+		if c.CountersUnreliable() {
+			b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s: the database's row counters are unreliable (connections closed while they were read, or a sum came out lower at the end than at the start): its rows are left out", name))
+		}
+		return c
 	}
 	return start, finish
 }

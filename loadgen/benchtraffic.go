@@ -171,7 +171,7 @@ func (b *bench) openPhase(ctx context.Context, name string, rate float64, dur ti
 		length = fmt.Sprintf("%d ops", ops)
 	}
 	b.logf("phase %s (open loop, %s arrivals at %.0f/s, %s, at most %d in flight)", name, b.cfg.Arrivals, rate, length, b.cfg.MaxInFlight)
-	start, finish := b.metered(ctx, onMeasure)
+	start, finish := b.metered(ctx, name, onMeasure)
 	r, err := openloop.Run(ctx, openloop.Config{
 		Name: name, Rate: rate, Arrivals: b.cfg.Arrivals, Workers: b.cfg.MaxInFlight,
 		Warmup: b.cfg.Warmup, Duration: dur, Ops: ops, Kinds: workload.MixOps,

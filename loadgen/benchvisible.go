@@ -105,7 +105,7 @@ func (b *bench) deleteStudy(ctx context.Context, m registry.Model, s timeline.St
 	}
 	name := m.Name + "/delete"
 	b.logf("phase %s (%d deletes, %d workers)", name, n, b.cfg.Concurrency)
-	start, finish := b.metered(ctx, nil)
+	start, finish := b.metered(ctx, name, nil)
 	pr, err := workload.RunPhase(ctx, workload.PhaseConfig{
 		Name: name, Workers: b.cfg.Concurrency, Ops: int64(n), Progress: b.cfg.Progress, OnMeasure: start,
 	}, book.Deletes(s, b.data, b.cfg.Spec.Seed))
@@ -160,7 +160,7 @@ func (b *bench) celebrityDelete(ctx context.Context, s timeline.Store, metered b
 	var finish func(int64) cost.Cost
 	if metered {
 		var start func()
-		start, finish = b.metered(ctx, nil)
+		start, finish = b.metered(ctx, "celebrity delete", nil)
 		start()
 	}
 	t0 := time.Now()

@@ -70,10 +70,10 @@ var mergeWork = sqlWork(
 // recentReadWork is the database's part of a read of the lists kept in
 // memcached: the followees when the process does not hold them
 // (followee_cache readers of all are held) and the bodies it does not
-// hold (message_cache messages of a day's, registry.Demand.HotMessages).
+// hold (the newest message_cache messages, registry.Demand.NewestMiss).
 func recentReadWork(d registry.Demand, cfg registry.Config, g float64) registry.Work {
 	followeeMiss := registry.Miss(float64(cfg.Int(OptionFolloweeCache)), d.Readers())
-	bodyMiss := registry.Miss(float64(cfg.Int(OptionMessageCache)), d.HotMessages())
+	bodyMiss := d.NewestMiss(float64(cfg.Int(OptionMessageCache)))
 	w := registry.Work{RowsRead: followeeMiss*g + bodyMiss*d.Fetch()}
 	w.Statements = followeeMiss + bodyMiss
 	return w

@@ -339,11 +339,38 @@ func (d Demand) ReturningReads(window float64) float64 {
 	return d.MeanOverReads(func(c UserClass) float64 { return math.Exp(-d.ReadRate(c) * window) })
 }
 
-// HotMessages is how many messages the pages of a day read from: a day of
-// posts, at most Messages. An in-process cache of message bodies that
-// holds them all serves every page's bodies (an assumption: reads go to
-// the newest messages, and a day's cover most pages).
-func (d Demand) HotMessages() float64 { return math.Min(d.Messages, d.PostsPerSec*86400) }
+// NewestMiss is the share of a newest page's entries that an in-process
+// cache of the newest slots messages misses: a table keyed by message id,
+// slot id mod its size (package directmap), holds any slots ids in a row,
+// and ids are given in posting order. In id order a reader's entries are
+// a stream of density g·m/Messages (g followees of m messages each, by
+// FolloweeMessages); the newest slots ids hold N ~ Poisson(slots·g·m/
+// Messages) of them, and a page of Fetch entries misses max(0, Fetch - N),
+// averaged over the reads. TestNewestMissAgainstIDs sets it against drawn
+// ids.
+func (d Demand) NewestMiss(slots float64) float64 {
+	if d.Messages <= slots {
+		return 0
+	}
+	m, fetch := d.FolloweeMessages(), d.Fetch()
+	return d.MeanOverReads(func(c UserClass) float64 {
+		return poissonShortfall(slots*c.Followees*m/d.Messages, int(fetch)) / fetch
+	})
+}
+
+// poissonShortfall is E[max(0, k - N)] for N ~ Poisson(mu).
+func poissonShortfall(mu float64, k int) float64 {
+	if mu > float64(k)+40*math.Sqrt(float64(k)+1) {
+		return 0 // P(N < k) is below 1e-300: e^-mu underflows anyway
+	}
+	var sum float64
+	p := math.Exp(-mu)
+	for n := range k {
+		sum += float64(k-n) * p
+		p *= mu / float64(n+1)
+	}
+	return sum
+}
 
 // Miss is the share of lookups an in-process cache of slots entries
 // misses over items equally likely ones: 1 - slots/items, at least 0.

@@ -3,6 +3,8 @@ package registry
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -90,5 +92,47 @@ func TestWorkFor(t *testing.T) {
 	}
 	if got := (Work{RowsRead: 1, RowsWritten: 2, MCKeys: 3, RedisCommands: 4, Statements: 5}).Scale(2).Items(); got != 20 {
 		t.Errorf("items of twice the work: %v", got)
+	}
+}
+
+// TestNewestMissAgainstIDs sets NewestMiss against ids drawn as posts
+// are: every message goes to one of the authors at random and takes the
+// next id; each reader follows g of them, and a newest page shows the
+// Fetch newest of their messages. A cache of the newest slots ids misses
+// the entries of a page that are older, which the test counts over every
+// reader, for caches that hold all, some and few of the pages' entries.
+func TestNewestMissAgainstIDs(t *testing.T) {
+	const users, messages, g = 2000, 200_000, 40
+	rng := rand.New(rand.NewPCG(3, 4))
+	byAuthor := make([][]int, users) // each author's ids, ascending
+	for id := range messages {
+		a := rng.IntN(users)
+		byAuthor[a] = append(byAuthor[a], id)
+	}
+	d := Demand{Users: users, Messages: messages, Page: 20, OlderDepth: 3.5, PostsPerSec: 1, ReadsPerSec: 1, ActiveShare: 1,
+		Classes: []UserClass{{Users: users, Followers: g, Followees: g, Posts: 1, Reads: 1, Followed: 1}}}
+	fetch := int(d.Fetch())
+	for _, slots := range []float64{messages, 20_000, 1_000, 500, 250} {
+		var missed, shown int
+		for range 300 {
+			// The newest fetch ids among g authors: merge their tails.
+			var ids []int
+			for _, a := range rng.Perm(users)[:g] {
+				own := byAuthor[a]
+				ids = append(ids, own[max(0, len(own)-fetch):]...)
+			}
+			slices.Sort(ids)
+			for _, id := range ids[max(0, len(ids)-fetch):] {
+				shown++
+				if float64(id) < messages-slots {
+					missed++
+				}
+			}
+		}
+		got, want := d.NewestMiss(slots), float64(missed)/float64(shown)
+		t.Logf("cache of %.0f of %d ids: the model misses %.3f of a page's entries, the ids %.3f", slots, messages, got, want)
+		if math.Abs(got-want) > 0.03 {
+			t.Errorf("cache of %.0f: NewestMiss %.3f, the drawn ids miss %.3f", slots, got, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/pushpull/pushpull/internal/cost"
@@ -101,6 +102,10 @@ func WriteCostTable(w io.Writer, r *Result) error {
 		cells := []string{model + ", " + phase, fmtInt(int64(c[cost.Ops]))}
 		for _, col := range costColumns {
 			v, ok := col.value(c)
+			if !ok && c.CountersUnreliable() && slices.Contains(cost.DBRowKeys, col.key) {
+				cells = append(cells, "unreliable")
+				continue
+			}
 			if !ok {
 				cells = append(cells, Dash)
 				continue

@@ -352,6 +352,9 @@ type PlanCheck struct {
 	// assumed of the machine.
 	Rates     []PlanRateRow `json:"rates,omitempty"`
 	RateBasis string        `json:"rate_basis,omitempty"`
+	// Unreliable names the phases (run, model, phase) left out because
+	// their run could not trust the database's counters of them.
+	Unreliable []string `json:"unreliable,omitempty"`
 }
 
 // RateSummary counts the rate rows and those predicted within 30% of the
@@ -420,6 +423,11 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 	n, items, cpuN, cpu := c.Summary()
 	if _, err := fmt.Fprintf(w, "\nmeasured / predicted per operation. %d of %d phases within 10%% on items; %d of the %d with CPU measured within 30%% on CPU.\n", items, n, cpu, cpuN); err != nil {
 		return err
+	}
+	if len(c.Unreliable) > 0 {
+		if _, err := fmt.Fprintf(w, "not checked, their runs' database counters unreliable: %s.\n", strings.Join(c.Unreliable, "; ")); err != nil {
+			return err
+		}
 	}
 	if len(c.Rates) == 0 {
 		return nil

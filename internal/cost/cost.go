@@ -22,6 +22,20 @@
 // The counters are global. That is exact in the benchmark's sandbox, whose
 // servers serve nothing else, and an overestimate on a shared server:
 // callers say so where they report the figures.
+//
+// MariaDB keeps the row and handler counters per connection and adds them
+// up when asked: those of the connections that closed, and those of each
+// open one. A connection that is closing while the sum is made is counted
+// in neither part, so that sum comes out short by all the connection ever
+// counted (TestCountsOfConnectionsClosingDuringASnapshot closes 32 pooled
+// connections as a snapshot is taken and sees it). Take therefore reads
+// the counters again until no connection was closing while it read them
+// (see steadyServerStatus), keeping each counter's highest reading (a
+// read is only ever short); when connections keep closing through all
+// its reads, the snapshot says so
+// (Snapshot.ServerUnsteady) and PerOp leaves the rows out and marks the
+// cost (DBCountersUnreliable) rather than give a short figure. InnoDB's
+// byte counters are the engine's own totals and are kept either way.
 package cost
 
 import (
@@ -46,6 +60,15 @@ var serverCounters = []string{
 	"Rows_read", "Handler_read_key", "Handler_write", "Handler_update", "Handler_delete",
 	"Innodb_data_written", "Innodb_os_log_written",
 }
+
+// summedCounters are those of serverCounters that MariaDB adds up over its
+// connections when asked, and which a connection closing meanwhile leaves
+// short.
+var summedCounters = []string{"Rows_read", "Handler_read_key", "Handler_write", "Handler_update", "Handler_delete"}
+
+// serverReads is how many times, at most, Take reads the server's
+// counters looking for one that no closing connection left short.
+const serverReads = 6
 
 // memcachedCounters are the stats a Snapshot sums over the servers.
 // memcached reports rusage_user and rusage_system in seconds with six
@@ -94,10 +117,14 @@ func (m *Meter) WithProcess(key string, pid int) *Meter {
 
 // Snapshot is the counters at one moment.
 type Snapshot struct {
-	Server    map[string]int64 // nil when not taken
-	Memcached map[string]int64 // summed over the servers; nil when none
-	Redis     map[string]int64 // RedisStats; nil without Meter.WithRedis
-	CPU       time.Duration    // user + system time of this process
+	Server map[string]int64 // nil when not taken
+	// ServerUnsteady is set when connections kept closing through every
+	// read of Server: its summed row counters may be short (see the
+	// package's doc), and PerOp gives no rows from it.
+	ServerUnsteady bool
+	Memcached      map[string]int64 // summed over the servers; nil when none
+	Redis          map[string]int64 // RedisStats; nil without Meter.WithRedis
+	CPU            time.Duration    // user + system time of this process
 	// ServerCPU is the user + system time of the database server's
 	// process, when HasServerCPU (a process was named and could be read).
 	ServerCPU    time.Duration
@@ -112,7 +139,7 @@ func (m *Meter) Take(ctx context.Context) (Snapshot, error) {
 	var s Snapshot
 	var err error
 	if m.db != nil {
-		if s.Server, err = serverStatus(ctx, m.db); err != nil {
+		if s.Server, s.ServerUnsteady, err = steadyServerStatus(ctx, m.db); err != nil {
 			return s, err
 		}
 	}
@@ -144,12 +171,15 @@ func (m *Meter) Take(ctx context.Context) (Snapshot, error) {
 // PerOp is what each of ops operations cost between before and after, by
 // the keys of Cost. Figures whose counters either snapshot lacks
 // are left out, and so are those with a counter lower after than before:
-// the counters only grow, so such a pair measured something else: a
-// memcached server restarted in between, or a MariaDB sum that was off
-// (the server adds up its connections' counts when asked; one run's first
-// phase after the load measured Rows_read 18.6 million lower at its end,
-// about what one of the load's warm-up connections had read). ops <= 0
-// gives nil.
+// the counters only grow, so such a pair measured something else (a
+// memcached server restarted in between). The database's rows and index
+// lookups are left out together, and the cost marked DBCountersUnreliable,
+// when either snapshot is ServerUnsteady or any of those counters went
+// backward: the server's sum over its connections came out short on one
+// side (one run's first phase after the load measured Rows_read 18.6
+// million lower at its end, about what one of the load's warm-up
+// connections had read), and a short sum on the other side would look
+// like a plausible, too small figure. ops <= 0 gives nil.
 func PerOp(before, after Snapshot, ops int64) Cost {
 	if ops <= 0 {
 		return nil
@@ -169,7 +199,11 @@ func PerOp(before, after Snapshot, ops int64) Cost {
 		}
 		c[key] = float64(sum) / n
 	}
-	if b, a := before.Server, after.Server; b != nil && a != nil {
+	if b, a := before.Server, after.Server; b != nil && a != nil && (before.ServerUnsteady || after.ServerUnsteady || wentBackward(b, a, summedCounters)) {
+		c[DBCountersUnreliable] = 1
+		set(b, a, BytesWritten, "Innodb_data_written")
+		set(b, a, LogBytesWritten, "Innodb_os_log_written")
+	} else if b != nil && a != nil {
 		set(b, a, RowsRead, "Rows_read")
 		set(b, a, IndexLookups, "Handler_read_key")
 		set(b, a, RowsInserted, "Handler_write")
@@ -204,8 +238,95 @@ func PerOp(before, after Snapshot, ops int64) Cost {
 	return c
 }
 
-func serverStatus(ctx context.Context, db *sql.DB) (map[string]int64, error) {
-	q := "SHOW GLOBAL STATUS WHERE Variable_name IN ('" + strings.Join(serverCounters, "','") + "')"
+// wentBackward reports whether any of the named counters is lower in a
+// than in b.
+func wentBackward(b, a map[string]int64, names []string) bool {
+	for _, k := range names {
+		if a[k] < b[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// steadyServerStatus reads the server's counters until a read that no
+// closing connection can have left short, at most serverReads times, and
+// gives each counter's highest reading (a short read only ever lacks
+// counts), with unsteady set when no read was clean.
+//
+// A connection that closes is marked killed (the process list shows its
+// command as Killed) and, in some order that differs between MariaDB's
+// versions, leaves Threads_connected, adds its counts to the closed ones'
+// and leaves the list of connections. A read is short when a connection
+// added its counts while the read was summing. So Take looks at the
+// connections just before and just after each read (connections), and the
+// read was clean when no connection was closing at either look, none
+// finished closing in between (Connections - Threads_connected
+// unchanged), and none more was half gone after than before (counted in
+// Threads_connected but no longer listed): a connection that added its
+// counts during the read is, at one of the looks, at one of those stages.
+// Listing every connection needs the PROCESS privilege, which the
+// benchmark's own sandbox has; without it no read is clean and the rows
+// are reported unreliable.
+func steadyServerStatus(ctx context.Context, db *sql.DB) (counters map[string]int64, unsteady bool, err error) {
+	var best map[string]int64
+	for range serverReads {
+		before, err := connections(ctx, db)
+		if err != nil {
+			return nil, false, err
+		}
+		read, err := serverStatus(ctx, db, serverCounters)
+		if err != nil {
+			return nil, false, err
+		}
+		after, err := connections(ctx, db)
+		if err != nil {
+			return nil, false, err
+		}
+		if best == nil {
+			best = read
+		}
+		for _, k := range serverCounters {
+			best[k] = max(best[k], read[k])
+		}
+		if before.closing == 0 && after.closing == 0 && before.closed() == after.closed() && after.unlisted() <= before.unlisted() {
+			return best, false, nil
+		}
+	}
+	return best, true, nil
+}
+
+// connState is what the server says of its client connections at one
+// moment (see steadyServerStatus).
+type connState struct {
+	listed, closing     int64 // in the process list; of them, marked killed
+	accepted, connected int64 // Connections, Threads_connected
+}
+
+// closed is how many connections have finished closing.
+func (c connState) closed() int64 { return c.accepted - c.connected }
+
+// unlisted is how many more connections Threads_connected counts than the
+// process list shows: those half gone, and any the server counts without
+// listing them for longer (a connection still logging in).
+func (c connState) unlisted() int64 { return c.connected - c.listed }
+
+// connections reads the server's connState.
+func connections(ctx context.Context, db *sql.DB) (connState, error) {
+	var c connState
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(COMMAND = 'Killed'), 0),
+		(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'CONNECTIONS'),
+		(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'THREADS_CONNECTED')
+		FROM information_schema.PROCESSLIST`).Scan(&c.listed, &c.closing, &c.accepted, &c.connected)
+	if err != nil {
+		return c, fmt.Errorf("server connections: %w", err)
+	}
+	return c, nil
+}
+
+// serverStatus reads the named SHOW GLOBAL STATUS counters.
+func serverStatus(ctx context.Context, db *sql.DB, names []string) (map[string]int64, error) {
+	q := "SHOW GLOBAL STATUS WHERE Variable_name IN ('" + strings.Join(names, "','") + "')"
 	rows, err := db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("server counters: %w", err)
@@ -226,7 +347,7 @@ func serverStatus(ctx context.Context, db *sql.DB) (map[string]int64, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("server counters: %w", err)
 	}
-	for _, k := range serverCounters {
+	for _, k := range names {
 		if _, ok := out[k]; !ok {
 			return nil, fmt.Errorf("server counters: the server reports no %s", k)
 		}

@@ -81,6 +81,12 @@ const (
 	// VitessDBCPU: the CPU time of the Vitess cluster's own mysqld, which
 	// holds every shard's database, in microseconds; measured likewise.
 	VitessDBCPU = "vitess_db_cpu_us_per_op"
+	// DBCountersUnreliable is 1 when the database's row counters of the
+	// window could not be trusted (connections closed while they were
+	// read, or a sum came out lower after than before): RowsRead,
+	// IndexLookups and the rows written are then left out, not given
+	// short. Absent otherwise.
+	DBCountersUnreliable = "db_counters_unreliable"
 	// CPU: the benchmark process's own CPU time, user plus system
 	// (getrusage), in microseconds: the client's share of the work,
 	// harness included.
@@ -98,3 +104,11 @@ func (c Cost) AllCPU() (float64, bool) {
 	}
 	return db + c[MCCPU] + c[RDCPU] + c[CPU] + c[VtcomboCPU] + c[VitessDBCPU], true
 }
+
+// DBRowKeys are the database's figures that its summed counters give:
+// those a cost marked DBCountersUnreliable leaves out.
+var DBRowKeys = []string{RowsRead, IndexLookups, RowsWritten, RowsInserted, RowsUpdated, RowsDeleted}
+
+// CountersUnreliable reports whether the database's row counters of c's
+// window could not be trusted (DBCountersUnreliable).
+func (c Cost) CountersUnreliable() bool { return c[DBCountersUnreliable] == 1 }

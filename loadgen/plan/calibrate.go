@@ -35,6 +35,9 @@ type countedPhase struct {
 	needs             registry.Servers
 	measured          cost.Cost
 	predicted         registry.Work
+	// unreliable: the run could not trust the database's counters of
+	// this phase (cost.DBCountersUnreliable); measured has no rows.
+	unreliable bool
 }
 
 // runLabel names a run in tables: its graph and users.
@@ -89,7 +92,8 @@ func mixOf(spec string) (newest, older, post, follow, unfollow float64, err erro
 }
 
 // counted returns every phase of r that carries costs, for the models
-// that declare a cost model, with the prediction for it.
+// that declare a cost model, with the prediction for it; those whose
+// database counters the run could not trust come marked unreliable.
 func counted(r *results.Result) ([]countedPhase, error) {
 	base, err := runWorkload(r)
 	if err != nil {
@@ -125,7 +129,8 @@ func counted(r *results.Result) ([]countedPhase, error) {
 			}
 			_, read := ph.Cost[cost.RowsRead]
 			_, written := ph.Cost[cost.RowsWritten]
-			if ph.Cost == nil || ph.Cost[cost.Ops] <= 0 || ph.OpsPerSec <= 0 || !read || !written || ph.Errors > 0 {
+			unreliable := ph.Cost.CountersUnreliable()
+			if ph.Cost == nil || ph.Cost[cost.Ops] <= 0 || ph.OpsPerSec <= 0 || (!read || !written) && !unreliable || ph.Errors > 0 {
 				continue // not counted (a shared submission shows another model's), or failing over
 			}
 			w := base
@@ -147,7 +152,7 @@ func counted(r *results.Result) ([]countedPhase, error) {
 			}
 			out = append(out, countedPhase{
 				run: runLabel(r), model: m.Name, phase: name, needs: reg.Needs, measured: ph.Cost,
-				predicted: mixWork(ow, shares),
+				predicted: mixWork(ow, shares), unreliable: unreliable,
 			})
 		}
 	}
@@ -197,7 +202,11 @@ func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, 
 		if err != nil {
 			return nil, err
 		}
-		phases = append(phases, ps...)
+		for _, p := range ps {
+			if !p.unreliable {
+				phases = append(phases, p)
+			}
+		}
 	}
 	type obs struct {
 		x []float64

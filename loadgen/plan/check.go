@@ -16,7 +16,9 @@ import (
 // beside cal's prediction from the predicted work. For every design that
 // searched for its highest rate within the objective (bench --find-rate),
 // the rate it found beside HighestRate's for the run's workload, mix,
-// objective and CPUs. runs are named by sources.
+// objective and CPUs. Phases whose
+// database counters the run could not trust are listed apart, not
+// checked. runs are named by sources.
 func Check(runs []*results.Result, sources []string, cal *results.Calibration, command string) (*results.PlanCheck, error) {
 	c := &results.PlanCheck{Version: results.PlanCheckFormatVersion, CreatedAt: time.Now(), Command: command,
 		Calibration: *cal, Runs: sources}
@@ -26,6 +28,10 @@ func Check(runs []*results.Result, sources []string, cal *results.Calibration, c
 			return nil, err
 		}
 		for _, p := range phases {
+			if p.unreliable {
+				c.Unreliable = append(c.Unreliable, p.run+", "+p.model+", "+p.phase)
+				continue
+			}
 			row := results.PlanCheckRow{Run: p.run, Model: p.model, Phase: p.phase,
 				Measured: planWork(measuredWork(p.measured)), Predicted: planWork(p.predicted),
 				PredictedCPUUs: cpuOf(cal, p.predicted, p.needs).all()}

@@ -405,7 +405,7 @@ func describe(w Workload, d registry.Demand) (lines, assumptions []string) {
 		fmt.Sprintf("storage: messages, follows (%d bytes each) and mailbox rows at the calibrated bytes; buffer pool %.0f%% of the data; memcached %d bytes per id, Redis %d per sorted-set member, %d per key",
 			FollowBytes, 100*DBMemoryShare, MemcachedIDBytes, RedisIDBytes, KeyBytes),
 		"follower and followee counts independent of each other (uniform and powerlaw graphs); an edge file keeps its users' pairs of counts",
-		"in-process caches (message bodies, followees) hold a day of posts and the readers they can, uniformly",
+		"in-process caches: message bodies hold the newest messages posted (a table keyed by id), followees the readers they can, uniformly",
 	}
 	return lines, assumptions
 }

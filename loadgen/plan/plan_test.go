@@ -4,11 +4,13 @@ import (
 	"errors"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/recommend"
 	"github.com/pushpull/pushpull/registry"
@@ -318,4 +320,57 @@ func TestEdgeFileAsSample(t *testing.T) {
 	near("users", users, 4_000_000)
 	near("follows per user", d.Edges()/d.Users, 1.5)
 	near("most followers", d.MostFollowers(), 3)
+}
+
+// TestUnreliablePhasesAreNotChecked: a phase whose run could not trust
+// the database's counters (cost.DBCountersUnreliable, its rows left out)
+// is neither checked against its model nor fitted in a calibration; the
+// check names it instead.
+func TestUnreliablePhasesAreNotChecked(t *testing.T) {
+	dir := filepath.Join("..", "..", "evidence", "plan", "quiet", "runs", "uniform-1000")
+	run, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := &run.Models[0]
+	c := first.Retrieve.Cost
+	for _, k := range cost.DBRowKeys {
+		delete(c, k)
+	}
+	c[cost.DBCountersUnreliable] = 1
+	check, err := Check([]*results.Result{run}, []string{dir}, DefaultCalibration(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range check.Rows {
+		if r.Model == first.Name && r.Phase == "retrieve" {
+			t.Errorf("the unreliable phase was checked: %+v", r)
+		}
+	}
+	want := runLabel(run) + ", " + first.Name + ", retrieve"
+	if !slices.Contains(check.Unreliable, want) {
+		t.Errorf("unreliable phases %q, want %q among them", check.Unreliable, want)
+	}
+	var out strings.Builder
+	if err := results.WritePlanCheck(&out, check); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "unreliable: "+want) {
+		t.Errorf("the table does not name the unreliable phase:\n%s", out.String())
+	}
+	whole, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := Calibrate([]*results.Result{whole}, []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := Calibrate([]*results.Result{run}, []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cal.Fit.Phases != all.Fit.Phases-1 {
+		t.Errorf("the calibration fitted %d phases, the same run whole %d: want one fewer", cal.Fit.Phases, all.Fit.Phases)
+	}
 }

@@ -12,8 +12,8 @@ import (
 // within the cap is one script over the reader's feed (5 Redis commands:
 // the script, the epoch, the sentinel, the TTL, the range), and an older
 // page also finds its cursor in the feed (olderFind). A page's bodies come
-// from the process's message cache (message_cache messages of a day's,
-// registry.Demand.HotMessages; the rest by primary key). A returning
+// from the process's message cache (the newest message_cache messages,
+// registry.Demand.NewestMiss; the rest by primary key). A returning
 // reader's feed (none within the window) is rebuilt by the pull merge of
 // cap entries (sqlread.MergeWork) and written back whole (a command per
 // thousand ids, and 5 more). A post is pull's, then reads its author's
@@ -28,7 +28,7 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	window := cfg.Duration(OptionWindow).Seconds()
 	g := d.ReadFollowees()
 	fetch := d.Fetch()
-	bodyMiss := registry.Miss(float64(cfg.Int(OptionMessageCache)), d.HotMessages())
+	bodyMiss := d.NewestMiss(float64(cfg.Int(OptionMessageCache)))
 	page := registry.Work{RowsRead: bodyMiss * fetch, RedisCommands: 5, Statements: bodyMiss, CacheCalls: 1}
 	older := page.Add(registry.Work{RedisCommands: olderFind(d, capN)})
 	rebuild := sqlread.MergeWork(g, capN, false).Add(registry.Work{RedisCommands: 5 + math.Ceil(capN/1000), CacheCalls: 1})
