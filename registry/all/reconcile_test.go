@@ -13,9 +13,8 @@ import (
 )
 
 // uncheckedViews are the models that keep a view beside the record but
-// declare no checker of it yet: hybrid@vitess's mailbox and
-// pull_follows.
-var uncheckedViews = []string{"hybrid@vitess"}
+// declare no checker of it yet: none.
+var uncheckedViews []string
 
 // keepsNoView reports whether m keeps nothing beside the record: the
 // reference, and the pull strategies that read only SQL tables.

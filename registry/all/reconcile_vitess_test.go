@@ -13,6 +13,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/pushpull/pushpull/hybrid"
 	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/internal/sandbox"
 	"github.com/pushpull/pushpull/internal/testserver"
@@ -62,6 +63,56 @@ func TestReconcilePushAsyncVitess(t *testing.T) {
 		Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
 			drift := vitessDrift(t, s, db, w)
 			return append(drift, reconciletest.JobDrift(t, db, w, push.MailboxView)...)
+		}})
+}
+
+// TestReconcileHybridVitess: hybrid@vitess with the world's celebrity
+// pulled (11 followers, the threshold 6, which the concurrent traffic
+// brings nobody else to), its views corrupted as push@vitess's are
+// (vitessDrift), and besides, a pulled follow deleted, one added of an
+// author not listed and one of an author not followed, and author 10
+// listed by a stray pull_authors row (their four followers' pulled
+// follows then missing); a row of the pulled author's message, with its
+// copies, put in a mailbox is not drift. Reconcile finds exactly that
+// drift and the repair removes it under concurrent posts and follows.
+func TestReconcileHybridVitess(t *testing.T) {
+	m, err := registry.Lookup(hybrid.VitessModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config(t, m, testserver.Keyspace(t))
+	cfg.Options = map[string]string{hybrid.OptionThreshold: "6"}
+	s, c := reconciletest.Open(t, m.Name, cfg)
+	db := s.(timeline.DBHolder).DB()
+	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, QuietWorld: true,
+		Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
+			drift := vitessDrift(t, s, db, w)
+			// A row of the pulled author's message, fanned out before
+			// a listing: allowed.
+			pulled := w.Posts[reconciletest.Celebrity][1]
+			var body string
+			var at time.Time
+			if err := db.QueryRowContext(t.Context(), `SELECT body, created_at FROM messages WHERE author_id = ? AND id = ?`,
+				reconciletest.Celebrity, pulled).Scan(&body, &at); err != nil {
+				t.Fatal(err)
+			}
+			reconciletest.Exec(t, db, `INSERT INTO mailbox (user_id, message_id, author_id, body, created_at) VALUES (6, ?, ?, ?, ?)`,
+				pulled, reconciletest.Celebrity, body, at)
+			reconciletest.Exec(t, db, `DELETE FROM pull_follows WHERE user_id = 4 AND author_id = ?`, reconciletest.Celebrity)
+			if !w.Followed(5, 9) || w.Followed(5, 2) {
+				t.Fatal("the world changed: user 5 follows 2, or not 9")
+			}
+			reconciletest.Exec(t, db, `INSERT INTO pull_follows (user_id, author_id) VALUES (5, 9), (5, 2)`)
+			drift = append(drift,
+				reconcile.Drift{Kind: reconcile.Missing, View: hybrid.PullFollowsView, User: 4, Item: int64(reconciletest.Celebrity)},
+				reconcile.Drift{Kind: reconcile.Extra, View: hybrid.PullFollowsView, User: 5, Item: 9},
+				reconcile.Drift{Kind: reconcile.Unfollowed, View: hybrid.PullFollowsView, User: 5, Item: 2})
+			// Author 10 listed: their followers' pulled follows are due.
+			reconciletest.Exec(t, db, `INSERT INTO pull_authors (author_id) VALUES (10)`)
+			for _, f := range w.Followers(10) {
+				drift = append(drift, reconcile.Drift{Kind: reconcile.Missing, View: hybrid.PullFollowsView, User: f, Item: 10})
+			}
+			return drift
 		}})
 }
 
