@@ -76,13 +76,7 @@ func TestReconcilePushAsyncVitess(t *testing.T) {
 // copies, put in a mailbox is not drift. Reconcile finds exactly that
 // drift and the repair removes it under concurrent posts and follows.
 func TestReconcileHybridVitess(t *testing.T) {
-	m, err := registry.Lookup(hybrid.VitessModelName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config(t, m, testserver.Keyspace(t))
-	cfg.Options = map[string]string{hybrid.OptionThreshold: "6"}
-	s, c := reconciletest.Open(t, m.Name, cfg)
+	s, c := openHybridVitess(t)
 	db := s.(timeline.DBHolder).DB()
 	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, QuietWorld: true,
 		Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
@@ -114,6 +108,43 @@ func TestReconcileHybridVitess(t *testing.T) {
 			}
 			return drift
 		}})
+}
+
+// TestReconcileHybridVitessUnlisted: the listing of hybrid@vitess's
+// pulled celebrity lost (its pull_authors row deleted). The views then
+// disagree with the listing as it is: every follower's pulled follow of
+// the celebrity is Extra, and the celebrity's posts, fanned out to no
+// mailbox, are Missing from every follower's; reconcile finds exactly
+// that, and the repair, under concurrent posts and follows, leaves the
+// celebrity an author pushed like any other.
+func TestReconcileHybridVitessUnlisted(t *testing.T) {
+	s, c := openHybridVitess(t)
+	db := s.(timeline.DBHolder).DB()
+	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, QuietWorld: true,
+		Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
+			reconciletest.Exec(t, db, `DELETE FROM pull_authors WHERE author_id = ?`, reconciletest.Celebrity)
+			var drift []reconcile.Drift
+			for _, f := range w.Followers(reconciletest.Celebrity) {
+				drift = append(drift, reconcile.Drift{Kind: reconcile.Extra, View: hybrid.PullFollowsView, User: f, Item: int64(reconciletest.Celebrity)})
+				for _, id := range w.Posts[reconciletest.Celebrity] {
+					drift = append(drift, reconcile.Drift{Kind: reconcile.Missing, View: push.MailboxView, User: f, Item: int64(id)})
+				}
+			}
+			return drift
+		}})
+}
+
+// openHybridVitess opens hybrid@vitess on a borrowed keyspace with the
+// threshold 6, and its checker: the reconcile tests' world then pulls its
+// celebrity (11 followers) and nobody else.
+func openHybridVitess(t *testing.T) (timeline.Store, reconcile.Checker) {
+	m, err := registry.Lookup(hybrid.VitessModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config(t, m, testserver.Keyspace(t))
+	cfg.Options = map[string]string{hybrid.OptionThreshold: "6"}
+	return reconciletest.Open(t, m.Name, cfg)
 }
 
 // vitessDrift corrupts the views of push@vitess's schema through vtgate:
