@@ -23,6 +23,26 @@ func keepsNoView(m registry.Model) bool {
 		(m.Family == registry.FamilyPull && m.Variant == "" && m.Needs&(registry.Memcached|registry.Redis) == 0)
 }
 
+// TestReconcileRates: a reconcile of a model on Vitess reads at most
+// reconcile.DefaultVitessRate rows a second unless told, of any other
+// model reconcile.DefaultRate.
+func TestReconcileRates(t *testing.T) {
+	vitess := 0
+	for _, m := range registry.Listed() {
+		want := float64(reconcile.DefaultRate)
+		if m.OnVitess() {
+			want = reconcile.DefaultVitessRate
+			vitess++
+		}
+		if got := m.ReconcileRate(); got != want {
+			t.Errorf("%s (on Vitess: %v): reconcile rate %v, want %v", m.Name, m.OnVitess(), got, want)
+		}
+	}
+	if vitess == 0 {
+		t.Error("no model on Vitess")
+	}
+}
+
 // TestCheckers: every model with a view declares a checker, but for the
 // list of those that have none yet; each checker is made from the model's
 // store and finds no drift in a database written only through the store
