@@ -390,7 +390,6 @@ func TestReconcileFaultsVitess(t *testing.T) {
 // Missing, a repair writes them, and a worker then applies the rest of
 // the job without writing any row twice.
 func TestReconcilePushAsyncVitessQueued(t *testing.T) {
-	ctx := t.Context()
 	const author = timeline.UserID(1)
 	s, _, shards := celebrityStore(t, 1000, 4, author) // followers 1000 to 1003
 	c, err := async.VitessChecker(s)
@@ -398,14 +397,7 @@ func TestReconcilePushAsyncVitessQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := timelinetest.Post(t, s, author, "queued")
-	check := func(repair bool) reconcile.Report {
-		t.Helper()
-		r, err := reconcile.Run(ctx, c, reconcile.Options{Repair: repair})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	check := func(repair bool) reconcile.Report { return reconcileAll(t, c, repair) }
 	if r := check(false); len(r.Drift) != 0 {
 		t.Fatalf("a queued job's rows reported as drift: %v", r.Drift)
 	}
@@ -431,6 +423,17 @@ func TestReconcilePushAsyncVitessQueued(t *testing.T) {
 	if r := check(false); len(r.Drift) != 0 {
 		t.Errorf("after the job: %v", r.Drift)
 	}
+}
+
+// reconcileAll runs reconcile over every user of c with the default
+// options, repairing or not, and fails t on error.
+func reconcileAll(t *testing.T, c reconcile.Checker, repair bool) reconcile.Report {
+	t.Helper()
+	r, err := reconcile.Run(t.Context(), c, reconcile.Options{Repair: repair})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // sameDrift reports whether got and want hold the same items, in any
