@@ -39,10 +39,11 @@ func init() {
 		Needs:    registry.Vitess,
 		Summary: "hybrid on Vitess, sharded by user: push@vitess's fan-out for authors below the threshold (option threshold); " +
 			"a page is the reader's shard, plus the shards of the listed authors they follow",
-		Options: options,
-		Traits:  registry.Partial,
-		Open:    openVitessModel,
-		Bench:   registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+		Options:   options,
+		Reconcile: VitessChecker,
+		Traits:    registry.Partial,
+		Open:      openVitessModel,
+		Bench:     registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
 	})
 }
 

@@ -43,7 +43,7 @@ func TestScanOwnedPages(t *testing.T) {
 	}
 	got := map[int64]int64{}
 	var last [2]int64
-	rows, err := reconcile.ScanOwned(timelinetest.Context(t), db, "user_id, message_id", "mailbox", "", []int64{3, 1, 2, 3}, func(r *sql.Rows) (int64, int64, error) {
+	rows, err := reconcile.ScanOwned(timelinetest.Context(t), db, "user_id, message_id", "mailbox", "", []timeline.UserID{3, 1, 2, 3}, func(r *sql.Rows) (int64, int64, error) {
 		var u, id int64
 		err := r.Scan(&u, &id)
 		if u < last[0] || (u == last[0] && id <= last[1]) {

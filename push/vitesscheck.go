@@ -1,6 +1,7 @@
 package push
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -69,33 +70,67 @@ func VitessChecker(s timeline.Store) (reconcile.Checker, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s reconcile: %T: %w", VitessModelName, s, ErrNotMine)
 	}
-	return vs.Checker(nil), nil
+	return vs.Checker(VitessRule{}), nil
 }
 
-// Pending tells a check of a model built on push@vitess which mailbox
-// rows its queued fan-out has still to write. Given the followees of a
-// look's readers, it reads what is queued of their messages and returns
-// may, which reports whether user's row of author's message id may still
-// be missing, and the rows it read.
-type Pending func(ctx context.Context, db *sql.DB, authors []timeline.UserID) (may func(user, author timeline.UserID, id timeline.MessageID) bool, rows int64, err error)
+// VitessRule is what a model built on push@vitess adds to push@vitess's
+// rule in its checker (VitessStore.Checker): rows of the mailbox that may
+// be missing, and views of its own beside the mailbox and followers. The
+// zero VitessRule is push@vitess's rule.
+type VitessRule struct {
+	// Model names the model in the repair's errors; "" means
+	// push@vitess.
+	Model string
+	// Users are more columns ("table.column", the first column of an
+	// index of their table) in which the walk finds users: those of the
+	// model's own views.
+	Users []string
+	// Load, if not nil, reads what the rule needs of a look.
+	Load VitessLoad
+	// Fix, if not nil, repairs an item of the model's own views (one
+	// whose View is neither MailboxView nor FollowersView) in the
+	// repair's transaction, in which user's follows are read under a
+	// shared lock (followed), and returns the rows it changed. It must
+	// decide again under the locks the model's writes take, as the
+	// mailbox's repair does.
+	Fix func(ctx context.Context, tx *sql.Tx, user timeline.UserID, d reconcile.Drift, followed map[timeline.UserID]bool) (int, error)
+}
 
-// Checker returns VitessChecker's checker of s, under which a row that
-// pending (if not nil) says may still be missing is not drift. A look
-// calls pending after it has read the followees' messages and before it
-// reads the mailboxes, so a message's fan-out that pending no longer
-// finds queued had written its rows before the mailboxes were read.
-func (s *VitessStore) Checker(pending Pending) reconcile.Checker {
+// VitessLoad reads what a VitessRule needs of a look: given the look's
+// users, their followees and whom each follows (read first), it reads the
+// model's state and own views and returns them, with the rows it read. A
+// look calls it after it has read the followees' messages and before it
+// reads the mailboxes, so what it reads of the authors' shards (a fan-out
+// job, a listing) is at least as new as the messages the look holds.
+type VitessLoad func(ctx context.Context, db *sql.DB, users, followees []timeline.UserID, followed func(user, author timeline.UserID) bool) (VitessState, int64, error)
+
+// VitessState is what a VitessLoad read for a look.
+type VitessState struct {
+	// May, if not nil, reports whether user's row of author's message id
+	// may be missing (a fan-out still queued, an author pulled at read
+	// time); such a row is not drift, and neither is its presence.
+	May func(user, author timeline.UserID, id timeline.MessageID) bool
+	// Drift is the drift of the model's own views among the look's users.
+	Drift []reconcile.Drift
+}
+
+// Checker returns VitessChecker's checker of s under rule: push@vitess's
+// rule, except that a mailbox row rule's state says may be missing is not
+// drift, and with rule's own views checked and repaired beside the
+// mailbox and followers.
+func (s *VitessStore) Checker(rule VitessRule) reconcile.Checker {
+	columns := append([]string{"follows.follower_id", "mailbox.user_id", "followers.followee_id"}, rule.Users...)
 	return reconcile.Looks{
 		List: func(ctx context.Context, after timeline.UserID, limit int) ([]timeline.UserID, error) {
-			us, err := reconcile.UsersIn(ctx, s.db, after, limit, "follows.follower_id", "mailbox.user_id", "followers.followee_id")
+			us, err := reconcile.UsersIn(ctx, s.db, after, limit, columns...)
 			return us, s.at(err)
 		},
 		Look: func(ctx context.Context, users []timeline.UserID) ([]reconcile.Drift, int64, error) {
-			drift, rows, err := s.look(ctx, users, pending)
+			drift, rows, err := s.look(ctx, users, rule.Load)
 			return drift, rows, s.at(err)
 		},
 		Fix: func(ctx context.Context, user timeline.UserID, still []reconcile.Drift) (int, error) {
-			n, err := s.fix(ctx, user, still)
+			n, err := s.fix(ctx, user, still, rule)
 			return n, s.at(err)
 		},
 	}
@@ -140,15 +175,6 @@ func (c copied) same(d copied) bool {
 	return c.author == d.author && c.body == d.body && c.created.Equal(d.created)
 }
 
-// ints turns user ids into the integers ScanOwned takes.
-func ints[T ~uint64 | ~int64](xs []T) []int64 {
-	out := make([]int64, len(xs))
-	for i, x := range xs {
-		out[i] = int64(x)
-	}
-	return out
-}
-
 // scanCopied scans a row of (owner, key, author, body, created_at).
 func scanCopied(rows *sql.Rows) (owner, key int64, c copied, err error) {
 	err = rows.Scan(&owner, &key, &c.author, &c.body, &c.created)
@@ -156,14 +182,14 @@ func scanCopied(rows *sql.Rows) (owner, key int64, c copied, err error) {
 }
 
 // look reads the views of users and the record they derive from, and
-// returns the drift it sees; pending, if not nil, excuses rows still
-// queued (see Checker).
-func (s *VitessStore) look(ctx context.Context, users []timeline.UserID, pending Pending) ([]reconcile.Drift, int64, error) {
+// returns the drift it sees; load, if not nil, is the rule's
+// (VitessRule.Load).
+func (s *VitessStore) look(ctx context.Context, users []timeline.UserID, load VitessLoad) ([]reconcile.Drift, int64, error) {
 	var drift []reconcile.Drift
 	// The readers' follows, from their shards.
 	follows := map[timeline.UserID]map[timeline.UserID]bool{}
 	var followees []timeline.UserID
-	rows, err := reconcile.ScanOwned(ctx, s.db, "follower_id, followee_id", "follows", "", ints(users), func(r *sql.Rows) (int64, int64, error) {
+	rows, err := reconcile.ScanOwned(ctx, s.db, "follower_id, followee_id", "follows", "", users, func(r *sql.Rows) (int64, int64, error) {
 		var u, a int64
 		err := r.Scan(&u, &a)
 		if follows[timeline.UserID(u)] == nil {
@@ -181,7 +207,7 @@ func (s *VitessStore) look(ctx context.Context, users []timeline.UserID, pending
 	// Their followees' messages, from the authors' shards.
 	msgs := map[timeline.MessageID]copied{}
 	byAuthor := map[timeline.UserID][]timeline.MessageID{}
-	n, err := reconcile.ScanOwned(ctx, s.db, "author_id, id, author_id, body, created_at", "messages", "", ints(followees), func(r *sql.Rows) (int64, int64, error) {
+	n, err := reconcile.ScanOwned(ctx, s.db, "author_id, id, author_id, body, created_at", "messages", "", followees, func(r *sql.Rows) (int64, int64, error) {
 		a, id, c, err := scanCopied(r)
 		msgs[timeline.MessageID(id)] = c
 		byAuthor[timeline.UserID(a)] = append(byAuthor[timeline.UserID(a)], timeline.MessageID(id))
@@ -192,20 +218,24 @@ func (s *VitessStore) look(ctx context.Context, users []timeline.UserID, pending
 		return nil, rows, err
 	}
 
-	// What is still queued of those messages, read before the mailboxes.
+	// The rule's state (what is still queued of those messages, which
+	// authors are pulled), read before the mailboxes.
 	may := func(timeline.UserID, timeline.UserID, timeline.MessageID) bool { return false }
-	if pending != nil {
-		f, n, err := pending(ctx, s.db, followees)
+	if load != nil {
+		st, n, err := load(ctx, s.db, users, followees, followed)
 		rows += n
 		if err != nil {
 			return nil, rows, err
 		}
-		may = f
+		if st.May != nil {
+			may = st.May
+		}
+		drift = append(drift, st.Drift...)
 	}
 
 	// The mailboxes, from the readers' shards.
 	have := map[timeline.UserID]map[timeline.MessageID]copied{}
-	n, err = reconcile.ScanOwned(ctx, s.db, "user_id, message_id, author_id, body, created_at", "mailbox", "", ints(users), func(r *sql.Rows) (int64, int64, error) {
+	n, err = reconcile.ScanOwned(ctx, s.db, "user_id, message_id, author_id, body, created_at", "mailbox", "", users, func(r *sql.Rows) (int64, int64, error) {
 		u, id, c, err := scanCopied(r)
 		if have[timeline.UserID(u)] == nil {
 			have[timeline.UserID(u)] = map[timeline.MessageID]copied{}
@@ -265,7 +295,7 @@ func (s *VitessStore) look(ctx context.Context, users []timeline.UserID, pending
 	// followers: the batch's follows, on their authors' shards...
 	listed := map[[2]timeline.UserID]bool{} // (author, follower)
 	n, err = reconcile.ScanOwned(ctx, s.db, "followee_id, follower_id", "followers",
-		"follower_id IN ("+string(mysqlx.AppendList(nil, users))+")", ints(followees), func(r *sql.Rows) (int64, int64, error) {
+		"follower_id IN ("+string(mysqlx.AppendList(nil, users))+")", followees, func(r *sql.Rows) (int64, int64, error) {
 			var a, u int64
 			err := r.Scan(&a, &u)
 			listed[[2]timeline.UserID{timeline.UserID(a), timeline.UserID(u)}] = true
@@ -285,7 +315,7 @@ func (s *VitessStore) look(ctx context.Context, users []timeline.UserID, pending
 	// ... and the batch's own followers rows, each checked against its
 	// follow on the follower's shard.
 	mine := map[timeline.UserID][]timeline.UserID{} // follower → authors of the batch
-	n, err = reconcile.ScanOwned(ctx, s.db, "followee_id, follower_id", "followers", "", ints(users), func(r *sql.Rows) (int64, int64, error) {
+	n, err = reconcile.ScanOwned(ctx, s.db, "followee_id, follower_id", "followers", "", users, func(r *sql.Rows) (int64, int64, error) {
 		var a, u int64
 		err := r.Scan(&a, &u)
 		mine[timeline.UserID(u)] = append(mine[timeline.UserID(u)], timeline.UserID(a))
@@ -301,7 +331,7 @@ func (s *VitessStore) look(ctx context.Context, users []timeline.UserID, pending
 		for f := range mine {
 			fs = append(fs, f)
 		}
-		n, err = reconcile.ScanOwned(ctx, s.db, "follower_id, followee_id", "follows", "", ints(fs), func(r *sql.Rows) (int64, int64, error) {
+		n, err = reconcile.ScanOwned(ctx, s.db, "follower_id, followee_id", "follows", "", fs, func(r *sql.Rows) (int64, int64, error) {
 			var f, a int64
 			err := r.Scan(&f, &a)
 			back[[2]timeline.UserID{timeline.UserID(f), timeline.UserID(a)}] = true
@@ -333,7 +363,7 @@ func (s *VitessStore) messagesByID(ctx context.Context, ids []timeline.MessageID
 	sorted := slices.Clone(ids)
 	slices.Sort(sorted)
 	n, err := reconcile.ScanOwned(ctx, s.db, "author_id, id, author_id, body, created_at", "messages",
-		"id IN ("+string(mysqlx.AppendList(nil, slices.Compact(sorted)))+")", ints(authors), func(r *sql.Rows) (int64, int64, error) {
+		"id IN ("+string(mysqlx.AppendList(nil, slices.Compact(sorted)))+")", authors, func(r *sql.Rows) (int64, int64, error) {
 			a, id, c, err := scanCopied(r)
 			if want[timeline.MessageID(id)] {
 				msgs[timeline.MessageID(id)] = c
@@ -379,7 +409,7 @@ func (s *VitessStore) messagesByID(ctx context.Context, ids []timeline.MessageID
 
 // fix repairs the drift of user that a look still found, in one vtgate
 // transaction, under the locks described at VitessChecker.
-func (s *VitessStore) fix(ctx context.Context, user timeline.UserID, drift []reconcile.Drift) (int, error) {
+func (s *VitessStore) fix(ctx context.Context, user timeline.UserID, drift []reconcile.Drift, rule VitessRule) (int, error) {
 	var fixed int
 	err := mysqlx.InTx(ctx, s.db, func(tx *sql.Tx) error {
 		fixed = 0
@@ -416,6 +446,12 @@ func (s *VitessStore) fix(ctx context.Context, user timeline.UserID, drift []rec
 				if err != nil {
 					return err
 				}
+			case rule.Fix != nil:
+				n, err := rule.Fix(ctx, tx, user, d, follows)
+				fixed += n
+				if err != nil {
+					return err
+				}
 			}
 		}
 		if len(ids) == 0 {
@@ -426,7 +462,7 @@ func (s *VitessStore) fix(ctx context.Context, user timeline.UserID, drift []rec
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("repair %s views of user %d: %w", VitessModelName, user, err)
+		return 0, fmt.Errorf("repair %s views of user %d: %w", cmp.Or(rule.Model, VitessModelName), user, err)
 	}
 	return fixed, nil
 }

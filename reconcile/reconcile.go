@@ -155,9 +155,16 @@ const (
 	// DefaultRate is how many rows a second a run reads at most unless
 	// told: the pace that added little to the p99 of live traffic in the
 	// measured runs on MariaDB. On Vitess, where every row read costs
-	// vtgate and a tablet too, it did add some, and 5,000 did not
-	// (docs/reconcile.md).
+	// vtgate and a tablet too, it did add some (see DefaultVitessRate).
 	DefaultRate = 20000
+	// DefaultVitessRate is the rows a second a run on Vitess reads at most
+	// unless told (registry.Model.ReconcileRate; Options.Rate's default
+	// is DefaultRate, whatever the checker): beside a closed loop of
+	// push@vitess's pages and posts on two shards, a check at
+	// DefaultRate cost the traffic 0.77x to 0.89x its operations a
+	// second and up to 1.67x its p99, and one at 5,000 nothing
+	// measurable (docs/reconcile.md, evidence/reconcile-vitess).
+	DefaultVitessRate = 5000
 	// DefaultKeep is how many drift items a report lists unless told.
 	DefaultKeep = 1000
 	// MaxPasses bounds how many times a repaired batch is re-checked and

@@ -108,7 +108,7 @@ const OwnedChunk = 500
 // query returns more than OwnedPage rows. Each query names its owners in
 // an IN list on the owner column: on a keyspace sharded by owner, vtgate
 // sends it to the owners' shards alone.
-func ScanOwned(ctx context.Context, q Querier, columns, table, filter string, owners []int64, scan func(*sql.Rows) (owner, key int64, err error)) (rows int64, err error) {
+func ScanOwned(ctx context.Context, q Querier, columns, table, filter string, owners []timeline.UserID, scan func(*sql.Rows) (owner, key int64, err error)) (rows int64, err error) {
 	owner, rest, _ := strings.Cut(columns, ",")
 	key, _, _ := strings.Cut(rest, ",")
 	owner, key = strings.TrimSpace(owner), strings.TrimSpace(key)

@@ -254,6 +254,17 @@ func (m Model) Checker(store timeline.Store) (reconcile.Checker, error) {
 	return c, nil
 }
 
+// ReconcileRate is the rows a second a reconcile of a store of m reads at
+// most unless told: reconcile.DefaultVitessRate for a model on Vitess,
+// where every row read costs vtgate and a tablet besides mysqld,
+// reconcile.DefaultRate for the others.
+func (m Model) ReconcileRate() float64 {
+	if m.OnVitess() {
+		return reconcile.DefaultVitessRate
+	}
+	return reconcile.DefaultRate
+}
+
 // Traits are what a model is that its family and servers do not say:
 // what a caller would otherwise learn only by opening a store. A test
 // opens every model and checks each trait against the store's abilities.

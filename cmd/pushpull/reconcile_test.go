@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,7 +14,8 @@ import (
 
 // TestReconcileCommand: a clean database checks clean; a mailbox row
 // deleted behind the store's back is found (exit 3, in the table and the
-// JSON report), repaired, and gone; a state file of a stopped run is
+// JSON report, which says the rate limit kept: reconcile.DefaultRate on
+// MariaDB unless --rate says otherwise), repaired, and gone; a state file of a stopped run is
 // resumed after its last user.
 func TestReconcileCommand(t *testing.T) {
 	env := map[string]string{"PUSHPULL_DSN": testserver.DSN(t)}
@@ -45,6 +47,18 @@ func TestReconcileCommand(t *testing.T) {
 	}
 	if len(rep.Drift) != 1 || rep.Drift[0].Kind != reconcile.Missing || rep.Drift[0].User != 3 || rep.Model != "push" {
 		t.Fatalf("JSON report: %+v", rep)
+	}
+	// The rate limit: the default on MariaDB, or what --rate says (0:
+	// none).
+	if rep.Rate != reconcile.DefaultRate {
+		t.Errorf("the report of a run without --rate kept to %v rows/s, want %d", rep.Rate, reconcile.DefaultRate)
+	}
+	for _, want := range []float64{reconcile.DefaultVitessRate, 0} {
+		r := run(t, env, push("reconcile", "--json", "-", "--rate", strconv.FormatFloat(want, 'f', -1, 64))...)
+		var rep reconcile.Report
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Rate != want {
+			t.Errorf("--rate %v: the report kept to %v rows/s (%v)\n%s", want, rep.Rate, err, r)
+		}
 	}
 
 	state := filepath.Join(t.TempDir(), "state.json")

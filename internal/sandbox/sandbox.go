@@ -161,6 +161,11 @@ type Sandbox struct {
 	VtgateStatus string
 	Keyspaces    []string
 	Shards       int
+	// VitessMysqldDSN is the go-sql-driver DSN (no database) of the one
+	// mysqld under every tablet of the cluster, as root: a shard of
+	// keyspace K is its database vt_K_SHARD. For tests that act on a
+	// shard behind vtgate's back; empty without Options.Vitess.
+	VitessMysqldDSN string
 
 	mariadb   *Proc
 	memcached []*Proc

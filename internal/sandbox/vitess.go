@@ -173,6 +173,7 @@ func (sb *Sandbox) startVitess(ctx context.Context, shards int, keyspaces []stri
 	}
 	sb.vitess = srv
 	sb.VtgateDSN = dsn
+	sb.VitessMysqldDSN = fmt.Sprintf("root@tcp(127.0.0.1:%d)/", base+2)
 	sb.VtgateStatus = net.JoinHostPort("127.0.0.1", strconv.Itoa(base))
 	sb.Keyspaces = keyspaces
 	sb.Shards = shards

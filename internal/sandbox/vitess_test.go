@@ -37,26 +37,24 @@ func TestVitess(t *testing.T) {
 	conn, _ := mysql.NewConnector(cfg)
 	db := sql.OpenDB(conn)
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, "SHOW VITESS_SHARDS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var shards []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		shards = append(shards, s)
-	}
-	rows.Close()
 	want := "ks_a/-55 ks_a/55-aa ks_a/aa- ks_b/-55 ks_b/55-aa ks_b/aa- pushpull_seq/0"
-	if got := strings.Join(shards, " "); got != want {
+	if got := strings.Join(queryStrings(t, db, "SHOW VITESS_SHARDS"), " "); got != want {
 		t.Fatalf("shards %q, want %q", got, want)
 	}
 	var version string
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil || !strings.HasSuffix(version, "-Vitess") {
 		t.Fatalf("version %q, %v", version, err)
+	}
+
+	// The tablets' mysqld, as root: a database per shard.
+	my, err := sql.Open("mysql", sb.VitessMysqldDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer my.Close()
+	dbs := queryStrings(t, my, "SHOW DATABASES LIKE 'vt\\_ks\\_a\\_%'")
+	if got, want := strings.Join(dbs, " "), "vt_ks_a_-55 vt_ks_a_55-aa vt_ks_a_aa-"; got != want {
+		t.Errorf("the tablets' mysqld holds %q of ks_a, want %q", got, want)
 	}
 
 	// vtcombo frozen, vtgate answers nothing; thawed, it answers again.
@@ -99,4 +97,27 @@ func TestVitess(t *testing.T) {
 	if err := syscall.Kill(-pgid, 0); err == nil {
 		t.Fatalf("process group %d still has members after Stop", pgid)
 	}
+}
+
+// queryStrings runs query, whose rows are one string each, on db, and
+// returns them, failing t on error.
+func queryStrings(t *testing.T, db *sql.DB, query string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

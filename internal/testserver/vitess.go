@@ -21,6 +21,17 @@ func Vtgate(t testing.TB) string {
 	return vtgate
 }
 
+// VitessMysqld is the DSN of the one mysqld under every tablet of the
+// test Vitess cluster, as root (sandbox.Sandbox.VitessMysqldDSN): a shard
+// of keyspace K is its database vt_K_SHARD. A test may act there on a
+// shard behind vtgate's back (kill a tablet's connection in the middle of
+// a transaction); it must touch only the keyspaces it borrowed.
+func VitessMysqld(t testing.TB) string {
+	t.Helper()
+	Vtgate(t)
+	return cluster.VitessMysqldDSN
+}
+
 // vtgateStatus is the host:port of the test vtgate's status pages.
 var vtgateStatus string
 

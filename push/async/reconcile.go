@@ -84,18 +84,14 @@ func VitessChecker(s timeline.Store) (reconcile.Checker, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s reconcile: %T: %w", VitessModelName, s, push.ErrNotMine)
 	}
-	return vs.Checker(queuedOnVitess), nil
+	return vs.Checker(push.VitessRule{Model: VitessModelName, Load: queuedOnVitess}), nil
 }
 
-// queuedOnVitess is push.Pending for push-async@vitess: the jobs of
-// authors' messages, each from its author's shard.
-func queuedOnVitess(ctx context.Context, db *sql.DB, authors []timeline.UserID) (func(user, author timeline.UserID, id timeline.MessageID) bool, int64, error) {
-	owners := make([]int64, len(authors))
-	for i, a := range authors {
-		owners[i] = int64(a)
-	}
+// queuedOnVitess is push-async@vitess's push.VitessLoad: the jobs of the
+// followees' messages, each from its author's shard.
+func queuedOnVitess(ctx context.Context, db *sql.DB, _, authors []timeline.UserID, _ func(user, author timeline.UserID) bool) (push.VitessState, int64, error) {
 	cursor := map[timeline.MessageID]uint64{}
-	rows, err := reconcile.ScanOwned(ctx, db, "author_id, message_id, done_through", "fanout_jobs", "", owners, func(r *sql.Rows) (int64, int64, error) {
+	rows, err := reconcile.ScanOwned(ctx, db, "author_id, message_id, done_through", "fanout_jobs", "", authors, func(r *sql.Rows) (int64, int64, error) {
 		var a, id int64
 		var done uint64
 		err := r.Scan(&a, &id, &done)
@@ -106,5 +102,5 @@ func queuedOnVitess(ctx context.Context, db *sql.DB, authors []timeline.UserID) 
 		done, ok := cursor[id]
 		return ok && uint64(user) > done
 	}
-	return may, rows, err
+	return push.VitessState{May: may}, rows, err
 }

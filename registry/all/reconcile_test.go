@@ -13,15 +13,34 @@ import (
 )
 
 // uncheckedViews are the models that keep a view beside the record but
-// declare no checker of it yet: hybrid@vitess's mailbox and
-// pull_follows.
-var uncheckedViews = []string{"hybrid@vitess"}
+// declare no checker of it yet: none.
+var uncheckedViews []string
 
 // keepsNoView reports whether m keeps nothing beside the record: the
 // reference, and the pull strategies that read only SQL tables.
 func keepsNoView(m registry.Model) bool {
 	return m.Family == registry.FamilyReference ||
 		(m.Family == registry.FamilyPull && m.Variant == "" && m.Needs&(registry.Memcached|registry.Redis) == 0)
+}
+
+// TestReconcileRates: a reconcile of a model on Vitess reads at most
+// reconcile.DefaultVitessRate rows a second unless told, of any other
+// model reconcile.DefaultRate.
+func TestReconcileRates(t *testing.T) {
+	vitess := 0
+	for _, m := range registry.Listed() {
+		want := float64(reconcile.DefaultRate)
+		if m.OnVitess() {
+			want = reconcile.DefaultVitessRate
+			vitess++
+		}
+		if got := m.ReconcileRate(); got != want {
+			t.Errorf("%s (on Vitess: %v): reconcile rate %v, want %v", m.Name, m.OnVitess(), got, want)
+		}
+	}
+	if vitess == 0 {
+		t.Error("no model on Vitess")
+	}
 }
 
 // TestCheckers: every model with a view declares a checker, but for the

@@ -68,7 +68,7 @@ func BenchmarkReconcileVitess(b *testing.B) {
 		reconciletest.Cost(b, s, c, reconciletest.Traffic{Users: users, Clients: 4, Windows: 6, Window: 10 * time.Second, PostEach: 10},
 			reconcile.Options{Rate: reconcile.DefaultRate, Batch: reconcile.DefaultBatch},
 			reconcile.Options{Rate: reconcile.DefaultRate, Batch: 10},
-			reconcile.Options{Rate: 5000, Batch: 10},
+			reconcile.Options{Rate: reconcile.DefaultVitessRate, Batch: 10},
 		)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/pushpull/pushpull/hybrid"
 	"github.com/pushpull/pushpull/internal/memcached"
 	"github.com/pushpull/pushpull/internal/sandbox"
 	"github.com/pushpull/pushpull/internal/testserver"
@@ -63,6 +64,87 @@ func TestReconcilePushAsyncVitess(t *testing.T) {
 			drift := vitessDrift(t, s, db, w)
 			return append(drift, reconciletest.JobDrift(t, db, w, push.MailboxView)...)
 		}})
+}
+
+// TestReconcileHybridVitess: hybrid@vitess with the world's celebrity
+// pulled (11 followers, the threshold 6, which the concurrent traffic
+// brings nobody else to), its views corrupted as push@vitess's are
+// (vitessDrift), and besides, a pulled follow deleted, one added of an
+// author not listed and one of an author not followed, and author 10
+// listed by a stray pull_authors row (their four followers' pulled
+// follows then missing); a row of the pulled author's message, with its
+// copies, put in a mailbox is not drift. Reconcile finds exactly that
+// drift and the repair removes it under concurrent posts and follows.
+func TestReconcileHybridVitess(t *testing.T) {
+	s, c := openHybridVitess(t)
+	db := s.(timeline.DBHolder).DB()
+	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, QuietWorld: true,
+		Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
+			drift := vitessDrift(t, s, db, w)
+			// A row of the pulled author's message, fanned out before
+			// a listing: allowed.
+			pulled := w.Posts[reconciletest.Celebrity][1]
+			var body string
+			var at time.Time
+			if err := db.QueryRowContext(t.Context(), `SELECT body, created_at FROM messages WHERE author_id = ? AND id = ?`,
+				reconciletest.Celebrity, pulled).Scan(&body, &at); err != nil {
+				t.Fatal(err)
+			}
+			reconciletest.Exec(t, db, `INSERT INTO mailbox (user_id, message_id, author_id, body, created_at) VALUES (6, ?, ?, ?, ?)`,
+				pulled, reconciletest.Celebrity, body, at)
+			reconciletest.Exec(t, db, `DELETE FROM pull_follows WHERE user_id = 4 AND author_id = ?`, reconciletest.Celebrity)
+			if !w.Followed(5, 9) || w.Followed(5, 2) {
+				t.Fatal("the world changed: user 5 follows 2, or not 9")
+			}
+			reconciletest.Exec(t, db, `INSERT INTO pull_follows (user_id, author_id) VALUES (5, 9), (5, 2)`)
+			drift = append(drift,
+				reconcile.Drift{Kind: reconcile.Missing, View: hybrid.PullFollowsView, User: 4, Item: int64(reconciletest.Celebrity)},
+				reconcile.Drift{Kind: reconcile.Extra, View: hybrid.PullFollowsView, User: 5, Item: 9},
+				reconcile.Drift{Kind: reconcile.Unfollowed, View: hybrid.PullFollowsView, User: 5, Item: 2})
+			// Author 10 listed: their followers' pulled follows are due.
+			reconciletest.Exec(t, db, `INSERT INTO pull_authors (author_id) VALUES (10)`)
+			for _, f := range w.Followers(10) {
+				drift = append(drift, reconcile.Drift{Kind: reconcile.Missing, View: hybrid.PullFollowsView, User: f, Item: 10})
+			}
+			return drift
+		}})
+}
+
+// TestReconcileHybridVitessUnlisted: the listing of hybrid@vitess's
+// pulled celebrity lost (its pull_authors row deleted). The views then
+// disagree with the listing as it is: every follower's pulled follow of
+// the celebrity is Extra, and the celebrity's posts, fanned out to no
+// mailbox, are Missing from every follower's; reconcile finds exactly
+// that, and the repair, under concurrent posts and follows, leaves the
+// celebrity an author pushed like any other.
+func TestReconcileHybridVitessUnlisted(t *testing.T) {
+	s, c := openHybridVitess(t)
+	db := s.(timeline.DBHolder).DB()
+	reconciletest.Run(t, reconciletest.Case{Store: s, Checker: c, QuietWorld: true,
+		Corrupt: func(t *testing.T, w reconciletest.World) []reconcile.Drift {
+			reconciletest.Exec(t, db, `DELETE FROM pull_authors WHERE author_id = ?`, reconciletest.Celebrity)
+			var drift []reconcile.Drift
+			for _, f := range w.Followers(reconciletest.Celebrity) {
+				drift = append(drift, reconcile.Drift{Kind: reconcile.Extra, View: hybrid.PullFollowsView, User: f, Item: int64(reconciletest.Celebrity)})
+				for _, id := range w.Posts[reconciletest.Celebrity] {
+					drift = append(drift, reconcile.Drift{Kind: reconcile.Missing, View: push.MailboxView, User: f, Item: int64(id)})
+				}
+			}
+			return drift
+		}})
+}
+
+// openHybridVitess opens hybrid@vitess on a borrowed keyspace with the
+// threshold 6, and its checker: the reconcile tests' world then pulls its
+// celebrity (11 followers) and nobody else.
+func openHybridVitess(t *testing.T) (timeline.Store, reconcile.Checker) {
+	m, err := registry.Lookup(hybrid.VitessModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config(t, m, testserver.Keyspace(t))
+	cfg.Options = map[string]string{hybrid.OptionThreshold: "6"}
+	return reconciletest.Open(t, m.Name, cfg)
 }
 
 // vitessDrift corrupts the views of push@vitess's schema through vtgate:
@@ -308,7 +390,6 @@ func TestReconcileFaultsVitess(t *testing.T) {
 // Missing, a repair writes them, and a worker then applies the rest of
 // the job without writing any row twice.
 func TestReconcilePushAsyncVitessQueued(t *testing.T) {
-	ctx := t.Context()
 	const author = timeline.UserID(1)
 	s, _, shards := celebrityStore(t, 1000, 4, author) // followers 1000 to 1003
 	c, err := async.VitessChecker(s)
@@ -316,14 +397,7 @@ func TestReconcilePushAsyncVitessQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := timelinetest.Post(t, s, author, "queued")
-	check := func(repair bool) reconcile.Report {
-		t.Helper()
-		r, err := reconcile.Run(ctx, c, reconcile.Options{Repair: repair})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	check := func(repair bool) reconcile.Report { return reconcileAll(t, c, repair) }
 	if r := check(false); len(r.Drift) != 0 {
 		t.Fatalf("a queued job's rows reported as drift: %v", r.Drift)
 	}
@@ -349,6 +423,17 @@ func TestReconcilePushAsyncVitessQueued(t *testing.T) {
 	if r := check(false); len(r.Drift) != 0 {
 		t.Errorf("after the job: %v", r.Drift)
 	}
+}
+
+// reconcileAll runs reconcile over every user of c with the default
+// options, repairing or not, and fails t on error.
+func reconcileAll(t *testing.T, c reconcile.Checker, repair bool) reconcile.Report {
+	t.Helper()
+	r, err := reconcile.Run(t.Context(), c, reconcile.Options{Repair: repair})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // sameDrift reports whether got and want hold the same items, in any
