@@ -48,7 +48,10 @@ type PhaseConfig struct {
 	// for none.
 	Progress io.Writer
 	// OnMeasure, if set, is called when the warm-up ends and measuring
-	// begins, e.g. to snapshot a store's counters.
+	// begins, e.g. to snapshot a store's counters. No operation runs while
+	// it does: the warm-up's last operations finish first, and the
+	// measured ones start after it returns, so that what servers count
+	// from OnMeasure to the phase's end is the measured operations' work.
 	OnMeasure func()
 	// Kinds, if set, names the kinds of operation a phase mixes (each
 	// operation says its own with Clock.SetKind); PhaseResult.Kinds then
@@ -166,6 +169,9 @@ func RunPhase(ctx context.Context, cfg PhaseConfig, newOp func(worker int) Op) (
 		kinds = newKindRecorder(cfg.Kinds)
 	}
 	var measuring atomic.Bool
+	// gate holds operations back while OnMeasure runs: each operation
+	// holds it shared, and the start of measuring holds it alone.
+	var gate sync.RWMutex
 	var budget atomic.Int64 // measured ops left when cfg.Ops > 0
 	budget.Store(cfg.Ops)
 	runCtx, stop := context.WithCancel(ctx)
@@ -177,12 +183,15 @@ func RunPhase(ctx context.Context, cfg PhaseConfig, newOp func(worker int) Op) (
 		wg.Go(func() {
 			var c Clock
 			for runCtx.Err() == nil {
+				gate.RLock()
 				counted := measuring.Load()
 				if counted && cfg.Ops > 0 && budget.Add(-1) < 0 {
+					gate.RUnlock()
 					return // the others finish the operations they hold
 				}
 				c.Restart()
 				err := op(runCtx, &c)
+				gate.RUnlock()
 				if !counted {
 					continue
 				}
@@ -218,10 +227,12 @@ func RunPhase(ctx context.Context, cfg PhaseConfig, newOp func(worker int) Op) (
 		case <-ctx.Done():
 		}
 	}
+	gate.Lock()
 	if cfg.OnMeasure != nil {
 		cfg.OnMeasure()
 	}
 	measuring.Store(true)
+	gate.Unlock()
 	start := time.Now()
 	var deadline <-chan time.Time
 	if cfg.Ops <= 0 {

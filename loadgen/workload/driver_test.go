@@ -105,3 +105,35 @@ func TestRunPhaseCanceled(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestRunPhaseMeasuresNoWarmupOp: OnMeasure is where a phase's counters
+// are first read, so no warm-up operation may be running while it runs
+// nor start after it, and every operation that starts after it is one of
+// the phase's: what the servers count between OnMeasure and the end is
+// exactly the work of the operations the phase reports.
+func TestRunPhaseMeasuresNoWarmupOp(t *testing.T) {
+	var started, finished atomic.Int64
+	var atMeasure, inFlight int64
+	res, err := RunPhase(context.Background(), PhaseConfig{Name: "t", Workers: 4, Ops: 200, Warmup: 20 * time.Millisecond,
+		OnMeasure: func() {
+			atMeasure = started.Load()
+			inFlight = atMeasure - finished.Load()
+			time.Sleep(20 * time.Millisecond) // a snapshot that takes its time
+		}}, func(int) Op {
+		return func(ctx context.Context, c *Clock) error {
+			started.Add(1)
+			defer finished.Add(1)
+			time.Sleep(100 * time.Microsecond)
+			return nil
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inFlight != 0 {
+		t.Errorf("%d warm-up operations were running while OnMeasure ran", inFlight)
+	}
+	if after := started.Load() - atMeasure; after != res.Ops+res.Errors {
+		t.Errorf("%d operations started after OnMeasure, the phase measured %d", after, res.Ops+res.Errors)
+	}
+}
