@@ -342,9 +342,14 @@ func (w *VitessWorker) stepShard(ctx context.Context, shard Shard) (bool, error)
 		chunk = DefaultVitessChunk
 	}
 	claim := claimSize(int64(chunk), w.perJob)
+	clock := w.Stats.timer()
 	var ids []uint64
 	err := scanIDs(shard.DB.QueryContext(ctx, `SELECT message_id FROM fanout_jobs ORDER BY message_id LIMIT `+strconv.Itoa(claim+vitessCandidates)))(&ids)
 	if err != nil || len(ids) == 0 {
+		if err == nil {
+			w.Stats.look(false, false)
+			clock.lap(stageClaim)
+		}
 		return false, err
 	}
 	start := time.Now()
@@ -354,17 +359,24 @@ func (w *VitessWorker) stepShard(ctx context.Context, shard Shard) (bool, error)
 	}
 	defer tx.Rollback()
 	jobs, err := lockJobs(ctx, tx, ids, claim)
-	if err != nil || len(jobs) == 0 {
-		return false, err // all held by other workers, or finished
+	if err != nil {
+		return false, err
+	}
+	w.Stats.look(true, len(jobs) > 0)
+	clock.lap(stageClaim)
+	if len(jobs) == 0 {
+		return false, nil // all held by other workers, or finished
 	}
 	fans, finished, part, err := readChunk(ctx, tx, jobs, int64(chunk))
 	if err != nil {
 		return false, err
 	}
-	written, err := w.write(ctx, fans)
+	clock.lap(stageRead)
+	written, err := w.write(ctx, fans, &clock)
 	if err != nil {
 		return false, err
 	}
+	clock.lap(stageWrite)
 	if w.Between != nil {
 		w.Between()
 	}
@@ -382,6 +394,7 @@ func (w *VitessWorker) stepShard(ctx context.Context, shard Shard) (bool, error)
 	if err := tx.Commit(); err != nil {
 		return false, err
 	}
+	clock.lap(stageCommit)
 	w.perJob = averagePerJob(w.perJob, written, len(finished))
 	if w.Stats != nil {
 		w.Stats.chunk(written, finished)
@@ -548,7 +561,7 @@ func readFollowers(ctx context.Context, tx *sql.Tx, j job, n int) ([]uint64, err
 // that still follow its author, with one statement on each shard the
 // followers live on, and returns the rows written (step 3 of
 // VitessWorker).
-func (w *VitessWorker) write(ctx context.Context, fans []fan) (int64, error) {
+func (w *VitessWorker) write(ctx context.Context, fans []fan, clock *timer) (int64, error) {
 	var users []uint64
 	for _, f := range fans {
 		users = append(users, f.followers...)
@@ -559,6 +572,7 @@ func (w *VitessWorker) write(ctx context.Context, fans []fan) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	clock.lap(stageRoute)
 	shardOf := make(map[uint64]string, len(users))
 	for name, us := range groups {
 		for _, u := range us {

@@ -307,6 +307,9 @@ func TestVitessWorkerBatches(t *testing.T) {
 	if c[counter.FanoutChunks] > int64(len(shards)) || c[counter.FanoutJobs] != posts || c[counter.FanoutRows] != posts*each {
 		t.Errorf("worker counts %v: want %d jobs and %d rows in at most %d chunks", c, posts, posts*each, len(shards))
 	}
+	if c[counter.FanoutLooks] < c[counter.FanoutChunks] || c[counter.FanoutWriteMicros] <= 0 || c[counter.FanoutCommitMicros] <= 0 {
+		t.Errorf("worker counts %v: want a look for each chunk, and the times of its writes and commit", c)
+	}
 	// A chunk commits on its author shard, and each statement on a
 	// follower shard commits by itself.
 	most := int64(len(shards) * (1 + len(shards)))
