@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -264,6 +266,38 @@ func BenchmarkVitessCelebrity(b *testing.B) {
 	b.ReportMetric(float64(missed), "follows-missed")
 	b.Logf("%d followers: lag %v, counts %v; the keyspace's tablets %v; cross-shard transactions %d",
 		n, time.Duration(lag.Max())*time.Microsecond, s.Stats().Counters(), work.Keyspace(keyspace), work.CrossShard())
+}
+
+// TestVitessHashShards: the shards push-async@vitess's workers compute
+// for users themselves (async.HashShards) are those vtgate names for them
+// (async.ShardsOf), for small ids and large.
+func TestVitessHashShards(t *testing.T) {
+	s, _, shards := celebrityStore(t, 1000, 0, 1)
+	var names []string
+	for _, shard := range shards {
+		names = append(names, shard.Name)
+	}
+	var users []uint64
+	for i := range uint64(1000) {
+		users = append(users, i+1, 1<<40+i*7919, math.MaxUint64-i)
+	}
+	ours, err := async.HashShards(names, users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := async.ShardsOf(context.Background(), s.DB(), users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(theirs) != len(shards) {
+		t.Fatalf("vtgate places %d users on %d shards, want all %d", len(users), len(theirs), len(shards))
+	}
+	for _, name := range names {
+		a, b := slices.Sorted(slices.Values(ours[name])), slices.Sorted(slices.Values(theirs[name]))
+		if !slices.Equal(a, b) {
+			t.Errorf("shard %s: %d users computed, %d by vtgate, not the same", name, len(a), len(b))
+		}
+	}
 }
 
 // smallPosts makes each of authors first, first+1, ... (n of them) the
