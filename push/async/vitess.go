@@ -242,13 +242,14 @@ func (s *VitessStore) Close() error {
 //     (a celebrity's post goes a chunk at a time); then read those
 //     followers, without locks, so that follows of the authors never wait
 //     for a chunk;
-//  3. ask vtgate which shard each follower's mailbox is on (a query of
-//     the hash vindex, which vtgate answers itself), and write each
-//     shard's rows, of all the chunk's messages, with one INSERT IGNORE
-//     ... SELECT from that shard's follows, sent to that shard alone: it
-//     writes only the followers that still follow the authors, reading
-//     their follows rows with shared locks, so that an unfollow racing it
-//     either removes what it wrote or is seen;
+//  3. find the shards the followers' mailboxes are on (the hash vindex,
+//     computed in the process once vtgate agrees with it: see route), and
+//     write each shard's rows, of all the chunk's messages, with one
+//     INSERT IGNORE ... SELECT from that shard's follows, sent to that
+//     shard alone, every shard at once: it writes only the followers that
+//     still follow the authors, reading their follows rows with shared
+//     locks, so that an unfollow racing it either removes what it wrote or
+//     is seen;
 //  4. delete the jobs whose last followers were written, move the cursor
 //     of a job the budget ended in, and commit.
 //
@@ -258,6 +259,15 @@ func (s *VitessStore) Close() error {
 // jobs as they were, and the next worker writes the chunk again, which
 // INSERT IGNORE makes harmless. A delete of a message waits for its job's
 // row, so it removes what the chunk wrote.
+//
+// A chunk's time is its round trips one after the other, whatever its
+// size, and the lag of a job one to three chunk times; so the shards are
+// written at once, by statements that name no follower, on shards the
+// worker computes itself. Written one after the other, each naming its
+// followers, they had taken 54 to 57 percent of a chunk on 2 shards
+// (evidence/vitess-async-batch-3). Workers of one store (OpenVitess) know
+// which jobs each of them holds, and a look that finds only those ends
+// without a transaction.
 //
 // A job whose id the first read returned but which another worker
 // finished before the lock leaves a gap lock until the chunk commits,
