@@ -667,7 +667,7 @@ func (w *VitessWorker) write(ctx context.Context, fans []fan, clock *timer) (int
 	for i, name := range names {
 		db := pools[name]
 		if db == nil {
-			return 0, fmt.Errorf("vtgate places users on shard %s, which the worker has no pool for", name)
+			return 0, fmt.Errorf("users fall on shard %s, which the worker has no pool for", name)
 		}
 		// The messages with followers on this shard, each with its range.
 		var parts []string
