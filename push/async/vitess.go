@@ -264,7 +264,7 @@ func (s *VitessStore) Close() error {
 // size, and the lag of a job one to three chunk times; so the shards are
 // written at once, by statements that name no follower, on shards the
 // worker computes itself. Written one after the other, each naming its
-// followers, they had taken 54 to 57 percent of a chunk on 2 shards
+// followers, they had taken 49 to 57 percent of a chunk on 2 shards
 // (evidence/vitess-async-batch-3). Workers of one store (OpenVitess) know
 // which jobs each of them holds, and a look that finds only those ends
 // without a transaction.
