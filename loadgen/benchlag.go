@@ -73,7 +73,9 @@ func (b *bench) halfRate(ctx context.Context, m registry.Model, s timeline.Store
 	var celeb *results.CelebrityDelete
 	var celebErr error
 	celebDone := make(chan struct{})
+	var before map[string]int64
 	onMeasure := func() {
+		before = counts(s)
 		forgetLag(s)
 		go func() {
 			defer close(celebDone)
@@ -81,7 +83,10 @@ func (b *bench) halfRate(ctx context.Context, m registry.Model, s timeline.Store
 		}()
 	}
 	if b.cfg.Deletes <= 0 || rm.Deletes == nil {
-		onMeasure = func() { forgetLag(s) }
+		onMeasure = func() {
+			before = counts(s)
+			forgetLag(s)
+		}
 		close(celebDone)
 	}
 	r, err := openloop.Run(ctx, openloop.Config{
@@ -108,5 +113,9 @@ func (b *bench) halfRate(ctx context.Context, m registry.Model, s timeline.Store
 	rm.Extra["half_rate_posts_per_sec"] = r.AchievedPerSec()
 	rm.Extra["half_rate_post_p99_ms"] = float64(r.Total.Latency.ValueAtQuantile(99)) / 1000
 	b.logf("  = %s: offered %.0f/s, achieved %.0f/s", name, r.OfferedPerSec(), r.AchievedPerSec())
-	return b.settle(ctx, m, s, "half_rate_", rm)
+	if err := b.settle(ctx, m, s, "half_rate_", rm); err != nil {
+		return err
+	}
+	maps.Copy(rm.Extra, results.FanoutFigures("half_rate_", before, counts(s)))
+	return nil
 }

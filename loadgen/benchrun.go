@@ -664,6 +664,7 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 		if err := b.settle(ctx, m, s, "", rm); err != nil {
 			return err
 		}
+		maps.Copy(rm.Extra, results.FanoutFigures("", before, counts(s)))
 		if m.Bench.Has(registry.PhaseHalfRate) {
 			if err := b.halfRate(ctx, m, s, rm); err != nil {
 				return err

@@ -164,3 +164,45 @@ func ActiveFigures(prefix string, before, after map[string]int64, ops int64) map
 	}
 	return out
 }
+
+// FanoutFigures turns what the fan-out workers of push-async@vitess
+// counted over a phase and the settle after it (after minus before) into
+// figures named with prefix, each per chunk committed: fanout_jobs_per_chunk
+// and fanout_rows_per_chunk; fanout_looks_per_chunk, the reads of a
+// shard's oldest job ids, and fanout_empty_looks_per_chunk and
+// fanout_held_looks_per_chunk, those that found no job and those whose
+// jobs other workers held; and the workers' milliseconds in each part of
+// their steps (fanout_claim_ms, fanout_read_ms, fanout_route_ms,
+// fanout_write_ms, fanout_commit_ms), summed over the workers and divided
+// by the chunks, the looks that found nothing in fanout_claim_ms. Nil for a store that
+// counts none or committed no chunk.
+func FanoutFigures(prefix string, before, after map[string]int64) map[string]float64 {
+	if _, ok := after[counter.FanoutClaimMicros]; !ok {
+		return nil
+	}
+	d := func(key string) float64 { return float64(after[key] - before[key]) }
+	chunks := d(counter.FanoutChunks)
+	if chunks <= 0 {
+		return nil
+	}
+	out := map[string]float64{}
+	for figure, key := range map[string]string{
+		"fanout_jobs_per_chunk":        counter.FanoutJobs,
+		"fanout_rows_per_chunk":        counter.FanoutRows,
+		"fanout_looks_per_chunk":       counter.FanoutLooks,
+		"fanout_empty_looks_per_chunk": counter.FanoutEmptyLooks,
+		"fanout_held_looks_per_chunk":  counter.FanoutHeldLooks,
+	} {
+		out[prefix+figure] = d(key) / chunks
+	}
+	for figure, key := range map[string]string{
+		"fanout_claim_ms":  counter.FanoutClaimMicros,
+		"fanout_read_ms":   counter.FanoutReadMicros,
+		"fanout_route_ms":  counter.FanoutRouteMicros,
+		"fanout_write_ms":  counter.FanoutWriteMicros,
+		"fanout_commit_ms": counter.FanoutCommitMicros,
+	} {
+		out[prefix+figure] = d(key) / 1000 / chunks
+	}
+	return out
+}

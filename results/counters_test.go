@@ -60,3 +60,27 @@ func TestProbeFigures(t *testing.T) {
 		t.Fatalf("grid of one probed operation (a header and a row): %+v", g)
 	}
 }
+
+// TestFanoutFigures: the workers' counts and times per chunk over a phase,
+// and nothing for a store that times no steps or committed no chunk.
+func TestFanoutFigures(t *testing.T) {
+	before := map[string]int64{counter.FanoutChunks: 10, counter.FanoutJobs: 100, counter.FanoutRows: 4000, counter.FanoutLooks: 12,
+		counter.FanoutClaimMicros: 1000}
+	after := map[string]int64{counter.FanoutChunks: 30, counter.FanoutJobs: 300, counter.FanoutRows: 12000, counter.FanoutLooks: 52,
+		counter.FanoutEmptyLooks: 10, counter.FanoutHeldLooks: 10, counter.FanoutClaimMicros: 41000, counter.FanoutReadMicros: 20000,
+		counter.FanoutRouteMicros: 0, counter.FanoutWriteMicros: 60000, counter.FanoutCommitMicros: 20000}
+	got := FanoutFigures("half_rate_", before, after)
+	want := map[string]float64{"half_rate_fanout_jobs_per_chunk": 10, "half_rate_fanout_rows_per_chunk": 400,
+		"half_rate_fanout_looks_per_chunk": 2, "half_rate_fanout_empty_looks_per_chunk": 0.5, "half_rate_fanout_held_looks_per_chunk": 0.5,
+		"half_rate_fanout_claim_ms": 2, "half_rate_fanout_read_ms": 1, "half_rate_fanout_route_ms": 0,
+		"half_rate_fanout_write_ms": 3, "half_rate_fanout_commit_ms": 1}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if got := FanoutFigures("", before, map[string]int64{counter.FanoutChunks: 30}); got != nil {
+		t.Fatalf("workers that time no steps: %v", got)
+	}
+	if got := FanoutFigures("", after, after); got != nil {
+		t.Fatalf("no chunk committed: %v", got)
+	}
+}

@@ -293,6 +293,66 @@ type Stats struct {
 	jobs, chunks, rows, errors int64
 	lag                        *hdrhistogram.Histogram
 	longest                    time.Duration // the longest transaction timed
+	// What VitessWorkers' steps did and where their time went.
+	looks, emptyLooks, heldLooks int64
+	spent                        [stages]time.Duration
+}
+
+// stage is a part of a VitessWorker's step, timed in Stats.
+type stage int
+
+const (
+	stageClaim  stage = iota // read the oldest job ids, lock the jobs
+	stageRead                // read the messages and the followers
+	stageRoute               // find the followers' shards
+	stageWrite               // write the mailbox rows
+	stageCommit              // delete or move the jobs, commit
+	stages
+)
+
+// stageCounters are the counters of the stages' times.
+var stageCounters = [stages]string{
+	counter.FanoutClaimMicros, counter.FanoutReadMicros, counter.FanoutRouteMicros,
+	counter.FanoutWriteMicros, counter.FanoutCommitMicros,
+}
+
+// look counts a read of a shard's oldest job ids that found ids (or
+// none), of which the worker locked some (or none). Nil Stats count
+// nothing.
+func (st *Stats) look(found, locked bool) {
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.looks++
+	switch {
+	case !found:
+		st.emptyLooks++
+	case !locked:
+		st.heldLooks++
+	}
+}
+
+// timer times the stages of one step into st (nil: none), each from the
+// end of the one before.
+type timer struct {
+	st   *Stats
+	last time.Time
+}
+
+func (st *Stats) timer() timer { return timer{st: st, last: time.Now()} }
+
+// lap adds the time since the last lap (or the start) to stage s.
+func (t *timer) lap(s stage) {
+	if t.st == nil {
+		return
+	}
+	now := time.Now()
+	t.st.mu.Lock()
+	t.st.spent[s] += now.Sub(t.last)
+	t.st.mu.Unlock()
+	t.last = now
 }
 
 // NewStats returns empty Stats.
@@ -345,12 +405,19 @@ func (st *Stats) failed() {
 func (st *Stats) Counters() map[string]int64 {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return map[string]int64{
+	c := map[string]int64{
 		counter.FanoutJobs:   st.jobs,
 		counter.FanoutChunks: st.chunks,
 		counter.FanoutRows:   st.rows,
 		counter.FanoutErrors: st.errors,
 	}
+	if st.looks > 0 { // VitessWorkers' steps
+		c[counter.FanoutLooks], c[counter.FanoutEmptyLooks], c[counter.FanoutHeldLooks] = st.looks, st.emptyLooks, st.heldLooks
+		for i, name := range stageCounters {
+			c[name] = st.spent[i].Microseconds()
+		}
+	}
+	return c
 }
 
 // TakeLag returns the lags recorded since the previous call and starts a

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -266,6 +268,38 @@ func BenchmarkVitessCelebrity(b *testing.B) {
 		n, time.Duration(lag.Max())*time.Microsecond, s.Stats().Counters(), work.Keyspace(keyspace), work.CrossShard())
 }
 
+// TestVitessHashShards: the shards push-async@vitess's workers compute
+// for users themselves (async.HashShards) are those vtgate names for them
+// (async.ShardsOf), for small ids and large.
+func TestVitessHashShards(t *testing.T) {
+	s, _, shards := celebrityStore(t, 1000, 0, 1)
+	var names []string
+	for _, shard := range shards {
+		names = append(names, shard.Name)
+	}
+	var users []uint64
+	for i := range uint64(1000) {
+		users = append(users, i+1, 1<<40+i*7919, math.MaxUint64-i)
+	}
+	ours, err := async.HashShards(names, users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := async.ShardsOf(context.Background(), s.DB(), users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(theirs) != len(shards) {
+		t.Fatalf("vtgate places %d users on %d shards, want all %d", len(users), len(theirs), len(shards))
+	}
+	for _, name := range names {
+		a, b := slices.Sorted(slices.Values(ours[name])), slices.Sorted(slices.Values(theirs[name]))
+		if !slices.Equal(a, b) {
+			t.Errorf("shard %s: %d users computed, %d by vtgate, not the same", name, len(a), len(b))
+		}
+	}
+}
+
 // smallPosts makes each of authors first, first+1, ... (n of them) the
 // followee of `each` users of its own (from 100,000 on) and posts once
 // by each, and returns the posts, oldest first.
@@ -306,6 +340,9 @@ func TestVitessWorkerBatches(t *testing.T) {
 	c := stats.Counters()
 	if c[counter.FanoutChunks] > int64(len(shards)) || c[counter.FanoutJobs] != posts || c[counter.FanoutRows] != posts*each {
 		t.Errorf("worker counts %v: want %d jobs and %d rows in at most %d chunks", c, posts, posts*each, len(shards))
+	}
+	if c[counter.FanoutLooks] < c[counter.FanoutChunks] || c[counter.FanoutWriteMicros] <= 0 || c[counter.FanoutCommitMicros] <= 0 {
+		t.Errorf("worker counts %v: want a look for each chunk, and the times of its writes and commit", c)
 	}
 	// A chunk commits on its author shard, and each statement on a
 	// follower shard commits by itself.

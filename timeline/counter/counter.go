@@ -70,6 +70,29 @@ const (
 	FanoutErrors = "fanout_errors"
 )
 
+// Where the fan-out workers of push-async@vitess spend their time, each
+// cumulative over every worker of the store (so up to the workers times
+// the wall time), in microseconds from the first statement of a step to
+// the end of each part, whether the step committed a chunk or not.
+const (
+	// FanoutLooks: reads of a shard's oldest job ids; FanoutEmptyLooks
+	// those that found none, and FanoutHeldLooks those whose jobs other
+	// workers held, all of them.
+	FanoutLooks      = "fanout_looks"
+	FanoutEmptyLooks = "fanout_empty_looks"
+	FanoutHeldLooks  = "fanout_held_looks"
+	// FanoutClaimMicros: reading the ids and locking the jobs.
+	FanoutClaimMicros = "fanout_claim_us"
+	// FanoutReadMicros: reading the jobs' messages and followers.
+	FanoutReadMicros = "fanout_read_us"
+	// FanoutRouteMicros: finding the followers' shards.
+	FanoutRouteMicros = "fanout_route_us"
+	// FanoutWriteMicros: writing the mailbox rows on their shards.
+	FanoutWriteMicros = "fanout_write_us"
+	// FanoutCommitMicros: deleting or moving the jobs and committing.
+	FanoutCommitMicros = "fanout_commit_us"
+)
+
 // The counts of a store on Vitess, from vtgate (package internal/vtstats).
 const (
 	// TabletCalls counts vtgate's calls to tablets: one statement
