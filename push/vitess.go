@@ -120,11 +120,13 @@ const vitessPage = `SELECT b.message_id, b.author_id, b.body, b.created_at FROM 
 
 // pageStatements are a mailbox page's two statements (mailboxPageQueries),
 // prepared once on a pool: database/sql prepares each on a connection the
-// first time it runs there. Through vtgate a prepared statement costs
-// less CPU than the same statement sent as text with its values: vtgate
-// finds an executed statement's plan by its text, where a text statement
-// is parsed and its values replaced by bind variables before each
-// lookup. The tablet and MariaDB receive the same statement either way.
+// first time it runs there, which vtgate answers by asking a tablet (of
+// any shard) for the result's columns, one call per connection. Through
+// vtgate a prepared statement then costs less CPU than the same
+// statement sent as text with its values: vtgate finds an executed
+// statement's plan by its text, where a text statement is parsed and its
+// values replaced by bind variables before each lookup. The tablet and
+// mysqld receive the same statement either way.
 type pageStatements struct{ newest, older *sql.Stmt }
 
 func preparePage(ctx context.Context, db *sql.DB, query string) (pageStatements, error) {
