@@ -428,7 +428,13 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 		b.memcache = cfg.Memcache
 	}
 	if sb != nil {
+		// The models on Vitess reach vtgate as the others reach MariaDB:
+		// over a unix socket, so that the two differ in what is behind
+		// the socket, not in the transport.
 		b.vtgate, b.vtgateStatus = sb.VtgateDSN, sb.VtgateStatus
+		if sb.VtgateSocketDSN != "" {
+			b.vtgate = sb.VtgateSocketDSN
+		}
 		b.redis = sb.RedisAddr
 	} else {
 		b.redis = cfg.Redis

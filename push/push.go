@@ -230,10 +230,30 @@ func servePage(ctx context.Context, codec *timeline.CursorCodec, model string, u
 // mailboxPage runs query (rows of r.User's mailbox b, "WHERE b.user_id =
 // ?" last) for r's page: below the cursor, if any, newest first.
 func mailboxPage(ctx context.Context, db *sql.DB, r timeline.Request, query string) (*sql.Rows, error) {
-	if r.Before == 0 {
-		return db.QueryContext(ctx, query+` ORDER BY b.message_id DESC LIMIT ?`, r.User, r.Fetch())
+	q, below := mailboxPageQueries(query)
+	older, args := mailboxPageArgs(r)
+	if older {
+		q = below
 	}
-	return db.QueryContext(ctx, query+` AND b.message_id < ? ORDER BY b.message_id DESC LIMIT ?`, r.User, r.Before, r.Fetch())
+	return db.QueryContext(ctx, q, args...)
+}
+
+// mailboxPageQueries completes query (rows of a user's mailbox b, "WHERE
+// b.user_id = ?" last) into the statement of a newest page (arguments:
+// the user, how many rows) and of an older one (the user, the cursor, how
+// many rows).
+func mailboxPageQueries(query string) (newest, older string) {
+	return query + ` ORDER BY b.message_id DESC LIMIT ?`,
+		query + ` AND b.message_id < ? ORDER BY b.message_id DESC LIMIT ?`
+}
+
+// mailboxPageArgs says whether r is an older page (below a cursor) and
+// gives the arguments of its statement from mailboxPageQueries.
+func mailboxPageArgs(r timeline.Request) (older bool, args []any) {
+	if r.Before == 0 {
+		return false, []any{r.User, r.Fetch()}
+	}
+	return true, []any{r.User, r.Before, r.Fetch()}
 }
 
 // Close implements timeline.Store.

@@ -177,7 +177,7 @@ func (cn *conn) Prepare(query string) (driver.Stmt, error) {
 	if err != nil {
 		return nil, cn.c.mapErr(nil, err)
 	}
-	return cn.stmt(st)
+	return cn.stmt(st, query)
 }
 
 func (cn *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
@@ -185,7 +185,7 @@ func (cn *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, 
 	if err != nil {
 		return nil, cn.c.mapErr(ctx, err)
 	}
-	return cn.stmt(st)
+	return cn.stmt(st, query)
 }
 
 func (cn *conn) Close() error { return cn.c.mapErr(nil, cn.dc.Close()) }
@@ -253,7 +253,7 @@ type Observer func(query string, args []any)
 
 // WithObserver returns a context under which every statement a pool of
 // this package runs (ExecContext, QueryContext, and the QueryRowContext
-// built on it) is shown to see first, in the goroutine that runs it: a
+// built on it, of the pool or of a statement prepared on it) is shown to see first, in the goroutine that runs it: a
 // test sees what a store sends to the server for one call. A store may
 // run statements of one call in parallel, so see must be safe for
 // concurrent use.
@@ -292,21 +292,23 @@ type mysqlStmt interface {
 	driver.NamedValueChecker
 }
 
-// stmt wraps a prepared statement.
+// stmt wraps a prepared statement of query, which an Observer sees at
+// each execution.
 type stmt struct {
-	c  *connector
-	st mysqlStmt
+	c     *connector
+	st    mysqlStmt
+	query string
 }
 
 var _ mysqlStmt = (*stmt)(nil)
 
-func (cn *conn) stmt(st driver.Stmt) (driver.Stmt, error) {
+func (cn *conn) stmt(st driver.Stmt, query string) (driver.Stmt, error) {
 	ms, ok := st.(mysqlStmt)
 	if !ok {
 		st.Close()
 		return nil, fmt.Errorf("%w: statement %T", errDriverChanged, st)
 	}
-	return &stmt{c: cn.c, st: ms}, nil
+	return &stmt{c: cn.c, st: ms, query: query}, nil
 }
 
 func (s *stmt) Close() error  { return s.c.mapErr(nil, s.st.Close()) }
@@ -326,11 +328,13 @@ func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	observe(ctx, s.query, args)
 	r, err := s.st.ExecContext(ctx, args)
 	return r, s.c.mapErr(ctx, err)
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	observe(ctx, s.query, args)
 	rs, err := s.st.QueryContext(ctx, args)
 	if err != nil {
 		return nil, s.c.mapErr(ctx, err)

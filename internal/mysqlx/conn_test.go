@@ -560,7 +560,7 @@ func BenchmarkPointQuery(b *testing.B) {
 }
 
 // TestObserver: a context made by WithObserver shows every statement run
-// under it, with its arguments, and no other; a shard is refused off
+// under it, with its arguments, a prepared one's too, and no other; a shard is refused off
 // Vitess and by a malformed name, before anything is opened.
 func TestObserver(t *testing.T) {
 	ctx := context.Background()
@@ -577,7 +577,18 @@ func TestObserver(t *testing.T) {
 	if _, err := f.db.ExecContext(ctx, `DO 8`); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"SELECT ? + 1[41]", "DO ?[7]"}; !slices.Equal(seen, want) {
+	st, err := f.db.PrepareContext(ctx, `SELECT ? * 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.QueryRowContext(see, 21).Scan(&n); err != nil || n != 42 {
+		t.Fatalf("prepared query: %d, %v", n, err)
+	}
+	if err := st.QueryRowContext(ctx, 4).Scan(&n); err != nil || n != 8 {
+		t.Fatalf("prepared query: %d, %v", n, err)
+	}
+	if want := []string{"SELECT ? + 1[41]", "DO ?[7]", "SELECT ? * 2[21]"}; !slices.Equal(seen, want) {
 		t.Fatalf("seen %q, want %q", seen, want)
 	}
 	for _, o := range []mysqlx.Options{

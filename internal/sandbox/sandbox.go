@@ -154,13 +154,16 @@ type Sandbox struct {
 	RedisAddr     string            // host:port of the redis-server; "" without Options.Redis
 
 	// VtgateDSN is the go-sql-driver DSN of the Vitess cluster's vtgate
-	// (no keyspace), VtgateStatus the host:port of its status pages
-	// (/debug/vars), Keyspaces its sharded keyspaces and Shards the
-	// shards of each; all empty without Options.Vitess.
-	VtgateDSN    string
-	VtgateStatus string
-	Keyspaces    []string
-	Shards       int
+	// (no keyspace) over TCP, VtgateSocketDSN the same vtgate over a unix
+	// socket in the sandbox (empty if the sandbox's path is too long for
+	// one), VtgateStatus the host:port of its status pages (/debug/vars,
+	// and Go's profiles at /debug/pprof), Keyspaces its sharded keyspaces
+	// and Shards the shards of each; all empty without Options.Vitess.
+	VtgateDSN       string
+	VtgateSocketDSN string
+	VtgateStatus    string
+	Keyspaces       []string
+	Shards          int
 	// VitessMysqldDSN is the go-sql-driver DSN (no database) of the one
 	// mysqld under every tablet of the cluster, as root: a shard of
 	// keyspace K is its database vt_K_SHARD. For tests that act on a

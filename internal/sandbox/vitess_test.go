@@ -4,6 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,7 +19,8 @@ import (
 
 // TestVitess starts a Vitess cluster of two keyspaces of three shards,
 // checks that vtgate routes to each shard and that message ids come from
-// the sequence, that vtgate answers nothing while vtcombo is frozen
+// the sequence, that vtgate answers on its unix socket too, that vtcombo
+// runs with vtcomboGOGC and serves Go's profiles, that vtgate answers nothing while vtcombo is frozen
 // (Vtcombo) and again once it is thawed, and that Stop leaves no process
 // of it behind.
 func TestVitess(t *testing.T) {
@@ -56,11 +62,39 @@ func TestVitess(t *testing.T) {
 	if got, want := strings.Join(dbs, " "), "vt_ks_a_-55 vt_ks_a_55-aa vt_ks_a_aa-"; got != want {
 		t.Errorf("the tablets' mysqld holds %q of ks_a, want %q", got, want)
 	}
+	// The same vtgate over its unix socket.
+	scfg, err := mysql.ParseDSN(sb.VtgateSocketDSN)
+	if err != nil || scfg.Net != "unix" {
+		t.Fatalf("socket DSN %q: %v", sb.VtgateSocketDSN, err)
+	}
+	sconn, _ := mysql.NewConnector(scfg)
+	sdb := sql.OpenDB(sconn)
+	defer sdb.Close()
+	if err := sdb.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil || !strings.HasSuffix(version, "-Vitess") {
+		t.Fatalf("version over the socket %q, %v", version, err)
+	}
 
 	// vtcombo frozen, vtgate answers nothing; thawed, it answers again.
 	vtcombo, err := sb.Vtcombo()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// vtcombo runs with vtcomboGOGC and serves its profiles.
+	environ, err := os.ReadFile("/proc/" + strconv.Itoa(vtcombo.Pid) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "GOGC=" + strconv.Itoa(vtcomboGOGC); !slices.Contains(strings.Split(string(environ), "\x00"), want) {
+		t.Errorf("vtcombo's environment lacks %s: %q", want, environ)
+	}
+	resp, err := http.Get("http://" + sb.VtgateStatus + "/debug/pprof/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdline, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(cmdline), "vtcombo") {
+		t.Errorf("/debug/pprof/cmdline: %s %q", resp.Status, cmdline)
 	}
 	// The pids the benchmark reads the cluster's CPU time from: vtcombo's,
 	// and a mysqld's other than the sandbox's own.
