@@ -35,6 +35,27 @@ func (b *bench) trafficStore(m registry.Model) timeline.Store {
 	return b.open[m.Name]
 }
 
+// releaseIdle closes the idle connections of s's pool, if it hands one
+// out (timeline.DBHolder), and lets it keep idle connections again from
+// then on. A run keeps every design's store open to its end, and a
+// design's traffic and rate search leave its pool holding as many idle
+// connections as they ever had in flight (up to MaxInFlight): without
+// this, nineteen designs held more connections than the sandbox's server
+// takes, and a server of the default 151 would refuse the third design.
+func releaseIdle(s timeline.Store) {
+	h, ok := timeline.As[timeline.DBHolder](s)
+	if !ok {
+		return
+	}
+	db := h.DB()
+	keep := db.Stats().MaxOpenConnections
+	if keep == 0 {
+		keep = 2 // database/sql's default
+	}
+	db.SetMaxIdleConns(0) // closes the idle ones
+	db.SetMaxIdleConns(keep)
+}
+
 // olderPool returns the older-page cursors for m's traffic: those its
 // database's reads collected, or, for a model whose reads did not (a cached
 // one), cursors walked now through s.
@@ -65,6 +86,7 @@ func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Stor
 // measured stretch of the traffic phase.
 func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 	s, rm := b.trafficStore(m), b.res.Model(m.Name)
+	defer releaseIdle(s)
 	pool, err := b.olderPool(ctx, m, s)
 	if err != nil {
 		return err

@@ -3,11 +3,13 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"io"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
+	"github.com/pushpull/pushpull/timeline"
 )
 
 // TestTrafficEveryModel runs the mixed traffic, with per-operation
@@ -227,5 +230,55 @@ func TestTrafficOnlyIsWarm(t *testing.T) {
 	}
 	if measured == 0 {
 		t.Errorf("none of %v reports its index builds", models)
+	}
+}
+
+// TestReleaseIdleConnections: a design's traffic and rate search leave its
+// pool holding as many idle connections as were ever in flight (up to the
+// run's bound, 64), and a run keeps every design's store open to its end:
+// nineteen designs' pools held more than a server's 1,000 connections,
+// and the last designs' traffic failed with "Too many connections".
+// releaseIdle closes a pool's idle connections and leaves it working.
+func TestReleaseIdleConnections(t *testing.T) {
+	ctx := context.Background()
+	m, err := registry.Lookup("push")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.Open(ctx, registry.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	db := s.(timeline.DBHolder).DB()
+	var wg sync.WaitGroup
+	conns := make(chan *sql.Conn, 20)
+	for range 20 {
+		wg.Go(func() {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			conns <- c
+		})
+	}
+	wg.Wait()
+	close(conns)
+	for c := range conns {
+		c.Close()
+	}
+	if idle := db.Stats().Idle; idle < 20 {
+		t.Fatalf("%d idle connections after 20 at once, want 20", idle)
+	}
+	releaseIdle(s)
+	if idle := db.Stats().Idle; idle != 0 {
+		t.Fatalf("%d idle connections after releaseIdle", idle)
+	}
+	if _, err := s.Timeline(ctx, 1, timeline.Query{}); err != nil {
+		t.Fatal(err)
+	}
+	if idle := db.Stats().Idle; idle != 1 {
+		t.Fatalf("%d idle connections after a page, want the pool to keep 1 again", idle)
 	}
 }
