@@ -51,19 +51,7 @@ func TestCostModelsAgainstCountedRuns(t *testing.T) {
 	if testing.Verbose() {
 		cfg.Progress = io.MultiWriter(&progress, os.Stderr)
 	}
-	run, err := loadgen.RunBench(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, progress.String())
-	}
-	c, err := Check([]*results.Result{run}, []string{"test"}, DefaultCalibration(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table bytes.Buffer
-	if err := results.WritePlanCheck(&table, c); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + table.String())
+	_, c, _ := runAndCheck(t, cfg, &progress)
 	best := map[string]float64{}
 	within := 0
 	for _, r := range c.Rows {
@@ -114,19 +102,7 @@ func TestCheckReadsRateSearches(t *testing.T) {
 		FindRate: true, SLO: 50 * time.Millisecond, StepDuration: 300 * time.Millisecond, SearchSteps: 3,
 		Progress: &progress,
 	}
-	run, err := loadgen.RunBench(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, progress.String())
-	}
-	c, err := Check([]*results.Result{run}, []string{"test"}, DefaultCalibration(), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table bytes.Buffer
-	if err := results.WritePlanCheck(&table, c); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + table.String())
+	run, c, table := runAndCheck(t, cfg, &progress)
 	if len(c.Rates) != len(models) {
 		t.Fatalf("%d rate rows for %d designs that searched", len(c.Rates), len(models))
 	}
@@ -144,13 +120,13 @@ func TestCheckReadsRateSearches(t *testing.T) {
 		if !(r.PredictedPerSec > 0 && r.PredictedPerSec < r.CeilingPerSec && r.PredictedCPUUs > 0) {
 			t.Errorf("%s: predicted %+v", r.Model, r)
 		}
-		if !strings.Contains(table.String(), r.Model+"  50.0 ms") {
+		if !strings.Contains(table, r.Model+"  50.0 ms") {
 			t.Errorf("the table lacks %s's rate", r.Model)
 		}
 	}
 	n, _ := c.RateSummary()
-	if n != len(models) || !strings.Contains(table.String(), fmt.Sprintf("%d of %d designs predicted within 30%%", func() int { _, w := c.RateSummary(); return w }(), n)) {
-		t.Errorf("summary of %d rows; table:\n%s", n, table.String())
+	if n != len(models) || !strings.Contains(table, fmt.Sprintf("%d of %d designs predicted within 30%%", func() int { _, w := c.RateSummary(); return w }(), n)) {
+		t.Errorf("summary of %d rows; table:\n%s", n, table)
 	}
 	dir := t.TempDir()
 	if err := results.SavePlanCheck(dir, c); err != nil {
@@ -165,4 +141,25 @@ func TestCheckReadsRateSearches(t *testing.T) {
 	if err != nil || img.Width <= img.Height*3 {
 		t.Errorf("plot %dx%d (%v): want three panels side by side", img.Width, img.Height, err)
 	}
+}
+
+// runAndCheck runs cfg's benchmark and checks the run against the
+// built-in calibration: the run, the check and its table, which it logs;
+// progress is what cfg writes its progress to, shown if the run fails.
+func runAndCheck(t *testing.T, cfg loadgen.BenchConfig, progress *bytes.Buffer) (*results.Result, *results.PlanCheck, string) {
+	t.Helper()
+	run, err := loadgen.RunBench(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	c, err := Check([]*results.Result{run}, []string{"test"}, DefaultCalibration(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := results.WritePlanCheck(&table, c); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + table.String())
+	return run, c, table.String()
 }
