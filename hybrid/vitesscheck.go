@@ -129,10 +129,5 @@ func fixPulled(ctx context.Context, tx *sql.Tx, user timeline.UserID, d reconcil
 	if followed[author] && listed {
 		q = `INSERT IGNORE INTO pull_follows (user_id, author_id) VALUES (?, ?)`
 	}
-	res, err := tx.ExecContext(ctx, q, user, author)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return reconcile.Exec(ctx, tx, q, user, author)
 }

@@ -474,12 +474,7 @@ func (s *VitessStore) fixFollower(ctx context.Context, tx *sql.Tx, follower, aut
 	if exists {
 		q = `INSERT IGNORE INTO followers (followee_id, follower_id) VALUES (?, ?)`
 	}
-	res, err := tx.ExecContext(ctx, q, author, follower)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return reconcile.Exec(ctx, tx, q, author, follower)
 }
 
 // fixMailbox makes user's mailbox rows of ids what the rule says, given

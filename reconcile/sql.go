@@ -41,6 +41,16 @@ func UsersIn(ctx context.Context, q Querier, after timeline.UserID, limit int, c
 	return us[:min(limit, len(us))], nil
 }
 
+// Exec runs a repair's statement in tx and returns the rows it changed.
+func Exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (int, error) {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 // ScanInts runs query, whose rows are n integers, and calls f with each
 // row (the slice is reused).
 func ScanInts(ctx context.Context, q Querier, query string, n int, f func([]int64), args ...any) error {
