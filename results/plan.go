@@ -1,9 +1,13 @@
 package results
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,7 +15,9 @@ import (
 
 // Format versions of the capacity plan's documents.
 const (
-	CalibrationFormatVersion = 1
+	// CalibrationFormatVersion 2 adds Factors; a version 1 calibration
+	// loads as one without them (every factor 1).
+	CalibrationFormatVersion = 2
 	PlanFormatVersion        = 1
 	PlanCheckFormatVersion   = 1
 )
@@ -57,6 +63,122 @@ type Calibration struct {
 		MedianErrorPct float64 `json:"median_error_pct"`
 		MaxErrorPct    float64 `json:"max_error_pct"`
 	} `json:"fit"`
+	// Factors are each design's CPU beyond what its work costs at the
+	// unit costs above, by design name: what the units, averages over
+	// every design, leave unexplained (a Lua script, a scratch table, a
+	// merge in the client). A design not named here, or a calibration
+	// without factors, has factor 1 everywhere.
+	Factors map[string]CPUFactors `json:"factors,omitempty"`
+}
+
+// CPUFactors are one design's CPU factors: its measured CPU per
+// operation over the CPU its predicted work costs at the calibration's
+// unit costs, combined over the calibration's runs (geometric mean). A
+// factor scales the CPU of every process the operation passes. An
+// operation the runs did not measure has 1.
+type CPUFactors struct {
+	// Newest, Older and Post are the factors of a newest page, an older
+	// page and a post (with an asynchronous design's later fan-out),
+	// from the counted phases retrieve, retrieve_older and submit.
+	Newest float64 `json:"retrieve"`
+	Older  float64 `json:"retrieve_older"`
+	Post   float64 `json:"submit"`
+	// Mix is what a mix of operations costs beyond its operations
+	// alone: the traffic phase's measured CPU over its CPU predicted with
+	// the factors above (follows and unfollows at 1).
+	Mix float64 `json:"mix"`
+	// Phases is how many counted phases the factors were measured on.
+	Phases int `json:"phases"`
+}
+
+// Of returns the factor of a counted phase's operation: retrieve,
+// retrieve_older, submit, or mix for the traffic phase; 1 for any other.
+func (f CPUFactors) Of(phase string) float64 {
+	switch phase {
+	case "retrieve":
+		return f.Newest
+	case "retrieve_older":
+		return f.Older
+	case "submit":
+		return f.Post
+	case "mix", "traffic":
+		return f.Mix
+	}
+	return 1
+}
+
+// UnmarshalJSON reads factors, keeping a factor written as NaN or Inf
+// (or out of float64's range) as that value, for Calibration.Validate to
+// refuse by name rather than a decoding error without one.
+func (f *CPUFactors) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Newest json.RawMessage `json:"retrieve"`
+		Older  json.RawMessage `json:"retrieve_older"`
+		Post   json.RawMessage `json:"submit"`
+		Mix    json.RawMessage `json:"mix"`
+		Phases int             `json:"phases"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*f = CPUFactors{Phases: raw.Phases}
+	for _, x := range []struct {
+		dst *float64
+		src json.RawMessage
+	}{{&f.Newest, raw.Newest}, {&f.Older, raw.Older}, {&f.Post, raw.Post}, {&f.Mix, raw.Mix}} {
+		if len(x.src) == 0 || string(x.src) == "null" {
+			*x.dst = 1 // not written: no residual
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Trim(string(x.src), `"`), 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			v = math.NaN()
+		}
+		*x.dst = v
+	}
+	return nil
+}
+
+// FactorError reports a calibration's CPU factor that is not a number
+// above 0: a calibration carrying it is refused.
+type FactorError struct {
+	Model, Phase string
+	Value        float64
+}
+
+func (e *FactorError) Error() string {
+	return fmt.Sprintf("calibration: %s's CPU factor of %s is %v: want a finite number above 0", e.Model, e.Phase, e.Value)
+}
+
+// Validate refuses a calibration with a CPU factor that is not a finite
+// number above 0 (a *FactorError).
+func (c *Calibration) Validate() error {
+	names := make([]string, 0, len(c.Factors))
+	for name := range c.Factors {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		f := c.Factors[name]
+		for _, x := range []struct {
+			phase string
+			v     float64
+		}{{"retrieve", f.Newest}, {"retrieve_older", f.Older}, {"submit", f.Post}, {"mix", f.Mix}} {
+			if !(x.v > 0) || math.IsInf(x.v, 0) {
+				return &FactorError{Model: name, Phase: x.phase, Value: x.v}
+			}
+		}
+	}
+	return nil
+}
+
+// Factor returns model's CPU factors and whether the calibration
+// measured them; a design it did not run has 1 everywhere.
+func (c *Calibration) Factor(model string) (CPUFactors, bool) {
+	if f, ok := c.Factors[model]; ok {
+		return f, true
+	}
+	return CPUFactors{Newest: 1, Older: 1, Post: 1, Mix: 1}, false
 }
 
 // WriteCalibration prints c.
@@ -84,7 +206,31 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 	}
 	fmt.Fprintf(tw, "  fit over %d phases: CPU per operation within %s%% (median), %s%% (largest)\n",
 		c.Fit.Phases, fmtNum(c.Fit.MedianErrorPct), fmtNum(c.Fit.MaxErrorPct))
+	if len(c.Factors) > 0 {
+		fmt.Fprintln(tw, "  CPU factors, measured over the units' prediction:\tnewest\tolder\tpost\tmix\t")
+		names := make([]string, 0, len(c.Factors))
+		for name := range c.Factors {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			f := c.Factors[name]
+			fmt.Fprintf(tw, "    %s\t%.2f\t%.2f\t%.2f\t%.2f\t\n", name, f.Newest, f.Older, f.Post, f.Mix)
+		}
+	}
 	return tw.Flush()
+}
+
+// fmtFactor shows a design's CPU factor: "1, not calibrated" when its
+// calibration did not run it, "-" when none was computed.
+func fmtFactor(f float64, uncalibrated bool) string {
+	switch {
+	case uncalibrated:
+		return "1, not calibrated"
+	case !(f > 0):
+		return Dash
+	}
+	return fmt.Sprintf("%.2f", f)
 }
 
 // CalibrationFile is the file a calibration is saved as.
@@ -106,6 +252,12 @@ var calibrationDoc = docKind[Calibration]{
 		return &x
 	},
 	derived: func(string, *Calibration) error { return nil },
+	upgrade: func(c *Calibration) error {
+		if c.Version != 1 && c.Version != CalibrationFormatVersion {
+			return fmt.Errorf("format version %d, want 1 or %d", c.Version, CalibrationFormatVersion)
+		}
+		return c.Validate()
+	},
 }
 
 // PlanWork is a design's work per operation of the planned mix, the
@@ -135,6 +287,12 @@ type PlanDesign struct {
 	Page  PlanWork `json:"page"`
 	// CPU per operation, µs: database, caches, application.
 	DBUs, CacheUs, AppUs float64
+	// CPUFactor is that CPU over what the work costs at the
+	// calibration's unit costs alone: the design's CPU factors
+	// (CPUFactors) at this mix. Uncalibrated: the calibration did not
+	// run the design, and its factors are 1.
+	CPUFactor    float64 `json:"cpu_factor,omitempty"`
+	Uncalibrated bool    `json:"uncalibrated,omitempty"`
 	// Resources at the planned rate, their cost (Prices), and the nodes:
 	// database nodes (Vitess shards when more than one), cache nodes,
 	// application nodes.
@@ -196,7 +354,7 @@ func WritePlan(w io.Writer, p *Plan) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "model\tholds\trows read/op\trows written/op\tmc keys/op\tredis cmds/op\tpost: rows written\tCPU/op db+cache+app\tDB cores\tcache cores\tapp cores\tcache GB\tstorage GB\tDB nodes\tp99\tfan-out lag p99, max\tcost\t")
+	fmt.Fprintln(tw, "model\tholds\trows read/op\trows written/op\tmc keys/op\tredis cmds/op\tpost: rows written\tCPU/op db+cache+app\tCPU factor\tDB cores\tcache cores\tapp cores\tcache GB\tstorage GB\tDB nodes\tp99\tfan-out lag p99, max\tcost\t")
 	for _, d := range p.Designs {
 		held := "yes"
 		if !d.Held {
@@ -214,9 +372,9 @@ func WritePlan(w io.Writer, p *Plan) error {
 			lag = fmtMs(d.LagP99Ms) + ", " + fmtMs(d.LagMaxMs)
 		}
 		r := d.Resources
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s µs\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s µs\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n",
 			d.Model, mark, held, fmtNum(d.PerOp.RowsRead), fmtNum(d.PerOp.RowsWritten), fmtNum(d.PerOp.MCKeys), fmtNum(d.PerOp.RedisCommands),
-			fmtNum(d.Post.RowsWritten), fmtNum(d.DBUs+d.CacheUs+d.AppUs),
+			fmtNum(d.Post.RowsWritten), fmtNum(d.DBUs+d.CacheUs+d.AppUs), fmtFactor(d.CPUFactor, d.Uncalibrated),
 			fmtNum(r.DBCores), fmtNum(r.CacheCores), fmtNum(r.AppCores), fmtNum(r.CacheMemoryGB), fmtNum(r.StorageGB), d.DBNodes,
 			fmtMs(d.P99Ms), lag, fmtNum(d.RunCost))
 	}
@@ -228,6 +386,16 @@ func WritePlan(w io.Writer, p *Plan) error {
 	fmt.Fprintf(w, "calibration: %s, fitted %s on %d counted run(s) (%d phases, CPU within %s%% at the median)\n",
 		p.Calibration.Machine, p.Calibration.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"), len(p.Calibration.Sources),
 		p.Calibration.Fit.Phases, fmtNum(p.Calibration.Fit.MedianErrorPct))
+	var none []string
+	for _, d := range p.Designs {
+		if d.Uncalibrated {
+			none = append(none, d.Model)
+		}
+	}
+	fmt.Fprintln(w, "CPU factor: the design's CPU per operation of this mix over its work's at the calibration's unit costs, from its CPU measured per kind of operation and mix in the calibration's runs")
+	if len(none) > 0 {
+		fmt.Fprintf(w, "  the calibration did not run %s: factor 1, the unit costs alone\n", strings.Join(none, ", "))
+	}
 	fmt.Fprintln(w, "assumptions:")
 	for _, a := range p.Assumptions {
 		fmt.Fprintf(w, "  - %s\n", a)
@@ -283,6 +451,11 @@ type PlanCheckRow struct {
 	// CPU per operation, all processes, µs.
 	MeasuredCPUUs  float64 `json:"measured_cpu_us"`
 	PredictedCPUUs float64 `json:"predicted_cpu_us"`
+	// CPUFactor is the design's CPU factor the prediction carries
+	// (Calibration.Factors: the phase's kind's, times the mix's for the
+	// traffic); Uncalibrated, the calibration did not run the design.
+	CPUFactor    float64 `json:"cpu_factor,omitempty"`
+	Uncalibrated bool    `json:"uncalibrated,omitempty"`
 }
 
 // ItemsErrorPct is the relative error of the predicted items per
@@ -333,6 +506,10 @@ type PlanRateRow struct {
 	// the prediction; they say which of its parts a miss comes from.
 	MeasuredCPUUs float64 `json:"measured_cpu_us,omitempty"`
 	BusyShare     float64 `json:"busy_share,omitempty"`
+	// CPUFactor is the design's CPU factor of the mix the prediction
+	// carries; Uncalibrated, the calibration did not run the design.
+	CPUFactor    float64 `json:"cpu_factor,omitempty"`
+	Uncalibrated bool    `json:"uncalibrated,omitempty"`
 }
 
 // ErrorPct is the relative error of the predicted rate, in percent of
@@ -392,7 +569,7 @@ func (c *PlanCheck) Summary() (rows, itemsWithin10, cpuRows, cpuWithin30 int) {
 // keys, Redis commands) and their error, and the CPU per operation.
 func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\tmodel\tphase\trows read\trows written\tmc keys\tredis cmds\titems error\tCPU µs/op\tCPU error\t")
+	fmt.Fprintln(tw, "run\tmodel\tphase\trows read\trows written\tmc keys\tredis cmds\titems error\tCPU µs/op\tCPU error\tCPU factor\t")
 	cpuPair := func(m, p float64) string {
 		if m == 0 {
 			return Dash + " / " + fmtNum(p)
@@ -412,16 +589,19 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 		return fmt.Sprintf("%+.0f%%", v)
 	}
 	for _, r := range c.Rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Run, r.Model, r.Phase,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Run, r.Model, r.Phase,
 			pair(r.Measured.RowsRead, r.Predicted.RowsRead), pair(r.Measured.RowsWritten, r.Predicted.RowsWritten),
 			pair(r.Measured.MCKeys, r.Predicted.MCKeys), pair(r.Measured.RedisCommands, r.Predicted.RedisCommands),
-			pct(r.ItemsErrorPct()), cpuPair(r.MeasuredCPUUs, r.PredictedCPUUs), pct(r.CPUErrorPct()))
+			pct(r.ItemsErrorPct()), cpuPair(r.MeasuredCPUUs, r.PredictedCPUUs), pct(r.CPUErrorPct()), fmtFactor(r.CPUFactor, r.Uncalibrated))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	n, items, cpuN, cpu := c.Summary()
 	if _, err := fmt.Fprintf(w, "\nmeasured / predicted per operation. %d of %d phases within 10%% on items; %d of the %d with CPU measured within 30%% on CPU.\n", items, n, cpu, cpuN); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(w, "CPU factor: the design's measured CPU over its unit costs' in the calibration's runs, for the phase's kind of operation (and the mix, for traffic); 1 where the calibration did not run it."); err != nil {
 		return err
 	}
 	if len(c.Unreliable) > 0 {
@@ -434,7 +614,7 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\tmodel\tp99 ≤\tmeasured\tlowest failed\tpredicted\tpredicted / measured\terror\tCPU µs/op\tceiling\tcores busy, closed loop\t")
+	fmt.Fprintln(tw, "run\tmodel\tp99 ≤\tmeasured\tlowest failed\tpredicted\tpredicted / measured\terror\tCPU µs/op\tCPU factor\tceiling\tcores busy, closed loop\t")
 	for _, r := range c.Rates {
 		failed, ratio := Dash, Dash
 		if r.FailedPerSec > 0 {
@@ -447,9 +627,9 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 		if r.BusyShare > 0 {
 			busy = fmt.Sprintf("%.0f%%", 100*r.BusyShare)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Run, r.Model, fmtMs(r.SLOMs),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Run, r.Model, fmtMs(r.SLOMs),
 			fmtBestRate(r.MeasuredPerSec), failed, fmtRate(r.PredictedPerSec, "ops/s"), ratio, pct(r.ErrorPct()),
-			cpuPair(r.MeasuredCPUUs, r.PredictedCPUUs), fmtRate(r.CeilingPerSec, "ops/s"), busy)
+			cpuPair(r.MeasuredCPUUs, r.PredictedCPUUs), fmtFactor(r.CPUFactor, r.Uncalibrated), fmtRate(r.CeilingPerSec, "ops/s"), busy)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

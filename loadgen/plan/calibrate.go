@@ -35,6 +35,10 @@ type countedPhase struct {
 	needs             registry.Servers
 	measured          cost.Cost
 	predicted         registry.Work
+	// ops and shares are the design's work per operation of each kind
+	// and the phase's shares of them (predicted = mixWork(ops, shares)).
+	ops    registry.OpWork
+	shares [5]float64
 	// unreliable: the run could not trust the database's counters of
 	// this phase (cost.DBCountersUnreliable); measured has no rows.
 	unreliable bool
@@ -152,7 +156,7 @@ func counted(r *results.Result) ([]countedPhase, error) {
 			}
 			out = append(out, countedPhase{
 				run: runLabel(r), model: m.Name, phase: name, needs: reg.Needs, measured: ph.Cost,
-				predicted: mixWork(ow, shares), unreliable: unreliable,
+				predicted: mixWork(ow, shares), ops: ow, shares: shares, unreliable: unreliable,
 			})
 		}
 	}
@@ -194,7 +198,10 @@ func cacheCalls(p countedPhase) (mc, rd float64) {
 // squares, coefficients at least 0, on the items its counters counted
 // and the statements and round trips the designs' cost models predict.
 // Each phase weighs by the inverse square of its CPU, so the fit is in
-// relative error. sources name the runs.
+// relative error. Then each design's CPU factors (results.CPUFactors):
+// what its measured CPU per operation is over the CPU of its predicted
+// work at those unit costs, per kind of operation and for the mix
+// (fitFactors). sources name the runs.
 func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, error) {
 	var phases []countedPhase
 	for _, r := range runs {
@@ -266,6 +273,7 @@ func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, 
 		FollowBytes: FollowBytes,
 	}
 	cal.MessageBytes, cal.MailboxRowBytes = fitBytes(runs)
+	cal.Factors = fitFactors(cal, phases)
 	// How well the fit reproduces its own phases, on measured items.
 	var errs []float64
 	for _, p := range phases {

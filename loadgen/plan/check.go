@@ -20,6 +20,14 @@ import (
 // database counters the run could not trust are listed apart, not
 // checked. runs are named by sources.
 func Check(runs []*results.Result, sources []string, cal *results.Calibration, command string) (*results.PlanCheck, error) {
+	if err := cal.Validate(); err != nil {
+		return nil, err
+	}
+	return check(runs, sources, cal, command, func(model string) residual { return residualOf(cal, model) })
+}
+
+// check is Check with each design's residual given by residualOf.
+func check(runs []*results.Result, sources []string, cal *results.Calibration, command string, residualOf func(string) residual) (*results.PlanCheck, error) {
 	c := &results.PlanCheck{Version: results.PlanCheckFormatVersion, CreatedAt: time.Now(), Command: command,
 		Calibration: *cal, Runs: sources}
 	for _, r := range runs {
@@ -32,13 +40,17 @@ func Check(runs []*results.Result, sources []string, cal *results.Calibration, c
 				c.Unreliable = append(c.Unreliable, p.run+", "+p.model+", "+p.phase)
 				continue
 			}
+			res := residualOf(p.model)
 			row := results.PlanCheckRow{Run: p.run, Model: p.model, Phase: p.phase,
 				Measured: planWork(measuredWork(p.measured)), Predicted: planWork(p.predicted),
-				PredictedCPUUs: cpuOf(cal, p.predicted, p.needs).all()}
+				PredictedCPUUs: designCPU(cal, res, p.ops, p.shares, p.needs).all(), Uncalibrated: !res.measured}
+			if units := cpuOf(cal, p.predicted, p.needs).all(); units > 0 {
+				row.CPUFactor = row.PredictedCPUUs / units
+			}
 			row.MeasuredCPUUs, _ = p.measured.AllCPU()
 			c.Rows = append(c.Rows, row)
 		}
-		rates, err := searchedRates(r, cal)
+		rates, err := searchedRates(r, cal, residualOf)
 		if err != nil {
 			return nil, err
 		}
@@ -54,7 +66,7 @@ func Check(runs []*results.Result, sources []string, cal *results.Calibration, c
 // of r that searched for theirs (bench --find-rate) and declare a cost
 // model, each beside HighestRate's prediction for the run's workload, its
 // traffic's mix and objective, on a box of the run's cores.
-func searchedRates(r *results.Result, cal *results.Calibration) ([]results.PlanRateRow, error) {
+func searchedRates(r *results.Result, cal *results.Calibration, residualOf func(string) residual) ([]results.PlanRateRow, error) {
 	var out []results.PlanRateRow
 	for i := range r.Models {
 		m := &r.Models[i]
@@ -77,12 +89,14 @@ func searchedRates(r *results.Result, cal *results.Calibration) ([]results.PlanR
 		w.NewestPerSec, w.OlderPerSec, w.PostsPerSec, w.FollowsPerSec = n, o, p, f+u
 		w.SLO = time.Duration(s.SLOMs * float64(time.Millisecond))
 		box := Box{Cores: float64(r.Environment.CPUs)}
-		est, err := HighestRate(w, cal, m.Name, box)
+		res := residualOf(m.Name)
+		est, err := highestRateWith(w, cal, m.Name, box, res)
 		if err != nil {
 			return nil, fmt.Errorf("plan: run %s: %s: %w", r.Command, m.Name, err)
 		}
 		row := results.PlanRateRow{Run: runLabel(r), Model: m.Name, SLOMs: s.SLOMs, Cores: box.Cores,
-			MeasuredPerSec: s.BestPerSec, PredictedPerSec: est.PerSec, PredictedCPUUs: est.CPUUs, CeilingPerSec: est.CeilingPerSec}
+			MeasuredPerSec: s.BestPerSec, PredictedPerSec: est.PerSec, PredictedCPUUs: est.CPUUs, CeilingPerSec: est.CeilingPerSec,
+			CPUFactor: est.CPUFactor, Uncalibrated: !res.measured}
 		if cpu, ok := m.Traffic.Total.Cost.AllCPU(); ok && cpu > 0 {
 			row.MeasuredCPUUs = cpu
 			if m.Traffic.Loop == results.LoopClosed {

@@ -21,5 +21,8 @@ func DefaultCalibration() *results.Calibration {
 	if err := json.Unmarshal(defaultCalibration, &c); err != nil {
 		panic("plan: the built-in calibration does not parse: " + err.Error())
 	}
+	if err := c.Validate(); err != nil {
+		panic("plan: the built-in calibration: " + err.Error())
+	}
 	return &c
 }

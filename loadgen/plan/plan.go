@@ -146,6 +146,9 @@ func Make(w Workload, cal *results.Calibration, command string) (*results.Plan, 
 	if err := w.Check(); err != nil {
 		return nil, err
 	}
+	if err := cal.Validate(); err != nil {
+		return nil, &InputError{Field: "calibration", Reason: err.Error()}
+	}
 	w = w.WithDefaults()
 	d, dc, err := w.demand()
 	if err != nil {
@@ -208,9 +211,13 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 	if err != nil {
 		return results.PlanDesign{}, &InputError{Field: "option", Reason: err.Error()}
 	}
-	pd := results.PlanDesign{Model: m.Name, Async: m.Traits.Has(registry.Async)}
+	rs := residualOf(cal, m.Name)
+	pd := results.PlanDesign{Model: m.Name, Async: m.Traits.Has(registry.Async), Uncalibrated: !rs.measured}
 	perOp := mixWork(ow, shares)
-	c := cpuOf(cal, perOp, m.Needs)
+	c := designCPU(cal, rs, ow, shares, m.Needs)
+	if units := cpuOf(cal, perOp, m.Needs).all(); units > 0 {
+		pd.CPUFactor = c.all() / units
+	}
 	pd.PerOp, pd.Post, pd.Page = planWork(perOp), planWork(ow.Post.Add(ow.Later)), planWork(ow.Newest)
 	pd.DBUs, pd.CacheUs, pd.AppUs = c.db, c.cache(), c.app
 	u := w.Utilization
@@ -245,7 +252,7 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 	}
 	pd.PerOp.ShardCalls = (shares[0]+shares[1])*(1+page) + shares[2]*(1+distinct(s, ow.Post.Add(ow.Later).RowsWritten-1)) + (shares[3] + shares[4])
 
-	lat, err := latencyOf(w, d, dc, m, cal, shares, ow)
+	lat, err := latencyOf(w, d, dc, m, cal, rs, shares, ow)
 	if err != nil {
 		return results.PlanDesign{}, err
 	}
@@ -258,7 +265,7 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 		// One post's fan-out is applied by one worker; the workers of
 		// every application node share the queue.
 		pd.LagP99Ms = p99Of(lat.lags, u) / 1000
-		pd.LagMaxMs = cpuOf(cal, ow.LargestPost, m.Needs).db / (1 - u) / 1000
+		pd.LagMaxMs = rs.op(opPost, cpuOf(cal, ow.LargestPost, m.Needs), isMixed(shares)).db / (1 - u) / 1000
 		busy := w.PostsPerSec * lat.laterUs / 1e6
 		workers := math.Max(1, ow.Workers) * float64(pd.AppNodes)
 		switch {
@@ -284,10 +291,11 @@ type latency struct {
 
 // latencyOf is m's latency at d, an operation drawn by shares (newest,
 // older, post, follow, unfollow) whose mean work is ow: each component's
-// service time is its CPU on every process it passes plus w.RTT per
-// statement and cache call; an operation's share is its kind's times its
-// bucket's share of the reads or posts.
-func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model, cal *results.Calibration,
+// service time is its CPU on every process it passes (scaled by the
+// design's residual r for its kind and the mix) plus w.RTT per statement
+// and cache call; an operation's share is its kind's times its bucket's
+// share of the reads or posts.
+func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model, cal *results.Calibration, r residual,
 	shares [5]float64, ow registry.OpWork) (latency, error) {
 	readShare := make([]float64, dc.followeeBuckets)
 	postShare := make([]float64, dc.followerBuckets)
@@ -298,8 +306,9 @@ func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model
 		reads += c.Users * c.Reads
 		posts += c.Users * c.Posts
 	}
-	service := func(x registry.Work) float64 {
-		return cpuOf(cal, x, m.Needs).all() + float64(w.RTT)/float64(time.Microsecond)*(x.Statements+x.CacheCalls)
+	mixed := isMixed(shares)
+	service := func(kind int, x registry.Work) float64 {
+		return r.op(kind, cpuOf(cal, x, m.Needs), mixed).all() + float64(w.RTT)/float64(time.Microsecond)*(x.Statements+x.CacheCalls)
 	}
 	var l latency
 	for b := range dc.followeeBuckets {
@@ -310,8 +319,8 @@ func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model
 		if err != nil {
 			return latency{}, err
 		}
-		l.comps = append(l.comps, component{shares[0] * readShare[b] / reads, service(x.Newest)},
-			component{shares[1] * readShare[b] / reads, service(x.Older)})
+		l.comps = append(l.comps, component{shares[0] * readShare[b] / reads, service(opNewest, x.Newest)},
+			component{shares[1] * readShare[b] / reads, service(opOlder, x.Older)})
 	}
 	async := m.Traits.Has(registry.Async)
 	for b := range dc.followerBuckets {
@@ -322,14 +331,14 @@ func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model
 		if err != nil {
 			return latency{}, err
 		}
-		l.comps = append(l.comps, component{shares[2] * postShare[b] / posts, service(x.Post)})
+		l.comps = append(l.comps, component{shares[2] * postShare[b] / posts, service(opPost, x.Post)})
 		if async {
-			later := cpuOf(cal, x.Later, m.Needs).db
+			later := r.op(opPost, cpuOf(cal, x.Later, m.Needs), mixed).db
 			l.lags = append(l.lags, component{postShare[b] / posts, later})
 			l.laterUs += postShare[b] / posts * later
 		}
 	}
-	l.comps = append(l.comps, component{shares[3], service(ow.Follow)}, component{shares[4], service(ow.Unfollow)})
+	l.comps = append(l.comps, component{shares[3], service(opFollow, ow.Follow)}, component{shares[4], service(opUnfollow, ow.Unfollow)})
 	return l, nil
 }
 

@@ -38,6 +38,10 @@ type RateEstimate struct {
 	// CeilingPerSec is the rate that would fill every core at that CPU
 	// per operation.
 	CeilingPerSec float64
+	// CPUFactor is CPUUs over what the work costs at the calibration's
+	// unit costs alone: the design's CPU factors (results.CPUFactors)
+	// for this mix; 1 for a design the calibration did not run.
+	CPUFactor float64
 }
 
 // HighestRate predicts the highest rate of w's mix at which model's p99
@@ -49,9 +53,18 @@ type RateEstimate struct {
 // the box is busy u = R × CPU per operation ÷ cores; every kind of
 // operation's response time is its service time stretched by queueing at u
 // as in a plan's p99 (p99Of); the answer is the highest R whose p99 is
-// within the objective, found by bisection. A workload or box a plan
-// cannot be made with is an *InputError.
+// within the objective, found by bisection. The CPU of each kind of
+// operation is scaled by the design's CPU factors in cal. A workload or
+// box a plan cannot be made with is an *InputError.
 func HighestRate(w Workload, cal *results.Calibration, model string, box Box) (RateEstimate, error) {
+	if err := cal.Validate(); err != nil {
+		return RateEstimate{}, &InputError{Field: "calibration", Reason: err.Error()}
+	}
+	return highestRateWith(w, cal, model, box, residualOf(cal, model))
+}
+
+// highestRateWith is HighestRate with the design's residual r.
+func highestRateWith(w Workload, cal *results.Calibration, model string, box Box, r residual) (RateEstimate, error) {
 	if !(box.Cores > 0) || math.IsInf(box.Cores, 0) {
 		return RateEstimate{}, &InputError{"cores", fmtFloat(box.Cores), "want the box's cores, above 0"}
 	}
@@ -72,7 +85,7 @@ func HighestRate(w Workload, cal *results.Calibration, model string, box Box) (R
 		return RateEstimate{}, err
 	}
 	_, shares := w.opShares()
-	return highestRate(w, d, dc, models[0], cal, shares, box)
+	return highestRate(w, d, dc, models[0], cal, r, shares, box)
 }
 
 // rateSearchSteps bounds the bisection of highestRate: far more than the
@@ -80,7 +93,7 @@ func HighestRate(w Workload, cal *results.Calibration, model string, box Box) (R
 const rateSearchSteps = 100
 
 // highestRate is HighestRate for a checked workload's Demand.
-func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Model, cal *results.Calibration,
+func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Model, cal *results.Calibration, r residual,
 	shares [5]float64, box Box) (RateEstimate, error) {
 	w.RTT = box.RTT
 	if w.RTT == 0 {
@@ -90,18 +103,20 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 	slo := float64(w.SLO) / float64(time.Microsecond)
 	// at is the CPU per operation at rate and whether the p99 holds
 	// there.
+	var units float64 // the CPU per operation at the unit costs alone, at the last rate tried
 	at := func(rate float64) (cpu float64, held bool, err error) {
 		d.ReadsPerSec, d.PostsPerSec = rate*(shares[0]+shares[1]), rate*shares[2]
 		ow, _, _, err := m.WorkFor(d, w.Options)
 		if err != nil {
 			return 0, false, &InputError{Field: "option", Reason: err.Error()}
 		}
-		cpu = cpuOf(cal, mixWork(ow, shares), m.Needs).all()
+		cpu = designCPU(cal, r, ow, shares, m.Needs).all()
+		units = cpuOf(cal, mixWork(ow, shares), m.Needs).all()
 		u := rate * cpu / capacity
 		if !(cpu > 0) || u >= 1 {
 			return cpu, false, nil
 		}
-		lat, err := latencyOf(w, d, dc, m, cal, shares, ow)
+		lat, err := latencyOf(w, d, dc, m, cal, r, shares, ow)
 		if err != nil {
 			return 0, false, err
 		}
@@ -145,5 +160,5 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 	if err != nil {
 		return RateEstimate{}, err
 	}
-	return RateEstimate{PerSec: lo, CPUUs: cpu, Utilization: lo * cpu / capacity, CeilingPerSec: capacity / cpu}, nil
+	return RateEstimate{PerSec: lo, CPUUs: cpu, Utilization: lo * cpu / capacity, CeilingPerSec: capacity / cpu, CPUFactor: cpu / units}, nil
 }
