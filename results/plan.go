@@ -207,7 +207,12 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 	fmt.Fprintf(tw, "  fit over %d phases: CPU per operation within %s%% (median), %s%% (largest)\n",
 		c.Fit.Phases, fmtNum(c.Fit.MedianErrorPct), fmtNum(c.Fit.MaxErrorPct))
 	if len(c.Factors) > 0 {
-		fmt.Fprintln(tw, "  CPU factors, measured over the units' prediction:\tnewest\tolder\tpost\tmix\t")
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w, "  CPU factors: each design's measured CPU per operation over its work's at the unit costs above")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "    design\tnewest\tolder\tpost\tmix\tphases\t")
 		names := make([]string, 0, len(c.Factors))
 		for name := range c.Factors {
 			names = append(names, name)
@@ -215,7 +220,7 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 		slices.Sort(names)
 		for _, name := range names {
 			f := c.Factors[name]
-			fmt.Fprintf(tw, "    %s\t%.2f\t%.2f\t%.2f\t%.2f\t\n", name, f.Newest, f.Older, f.Post, f.Mix)
+			fmt.Fprintf(tw, "    %s\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t\n", name, f.Newest, f.Older, f.Post, f.Mix, f.Phases)
 		}
 	}
 	return tw.Flush()
