@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,12 @@ import (
 func TestPlanBadInput(t *testing.T) {
 	out := t.TempDir()
 	rates := []string{"--newest-per-sec", "100"}
+	// A calibration whose CPU factor is not a number above 0.
+	badCal := t.TempDir()
+	if err := os.WriteFile(filepath.Join(badCal, results.CalibrationFile),
+		[]byte(`{"version": 2, "db_row_read_us": 1, "factors": {"push": {"retrieve": 0, "retrieve_older": 1, "submit": 1, "mix": 1}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -39,6 +46,7 @@ func TestPlanBadInput(t *testing.T) {
 		{append([]string{"--models", "nope"}, rates...), "nope"},
 		{append([]string{"--option", "nope=1"}, rates...), "nope"},
 		{append([]string{"--calibration", "/no/such/dir"}, rates...), "--calibration"},
+		{append([]string{"--calibration", badCal}, rates...), "push's CPU factor of retrieve is 0"},
 		{[]string{"--check", "/no/such/run"}, "no/such/run"},
 		{[]string{"--calibrate-from", "/no/such/run"}, "no/such/run"},
 		{[]string{"--calibrate", "--check", "x"}, "one at a time"},
@@ -95,12 +103,15 @@ func TestPlanCalibrateAndCheck(t *testing.T) {
 	if err != nil || c.Fit.Phases == 0 || !(c.DBRowReadUs > 0) || len(c.Sources) != 2 {
 		t.Fatalf("calibration %v: %+v", err, c)
 	}
+	if len(c.Factors) == 0 || !strings.Contains(r.stdout, "CPU factors") {
+		t.Errorf("the calibration has no CPU factors, or does not print them: %+v\n%s", c.Factors, r.stdout)
+	}
 	r = run(t, nil, "plan", "--calibration", cal, "--users", "5000", "--rate", "100", "--out", out, "--quiet")
 	if r.code != 0 {
 		t.Fatalf("plan with it: exit %d: %s", r.code, r.stderr)
 	}
 	r = run(t, nil, "plan", "--calibration", cal, "--check", uniform, "--out", out)
-	if r.code != 0 || !strings.Contains(r.stdout, "phases within 10%") {
+	if r.code != 0 || !strings.Contains(r.stdout, "phases within 10%") || !strings.Contains(r.stdout, "CPU factor") {
 		t.Fatalf("check: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
 	saved, _ := filepath.Glob(filepath.Join(out, "check", "*", results.PlanCheckPNGFile))
@@ -114,6 +125,9 @@ func TestPlanCalibrateAndCheck(t *testing.T) {
 	for _, row := range check.Rows {
 		if !strings.Contains(r.stdout, row.Model) {
 			t.Errorf("the table lacks %s", row.Model)
+		}
+		if f, ok := c.Factor(row.Model); ok != !row.Uncalibrated || !(row.CPUFactor > 0) || ok && row.Phase == "retrieve" && math.Abs(row.CPUFactor-f.Newest) > 1e-9 {
+			t.Errorf("%s %s: factor %v, uncalibrated %v; the calibration's %+v", row.Model, row.Phase, row.CPUFactor, row.Uncalibrated, f)
 		}
 	}
 	// A saved run that searched five designs' highest rates.

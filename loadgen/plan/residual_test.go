@@ -1,11 +1,19 @@
 package plan
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
 
@@ -146,5 +154,214 @@ func TestResidualForms(t *testing.T) {
 	m, a := score["multiplicative"], score["additive"]
 	if m[0]+m[1] < a[0]+a[1] || m[2] < a[2] {
 		t.Errorf("the additive form does better (CPU within 30%% at 3,000 users, in the rate run, rates): %v against %v", a, m)
+	}
+}
+
+// handCalibration costs 1 µs a row read, 2 a row written, 10 a statement
+// on the database and 5 an operation in the application.
+func handCalibration() *results.Calibration {
+	return &results.Calibration{DBRowReadUs: 1, DBRowWrittenUs: 2, DBStatementUs: 10, AppOpUs: 5}
+}
+
+// handPhase is a counted phase of model whose servers spent cpuUs an
+// operation on work shares of ops.
+func handPhase(model, phase string, ops registry.OpWork, shares [5]float64, cpuUs float64) countedPhase {
+	return countedPhase{run: "hand", model: model, phase: phase, needs: registry.MariaDB,
+		measured:  cost.Cost{cost.Ops: 100, cost.DBCPU: cpuUs * 0.75, cost.CPU: cpuUs * 0.25},
+		predicted: mixWork(ops, shares), ops: ops, shares: shares}
+}
+
+// TestFactorsFromHandMadePhases: a design whose newest pages cost exactly
+// twice their work at the unit costs gets 2; one whose older pages cost 2
+// times in one run and 8 in another gets their geometric mean, 4; a post
+// at its units gets 1; a traffic phase that costs 1.5 times its
+// operations with those factors gets the mix factor 1.5; and the check
+// carries them: its prediction of each phase is the measurement.
+func TestFactorsFromHandMadePhases(t *testing.T) {
+	cal := handCalibration()
+	ops := registry.OpWork{
+		Newest: registry.Work{RowsRead: 40, Statements: 1}, // 5 + 40 + 10 = 55 µs
+		Older:  registry.Work{RowsRead: 90, Statements: 1}, // 105 µs
+		Post:   registry.Work{RowsRead: 10, RowsWritten: 10, Statements: 2},
+		Later:  registry.Work{RowsWritten: 5},                                                                        // 5 + 10 + 20 + 20 + 10 = 65 µs
+		Follow: registry.Work{RowsWritten: 1, Statements: 1}, Unfollow: registry.Work{RowsWritten: 1, Statements: 1}, // 17 µs
+	}
+	units := func(k int) float64 { return cpuOf(cal, opWorks(ops)[k], registry.MariaDB).all() }
+	if units(opNewest) != 55 || units(opOlder) != 105 || units(opPost) != 65 || units(opFollow) != 17 {
+		t.Fatalf("units: %v %v %v %v", units(opNewest), units(opOlder), units(opPost), units(opFollow))
+	}
+	mix := [5]float64{0.5, 0.3, 0.1, 0.05, 0.05}
+	withFactors := 0.5*2*55 + 0.3*4*105 + 0.1*1*65 + 0.1*17
+	phases := []countedPhase{
+		handPhase("push", "retrieve", ops, [5]float64{1, 0, 0, 0, 0}, 110),
+		handPhase("push", "retrieve", ops, [5]float64{1, 0, 0, 0, 0}, 110),
+		handPhase("push", "retrieve_older", ops, [5]float64{0, 1, 0, 0, 0}, 210),
+		handPhase("push", "retrieve_older", ops, [5]float64{0, 1, 0, 0, 0}, 840),
+		handPhase("push", "submit", ops, [5]float64{0, 0, 1, 0, 0}, 65),
+		handPhase("push", "traffic", ops, mix, 1.5*withFactors),
+	}
+	got := fitFactors(cal, phases)
+	want := results.CPUFactors{Newest: 2, Older: 4, Post: 1, Mix: 1.5, Phases: 6}
+	f, ok := got["push"]
+	if !ok || len(got) != 1 || math.Abs(f.Newest-want.Newest) > 1e-9 || math.Abs(f.Older-want.Older) > 1e-9 ||
+		math.Abs(f.Post-want.Post) > 1e-9 || math.Abs(f.Mix-want.Mix) > 1e-9 || f.Phases != want.Phases {
+		t.Fatalf("factors %+v; want %+v", got, want)
+	}
+	cal.Factors = got
+	for _, p := range phases {
+		m, _ := p.measured.AllCPU()
+		if p.phase == "retrieve_older" {
+			m = 420 // the geometric mean of the two runs
+		}
+		if pred := designCPU(cal, residualOf(cal, "push"), p.ops, p.shares, p.needs).all(); math.Abs(pred-m) > 1e-9*m {
+			t.Errorf("%s: predicted %.3f µs, measured %.3f", p.phase, pred, m)
+		}
+	}
+}
+
+// TestMissingDesignGetsOne: a design the calibration did not run, and
+// every design of a calibration without factors, has factor 1 and is
+// marked so; the plan's CPU for it is the unit costs', and its text says
+// so by name.
+func TestMissingDesignGetsOne(t *testing.T) {
+	cal := DefaultCalibration()
+	delete(cal.Factors, "pull-sp")
+	r := residualOf(cal, "pull-sp")
+	if r.measured || r != (residual{factor: noResidual.factor, mix: 1}) {
+		t.Errorf("pull-sp's residual %+v; want 1 everywhere, not measured", r)
+	}
+	w := Workload{Users: 10_000, NewestPerSec: 100, PostsPerSec: 5, Models: []string{"pull-sp", "push"}}
+	p, err := Make(w, cal, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := *cal
+	old.Factors = nil
+	q, err := Make(w, &old, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range p.Designs {
+		units := q.Designs[i]
+		if math.Abs(units.CPUFactor-1) > 1e-9 || !units.Uncalibrated {
+			t.Errorf("%s without factors: factor %v, uncalibrated %v", units.Model, units.CPUFactor, units.Uncalibrated)
+		}
+		cpu, base := d.DBUs+d.CacheUs+d.AppUs, units.DBUs+units.CacheUs+units.AppUs
+		switch d.Model {
+		case "pull-sp":
+			if !d.Uncalibrated || math.Abs(d.CPUFactor-1) > 1e-9 || math.Abs(cpu-base) > 1e-9*base {
+				t.Errorf("pull-sp: %+v; want factor 1 and the unit costs' %v µs", d, base)
+			}
+		case "push":
+			if d.Uncalibrated || math.Abs(cpu/base-d.CPUFactor) > 1e-9 || math.Abs(d.CPUFactor-1) < 0.01 {
+				t.Errorf("push: factor %v, %v µs against %v at the unit costs", d.CPUFactor, cpu, base)
+			}
+		}
+	}
+	var b strings.Builder
+	if err := results.WritePlan(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	if !strings.Contains(text, "the calibration did not run pull-sp: factor 1") {
+		t.Errorf("the plan does not say pull-sp has no factor:\n%s", text)
+	}
+	for _, d := range p.Designs {
+		line := ""
+		for _, l := range strings.Split(text, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), d.Model+" ") {
+				line = l
+			}
+		}
+		want := fmt.Sprintf("%.2f", d.CPUFactor)
+		if d.Uncalibrated {
+			want = "1, not calibrated"
+		}
+		if !strings.Contains(line, " µs  ") || !strings.Contains(line, want) {
+			t.Errorf("%s's line does not name its factor %s: %q", d.Model, want, line)
+		}
+	}
+}
+
+// TestHighestRateByHandWithFactors: TestHighestRateByHand's design whose
+// every operation costs twice its units (and its mix once more 1.5
+// times) serves the rate of an operation of 100 × 2 × 1.5 = 300 µs: the
+// p99 100·3·ln(100)/(1-u) µs reaches 50 ms at u = 1 - 0.0276, on 2 cores
+// u × 2 × 10^6/300 operations a second.
+func TestHighestRateByHandWithFactors(t *testing.T) {
+	cal := &results.Calibration{AppOpUs: 100, Factors: map[string]results.CPUFactors{
+		"push": {Newest: 2, Older: 2, Post: 2, Mix: 1.5}}}
+	w := rateWorkload()
+	_, shares := w.WithDefaults().opShares()
+	if !isMixed(shares) {
+		t.Fatalf("the workload is not a mix: %v", shares)
+	}
+	// Follows and unfollows have no factor of their own: 1 × 1.5.
+	opUs := 100 * 1.5 * (2*(shares[0]+shares[1]+shares[2]) + shares[3] + shares[4])
+	est, err := HighestRate(w, cal, "push", Box{Cores: 2, RTT: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(est.CPUUs-opUs) > 1e-9*opUs || math.Abs(est.CPUFactor-opUs/100) > 1e-9 {
+		t.Errorf("CPU %v µs, factor %v; want %v µs", est.CPUUs, est.CPUFactor, opUs)
+	}
+	// The p99 of a mix of exponentials of means 300 and 150 µs (follows)
+	// stretched by 1/(1-u): at most that of all at 300 µs.
+	if u := 1 - opUs*math.Log(100)/50_000; est.Utilization < u-1e-3 || est.PerSec > 2e6/opUs {
+		t.Errorf("%+v; want at least utilisation %.4f and under the ceiling", est, u)
+	}
+	plain, err := HighestRate(w, &results.Calibration{AppOpUs: 100}, "push", Box{Cores: 2, RTT: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.PerSec >= plain.PerSec*100/opUs*1.01 {
+		t.Errorf("with factors %.0f ops/s, without %.0f: want about %.2f times fewer", est.PerSec, plain.PerSec, opUs/100)
+	}
+}
+
+// TestBadFactorRefusedAtLoad: a calibration file whose factor is 0,
+// negative, NaN or infinite is refused at load with a *FactorError naming
+// the design and the operation, and the plan refuses a calibration made
+// in code with one; a calibration of format 1, without factors, loads
+// and means factor 1.
+func TestBadFactorRefusedAtLoad(t *testing.T) {
+	data, err := json.Marshal(DefaultCalibration())
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := string(data)
+	at := strings.Index(good, `"pull-redis":{"retrieve":`)
+	if at < 0 {
+		t.Fatalf("no pull-redis factors in %s", good)
+	}
+	at += len(`"pull-redis":{"retrieve":`)
+	end := at + strings.IndexByte(good[at:], ',')
+	for _, bad := range []string{"0", "-1", `"NaN"`, `"Inf"`, "1e999"} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, results.CalibrationFile), []byte(good[:at]+bad+good[end:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := results.LoadCalibration(dir)
+		var fe *results.FactorError
+		if !errors.As(err, &fe) || fe.Model != "pull-redis" || fe.Phase != "retrieve" || !strings.Contains(err.Error(), "want a finite number above 0") {
+			t.Errorf("factor %s: %v; want a FactorError for pull-redis's retrieve", bad, err)
+		}
+	}
+	cal := DefaultCalibration()
+	cal.Factors["push"] = results.CPUFactors{Newest: math.NaN(), Older: 1, Post: 1, Mix: 1}
+	var ie *InputError
+	if _, err := Make(Workload{Users: 1000, NewestPerSec: 10}, cal, ""); !errors.As(err, &ie) || ie.Field != "calibration" {
+		t.Errorf("a plan with a NaN factor: %v", err)
+	}
+	if _, err := HighestRate(rateWorkload(), cal, "push", Box{Cores: 2}); !errors.As(err, &ie) {
+		t.Errorf("a rate with a NaN factor: %v", err)
+	}
+
+	old, err := results.LoadCalibration(filepath.Join("..", "..", "evidence", "plan", "quiet", "calibration"))
+	if err != nil || old.Version != 1 || old.Factors != nil {
+		t.Fatalf("format 1: %v, %+v", err, old)
+	}
+	if f, ok := old.Factor("pull-redis"); ok || f != (results.CPUFactors{Newest: 1, Older: 1, Post: 1, Mix: 1}) {
+		t.Errorf("format 1's factors: %+v, %v", f, ok)
 	}
 }
