@@ -110,70 +110,51 @@ func designCPU(cal *results.Calibration, r residual, ow registry.OpWork, shares 
 // then the mix factor the same way, the traffic phases' measured CPU over
 // their prediction with those factors.
 func fitFactors(cal *results.Calibration, phases []countedPhase) map[string]results.CPUFactors {
-	type acc struct {
-		logs [opKinds + 1][]float64 // newest, older, post, -, -, mix
-	}
-	byModel := map[string]*acc{}
-	measured := func(p countedPhase) (float64, bool) {
-		v, ok := p.measured.AllCPU()
-		return v, ok && v > 0
-	}
-	kindOf := map[string]int{"retrieve": opNewest, "retrieve_older": opOlder, "submit": opPost}
-	for _, p := range phases {
-		k, ok := kindOf[p.phase]
-		m, has := measured(p)
-		pred := cpuOf(cal, p.predicted, p.needs).all()
-		if !ok || !has || !(pred > 0) {
-			continue
+	// logs are each design's log(measured/predicted) by kind, the mix's
+	// at opKinds.
+	logs := map[string]*[opKinds + 1][]float64{}
+	add := func(p countedPhase, k int, predicted float64) {
+		m, ok := p.measured.AllCPU()
+		if !ok || !(m > 0) || !(predicted > 0) {
+			return
 		}
-		a := byModel[p.model]
-		if a == nil {
-			a = &acc{}
-			byModel[p.model] = a
+		if logs[p.model] == nil {
+			logs[p.model] = &[opKinds + 1][]float64{}
 		}
-		a.logs[k] = append(a.logs[k], math.Log(m/pred))
+		logs[p.model][k] = append(logs[p.model][k], math.Log(m/predicted))
 	}
-	geo := func(logs []float64) float64 {
-		if len(logs) == 0 {
+	geo := func(ls []float64) float64 {
+		if len(ls) == 0 {
 			return 1
 		}
 		var s float64
-		for _, l := range logs {
+		for _, l := range ls {
 			s += l
 		}
-		return math.Exp(s / float64(len(logs)))
+		return math.Exp(s / float64(len(ls)))
 	}
-	out := map[string]results.CPUFactors{}
-	for name, a := range byModel {
-		out[name] = results.CPUFactors{Newest: geo(a.logs[opNewest]), Older: geo(a.logs[opOlder]), Post: geo(a.logs[opPost]), Mix: 1,
-			Phases: len(a.logs[opNewest]) + len(a.logs[opOlder]) + len(a.logs[opPost])}
+	kindOf := map[string]int{"retrieve": opNewest, "retrieve_older": opOlder, "submit": opPost}
+	for _, p := range phases {
+		if k, ok := kindOf[p.phase]; ok {
+			add(p, k, cpuOf(cal, p.predicted, p.needs).all())
+		}
+	}
+	ops := &results.Calibration{Factors: map[string]results.CPUFactors{}}
+	for name, l := range logs {
+		ops.Factors[name] = results.CPUFactors{Newest: geo(l[opNewest]), Older: geo(l[opOlder]), Post: geo(l[opPost]), Mix: 1,
+			Phases: len(l[opNewest]) + len(l[opOlder]) + len(l[opPost])}
 	}
 	for _, p := range phases {
-		m, has := measured(p)
-		if p.phase != "traffic" || !has {
-			continue
-		}
-		f, ok := out[p.model]
-		if !ok {
-			f = results.CPUFactors{Newest: 1, Older: 1, Post: 1, Mix: 1}
-		}
-		r := residual{factor: [opKinds]float64{f.Newest, f.Older, f.Post, 1, 1}, mix: 1}
-		if pred := designCPU(cal, r, p.ops, p.shares, p.needs).all(); pred > 0 {
-			a := byModel[p.model]
-			if a == nil {
-				a = &acc{}
-				byModel[p.model] = a
-			}
-			a.logs[opKinds] = append(a.logs[opKinds], math.Log(m/pred))
-			out[p.model] = f
+		if p.phase == "traffic" {
+			add(p, opKinds, designCPU(cal, residualOf(ops, p.model), p.ops, p.shares, p.needs).all())
 		}
 	}
-	for name, a := range byModel {
-		if f, ok := out[name]; ok && len(a.logs[opKinds]) > 0 {
-			f.Mix = geo(a.logs[opKinds])
-			f.Phases += len(a.logs[opKinds])
-			out[name] = f
-		}
+	out := map[string]results.CPUFactors{}
+	for name, l := range logs {
+		f, _ := ops.Factor(name)
+		f.Mix = geo(l[opKinds])
+		f.Phases += len(l[opKinds])
+		out[name] = f
 	}
 	return out
 }
