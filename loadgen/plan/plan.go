@@ -408,7 +408,7 @@ func describe(w Workload, d registry.Demand) (lines, assumptions []string) {
 	}
 	assumptions = []string{
 		"work per operation from each design's cost model (registry.Model.Work) at this workload; checked against counted runs (docs/plan.md)",
-		"CPU per row, key, command, statement and round trip from the calibration on " + "the machine named below, the same per unit at any size (no cache misses on disk, no lock contention)",
+		"CPU per row, key, command, statement and round trip from the calibration on " + "the machine named below, the same per unit at any size (no cache misses on disk, no lock contention), times each design's CPU factors measured there (per kind of operation and mix; 1 for a design it did not run)",
 		fmt.Sprintf("latency: each operation's CPU on every process it passes plus %s per statement and cache round trip, queued as M/M/1 at %.0f%% utilisation; p99 over the mix", w.RTT, 100*w.Utilization),
 		"the fan-out lag of an asynchronous design: one post's fan-out applied by one worker, queued likewise",
 		fmt.Sprintf("storage: messages, follows (%d bytes each) and mailbox rows at the calibrated bytes; buffer pool %.0f%% of the data; memcached %d bytes per id, Redis %d per sorted-set member, %d per key",
