@@ -45,7 +45,7 @@ func Check(runs []*results.Result, sources []string, cal *results.Calibration, c
 		c.Rates = append(c.Rates, rates...)
 	}
 	if len(c.Rates) > 0 {
-		c.RateBasis = fmt.Sprintf("predicted on the run's cores, shared by the application and every server, with %s per statement and cache round trip, queued as M/M/1", LoopbackRTT)
+		c.RateBasis = fmt.Sprintf("predicted on the run's cores, shared by the application and every server, with %s per statement and cache round trip, queued as M/M/1, Redis's commands also on its one thread", LoopbackRTT)
 	}
 	return c, nil
 }
