@@ -76,6 +76,7 @@ func searchedRates(r *results.Result, cal *results.Calibration) ([]results.PlanR
 		}
 		w.NewestPerSec, w.OlderPerSec, w.PostsPerSec, w.FollowsPerSec = n, o, p, f+u
 		w.SLO = time.Duration(s.SLOMs * float64(time.Millisecond))
+		w.Options = m.Options
 		box := Box{Cores: float64(r.Environment.CPUs)}
 		est, err := HighestRate(w, cal, m.Name, box)
 		if err != nil {
