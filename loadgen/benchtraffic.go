@@ -158,7 +158,7 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 	}
 	rm.Traffic.Mix = mix.String()
 	if b.cfg.FindRate {
-		if err := b.searchRate(ctx, m, rm.Traffic, newOp); err != nil {
+		if err := b.searchRate(ctx, m, s, rm.Traffic, newOp); err != nil {
 			return err
 		}
 	}
@@ -210,8 +210,17 @@ func (b *bench) openPhase(ctx context.Context, name string, rate float64, dur ti
 }
 
 // searchRate finds m's highest rate whose p99 holds the run's SLO, from
-// the traffic phase's achieved rate, in open-loop steps.
-func (b *bench) searchRate(ctx context.Context, m registry.Model, t *results.Traffic, newOp func(int) openloop.Op) error {
+// the traffic phase's achieved rate, in open-loop steps on its store s.
+// Each step of a model whose reads are measured warm (Bench.WarmReads,
+// on the store the traffic phase warmed) starts, as that phase did, after
+// every user's newest page was read: the phase or step before may have
+// left its state cold (push-redis pays its fence when a write's outcome is
+// unknown, as for a post cut off at a phase's end or a Redis write that
+// timed out in an overloaded step, and then rebuilds every feed on read),
+// and every later step would measure that instead of its rate.
+func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Store, t *results.Traffic, newOp func(int) openloop.Op) error {
+	_, own := b.traffic[m.Name]
+	warm := m.Bench.WarmReads && !own
 	start := t.Total.OpsPerSec
 	if t.Open != nil {
 		start = t.Open.AchievedPerSec
@@ -223,6 +232,11 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, t *results.Tra
 	sr, err := openloop.FindRate(ctx, openloop.SearchConfig{
 		SLO: b.cfg.SLO, Start: start, MaxSteps: b.cfg.SearchSteps, MaxErrorRate: workload.MaxErrorRate,
 	}, func(ctx context.Context, rate float64) (openloop.Result, error) {
+		if warm {
+			if err := b.warm(ctx, s); err != nil {
+				return openloop.Result{}, fmt.Errorf("%s: %w", m.Name, err)
+			}
+		}
 		r, _, err := b.openPhase(ctx, fmt.Sprintf("%s/slo@%.0f", m.Name, rate), rate, b.cfg.StepDuration, 0, newOp, nil)
 		return r, err
 	})
