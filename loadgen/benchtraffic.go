@@ -14,6 +14,7 @@ import (
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/counter"
 )
 
 // poolKey is where the older-page cursors of m's reads are kept: cursors
@@ -221,6 +222,7 @@ func (b *bench) openPhase(ctx context.Context, name string, rate float64, dur ti
 func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Store, t *results.Traffic, newOp func(int) openloop.Op) error {
 	_, own := b.traffic[m.Name]
 	warm := m.Bench.WarmReads && !own
+	var stepCounts []map[string]int64
 	start := t.Total.OpsPerSec
 	if t.Open != nil {
 		start = t.Open.AchievedPerSec
@@ -237,7 +239,13 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 				return openloop.Result{}, fmt.Errorf("%s: %w", m.Name, err)
 			}
 		}
+		before := counts(s)
 		r, _, err := b.openPhase(ctx, fmt.Sprintf("%s/slo@%.0f", m.Name, rate), rate, b.cfg.StepDuration, 0, newOp, nil)
+		d := countedSince(before, counts(s))
+		stepCounts = append(stepCounts, d)
+		if d[counter.Fences] > 0 || d[counter.Rebuilds] > 0 {
+			b.logf("  counted in the step: %d fences paid, %d rebuilds", d[counter.Fences], d[counter.Rebuilds])
+		}
 		return r, err
 	})
 	if err != nil {
@@ -245,8 +253,26 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 	}
 	// A step's errors decide whether it held; they do not fail the run.
 	t.Search = searchResult(b.cfg.SLO, b.cfg.StepDuration, start, sr)
+	for i := range t.Search.Steps {
+		if i < len(stepCounts) {
+			t.Search.Steps[i].Counted = stepCounts[i]
+		}
+	}
 	b.logf("  = %s: %.0f/s held p99 ≤ %v", m.Name, sr.Best, b.cfg.SLO)
 	return nil
+}
+
+// countedSince is what a store counted (timeline.Counting) between two
+// snapshots, every counter of after; nil for a store that counts nothing.
+func countedSince(before, after map[string]int64) map[string]int64 {
+	if len(after) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(after))
+	for k, v := range after {
+		out[k] = v - before[k]
+	}
+	return out
 }
 
 // DefaultSLO is the latency objective of the rate search: the p99 of the

@@ -22,6 +22,7 @@ import (
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/counter"
 )
 
 // TestTrafficEveryModel runs the mixed traffic, with per-operation
@@ -184,7 +185,8 @@ func notOnVitess(ms []registry.Model) []registry.Model {
 // phase, after every user's newest page was read: the step before, or the
 // traffic phase's end, may have left its state cold (a fence paid, every
 // feed to rebuild), which the step would otherwise measure instead of the
-// rate.
+// rate. Each step records what the store counted over it, so that such a
+// step shows.
 func TestRateSearchStepsStartWarm(t *testing.T) {
 	spec, err := dataset.PaperSpec().Scaled(0.01)
 	if err != nil {
@@ -224,6 +226,13 @@ func TestRateSearchStepsStartWarm(t *testing.T) {
 	}
 	if steps != len(m.Traffic.Search.Steps) {
 		t.Errorf("%d steps in the progress, %d in the result:\n%s", steps, len(m.Traffic.Search.Steps), search)
+	}
+	for i, st := range m.Traffic.Search.Steps {
+		_, fences := st.Counted[counter.Fences]
+		_, rebuilds := st.Counted[counter.Rebuilds]
+		if !fences || !rebuilds || st.Counted[counter.FeedPages] <= 0 {
+			t.Errorf("step %d counted %v; want push-redis's fences, rebuilds and the pages its feeds served", i+1, st.Counted)
+		}
 	}
 }
 
