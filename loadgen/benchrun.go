@@ -407,6 +407,7 @@ func (b *bench) record(m registry.Model) results.Model {
 	return results.Model{
 		Name: m.Name, Family: m.Family, PaperModel: m.Bench.Paper, Base: m.Base,
 		SharedSubmit: m.Bench.Has(registry.PhaseSubmit) && !m.Bench.OwnSubmission,
+		Options:      m.EffectiveOptions(m.OwnOptions(b.cfg.Options)),
 		DataBytes:    b.sizes[m.Database][0], DiskBytes: b.sizes[m.Database][1], Extra: map[string]float64{},
 	}
 }

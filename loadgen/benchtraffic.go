@@ -14,6 +14,7 @@ import (
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/counter"
 )
 
 // poolKey is where the older-page cursors of m's reads are kept: cursors
@@ -158,7 +159,7 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 	}
 	rm.Traffic.Mix = mix.String()
 	if b.cfg.FindRate {
-		if err := b.searchRate(ctx, m, rm.Traffic, newOp); err != nil {
+		if err := b.searchRate(ctx, m, s, rm.Traffic, newOp); err != nil {
 			return err
 		}
 	}
@@ -210,8 +211,18 @@ func (b *bench) openPhase(ctx context.Context, name string, rate float64, dur ti
 }
 
 // searchRate finds m's highest rate whose p99 holds the run's SLO, from
-// the traffic phase's achieved rate, in open-loop steps.
-func (b *bench) searchRate(ctx context.Context, m registry.Model, t *results.Traffic, newOp func(int) openloop.Op) error {
+// the traffic phase's achieved rate, in open-loop steps on its store s.
+// Each step of a model whose reads are measured warm (Bench.WarmReads,
+// on the store the traffic phase warmed) starts, as that phase did, after
+// every user's newest page was read: the phase or step before may have
+// left its state cold (push-redis pays its fence when a write's outcome is
+// unknown, as for a post cut off at a phase's end or a Redis write that
+// timed out in an overloaded step, and then rebuilds every feed on read),
+// and every later step would measure that instead of its rate.
+func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Store, t *results.Traffic, newOp func(int) openloop.Op) error {
+	_, own := b.traffic[m.Name]
+	warm := m.Bench.WarmReads && !own
+	var stepCounts []map[string]int64
 	start := t.Total.OpsPerSec
 	if t.Open != nil {
 		start = t.Open.AchievedPerSec
@@ -223,7 +234,18 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, t *results.Tra
 	sr, err := openloop.FindRate(ctx, openloop.SearchConfig{
 		SLO: b.cfg.SLO, Start: start, MaxSteps: b.cfg.SearchSteps, MaxErrorRate: workload.MaxErrorRate,
 	}, func(ctx context.Context, rate float64) (openloop.Result, error) {
+		if warm {
+			if err := b.warm(ctx, s); err != nil {
+				return openloop.Result{}, fmt.Errorf("%s: %w", m.Name, err)
+			}
+		}
+		before := counts(s)
 		r, _, err := b.openPhase(ctx, fmt.Sprintf("%s/slo@%.0f", m.Name, rate), rate, b.cfg.StepDuration, 0, newOp, nil)
+		d := countedSince(before, counts(s))
+		stepCounts = append(stepCounts, d)
+		if d[counter.Fences] > 0 || d[counter.Rebuilds] > 0 {
+			b.logf("  counted in the step: %d fences paid, %d rebuilds", d[counter.Fences], d[counter.Rebuilds])
+		}
 		return r, err
 	})
 	if err != nil {
@@ -231,8 +253,26 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, t *results.Tra
 	}
 	// A step's errors decide whether it held; they do not fail the run.
 	t.Search = searchResult(b.cfg.SLO, b.cfg.StepDuration, start, sr)
+	for i := range t.Search.Steps {
+		if i < len(stepCounts) {
+			t.Search.Steps[i].Counted = stepCounts[i]
+		}
+	}
 	b.logf("  = %s: %.0f/s held p99 ≤ %v", m.Name, sr.Best, b.cfg.SLO)
 	return nil
+}
+
+// countedSince is what a store counted (timeline.Counting) between two
+// snapshots, every counter of after; nil for a store that counts nothing.
+func countedSince(before, after map[string]int64) map[string]int64 {
+	if len(after) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(after))
+	for k, v := range after {
+		out[k] = v - before[k]
+	}
+	return out
 }
 
 // DefaultSLO is the latency objective of the rate search: the p99 of the

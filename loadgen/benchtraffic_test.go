@@ -22,6 +22,7 @@ import (
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/counter"
 )
 
 // TestTrafficEveryModel runs the mixed traffic, with per-operation
@@ -177,6 +178,62 @@ func notOnVitess(ms []registry.Model) []registry.Model {
 		}
 	}
 	return out
+}
+
+// TestRateSearchStepsStartWarm: each step of a rate search of a design
+// whose reads are measured warm (push-redis) starts, like its traffic
+// phase, after every user's newest page was read: the step before, or the
+// traffic phase's end, may have left its state cold (a fence paid, every
+// feed to rebuild), which the step would otherwise measure instead of the
+// rate. Each step records what the store counted over it, so that such a
+// step shows.
+func TestRateSearchStepsStartWarm(t *testing.T) {
+	spec, err := dataset.PaperSpec().Scaled(0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := workload.DefaultMix()
+	var progress bytes.Buffer
+	cfg := BenchConfig{
+		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Redis: testserver.Redis(t), Force: true,
+		Spec: spec, Scale: 0.01, Models: []string{"push-redis"}, Mix: &mix, TrafficOnly: true,
+		Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, Concurrency: 2, Progress: &progress,
+		FindRate: true, SLO: 50 * time.Millisecond, StepDuration: 200 * time.Millisecond, SearchSteps: 3,
+	}
+	res, err := RunBench(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	m := res.Model("push-redis")
+	if m == nil || m.Traffic == nil || m.Traffic.Search == nil || len(m.Traffic.Search.Steps) == 0 {
+		t.Fatalf("no rate search: %+v\n%s", m, progress.String())
+	}
+	_, search, ok := strings.Cut(progress.String(), "search push-redis")
+	if !ok {
+		t.Fatalf("no search in the progress:\n%s", progress.String())
+	}
+	warm, steps := 0, 0
+	for line := range strings.Lines(search) {
+		switch {
+		case strings.Contains(line, "warmed memcached: 100 newest pages"):
+			warm++
+		case strings.HasPrefix(line, "phase push-redis/slo@"):
+			if warm != steps+1 {
+				t.Errorf("step %d began after %d warm-ups: %s", steps+1, warm, line)
+			}
+			steps++
+		}
+	}
+	if steps != len(m.Traffic.Search.Steps) {
+		t.Errorf("%d steps in the progress, %d in the result:\n%s", steps, len(m.Traffic.Search.Steps), search)
+	}
+	for i, st := range m.Traffic.Search.Steps {
+		_, fences := st.Counted[counter.Fences]
+		_, rebuilds := st.Counted[counter.Rebuilds]
+		if !fences || !rebuilds || st.Counted[counter.FeedPages] <= 0 {
+			t.Errorf("step %d counted %v; want push-redis's fences, rebuilds and the pages its feeds served", i+1, st.Counted)
+		}
+	}
 }
 
 // TestTrafficOnlyIsWarm: a run of the traffic phase alone (what a

@@ -368,6 +368,26 @@ func (m Model) parseOptions(opts map[string]string) (map[string]any, error) {
 	return out, nil
 }
 
+// EffectiveOptions returns every option m declares with the value it takes
+// under opts: the one opts gives it, else its default (nil when m
+// declares none). It is what a benchmark run records of the model it
+// opened with opts (results.Model.Options), so that its cost model can be
+// evaluated later as it ran (WorkFor).
+func (m Model) EffectiveOptions(opts map[string]string) map[string]string {
+	var out map[string]string
+	for _, o := range m.Options {
+		if out == nil {
+			out = map[string]string{}
+		}
+		v, given := opts[o.Name]
+		if !given {
+			v = o.Default
+		}
+		out[o.Name] = v
+	}
+	return out
+}
+
 // OwnOptions returns the options of opts that m declares (nil if none).
 func (m Model) OwnOptions(opts map[string]string) map[string]string {
 	var out map[string]string

@@ -86,6 +86,20 @@ func TestOptionValues(t *testing.T) {
 	}
 }
 
+// TestEffectiveOptions: every option a model declares, with the value
+// given or its default; options it does not declare are left out, and a
+// model without options has none.
+func TestEffectiveOptions(t *testing.T) {
+	got := Model{Options: declared}.EffectiveOptions(map[string]string{"cap": "5", "policy": "b", "other": "x"})
+	want := map[string]string{"cap": "5", "slack": "0", "ratio": "1", "free": "0", "window": "168h", "policy": "b"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%v, want %v", got, want)
+	}
+	if got := (Model{}).EffectiveOptions(map[string]string{"cap": "5"}); got != nil {
+		t.Errorf("a model without options: %v, want none", got)
+	}
+}
+
 // TestCheckedOpen: a Model's Open from the registry checks the servers and
 // the options, and hands the Open registered every option parsed.
 func TestCheckedOpen(t *testing.T) {

@@ -192,6 +192,11 @@ type Model struct {
 	// (a plain insert), so its submission was measured once for all of
 	// them.
 	SharedSubmit bool `json:"shared_submit,omitempty"`
+	// Options are the model's options as the run opened it: every one it
+	// declares (registry.Model.Options) with its value, given or the
+	// default (registry.Model.EffectiveOptions). Results written before they
+	// were recorded have none; their runs' notes name the options given.
+	Options map[string]string `json:"options,omitempty"`
 	// DataBytes is data plus index length from information_schema, the
 	// measure closest to the paper's data size.
 	DataBytes int64 `json:"data_bytes"`

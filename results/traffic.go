@@ -149,6 +149,12 @@ type RateStep struct {
 	// the traffic's mix: the latency-against-offered-rate curve of each
 	// type. Absent from results that predate them.
 	Ops map[string]RateOp `json:"ops,omitempty"`
+	// Counted is what the design's store counted about its own work over
+	// the step (timeline.Counting, by counter name: the fences it paid,
+	// the state it rebuilt, the reads that fell back...), from the step's
+	// start to its drain's end; absent for a store that counts nothing and
+	// from results that predate it.
+	Counted map[string]int64 `json:"counted,omitempty"`
 }
 
 // RateOp is one operation type's share of a RateStep: its completed

@@ -150,9 +150,9 @@ func counted(r *results.Result) ([]countedPhase, error) {
 			if err != nil {
 				return nil, err
 			}
-			ow, _, _, err := reg.WorkFor(d, nil)
+			ow, _, _, err := reg.WorkFor(d, m.Options)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("plan: run %s: %s with the options it recorded: %w", r.Command, m.Name, err)
 			}
 			out = append(out, countedPhase{
 				run: runLabel(r), model: m.Name, phase: name, needs: reg.Needs, measured: ph.Cost,

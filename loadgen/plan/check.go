@@ -57,7 +57,7 @@ func check(runs []*results.Result, sources []string, cal *results.Calibration, c
 		c.Rates = append(c.Rates, rates...)
 	}
 	if len(c.Rates) > 0 {
-		c.RateBasis = fmt.Sprintf("predicted on the run's cores, shared by the application and every server, with %s per statement and cache round trip, queued as M/M/1", LoopbackRTT)
+		c.RateBasis = fmt.Sprintf("predicted on the run's cores, shared by the application and every server, with %s per statement and cache round trip, queued as M/M/1, Redis's commands also on its one thread", LoopbackRTT)
 	}
 	return c, nil
 }
@@ -88,6 +88,7 @@ func searchedRates(r *results.Result, cal *results.Calibration, residualOf func(
 		}
 		w.NewestPerSec, w.OlderPerSec, w.PostsPerSec, w.FollowsPerSec = n, o, p, f+u
 		w.SLO = time.Duration(s.SLOMs * float64(time.Millisecond))
+		w.Options = m.Options
 		box := Box{Cores: float64(r.Environment.CPUs)}
 		res := residualOf(m.Name)
 		est, err := highestRateWith(w, cal, m.Name, box, res)

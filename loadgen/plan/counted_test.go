@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/recommend"
 	"github.com/pushpull/pushpull/loadgen/workload"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
 
@@ -140,6 +142,78 @@ func TestCheckReadsRateSearches(t *testing.T) {
 	img, err := png.DecodeConfig(f)
 	if err != nil || img.Width <= img.Height*3 {
 		t.Errorf("plot %dx%d (%v): want three panels side by side", img.Width, img.Height, err)
+	}
+}
+
+// TestCheckUsesRecordedOptions: a counted run of hybrid at 100 users with
+// --option threshold=44 (about half the authors have 44 followers or more:
+// their posts reach no mailbox, and a page pulls them) records the
+// option, with the defaults of hybrid's other options, and Check predicts
+// its phases with it: the rows a post writes and a newest page reads
+// within 10 % of the counted, where the same run checked as if it had
+// recorded nothing (the default threshold, 1,000, above every author:
+// every post fans out, no page pulls) misses both by more than 30 %.
+func TestCheckUsesRecordedOptions(t *testing.T) {
+	spec, err := dataset.PaperSpec().Scaled(0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	cfg := loadgen.BenchConfig{
+		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Redis: testserver.Redis(t), Force: true,
+		Spec: spec, Scale: 0.01, Models: []string{"hybrid"}, Ops: 200, Concurrency: 4,
+		Options: map[string]string{"threshold": "44"}, Progress: &progress,
+	}
+	run, c, _ := runAndCheck(t, cfg, &progress)
+	reg, err := registry.Lookup("hybrid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := run.Model("hybrid").Options
+	if got["threshold"] != "44" || len(got) != len(reg.Options) {
+		t.Fatalf("recorded options %v; want threshold=44 and every one of hybrid's %d options", got, len(reg.Options))
+	}
+	for _, o := range reg.Options {
+		if o.Name != "threshold" && got[o.Name] != o.Default {
+			t.Errorf("recorded %s=%q; want its default %q", o.Name, got[o.Name], o.Default)
+		}
+	}
+	bare := *run
+	bare.Models = slices.Clone(run.Models)
+	bare.Models[0].Options = nil
+	d, err := Check([]*results.Result{&bare}, []string{"test"}, DefaultCalibration(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(c *results.PlanCheck, phase string) results.PlanCheckRow {
+		for _, r := range c.Rows {
+			if r.Phase == phase {
+				return r
+			}
+		}
+		t.Fatalf("no %s row in %+v", phase, c.Rows)
+		return results.PlanCheckRow{}
+	}
+	for _, x := range []struct {
+		phase, what string
+		of          func(results.PlanWork) float64
+	}{
+		{"submit", "rows written", func(w results.PlanWork) float64 { return w.RowsWritten }},
+		{"retrieve", "rows read", func(w results.PlanWork) float64 { return w.RowsRead }},
+	} {
+		with, without := row(c, x.phase), row(d, x.phase)
+		if with.Measured != without.Measured {
+			t.Fatalf("%s: the same run counted %+v and %+v", x.phase, with.Measured, without.Measured)
+		}
+		m := x.of(with.Measured)
+		errOf := func(r results.PlanCheckRow) float64 { return 100 * (x.of(r.Predicted)/m - 1) }
+		if e := errOf(with); !(m > 0) || !(math.Abs(e) <= 10) {
+			t.Errorf("%s with threshold=44: %s %.2f predicted, %.2f counted (%+.0f%%); want within 10%%", x.phase, x.what, x.of(with.Predicted), m, e)
+		}
+		if e := errOf(without); !(math.Abs(e) > 30) {
+			t.Errorf("%s with the default threshold: %s %.2f predicted, %.2f counted (%+.0f%%); want a miss beyond 30%%", x.phase, x.what, x.of(without.Predicted), m, e)
+		}
+		t.Logf("%s: %s %.2f counted; predicted %.2f with the recorded threshold, %.2f with the default", x.phase, x.what, m, x.of(with.Predicted), x.of(without.Predicted))
 	}
 }
 

@@ -94,12 +94,16 @@ func (w Workload) opShares() (rate float64, shares [5]float64) {
 
 // component is a kind of operation with the share of the traffic it
 // takes and its mean service time: what the p99 of the mix is drawn from.
-type component struct{ weight, meanUs float64 }
+// redisUs is the part of meanUs that redis-server's one thread serves
+// (the CPU of its commands), which queues at that thread's own
+// utilisation.
+type component struct{ weight, meanUs, redisUs float64 }
 
 // p99Of is the 99th percentile of a mix of exponential times, each
-// component's mean being its service time stretched by queueing at
-// utilisation u (an M/M/1 response time: mean S/(1-u)).
-func p99Of(cs []component, u float64) float64 {
+// component's mean being its service time stretched by queueing (an M/M/1
+// response time: mean S/(1-ρ)): its Redis part at ur, the utilisation of
+// redis-server's thread, the rest at u, the cores'.
+func p99Of(cs []component, u, ur float64) float64 {
 	var total float64
 	for _, c := range cs {
 		total += c.weight
@@ -108,7 +112,8 @@ func p99Of(cs []component, u float64) float64 {
 		var s float64
 		for _, c := range cs {
 			if c.meanUs > 0 {
-				s += c.weight / total * math.Exp(-t*(1-u)/c.meanUs)
+				mean := (c.meanUs-c.redisUs)/(1-u) + c.redisUs/(1-ur)
+				s += c.weight / total * math.Exp(-t/mean)
 			}
 		}
 		return s
@@ -256,7 +261,7 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 	if err != nil {
 		return results.PlanDesign{}, err
 	}
-	pd.P99Ms = p99Of(lat.comps, u) / 1000
+	pd.P99Ms = p99Of(lat.comps, u, u) / 1000
 	var whys []string
 	if pd.P99Ms > ms(w.SLO) {
 		whys = append(whys, fmt.Sprintf("p99 %s ms > %s ms", fmtFloat(round2(pd.P99Ms)), fmtFloat(ms(w.SLO))))
@@ -264,7 +269,7 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 	if pd.Async {
 		// One post's fan-out is applied by one worker; the workers of
 		// every application node share the queue.
-		pd.LagP99Ms = p99Of(lat.lags, u) / 1000
+		pd.LagP99Ms = p99Of(lat.lags, u, u) / 1000
 		pd.LagMaxMs = rs.op(opPost, cpuOf(cal, ow.LargestPost, m.Needs), isMixed(shares)).db / (1 - u) / 1000
 		busy := w.PostsPerSec * lat.laterUs / 1e6
 		workers := math.Max(1, ow.Workers) * float64(pd.AppNodes)
@@ -293,8 +298,9 @@ type latency struct {
 // older, post, follow, unfollow) whose mean work is ow: each component's
 // service time is its CPU on every process it passes (scaled by the
 // design's residual r for its kind and the mix) plus w.RTT per statement
-// and cache call; an operation's share is its kind's times its bucket's
-// share of the reads or posts.
+// and cache call, of which redis-server's CPU is its Redis part; an
+// operation's share is its kind's times its bucket's share of the reads
+// or posts.
 func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model, cal *results.Calibration, r residual,
 	shares [5]float64, ow registry.OpWork) (latency, error) {
 	readShare := make([]float64, dc.followeeBuckets)
@@ -307,8 +313,9 @@ func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model
 		posts += c.Users * c.Posts
 	}
 	mixed := isMixed(shares)
-	service := func(kind int, x registry.Work) float64 {
-		return r.op(kind, cpuOf(cal, x, m.Needs), mixed).all() + float64(w.RTT)/float64(time.Microsecond)*(x.Statements+x.CacheCalls)
+	service := func(share float64, kind int, x registry.Work) component {
+		c := r.op(kind, cpuOf(cal, x, m.Needs), mixed)
+		return component{share, c.all() + float64(w.RTT)/float64(time.Microsecond)*(x.Statements+x.CacheCalls), c.rd}
 	}
 	var l latency
 	for b := range dc.followeeBuckets {
@@ -319,8 +326,8 @@ func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model
 		if err != nil {
 			return latency{}, err
 		}
-		l.comps = append(l.comps, component{shares[0] * readShare[b] / reads, service(opNewest, x.Newest)},
-			component{shares[1] * readShare[b] / reads, service(opOlder, x.Older)})
+		l.comps = append(l.comps, service(shares[0]*readShare[b]/reads, opNewest, x.Newest),
+			service(shares[1]*readShare[b]/reads, opOlder, x.Older))
 	}
 	async := m.Traits.Has(registry.Async)
 	for b := range dc.followerBuckets {
@@ -331,14 +338,14 @@ func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model
 		if err != nil {
 			return latency{}, err
 		}
-		l.comps = append(l.comps, component{shares[2] * postShare[b] / posts, service(opPost, x.Post)})
+		l.comps = append(l.comps, service(shares[2]*postShare[b]/posts, opPost, x.Post))
 		if async {
 			later := r.op(opPost, cpuOf(cal, x.Later, m.Needs), mixed).db
-			l.lags = append(l.lags, component{postShare[b] / posts, later})
+			l.lags = append(l.lags, component{postShare[b] / posts, later, 0})
 			l.laterUs += postShare[b] / posts * later
 		}
 	}
-	l.comps = append(l.comps, component{shares[3], service(opFollow, ow.Follow)}, component{shares[4], service(opUnfollow, ow.Unfollow)})
+	l.comps = append(l.comps, service(shares[3], opFollow, ow.Follow), service(shares[4], opUnfollow, ow.Unfollow))
 	return l, nil
 }
 
@@ -409,7 +416,7 @@ func describe(w Workload, d registry.Demand) (lines, assumptions []string) {
 	assumptions = []string{
 		"work per operation from each design's cost model (registry.Model.Work) at this workload; checked against counted runs (docs/plan.md)",
 		"CPU per row, key, command, statement and round trip from the calibration on " + "the machine named below, the same per unit at any size (no cache misses on disk, no lock contention), times each design's CPU factors measured there (per kind of operation and mix; 1 for a design it did not run)",
-		fmt.Sprintf("latency: each operation's CPU on every process it passes plus %s per statement and cache round trip, queued as M/M/1 at %.0f%% utilisation; p99 over the mix", w.RTT, 100*w.Utilization),
+		fmt.Sprintf("latency: each operation's CPU on every process it passes plus %s per statement and cache round trip, queued as M/M/1 at %.0f%% utilisation (Redis as one instance per core its commands need, each thread filled likewise); p99 over the mix", w.RTT, 100*w.Utilization),
 		"the fan-out lag of an asynchronous design: one post's fan-out applied by one worker, queued likewise",
 		fmt.Sprintf("storage: messages, follows (%d bytes each) and mailbox rows at the calibrated bytes; buffer pool %.0f%% of the data; memcached %d bytes per id, Redis %d per sorted-set member, %d per key",
 			FollowBytes, 100*DBMemoryShare, MemcachedIDBytes, RedisIDBytes, KeyBytes),

@@ -36,12 +36,18 @@ type RateEstimate struct {
 	CPUUs       float64
 	Utilization float64
 	// CeilingPerSec is the rate that would fill every core at that CPU
-	// per operation.
+	// per operation, or redis-server's one thread at its CPU per
+	// operation if that comes first.
 	CeilingPerSec float64
 	// CPUFactor is CPUUs over what the work costs at the calibration's
 	// unit costs alone: the design's CPU factors (results.CPUFactors)
 	// for this mix; 1 for a design the calibration did not run.
 	CPUFactor float64
+	// RedisUs is redis-server's part of CPUUs, µs; RedisUtilization the
+	// share of its one thread it fills at PerSec (0 for a design without
+	// Redis).
+	RedisUs          float64
+	RedisUtilization float64
 }
 
 // HighestRate predicts the highest rate of w's mix at which model's p99
@@ -54,8 +60,15 @@ type RateEstimate struct {
 // operation's response time is its service time stretched by queueing at u
 // as in a plan's p99 (p99Of); the answer is the highest R whose p99 is
 // within the objective, found by bisection. The CPU of each kind of
-// operation is scaled by the design's CPU factors in cal. A workload or
-// box a plan cannot be made with is an *InputError.
+// operation is scaled by the design's CPU factors in cal. redis-server
+// runs its commands on one thread, whatever the box's cores: it is a
+// queue of its own, busy ur = R × its CPU per operation ÷ 1 core, and an
+// operation's Redis part queues at the larger of ur and u (its thread
+// waits for Redis's other commands, and for a core like every process);
+// so a design whose Redis CPU per operation is a large part of its CPU is
+// bounded by Redis's thread on a box of many cores, where more cores no
+// longer raise its rate. A workload or box a plan cannot be made with is
+// an *InputError.
 func HighestRate(w Workload, cal *results.Calibration, model string, box Box) (RateEstimate, error) {
 	if err := cal.Validate(); err != nil {
 		return RateEstimate{}, &InputError{Field: "calibration", Reason: err.Error()}
@@ -104,33 +117,39 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 	// at is the CPU per operation at rate and whether the p99 holds
 	// there.
 	var units float64 // the CPU per operation at the unit costs alone, at the last rate tried
-	at := func(rate float64) (cpu float64, held bool, err error) {
+	at := func(rate float64) (c cpu, held bool, err error) {
 		d.ReadsPerSec, d.PostsPerSec = rate*(shares[0]+shares[1]), rate*shares[2]
 		ow, _, _, err := m.WorkFor(d, w.Options)
 		if err != nil {
-			return 0, false, &InputError{Field: "option", Reason: err.Error()}
+			return cpu{}, false, &InputError{Field: "option", Reason: err.Error()}
 		}
-		cpu = designCPU(cal, r, ow, shares, m.Needs).all()
+		c = designCPU(cal, r, ow, shares, m.Needs)
 		units = cpuOf(cal, mixWork(ow, shares), m.Needs).all()
-		u := rate * cpu / capacity
-		if !(cpu > 0) || u >= 1 {
-			return cpu, false, nil
+		u, ur := rate*c.all()/capacity, rate*c.rd/1e6
+		if !(c.all() > 0) || u >= 1 || ur >= 1 {
+			return c, false, nil
 		}
 		lat, err := latencyOf(w, d, dc, m, cal, r, shares, ow)
 		if err != nil {
-			return 0, false, err
+			return cpu{}, false, err
 		}
-		return cpu, p99Of(lat.comps, u) <= slo, nil
+		return c, p99Of(lat.comps, u, max(u, ur)) <= slo, nil
+	}
+	ceiling := func(c cpu) float64 {
+		if c.rd > 0 {
+			return min(capacity/c.all(), 1e6/c.rd)
+		}
+		return capacity / c.all()
 	}
 	// The rate the box would serve at an idle box's CPU per operation
 	// starts the bracket; it doubles while the p99 holds (caches that hit
 	// more at higher rates make an operation cheaper).
 	const idle = 1e-3
-	cpu, held, err := at(idle)
+	c, held, err := at(idle)
 	if err != nil || !held {
-		return RateEstimate{CPUUs: cpu}, err
+		return RateEstimate{CPUUs: c.all(), RedisUs: c.rd}, err
 	}
-	lo, hi := idle, capacity/cpu
+	lo, hi := idle, ceiling(c)
 	for range rateSearchSteps {
 		_, ok, err := at(hi)
 		if err != nil {
@@ -156,9 +175,10 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 			hi = mid
 		}
 	}
-	cpu, _, err = at(lo)
+	c, _, err = at(lo)
 	if err != nil {
 		return RateEstimate{}, err
 	}
-	return RateEstimate{PerSec: lo, CPUUs: cpu, Utilization: lo * cpu / capacity, CeilingPerSec: capacity / cpu, CPUFactor: cpu / units}, nil
+	return RateEstimate{PerSec: lo, CPUUs: c.all(), Utilization: lo * c.all() / capacity, CeilingPerSec: ceiling(c),
+		CPUFactor: c.all() / units, RedisUs: c.rd, RedisUtilization: lo * c.rd / 1e6}, nil
 }

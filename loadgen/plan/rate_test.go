@@ -53,7 +53,9 @@ func scaled(cal *results.Calibration, f float64) *results.Calibration {
 // calibration, the predicted rate stays under the rate that fills the
 // cores; it falls as the CPU per unit of work rises (twice the CPU, at
 // most half the rate) and rises with the box's cores (twice the cores, about
-// twice the rate); and a tighter objective lowers it.
+// twice the rate, unless redis-server's one thread fills up first: then
+// more, but less than twice, and within its thread); and a tighter
+// objective lowers it.
 func TestHighestRateFollowsCPUAndCores(t *testing.T) {
 	cal := DefaultCalibration()
 	w := rateWorkload()
@@ -85,13 +87,68 @@ func TestHighestRateFollowsCPUAndCores(t *testing.T) {
 			t.Errorf("%s: twice the CPU per unit: %.0f ops/s against %.0f (×%.2f) at utilisation %.2f; want about half", model, dear.PerSec, base.PerSec, r, base.Utilization)
 		}
 		big := rate(w, cal, 4)
-		if r := big.PerSec / base.PerSec; !(r > 1.8 && r < 2.2) {
+		r = big.PerSec / base.PerSec
+		switch {
+		case big.RedisUtilization > 0.9:
+			if !(r > 1 && r < 1.8) || !(big.PerSec*big.RedisUs < 1e6) {
+				t.Errorf("%s: 4 cores, bounded by Redis's thread (busy %.2f): %.0f ops/s against %.0f on 2 (×%.2f) at %.1f µs of Redis per operation; want more, less than twice, within the thread",
+					model, big.RedisUtilization, big.PerSec, base.PerSec, r, big.RedisUs)
+			}
+		case !(r > 1.8 && r < 2.2):
 			t.Errorf("%s: 4 cores: %.0f ops/s against %.0f on 2 (×%.2f); want about twice", model, big.PerSec, base.PerSec, r)
 		}
 		if tt := rate(tight, cal, 2); !(tt.PerSec < base.PerSec) {
 			t.Errorf("%s: p99 ≤ 2 ms: %.0f ops/s, not below the %.0f of 50 ms", model, tt.PerSec, base.PerSec)
 		}
 		t.Logf("%s: %.0f ops/s at %.1f µs/op on 2 cores (ceiling %.0f, utilisation %.2f)", model, base.PerSec, base.CPUUs, base.CeilingPerSec, base.Utilization)
+	}
+}
+
+// TestHighestRateRedisThreadBounds: with a calibration in which a Redis
+// command costs redis-server 5 µs, a row read MariaDB 2 µs and an
+// operation the application 20 µs, push-redis (about 9.5 commands an
+// operation of the mix: 47 µs on Redis's one thread, 73 µs in all) is
+// bounded by Redis's thread, not by the cores: its predicted rate is the
+// same on 2 to 128 cores, with the thread nearly full and the cores ever
+// emptier, and it never reaches the 21,000 ops/s at which the thread is
+// full. push, all on MariaDB and the application (110 µs an operation),
+// rises with the cores. So the ordering turns: push-redis serves more than
+// push on 2 cores, push more from 4 cores on.
+func TestHighestRateRedisThreadBounds(t *testing.T) {
+	cal := &results.Calibration{AppOpUs: 20, DBRowReadUs: 2, RedisCommandUs: 5}
+	rate := func(model string, cores float64) RateEstimate {
+		est, err := HighestRate(rateWorkload(), cal, model, Box{Cores: cores, RTT: time.Nanosecond})
+		if err != nil {
+			t.Fatalf("%s on %g cores: %v", model, cores, err)
+		}
+		return est
+	}
+	redis2, push2 := rate("push-redis", 2), rate("push", 2)
+	if !(redis2.PerSec > push2.PerSec) {
+		t.Errorf("2 cores: push-redis %.0f ops/s, push %.0f; want push-redis ahead", redis2.PerSec, push2.PerSec)
+	}
+	if push2.RedisUs != 0 || push2.RedisUtilization != 0 {
+		t.Errorf("push: %+v; want no Redis", push2)
+	}
+	for _, cores := range []float64{2, 4, 8, 32, 128} {
+		r, p := rate("push-redis", cores), rate("push", cores)
+		thread := 1e6 / r.RedisUs // the rate that fills Redis's thread
+		if !(r.RedisUs > 0.5*r.CPUUs) || math.Abs(r.CeilingPerSec-thread) > 1e-6*thread || !(r.PerSec < thread) ||
+			!(r.RedisUtilization > 0.95) || math.Abs(r.RedisUtilization-r.PerSec/thread) > 1e-9 {
+			t.Errorf("push-redis on %g cores: %+v; want Redis's thread (ceiling %.0f ops/s) nearly full, below its ceiling", cores, r, thread)
+		}
+		if math.Abs(r.PerSec-redis2.PerSec) > 2e-3*redis2.PerSec {
+			t.Errorf("push-redis on %g cores: %.0f ops/s; want the %.0f of 2 cores: Redis's thread bounds it", cores, r.PerSec, redis2.PerSec)
+		}
+		if math.Abs(r.Utilization-redis2.Utilization*2/cores) > 1e-2*redis2.Utilization*2/cores {
+			t.Errorf("push-redis on %g cores: the cores %.3f busy; want %.3f, 2/%g of 2 cores'", cores, r.Utilization, redis2.Utilization*2/cores, cores)
+		}
+		if f := p.PerSec / push2.PerSec; math.Abs(f-cores/2) > 0.02*cores/2 {
+			t.Errorf("push on %g cores: %.0f ops/s, ×%.2f the 2 cores'; want ×%g", cores, p.PerSec, f, cores/2)
+		}
+		if cores >= 4 && !(p.PerSec > r.PerSec) {
+			t.Errorf("%g cores: push %.0f ops/s, push-redis %.0f; want push ahead", cores, p.PerSec, r.PerSec)
+		}
 	}
 }
 
