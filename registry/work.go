@@ -354,6 +354,10 @@ type RunHistory struct {
 	// made since the load before the phase (warm-ups included), over all
 	// users, each reader and author drawn by the classes' rates.
 	ReadsBefore, PostsBefore float64
+	// AllRead is set when every user read a newest page since the load
+	// before the phase, besides those drawn (as the benchmark's walk for
+	// older pages' cursors does when it samples every user).
+	AllRead bool
 	// Reads and Posts are the phase's own.
 	Reads, Posts float64
 }
@@ -379,7 +383,8 @@ func (d Demand) readShare(c UserClass) float64 {
 // whose reader's previous one is more than window old. In a run (Run set)
 // a reader the load left inactive stays so until their first read, which
 // finds them inactive: of a user of share p, none of the ReadsBefore is
-// theirs with chance exp(−ReadsBefore·p), and one of the phase's Reads
+// theirs with chance exp(−ReadsBefore·p) (none if AllRead), and one of
+// the phase's Reads
 // with 1 − exp(−Reads·p), so that the share is Σ Users·exp(−startReads·
 // Users·p)·exp(−ReadsBefore·p)·(1 − exp(−Reads·p)) / Reads (a single
 // read's chance when Reads is 0). The phase's other reads find their
@@ -392,6 +397,9 @@ func (d Demand) ColdReads(window, startReads float64) float64 {
 	h := *d.Run
 	var first float64
 	for _, c := range d.Classes {
+		if h.AllRead {
+			break
+		}
 		p := d.readShare(c)
 		if p == 0 || c.Users == 0 {
 			continue

@@ -111,6 +111,8 @@ func TestColdReads(t *testing.T) {
 		t.Errorf("cold reads %.4f, drawn %.4f", got, want)
 	}
 	d.Run = &RunHistory{ReadsBefore: 1e6}
+	near(t, "after a million reads", d.ColdReads(0, 1), 0)
+	d.Run = &RunHistory{AllRead: true, Reads: reads}
 	near(t, "after every user read", d.ColdReads(0, 1), 0)
 }
 

@@ -28,7 +28,8 @@ type phaseWork func(shares mixShares, rate float64, h registry.RunHistory) (regi
 // (package loadgen's bench): the warm reads of a design measured warm
 // (every user's newest page once), the newest pages (their warm-up, then
 // the measured ones), the walk that collects the older pages' cursors
-// (the newest page of each sampled user, then deeper pages), the older
+// (the newest page of each sampled user, then deeper pages; every user
+// when the sample is as large), the older
 // pages, the mixed traffic (its warm-up, the measured stretch, then each
 // step of a rate search with its warm-up at the step's rate), and last the
 // posts. Only newest pages and posts are counted: the older pages read
@@ -49,19 +50,19 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 	users := float64(r.Dataset.Users)
 	out := map[string]registry.RunHistory{}
 	var reads, posts float64
-	if reg.Bench.WarmReads {
-		reads += users
-	}
+	// all: every user read a newest page (warm reads, or a walk of every
+	// user), as no number of drawn reads says.
+	all := reg.Bench.WarmReads
 	// closed records a closed-loop phase of ops operations drawn by
 	// shares over secs seconds, after its warm-up.
 	closed := func(name string, shares mixShares, ops int64, secs float64) error {
 		if ops <= 0 || secs <= 0 {
 			return nil
 		}
-		at := registry.RunHistory{ReadsBefore: reads, PostsBefore: posts}
+		at := registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, AllRead: all}
 		after := func(before, n float64) registry.RunHistory {
 			return registry.RunHistory{ReadsBefore: at.ReadsBefore + before*shares[0], PostsBefore: at.PostsBefore + before*shares[2],
-				Reads: n * shares[0], Posts: n * shares[2]}
+				AllRead: all, Reads: n * shares[0], Posts: n * shares[2]}
 		}
 		var err error
 		items := func(before, n float64) float64 {
@@ -90,8 +91,12 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 		if sample <= 0 {
 			sample = registry.DefaultOlderSample
 		}
-		reads += min(sample, users)
-		out["retrieve_older"] = registry.RunHistory{ReadsBefore: reads, PostsBefore: posts}
+		if sample >= users {
+			all = true // the walk takes every user in turn
+		} else {
+			reads += sample
+		}
+		out["retrieve_older"] = registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, AllRead: all}
 	}
 	if t := m.Traffic; t != nil {
 		n, _, p, _, _, err := mixOf(t.Mix)
@@ -101,7 +106,7 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 		shares := mixShares{n, 0, p, 0, 0}
 		if t.Loop == results.LoopOpen {
 			at := warm * t.Total.OpsPerSec
-			out["traffic"] = registry.RunHistory{ReadsBefore: reads + at*n, PostsBefore: posts + at*p,
+			out["traffic"] = registry.RunHistory{ReadsBefore: reads + at*n, PostsBefore: posts + at*p, AllRead: all,
 				Reads: float64(t.Total.Ops) * n, Posts: float64(t.Total.Ops) * p}
 			reads += (at + float64(t.Total.Ops)) * n
 			posts += (at + float64(t.Total.Ops)) * p
