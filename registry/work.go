@@ -414,6 +414,29 @@ func (d Demand) ColdReads(window, startReads float64) float64 {
 	return first + (1-first)*d.ReturningReads(window)
 }
 
+// ActiveAudience is the share of a post's audience that a design
+// keeping state only for the users who read within window holds active
+// (see ColdReads for startReads). In the steady state (Run nil) it is
+// ActiveFollowers(window). In a run it is the followers (weighed by how
+// many they follow) who are not still as the load left them inactive: a
+// user of share p of the reads started inactive with chance
+// exp(−startReads·Users·p) and has not read since with chance
+// exp(−(ReadsBefore + Reads/2)·p), half the phase's reads counted (none
+// left inactive if AllRead). The window is taken to outlast the run.
+func (d Demand) ActiveAudience(window, startReads float64) float64 {
+	if d.Run == nil {
+		return d.ActiveFollowers(window)
+	}
+	if d.Run.AllRead {
+		return 1
+	}
+	reads := d.Run.ReadsBefore + d.Run.Reads/2
+	return 1 - d.mean(followees, func(c UserClass) float64 {
+		p := d.readShare(c)
+		return math.Exp(-startReads*d.Users*p - reads*p)
+	})
+}
+
 // NewestMiss is the share of a newest page's entries that an in-process
 // cache of the newest slots messages misses: a table keyed by message id,
 // slot id mod its size (package directmap), holds any slots ids in a row,

@@ -114,6 +114,15 @@ func TestColdReads(t *testing.T) {
 	near(t, "after a million reads", d.ColdReads(0, 1), 0)
 	d.Run = &RunHistory{AllRead: true, Reads: reads}
 	near(t, "after every user read", d.ColdReads(0, 1), 0)
+	near(t, "audience after every user read", d.ActiveAudience(0, 1), 1)
+	// The audience: followers weighed by the 20 they follow, each left
+	// inactive by the load and unread since, 50 reads before and half of
+	// the phase's 200.
+	d.Run = &RunHistory{ReadsBefore: before, Reads: reads}
+	left := func(p float64) float64 { return math.Exp(-100*p - (before+reads/2)*p) }
+	near(t, "audience in a run", d.ActiveAudience(0, 1), 1-(90*left(1/110.0)+10*left(2/110.0))/100)
+	d.Run = nil
+	near(t, "audience in the steady state", d.ActiveAudience(0.25, 1), d.ActiveFollowers(0.25))
 }
 
 // TestWorkFor: a model's cost model gets its options parsed, a bad value

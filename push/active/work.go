@@ -20,16 +20,17 @@ import (
 // warm read in the benchmark's shape: 43 followees of 100 messages, each
 // message's author drawn at random, as the dataset draws them (with every
 // author's ids evenly interleaved a rebuild reads and writes about 2 per
-// entry, the rounds ending together). A post counts the author's f followers, then
-// copies its id to the active ones through a join of follows and state
-// rows: 3f rows read, 1+a·f written for the share a of followers active
-// within the window (registry.Demand.ActiveFollowers). Follows and
+// entry, the rounds ending together). A post counts the author's f
+// followers, then copies its id to the active ones through a join of
+// follows and state rows: 3f rows read, 1+a·f written for the share a of
+// followers active (registry.Demand.ActiveAudience: within the window,
+// and in a run not still as the load left them). Follows and
 // unfollows are push's, with the state row locked. The mailboxes are the
 // active readers' only.
 func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	window := cfg.Duration(OptionWindow).Seconds()
 	rebuild := math.Min(float64(cfg.Int(OptionRebuild)), d.ReadFollowees()*d.FolloweeMessages())
-	active := d.ActiveFollowers(window)
+	active := d.ActiveAudience(window, cfg.Float(OptionActiveReads))
 	returning := d.ColdReads(window, cfg.Float(OptionActiveReads))
 	page := push.PageWork(d)
 	page.RowsRead++
