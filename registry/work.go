@@ -120,6 +120,10 @@ type Demand struct {
 	ActiveShare float64
 	// Classes are the users, grouped by degree and activity.
 	Classes []UserClass
+	// Run, when set, is the history of a benchmark run behind the
+	// operations averaged over: the work of one of its phases, not of
+	// the steady state (nil).
+	Run *RunHistory
 
 	// sumPosts and sumReads are Σ Users·Posts and Σ Users·Reads, kept
 	// by Prepared (0: computed at each use).
@@ -337,6 +341,100 @@ func (d Demand) ReturningReads(window float64) float64 {
 		return 0
 	}
 	return d.MeanOverReads(func(c UserClass) float64 { return math.Exp(-d.ReadRate(c) * window) })
+}
+
+// RunHistory is what a benchmark run did to a design's store since its
+// bulk load, before a phase and during it. The state some designs keep
+// starts where the load left it (which users are active, how full a capped
+// mailbox is) and a short run's phases see it on its way to the steady
+// state; their work models read how far along from here. Package
+// loadgen/plan's check sets it from a counted run's phases.
+type RunHistory struct {
+	// ReadsBefore and PostsBefore are the newest-page reads and the posts
+	// made since the load before the phase (warm-ups included), over all
+	// users, each reader and author drawn by the classes' rates.
+	ReadsBefore, PostsBefore float64
+	// AllRead is set when every user read a newest page since the load
+	// before the phase, besides those drawn (as the benchmark's walk for
+	// older pages' cursors does when it samples every user).
+	AllRead bool
+	// Reads and Posts are the phase's own.
+	Reads, Posts float64
+}
+
+// readShare is the share of all newest-page reads that one user of class
+// c makes: Reads over Σ Users·Reads.
+func (d Demand) readShare(c UserClass) float64 {
+	total := d.readTotal()
+	if total == 0 {
+		return 0
+	}
+	return c.Reads / total
+}
+
+// ColdReads is the share of newest-page reads that find their reader
+// inactive in a design that keeps state (a mailbox, an index) only for
+// the users who read within window, and whose bulk load made active the
+// users who read within it at startReads reads per user on average
+// (registry.MailboxShape.ActiveReads: a user whose share of the reads is
+// p started active with chance 1 − exp(−startReads·Users·p)).
+//
+// In the steady state (Run nil) it is ReturningReads(window): the reads
+// whose reader's previous one is more than window old. In a run (Run set)
+// a reader the load left inactive stays so until their first read, which
+// finds them inactive: of a user of share p, none of the ReadsBefore is
+// theirs with chance exp(−ReadsBefore·p) (none if AllRead), and one of
+// the phase's Reads
+// with 1 − exp(−Reads·p), so that the share is Σ Users·exp(−startReads·
+// Users·p)·exp(−ReadsBefore·p)·(1 − exp(−Reads·p)) / Reads (a single
+// read's chance when Reads is 0). The phase's other reads find their
+// reader inactive only if the window lapsed since the last one
+// (ReturningReads): a run shorter than the window has none.
+func (d Demand) ColdReads(window, startReads float64) float64 {
+	if d.Run == nil {
+		return d.ReturningReads(window)
+	}
+	h := *d.Run
+	var first float64
+	for _, c := range d.Classes {
+		if h.AllRead {
+			break
+		}
+		p := d.readShare(c)
+		if p == 0 || c.Users == 0 {
+			continue
+		}
+		inPhase := p // a single read's chance to be this user's
+		if h.Reads > 0 {
+			inPhase = -math.Expm1(-h.Reads*p) / h.Reads
+		}
+		first += c.Users * math.Exp(-startReads*d.Users*p-h.ReadsBefore*p) * inPhase
+	}
+	first = math.Min(1, first)
+	return first + (1-first)*d.ReturningReads(window)
+}
+
+// ActiveAudience is the share of a post's audience that a design
+// keeping state only for the users who read within window holds active
+// (see ColdReads for startReads). In the steady state (Run nil) it is
+// ActiveFollowers(window). In a run it is the followers (weighed by how
+// many they follow) who are not still as the load left them inactive: a
+// user of share p of the reads started inactive with chance
+// exp(−startReads·Users·p) and has not read since with chance
+// exp(−(ReadsBefore + Reads/2)·p), half the phase's reads counted (none
+// left inactive if AllRead). The window is taken to outlast the run.
+func (d Demand) ActiveAudience(window, startReads float64) float64 {
+	if d.Run == nil {
+		return d.ActiveFollowers(window)
+	}
+	if d.Run.AllRead {
+		return 1
+	}
+	reads := d.Run.ReadsBefore + d.Run.Reads/2
+	return 1 - d.mean(followees, func(c UserClass) float64 {
+		p := d.readShare(c)
+		return math.Exp(-startReads*d.Users*p - reads*p)
+	})
 }
 
 // NewestMiss is the share of a newest page's entries that an in-process

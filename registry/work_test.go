@@ -69,6 +69,62 @@ func TestDemandWindows(t *testing.T) {
 	near(t, "a cache of all", Miss(200, 100), 0)
 }
 
+// TestColdReads: in the steady state the cold reads are the returning
+// ones; in a run they are the first reads of the users the load left
+// inactive, as drawn here: each user active by the load's coin, then
+// reads before the phase and in it drawn by the classes' rates.
+func TestColdReads(t *testing.T) {
+	d := twoClasses()
+	near(t, "steady state", d.ColdReads(0.25, 1), d.ReturningReads(0.25))
+	const before, reads, trials = 50, 200, 4000
+	d.Run = &RunHistory{ReadsBefore: before, Reads: reads}
+	// Users 0..89 read once as often as users 90..99.
+	weight := func(u int) float64 { return 1 + float64(u/90) }
+	rng := rand.New(rand.NewPCG(1, 2))
+	draw := func() int {
+		x := rng.Float64() * 110
+		if x < 90 {
+			return int(x)
+		}
+		return 90 + int((x-90)/2)
+	}
+	var cold int
+	for range trials {
+		inactive := make([]bool, 100)
+		for u := range inactive {
+			inactive[u] = rng.Float64() >= 1-math.Exp(-1*100*weight(u)/110)
+		}
+		for range before {
+			inactive[draw()] = false
+		}
+		for range reads {
+			u := draw()
+			if inactive[u] {
+				cold++
+				inactive[u] = false
+			}
+		}
+	}
+	got, want := d.ColdReads(0, 1), float64(cold)/(trials*reads)
+	t.Logf("cold reads: %.4f, drawn %.4f", got, want)
+	if math.Abs(got-want) > 0.02*want {
+		t.Errorf("cold reads %.4f, drawn %.4f", got, want)
+	}
+	d.Run = &RunHistory{ReadsBefore: 1e6}
+	near(t, "after a million reads", d.ColdReads(0, 1), 0)
+	d.Run = &RunHistory{AllRead: true, Reads: reads}
+	near(t, "after every user read", d.ColdReads(0, 1), 0)
+	near(t, "audience after every user read", d.ActiveAudience(0, 1), 1)
+	// The audience: followers weighed by the 20 they follow, each left
+	// inactive by the load and unread since, 50 reads before and half of
+	// the phase's 200.
+	d.Run = &RunHistory{ReadsBefore: before, Reads: reads}
+	left := func(p float64) float64 { return math.Exp(-100*p - (before+reads/2)*p) }
+	near(t, "audience in a run", d.ActiveAudience(0, 1), 1-(90*left(1/110.0)+10*left(2/110.0))/100)
+	d.Run = nil
+	near(t, "audience in the steady state", d.ActiveAudience(0.25, 1), d.ActiveFollowers(0.25))
+}
+
 // TestWorkFor: a model's cost model gets its options parsed, a bad value
 // is an *OptionError, and a base+variant model combines both models.
 func TestWorkFor(t *testing.T) {

@@ -1,6 +1,7 @@
 package selective
 
 import (
+	"math"
 	"sort"
 
 	"github.com/pushpull/pushpull/push"
@@ -13,11 +14,19 @@ import (
 // classes' rates (registry.Demand.ReadRate, PostRate), a post by an author
 // of class c reaches the share of its followers who read that often, and
 // a reader pulls the followees who post more than L/H times as often as
-// they read. A post reads its author's push_edges and follows (about 2.4
-// rows per follower, counted at 1,000 users) and writes a mailbox row per
-// pushed edge; a page is push's mailbox page plus the reader's pull_edges
-// range (about 6 rows), then 3 rows per pulled author. Follows and
-// unfollows are push's.
+// they read. A post reads its author's pushed edges (and the message's 2
+// rows) and writes a mailbox row per pushed edge; a page is push's mailbox
+// page plus the reader's pull_edges range (about 6 rows), then 3 rows per
+// pulled author. Follows and unfollows are push's.
+//
+// The flusher re-decides, once per flush events (option flush) of reads
+// and posts, every author who posted since the last: their pushed edges
+// joined to the followers' rates, 2 rows a follower. A flusher that keeps
+// up does that for the distinct authors of a flush's posts
+// (distinctAuthors). One that cannot, in a benchmark that posts as fast
+// as it can, re-decides at its own pace, about flusherRowsPerSec rows a
+// second whatever the posts: in a run (Demand.Run) a post's share is the
+// smaller of the two; the plan's steady state is a flusher that keeps up.
 func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	h, l := cfg.Float(OptionH), cfg.Float(OptionL)
 	if h == 0 || l == 0 {
@@ -43,13 +52,40 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 		return u.Followees * byPost.above(d.ReadRate(u)/ratio)
 	})
 	a := d.PostAudience()
-	post := registry.Work{RowsRead: 2.4 * a, RowsWritten: 1 + pushedRows, Statements: 4}
+	flush := 2 * a
+	if d.PostsPerSec > 0 {
+		batch := float64(cfg.Int(OptionFlushEvery)) * d.PostsPerSec / (d.PostsPerSec + d.ReadsPerSec)
+		flush *= distinctAuthors(d, batch) / batch
+		if d.Run != nil {
+			flush = math.Min(flush, flusherRowsPerSec/d.PostsPerSec)
+		}
+	}
+	post := registry.Work{RowsRead: pushedRows + 2 + flush, RowsWritten: 1 + pushedRows, Statements: 4}
 	page := push.PageWork(d).Add(registry.Work{RowsRead: 6 + 3*pulled, Statements: 1})
 	if pulled > 0 {
 		page.Statements += 2
 	}
 	return registry.OpWork{Newest: page, Older: page, Post: post, Follow: push.FollowWork(d), Unfollow: push.FollowWork(d)},
 		registry.Footprint{MailboxRows: mailbox}
+}
+
+// flusherRowsPerSec is the rows a flusher that cannot keep up reads a
+// second re-deciding authors: one goroutine's statements, one after
+// another. Counted on this machine's quiet runs of the benchmark, which
+// post at 3,300 to 4,000 a second (100,000 to 112,000; 70,000 on a
+// machine loaded by other work).
+const flusherRowsPerSec = 100_000
+
+// distinctAuthors is how many distinct authors n posts have, each drawn
+// by the classes' post rates.
+func distinctAuthors(d registry.Demand, n float64) float64 {
+	var sum float64
+	for _, c := range d.Classes {
+		if share := d.PostRate(c) / d.PostsPerSec; share > 0 {
+			sum += c.Users * -math.Expm1(-n*share)
+		}
+	}
+	return sum
 }
 
 // shares answers what share of a weight lies at or above a value.

@@ -110,9 +110,38 @@ func counted(r *results.Result) ([]countedPhase, error) {
 		if err != nil || reg.Work == nil {
 			continue
 		}
+		// demand is the run's workload at a phase's rates: rate
+		// operations a second drawn by shares.
+		demand := func(shares mixShares, rate float64) (registry.Demand, error) {
+			w := base
+			w.NewestPerSec, w.OlderPerSec, w.PostsPerSec = rate*shares[0], rate*shares[1], rate*shares[2]
+			w.FollowsPerSec = rate * (shares[3] + shares[4])
+			if shares[0]+shares[1] == 0 {
+				// The read phases ran just before the write phases: every
+				// user had read lately, at the newest-page phase's rate.
+				w.NewestPerSec = m.Retrieve.OpsPerSec
+			}
+			d, _, err := w.demand()
+			return d, err
+		}
+		// work is the model's work per operation of a phase of rate
+		// operations a second drawn by shares, after h.
+		work := func(shares mixShares, rate float64, h registry.RunHistory) (registry.Work, error) {
+			d, err := demand(shares, rate)
+			if err != nil {
+				return registry.Work{}, err
+			}
+			d.Run = &h
+			ow, _, _, err := reg.WorkFor(d, nil)
+			return mixWork(ow, shares), err
+		}
+		hist, err := runHistories(r, m, reg, work)
+		if err != nil {
+			return nil, err
+		}
 		for _, name := range phaseNames {
 			var ph *results.Phase
-			var shares [5]float64 // newest, older, post, follow, unfollow
+			var shares mixShares
 			switch name {
 			case "retrieve":
 				ph, shares = &m.Retrieve, [5]float64{1, 0, 0, 0, 0}
@@ -137,18 +166,12 @@ func counted(r *results.Result) ([]countedPhase, error) {
 			if ph.Cost == nil || ph.Cost[cost.Ops] <= 0 || ph.OpsPerSec <= 0 || (!read || !written) && !unreliable || ph.Errors > 0 {
 				continue // not counted (a shared submission shows another model's), or failing over
 			}
-			w := base
-			rate := ph.OpsPerSec
-			w.NewestPerSec, w.OlderPerSec, w.PostsPerSec = rate*shares[0], rate*shares[1], rate*shares[2]
-			w.FollowsPerSec = rate * (shares[3] + shares[4])
-			if shares[0]+shares[1] == 0 {
-				// The read phases ran just before the write phases: every
-				// user had read lately, at the newest-page phase's rate.
-				w.NewestPerSec = m.Retrieve.OpsPerSec
-			}
-			d, _, err := w.demand()
+			d, err := demand(shares, ph.OpsPerSec)
 			if err != nil {
 				return nil, err
+			}
+			if h, ok := hist[name]; ok {
+				d.Run = &h
 			}
 			ow, _, _, err := reg.WorkFor(d, m.Options)
 			if err != nil {

@@ -1,0 +1,156 @@
+package plan
+
+import (
+	"time"
+
+	"github.com/pushpull/pushpull/loadgen/workload"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+)
+
+// assumedWarmup is the warm-up of runs that do not record theirs
+// (results.Environment.WarmupSeconds): the bench command's default, which
+// they ran with.
+const assumedWarmup = 500 * time.Millisecond
+
+// mixShares are the shares of an operation drawn by a phase: newest,
+// older, post, follow, unfollow.
+type mixShares = [5]float64
+
+// phaseWork is the work per operation a design's model predicts for one
+// of a run's phases, of rate operations a second drawn by shares, after
+// h: the mix's work with Demand.Run set to h.
+type phaseWork func(shares mixShares, rate float64, h registry.RunHistory) (registry.Work, error)
+
+// runHistories is what the benchmark did to model m's store since the
+// bulk load, before each of its phases and during it
+// (registry.RunHistory), by phase name, in the order a run makes them
+// (package loadgen's bench): the warm reads of a design measured warm
+// (every user's newest page once), the newest pages (their warm-up, then
+// the measured ones), the walk that collects the older pages' cursors
+// (the newest page of each sampled user, then deeper pages; every user
+// when the sample is as large), the older
+// pages, the mixed traffic (its warm-up, the measured stretch, then each
+// step of a rate search with its warm-up at the step's rate), and last the
+// posts. Only newest pages and posts are counted: the older pages read
+// the users the walk read. The graph's churn is left out: the traffic puts
+// back the follows it changed.
+//
+// A closed loop's warm-up is not counted by the run. Its workers go at
+// the pace of the work they do, so a warm-up of warm seconds before a
+// measured stretch of secs did the operations whose items (rows, keys,
+// commands) are warm/secs those of the measured stretch: a warm-up of
+// first reads that rebuild made fewer operations than the cheap reads
+// after it (warmupOps).
+func runHistories(r *results.Result, m *results.Model, reg registry.Model, work phaseWork) (map[string]registry.RunHistory, error) {
+	warm := assumedWarmup.Seconds()
+	if w := r.Environment.WarmupSeconds; w != nil {
+		warm = *w
+	}
+	users := float64(r.Dataset.Users)
+	out := map[string]registry.RunHistory{}
+	var reads, posts float64
+	// all: every user read a newest page (warm reads, or a walk of every
+	// user), as no number of drawn reads says.
+	all := reg.Bench.WarmReads
+	// closed records a closed-loop phase of ops operations drawn by
+	// shares over secs seconds, after its warm-up.
+	closed := func(name string, shares mixShares, ops int64, secs float64) error {
+		if ops <= 0 || secs <= 0 {
+			return nil
+		}
+		at := registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, AllRead: all}
+		after := func(before, n float64) registry.RunHistory {
+			return registry.RunHistory{ReadsBefore: at.ReadsBefore + before*shares[0], PostsBefore: at.PostsBefore + before*shares[2],
+				AllRead: all, Reads: n * shares[0], Posts: n * shares[2]}
+		}
+		var err error
+		items := func(before, n float64) float64 {
+			w, e := work(shares, float64(ops)/secs, after(before, n))
+			if e != nil {
+				err = e
+			}
+			return n * w.Items()
+		}
+		w := warmupOps(warm, secs, float64(ops), items)
+		if err != nil {
+			return err
+		}
+		out[name] = after(w, float64(ops))
+		reads += (w + float64(ops)) * shares[0]
+		posts += (w + float64(ops)) * shares[2]
+		return nil
+	}
+	if !m.Retrieve.Skipped {
+		if err := closed("retrieve", mixShares{1, 0, 0, 0, 0}, m.Retrieve.Ops, m.Retrieve.Seconds); err != nil {
+			return nil, err
+		}
+	}
+	if !m.RetrieveOlder.Skipped {
+		sample := float64(reg.Bench.OlderSample)
+		if sample <= 0 {
+			sample = registry.DefaultOlderSample
+		}
+		if sample >= users {
+			all = true // the walk takes every user in turn
+		} else {
+			reads += sample
+		}
+		out["retrieve_older"] = registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, AllRead: all}
+	}
+	if t := m.Traffic; t != nil {
+		n, _, p, _, _, err := mixOf(t.Mix)
+		if err != nil {
+			return nil, err
+		}
+		shares := mixShares{n, 0, p, 0, 0}
+		if t.Loop == results.LoopOpen {
+			at := warm * t.Total.OpsPerSec
+			out["traffic"] = registry.RunHistory{ReadsBefore: reads + at*n, PostsBefore: posts + at*p, AllRead: all,
+				Reads: float64(t.Total.Ops) * n, Posts: float64(t.Total.Ops) * p}
+			reads += (at + float64(t.Total.Ops)) * n
+			posts += (at + float64(t.Total.Ops)) * p
+		} else if err := closed("traffic", shares, t.Total.Ops, t.Total.Seconds); err != nil {
+			return nil, err
+		}
+		if s := t.Search; s != nil {
+			for _, st := range s.Steps {
+				reads += warm*st.RatePerSec*n + float64(st.Ops[workload.OpNewest].Ops)
+				posts += warm*st.RatePerSec*p + float64(st.Ops[workload.OpPost].Ops)
+			}
+		}
+	}
+	if !m.Submit.Skipped {
+		if err := closed("submit", mixShares{0, 0, 1, 0, 0}, m.Submit.Ops, m.Submit.Seconds); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// warmupOps is how many operations a closed loop made in a warm-up of
+// warm seconds before n measured over secs: the w whose items, items(0,
+// w), are warm/secs of the measured stretch's, items(w, n), where
+// items(before, k) is the items of k operations made after before of the
+// warm-up's. The first grows with w and the second does not, so w is
+// found by bisection; work that does not change along the way gives
+// warm/secs·n.
+func warmupOps(warm, secs, n float64, items func(before, k float64) float64) float64 {
+	if warm <= 0 || secs <= 0 || n <= 0 {
+		return 0
+	}
+	short := func(w float64) bool { return items(0, w) < warm/secs*items(w, n) }
+	lo, hi := 0.0, warm/secs*n
+	for i := 0; short(hi) && i < 60; i++ {
+		lo, hi = hi, 2*hi
+	}
+	for range 60 {
+		mid := (lo + hi) / 2
+		if short(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}

@@ -1,0 +1,107 @@
+package plan
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+)
+
+// TestRunHistories: a run's phases add up in the benchmark's order, each
+// closed loop's warm-up at the pace of its measured stretch, each rate
+// step's at its rate; the older pages' walk reads a newest page of each
+// sampled user.
+func TestRunHistories(t *testing.T) {
+	warm := 0.5
+	r := &results.Result{Dataset: results.Dataset{Users: 1000}, Environment: results.Environment{WarmupSeconds: &warm}}
+	m := &results.Model{
+		Retrieve:      results.Phase{Ops: 1000, Seconds: 2},
+		RetrieveOlder: results.Phase{Ops: 4000, Seconds: 2},
+		Submit:        results.Phase{Ops: 400, Seconds: 2},
+		Traffic: &results.Traffic{Mix: "newest=3,post=1", Loop: results.LoopClosed, Total: results.Phase{Ops: 2000, Seconds: 2},
+			Search: &results.RateSearch{Steps: []results.RateStep{{RatePerSec: 100, Ops: map[string]results.RateOp{"newest": {Ops: 150}, "post": {Ops: 50}}}}}},
+	}
+	reg := registry.Model{Bench: registry.Bench{OlderSample: 300}}
+	// Work that does not change along the run: warm-ups of a quarter of
+	// the measured operations.
+	same := func(mixShares, float64, registry.RunHistory) (registry.Work, error) {
+		return registry.Work{RowsRead: 10}, nil
+	}
+	h, err := runHistories(r, m, reg, same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]registry.RunHistory{
+		"retrieve":       {ReadsBefore: 250, Reads: 1000},
+		"retrieve_older": {ReadsBefore: 1550},
+		"traffic":        {ReadsBefore: 1550 + 375, PostsBefore: 125, Reads: 1500, Posts: 500},
+		// The step: 0.5 s at 100/s, then 150 reads and 50 posts.
+		"submit": {ReadsBefore: 1550 + 1875 + 37.5 + 150, PostsBefore: 625 + 12.5 + 50 + 100, Posts: 400},
+	}
+	for name, w := range want {
+		g := h[name]
+		if math.Abs(g.ReadsBefore-w.ReadsBefore) > 1e-6 || math.Abs(g.PostsBefore-w.PostsBefore) > 1e-6 ||
+			math.Abs(g.Reads-w.Reads) > 1e-6 || math.Abs(g.Posts-w.Posts) > 1e-6 {
+			t.Errorf("%s: %+v, want %+v", name, g, w)
+		}
+	}
+	// A first read of each user costs 100 times a later one: the warm-up,
+	// all first reads, makes fewer of them than a quarter of the measured
+	// stretch, whose items are mostly its own first reads.
+	firsts := func(s mixShares, _ float64, h registry.RunHistory) (registry.Work, error) {
+		if h.Reads == 0 {
+			return registry.Work{}, nil
+		}
+		fresh := 1000 * math.Exp(-h.ReadsBefore/1000) * -math.Expm1(-h.Reads/1000)
+		return registry.Work{RowsRead: (h.Reads + 99*fresh) / h.Reads}, nil
+	}
+	h, err = runHistories(r, m, reg, firsts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := h["retrieve"].ReadsBefore
+	before := func(b, n float64) float64 { // items of n reads after b
+		return n + 99*1000*math.Exp(-b/1000)*-math.Expm1(-n/1000)
+	}
+	if !(w > 0 && w < 250) || math.Abs(before(0, w)-0.25*before(w, 1000)) > 1e-3 {
+		t.Errorf("warm-up of %.1f reads: items %.1f, a quarter of the measured stretch's %.1f", w, before(0, w), 0.25*before(w, 1000))
+	}
+}
+
+// TestSelectivePostsAgainstSavedRuns: selective's posts in the saved
+// counted runs on a quiet machine (uniform graph, 1,000 and 3,000 users)
+// read what its model predicts for the run within 10 %: the flusher,
+// behind a benchmark that posts 3,300 to 4,000 a second, re-decides
+// authors at its own pace, not once per flush's distinct authors.
+func TestSelectivePostsAgainstSavedRuns(t *testing.T) {
+	var runs []*results.Result
+	var names []string
+	for _, dir := range []string{"quiet/runs/uniform-1000", "quiet/runs/uniform-3000", "rate-quiet/run"} {
+		dir = filepath.Join("..", "..", "evidence", "plan", dir)
+		r, err := results.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, names = append(runs, r), append(names, dir)
+	}
+	c, err := Check(runs, names, DefaultCalibration(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range c.Rows {
+		if r.Model != "selective" || r.Phase != "submit" {
+			continue
+		}
+		n++
+		t.Logf("%s: %.1f rows read a post, the model %.1f", r.Run, r.Measured.RowsRead, r.Predicted.RowsRead)
+		if math.Abs(r.Measured.RowsRead-r.Predicted.RowsRead) > 0.1*r.Measured.RowsRead {
+			t.Errorf("%s: a post read %.1f rows, the model says %.1f", r.Run, r.Measured.RowsRead, r.Predicted.RowsRead)
+		}
+	}
+	if n != len(runs) {
+		t.Errorf("%d of %d runs have selective's posts", n, len(runs))
+	}
+}
