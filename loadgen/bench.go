@@ -590,6 +590,8 @@ func environment(ctx context.Context, admin *sql.DB, cfg BenchConfig, sandboxed 
 		Sandbox: sandboxed, Concurrency: cfg.Concurrency, PhaseSeconds: cfg.Duration.Seconds(),
 		GitCommit: gitCommit(), InnoDB: map[string]string{},
 	}
+	warmup := cfg.Warmup.Seconds()
+	env.WarmupSeconds = &warmup
 	if err := admin.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&env.ServerVersion); err != nil {
 		return env, fmt.Errorf("server version: %w", err)
 	}

@@ -2,11 +2,14 @@ package memcache_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/memcache"
 	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
@@ -69,5 +72,92 @@ func TestRowsPerOperation(t *testing.T) {
 	}
 	if post != innerPost+readers {
 		t.Errorf("a post read %.1f rows, push's %.1f and %d followers", post, innerPost, readers)
+	}
+}
+
+// TestKeysPerOperation counts the memcached keys of the variant's
+// operations over push under the invalidate policy (gets, sets and incrs,
+// as a run's cost counters count them, every request reading its server's
+// fence too) and sets them against its cost model at the extremes of its
+// hit rate: a reader's first read since the cache was empty, a miss, a
+// hit, a post to f followers and a follow and an unfollow.
+func TestKeysPerOperation(t *testing.T) {
+	ctx := context.Background()
+	s, inner := open(t, modelPush, memcache.Options{Policy: memcache.PolicyInvalidate})
+	meter := cost.NewMeter(inner.(*push.Store).DB(), []string{testserver.Memcache(t)})
+	const authors, readers = 20, 10
+	for r := range readers {
+		for a := 1; a <= authors; a++ {
+			timelinetest.Follow(t, s, timeline.UserID(100+r), timeline.UserID(a))
+		}
+	}
+	for a := 1; a <= authors; a++ {
+		timelinetest.PostN(t, s, timeline.UserID(a), 2)
+	}
+	keys := func(n int, op func()) float64 {
+		t.Helper()
+		before, err := meter.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op()
+		after, err := meter.Take(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cost.PerOp(before, after, int64(n))
+		return c[cost.MCGets] + c[cost.MCSets] + c[cost.MCIncrs]
+	}
+	pages := func() {
+		for r := range readers {
+			if _, err := s.Timeline(ctx, timeline.UserID(100+r), timeline.Query{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	first := keys(readers, pages)
+	hit := keys(readers, pages)
+	post := keys(1, func() { timelinetest.PostN(t, s, 1, 1) }) // every reader follows author 1
+	miss := keys(readers, pages)
+	follow := keys(2, func() {
+		timelinetest.Follow(t, s, 100, authors+1)
+		if err := s.Unfollow(ctx, 100, authors+1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("keys: a first read %.2f, a hit %.2f, a miss %.2f, a post to %d followers %.2f, a follow or unfollow %.2f", first, hit, miss, readers, post, follow)
+
+	// The model, for readers of 20 followees whose authors each have 10
+	// followers: reads that always hit, always miss, and that are all
+	// their reader's first.
+	m, err := registry.Lookup(push.ModelName + "+" + memcache.Variant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := func(postsPerSec float64, cold registry.ColdStart) registry.OpWork {
+		d := registry.Demand{Users: 200, Messages: 1000, Page: 20, OlderDepth: 3.5, PostsPerSec: postsPerSec, ReadsPerSec: 1000,
+			ActiveShare: 1, Cold: cold,
+			Classes: []registry.UserClass{{Users: 200, Followers: readers, Followees: authors, Posts: 1, Reads: 1, Followed: 1}}}
+		w, _, _, err := m.WorkFor(d.Prepared(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	warm, busy := model(0, registry.ColdStart{}), model(1e9, registry.ColdStart{})
+	cold := model(0, registry.ColdStart{Span: 1e-9})
+	for _, c := range []struct {
+		what          string
+		counted, want float64
+	}{
+		{"a first read", first, cold.Newest.MCKeys},
+		{"a hit", hit, warm.Newest.MCKeys},
+		{"a miss", miss, busy.Newest.MCKeys},
+		{"a post", post, warm.Post.MCKeys},
+		{"a follow or unfollow", follow, (warm.Follow.MCKeys + warm.Unfollow.MCKeys) / 2},
+	} {
+		if math.Abs(c.counted-c.want) > 0.05 {
+			t.Errorf("%s: %.2f keys counted, the model says %.2f", c.what, c.counted, c.want)
+		}
 	}
 }

@@ -144,6 +144,9 @@ type Environment struct {
 	Sandbox      bool    `json:"sandbox"`
 	Concurrency  int     `json:"concurrency"`   // client workers per phase
 	PhaseSeconds float64 `json:"phase_seconds"` // target length of each timed phase
+	// WarmupSeconds is the unmeasured time before each phase; runs that
+	// predate it do not say (nil).
+	WarmupSeconds *float64 `json:"warmup_seconds,omitempty"`
 }
 
 // DataLoad records the bulk load of the dataset into each model's database

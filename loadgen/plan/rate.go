@@ -91,7 +91,7 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 	// at is the CPU per operation at rate and whether the p99 holds
 	// there.
 	at := func(rate float64) (cpu float64, held bool, err error) {
-		d.ReadsPerSec, d.PostsPerSec = rate*(shares[0]+shares[1]), rate*shares[2]
+		d.ReadsPerSec, d.OlderPerSec, d.PostsPerSec = rate*(shares[0]+shares[1]), rate*shares[1], rate*shares[2]
 		ow, _, _, err := m.WorkFor(d, w.Options)
 		if err != nil {
 			return 0, false, &InputError{Field: "option", Reason: err.Error()}
