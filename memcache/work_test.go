@@ -14,16 +14,14 @@ import (
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
-// TestRowsPerOperation counts the database rows of the variant's
-// operations over push under the invalidate policy, as its cost model
-// has them: a newest page that misses reads the wrapped store's page, one
-// that hits reads nothing, and a post reads the wrapped store's post's
-// rows and its author's followers (to bump their generations).
-func TestRowsPerOperation(t *testing.T) {
-	ctx := context.Background()
+// countedPush opens the variant over push under the invalidate policy,
+// with readers users (100 and up) each following authors authors (1 and
+// up) who posted 5 messages each, a meter of the database and memcached,
+// and a function that counts what each of n operations op makes cost.
+func countedPush(t *testing.T, authors, readers int) (*memcache.Store, timeline.Store, func(n int, op func()) cost.Cost) {
+	t.Helper()
 	s, inner := open(t, modelPush, memcache.Options{Policy: memcache.PolicyInvalidate})
-	meter := cost.NewMeter(inner.(*push.Store).DB(), nil)
-	const authors, readers = 20, 10
+	meter := cost.NewMeter(inner.(*push.Store).DB(), []string{testserver.Memcache(t)})
 	for r := range readers {
 		for a := 1; a <= authors; a++ {
 			timelinetest.Follow(t, s, timeline.UserID(100+r), timeline.UserID(a))
@@ -32,32 +30,40 @@ func TestRowsPerOperation(t *testing.T) {
 	for a := 1; a <= authors; a++ {
 		timelinetest.PostN(t, s, timeline.UserID(a), 5)
 	}
-	rows := func(n int, op func()) float64 {
+	return s, inner, func(n int, op func()) cost.Cost {
 		t.Helper()
-		before, err := meter.Take(ctx)
+		c, err := meter.Measure(context.Background(), int64(n), op)
 		if err != nil {
 			t.Fatal(err)
 		}
-		op()
-		after, err := meter.Take(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := cost.PerOp(before, after, int64(n))
 		if c.CountersUnreliable() {
 			t.Fatalf("the counters could not be trusted: %v", c)
 		}
-		return c[cost.RowsRead]
+		return c
 	}
-	pages := func(st timeline.Store) func() {
-		return func() {
-			for r := range readers {
-				if _, err := st.Timeline(ctx, timeline.UserID(100+r), timeline.Query{}); err != nil {
-					t.Fatal(err)
-				}
+}
+
+// pagesOf reads the newest page of the readers users from 100 up.
+func pagesOf(t *testing.T, st timeline.Store, readers int) func() {
+	return func() {
+		for r := range readers {
+			if _, err := st.Timeline(context.Background(), timeline.UserID(100+r), timeline.Query{}); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
+}
+
+// TestRowsPerOperation counts the database rows of the variant's
+// operations over push under the invalidate policy, as its cost model
+// has them: a newest page that misses reads the wrapped store's page, one
+// that hits reads nothing, and a post reads the wrapped store's post's
+// rows and its author's followers (to bump their generations).
+func TestRowsPerOperation(t *testing.T) {
+	const authors, readers = 20, 10
+	s, inner, counted := countedPush(t, authors, readers)
+	rows := func(n int, op func()) float64 { return counted(n, op)[cost.RowsRead] }
+	pages := func(st timeline.Store) func() { return pagesOf(t, st, readers) }
 	page := rows(readers, pages(inner))
 	miss := rows(readers, pages(s))
 	hit := rows(readers, pages(s))
@@ -83,38 +89,13 @@ func TestRowsPerOperation(t *testing.T) {
 // hit, a post to f followers and a follow and an unfollow.
 func TestKeysPerOperation(t *testing.T) {
 	ctx := context.Background()
-	s, inner := open(t, modelPush, memcache.Options{Policy: memcache.PolicyInvalidate})
-	meter := cost.NewMeter(inner.(*push.Store).DB(), []string{testserver.Memcache(t)})
 	const authors, readers = 20, 10
-	for r := range readers {
-		for a := 1; a <= authors; a++ {
-			timelinetest.Follow(t, s, timeline.UserID(100+r), timeline.UserID(a))
-		}
-	}
-	for a := 1; a <= authors; a++ {
-		timelinetest.PostN(t, s, timeline.UserID(a), 2)
-	}
+	s, _, counted := countedPush(t, authors, readers)
 	keys := func(n int, op func()) float64 {
-		t.Helper()
-		before, err := meter.Take(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		op()
-		after, err := meter.Take(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := cost.PerOp(before, after, int64(n))
+		c := counted(n, op)
 		return c[cost.MCGets] + c[cost.MCSets] + c[cost.MCIncrs]
 	}
-	pages := func() {
-		for r := range readers {
-			if _, err := s.Timeline(ctx, timeline.UserID(100+r), timeline.Query{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	pages := pagesOf(t, s, readers)
 	first := keys(readers, pages)
 	hit := keys(readers, pages)
 	post := keys(1, func() { timelinetest.PostN(t, s, 1, 1) }) // every reader follows author 1

@@ -37,16 +37,10 @@ func TestHybridMemcachedFollowRows(t *testing.T) {
 	timelinetest.Newest(t, s, reader) // builds the reader's index
 	rows := func(op func()) float64 {
 		t.Helper()
-		before, err := meter.Take(ctx)
+		c, err := meter.Measure(ctx, 1, op)
 		if err != nil {
 			t.Fatal(err)
 		}
-		op()
-		after, err := meter.Take(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := cost.PerOp(before, after, 1)
 		if c.CountersUnreliable() {
 			t.Fatalf("the counters could not be trusted: %v", c)
 		}
