@@ -87,7 +87,7 @@ const cliWarmup = 500 * time.Millisecond
 
 // runWarmup is the unmeasured time before each phase of r, in seconds: as
 // recorded, or, for a run that predates the record, its command's
-// --warmup or the command's default.
+// --warmup or else bench's default.
 func runWarmup(r *results.Result) float64 {
 	if w := r.Environment.WarmupSeconds; w != nil {
 		return *w
