@@ -169,8 +169,13 @@ func counted(r *results.Result) ([]countedPhase, error) {
 			}
 			if name == "traffic" && reg.Bench.Has(registry.PhaseCacheMixed) {
 				// Its traffic runs on a cache of its own, empty until
-				// the phase's warm-up.
-				d.Cold = registry.ColdStart{Warmup: runWarmup(r), Span: ph.Seconds}
+				// the phase's warm-up: as many operations as the run
+				// counted there, at the phase's rate.
+				warmup := runWarmup(r)
+				if ph.WarmupOps > 0 {
+					warmup = float64(ph.WarmupOps) / ph.OpsPerSec
+				}
+				d.Cold = registry.ColdStart{Warmup: warmup, Span: ph.Seconds}
 			}
 			ow, _, _, err := reg.WorkFor(d, nil)
 			if err != nil {
