@@ -124,7 +124,7 @@ func (b *bench) burstPhase(ctx context.Context, m registry.Model) error {
 		cfg.LagSLO = DefaultLagSLO
 	}
 	s, rm := b.trafficStore(m), b.res.Model(m.Name)
-	pool, err := b.olderPool(ctx, m, s)
+	pool, err := b.olderPool(ctx, m)
 	if err != nil {
 		return err
 	}

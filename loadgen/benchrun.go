@@ -172,6 +172,7 @@ func (b *bench) phaseKinds(ctx context.Context, name string, dur time.Duration, 
 		return results.Phase{}, nil, err
 	}
 	p := results.PhaseFromHistogram(pr.Latency, pr.Ops, pr.Errors, pr.Seconds)
+	p.WarmupOps = pr.WarmupOps
 	p.Cost = finish(pr.Ops + pr.Errors)
 	b.logf("  = %s: %.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors", name, p.OpsPerSec, p.P50Ms, p.P99Ms, p.Errors)
 	b.checkErrors(name, pr.ErrorRate(), pr.SampleErrors)

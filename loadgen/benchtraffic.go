@@ -59,8 +59,11 @@ func releaseIdle(s timeline.Store) {
 
 // olderPool returns the older-page cursors for m's traffic: those its
 // database's reads collected, or, for a model whose reads did not (a cached
-// one), cursors walked now through s.
-func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Store) ([]workload.OlderPage, error) {
+// one), cursors walked now through m's own store, not its traffic's (see
+// trafficStore): the walk reads newest pages, which would fill a cache
+// that the traffic phase must find empty.
+func (b *bench) olderPool(ctx context.Context, m registry.Model) ([]workload.OlderPage, error) {
+	s := b.open[m.Name]
 	if pool, ok := b.pools[poolKey(m)]; ok {
 		return pool, nil
 	}
@@ -88,7 +91,7 @@ func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Stor
 func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 	s, rm := b.trafficStore(m), b.res.Model(m.Name)
 	defer releaseIdle(s)
-	pool, err := b.olderPool(ctx, m, s)
+	pool, err := b.olderPool(ctx, m)
 	if err != nil {
 		return err
 	}

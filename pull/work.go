@@ -1,6 +1,8 @@
 package pull
 
 import (
+	"math"
+
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/registry"
 )
@@ -123,9 +125,19 @@ const homeWindow = 11 * 60.0
 // (none within homeWindow) rebuilds it as pull-recent reads, registering
 // with each followee in the database and in memcached (a row and a key
 // each). A post writes its row, appends to its author's list, and, below
-// the threshold, hints the index of each registered follower.
+// the threshold, hints the index of each registered follower. A follow or
+// an unfollow writes its row and renews the follower's token; the
+// follower's next page reads the follower's g followees again (g+1 rows,
+// the end of the range with them) and patches the index. A follow of an
+// author below the threshold also counts the author's followers (up to
+// the threshold: is the author a celebrity now?), registers the follower
+// with the author (a row written) and the patch reads the author's ids
+// above the index's floor: the index holds the newest home_len of the
+// follower's followees' messages, so about home_len·m_a/(g·m) of an
+// author of m_a messages among followees of m each.
 func hybridMemcachedWork(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
-	split := d.SplitAt(float64(cfg.Int(OptionThreshold)))
+	threshold := float64(cfg.Int(OptionThreshold))
+	split := d.SplitAt(threshold)
 	g := d.ReadFollowees()
 	returning := d.ReturningReads(homeWindow)
 	page := recentReadWork(d, cfg, g).Add(registry.Work{MCKeys: 3 + split.ReadFolloweesAbove, CacheCalls: 1})
@@ -133,8 +145,29 @@ func hybridMemcachedWork(d registry.Demand, cfg registry.Config) (registry.OpWor
 	newest := page.Add(rebuild.Scale(returning))
 	registered := d.ActiveFollowers(homeWindow)
 	post := PostWork().Add(registry.Work{MCKeys: 3 + split.AudienceBelow*registered, CacheCalls: 2})
-	follow := followWork().Add(registry.Work{RowsRead: g + d.FollowedMessages(), MCKeys: 2, CacheCalls: 1, Statements: 2})
-	return registry.OpWork{Newest: newest, Older: page, Post: post, Follow: follow, Unfollow: follow},
+	changed := followWork().Add(registry.Work{RowsRead: g + 1, MCKeys: 2, CacheCalls: 1, Statements: 1})
+	keep, perFollowee := float64(cfg.Int(OptionHomeLen)), g*d.FolloweeMessages()
+	pushed := d.MeanOverFollowed(func(c registry.UserClass) float64 {
+		if c.Followers >= threshold || perFollowee <= 0 {
+			return 0
+		}
+		return 1
+	})
+	counted := d.MeanOverFollowed(func(c registry.UserClass) float64 {
+		if c.Followers >= threshold {
+			return 0
+		}
+		return math.Min(c.Followers+1, threshold)
+	})
+	patched := d.MeanOverFollowed(func(c registry.UserClass) float64 {
+		if c.Followers >= threshold || perFollowee <= 0 {
+			return 0
+		}
+		return math.Min(keep+1, keep*d.MessagesOf(c)/perFollowee)
+	})
+	follow := changed.Add(registry.Work{RowsRead: counted + patched, RowsWritten: pushed, Statements: 3 * pushed})
+	unfollow := changed
+	return registry.OpWork{Newest: newest, Older: page, Post: post, Follow: follow, Unfollow: unfollow},
 		registry.Footprint{
 			CacheIDs:  d.Users*float64(cfg.Int(OptionRecentLen)) + d.ActiveUsers(homeWindow)*d.Users*float64(cfg.Int(OptionHomeLen)),
 			CacheKeys: 2*d.Users + d.ActiveUsers(homeWindow)*d.Users,

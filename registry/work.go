@@ -113,8 +113,9 @@ type Demand struct {
 	Page       int
 	OlderDepth float64
 	// PostsPerSec and ReadsPerSec are the planned rates of posts and of
-	// page reads (newest and older), over all users.
-	PostsPerSec, ReadsPerSec float64
+	// page reads (newest and older), over all users; OlderPerSec is the
+	// part of ReadsPerSec that reads older pages.
+	PostsPerSec, ReadsPerSec, OlderPerSec float64
 	// ActiveShare is the share of users who read within a design's
 	// window of activity (1: everyone reads often enough).
 	ActiveShare float64
@@ -124,6 +125,11 @@ type Demand struct {
 	// operations averaged over: the work of one of its phases, not of
 	// the steady state (nil).
 	Run *RunHistory
+	// Cold, when its Span is above 0, says that the work is averaged over
+	// a stretch whose caches began empty (a counted run's phase on a cache
+	// of its own, which fills in the phase's warm-up). Its zero value is
+	// the steady state of a service whose caches are warm.
+	Cold ColdStart
 
 	// sumPosts and sumReads are Σ Users·Posts and Σ Users·Reads, kept
 	// by Prepared (0: computed at each use).
@@ -191,6 +197,12 @@ func (d Demand) MeanOverFollowers(value func(UserClass) float64) float64 {
 // met through a follow (users weighed by their followers).
 func (d Demand) MeanOverFollowees(value func(UserClass) float64) float64 {
 	return d.mean(followers, value)
+}
+
+// MeanOverFollowed is the mean of value over the followees of new
+// follows (users weighed by Followed).
+func (d Demand) MeanOverFollowed(value func(UserClass) float64) float64 {
+	return d.mean(func(c UserClass) float64 { return c.Followed }, value)
 }
 
 // meanPicked is mean over the classes pick keeps (all when nil).
@@ -298,6 +310,67 @@ func (d Demand) ReadRate(c UserClass) float64 {
 		return 0
 	}
 	return d.ReadsPerSec * c.Reads / (d.ActiveShare * total)
+}
+
+// NewestRate is the newest-page reads per second of one user of class c:
+// ReadRate without the older pages (OlderPerSec).
+func (d Demand) NewestRate(c UserClass) float64 {
+	if d.ReadsPerSec <= 0 {
+		return 0
+	}
+	return d.ReadRate(c) * math.Max(0, d.ReadsPerSec-d.OlderPerSec) / d.ReadsPerSec
+}
+
+// ColdStart is a stretch of traffic that began with the caches empty:
+// Warmup seconds of it went unmeasured, then the work is averaged over the
+// Span seconds that followed.
+type ColdStart struct {
+	Warmup, Span float64
+}
+
+// FirstReads is the share of newest-page reads, over the stretch Cold
+// describes, that are their reader's first since the caches were empty
+// (FirstRead averaged over the reads). 0 in the steady state (Cold.Span
+// 0). TestFirstReadsAgainstDraws sets it against drawn reads.
+func (d Demand) FirstReads() float64 { return d.MeanOverReads(d.FirstRead) }
+
+// FirstRead is the share of a class c reader's newest-page reads, over
+// the stretch Cold describes, that are their first since the caches were
+// empty: 1 - Since(NewestRate(c), +Inf). 0 in the steady state.
+func (d Demand) FirstRead(c UserClass) float64 {
+	r := d.NewestRate(c)
+	if !(r > 0) {
+		return 0
+	}
+	return 1 - d.Since(r, math.Inf(1))
+}
+
+// Since is the chance that the last event of a Poisson process of rate k
+// came within limit seconds before a moment drawn from the stretch Cold
+// describes, the process starting when the caches were empty: for a
+// moment τ seconds after that, 1 - e^(-k·min(τ, limit)), averaged over τ
+// from Cold.Warmup to Cold.Warmup + Cold.Span. In the steady state (Span
+// 0) it is 1 - e^(-k·limit). For a reader at rate r, Since(r, ttl) is the
+// chance that their previous read came within ttl, and
+// r/(r+q)·Since(r+q, ttl) that it did with no event of rate q in between.
+func (d Demand) Since(k, limit float64) float64 {
+	if !(k > 0) {
+		return 0
+	}
+	a, s := d.Cold.Warmup, d.Cold.Span
+	if !(s > 0) {
+		return 1 - math.Exp(-k*limit)
+	}
+	b := a + s
+	var sum float64 // ∫ 1 - e^(-k·min(τ, limit)) dτ from a to b
+	if a < limit {
+		m := math.Min(b, limit)
+		sum += (m - a) - (math.Exp(-k*a)-math.Exp(-k*m))/k
+	}
+	if b > limit {
+		sum += (b - math.Max(a, limit)) * (1 - math.Exp(-k*limit))
+	}
+	return sum / s
 }
 
 // PostRate is the posts per second of one user of class c.

@@ -192,3 +192,53 @@ func TestNewestMissAgainstIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstReadsAgainstDraws draws the newest-page reads of a stretch
+// that began with an empty cache, as the benchmark's traffic draws them
+// (each read's reader picked by the classes' read weights, at the rate of
+// the newest pages only), and counts the reads of the measured span that
+// were their reader's first: FirstReads must say as much, for a cache
+// that had a short, a long and no warm-up.
+func TestFirstReadsAgainstDraws(t *testing.T) {
+	classes := []UserClass{
+		{Users: 600, Followers: 10, Followees: 10, Posts: 1, Reads: 1, Followed: 1},
+		{Users: 400, Followers: 10, Followees: 10, Posts: 1, Reads: 4, Followed: 1},
+	}
+	const readsPerSec, olderPerSec, span = 3000.0, 600.0, 2.0
+	d := Demand{Users: 1000, Messages: 1e5, Page: 20, OlderDepth: 3.5, PostsPerSec: 10,
+		ReadsPerSec: readsPerSec, OlderPerSec: olderPerSec, ActiveShare: 1, Classes: classes}
+	rng := rand.New(rand.NewPCG(5, 6))
+	newest := readsPerSec - olderPerSec
+	pick := func() int { // a reader, by read weight: 600 of weight 1, 400 of 4
+		if rng.Float64() < 600.0/(600+1600) {
+			return rng.IntN(600)
+		}
+		return 600 + rng.IntN(400)
+	}
+	for _, warmup := range []float64{0, 0.1, 0.5} {
+		d.Cold = ColdStart{Warmup: warmup, Span: span}
+		var got, want float64
+		for range 20 {
+			seen := make([]bool, 1000)
+			for range int(newest * warmup) {
+				seen[pick()] = true
+			}
+			first, reads := 0, int(newest*span)
+			for range reads {
+				if u := pick(); !seen[u] {
+					seen[u] = true
+					first++
+				}
+			}
+			want += float64(first) / float64(reads) / 20
+		}
+		got = d.FirstReads()
+		t.Logf("warm-up %.1fs: FirstReads %.4f, the draws %.4f", warmup, got, want)
+		if math.Abs(got-want) > 0.01 {
+			t.Errorf("warm-up %.1fs: FirstReads %.4f, the draws %.4f", warmup, got, want)
+		}
+	}
+	if d.Cold = (ColdStart{}); d.FirstReads() != 0 {
+		t.Errorf("the steady state has first reads: %v", d.FirstReads())
+	}
+}

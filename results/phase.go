@@ -21,6 +21,9 @@ type Phase struct {
 	P999Ms    float64 `json:"p999_ms"`
 	MaxMs     float64 `json:"max_ms"`
 	Skipped   bool    `json:"skipped,omitempty"`
+	// WarmupOps are the operations a closed-loop phase ran in its
+	// unmeasured warm-up (0 in runs that predate the count).
+	WarmupOps int64 `json:"warmup_ops,omitempty"`
 	// Cost is what an operation cost the servers and the client, when
 	// measured.
 	Cost cost.Cost `json:"cost,omitempty"`

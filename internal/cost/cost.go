@@ -168,6 +168,21 @@ func (m *Meter) Take(ctx context.Context) (Snapshot, error) {
 	return s, nil
 }
 
+// Measure takes a snapshot, runs op, takes another, and returns what each
+// of the ops operations op made cost (PerOp).
+func (m *Meter) Measure(ctx context.Context, ops int64, op func()) (Cost, error) {
+	before, err := m.Take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	op()
+	after, err := m.Take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return PerOp(before, after, ops), nil
+}
+
 // PerOp is what each of ops operations cost between before and after, by
 // the keys of Cost. Figures whose counters either snapshot lacks
 // are left out, and so are those with a counter lower after than before:

@@ -85,6 +85,27 @@ func runWorkload(r *results.Result) (Workload, error) {
 	return w, nil
 }
 
+// cliWarmup is pushpull bench's --warmup unless told, which the runs that
+// predate the recorded warm-up (results.Environment.WarmupSeconds) had.
+const cliWarmup = 500 * time.Millisecond
+
+// runWarmup is the unmeasured time before each phase of r, in seconds: as
+// recorded, or, for a run that predates the record, its command's
+// --warmup or else bench's default.
+func runWarmup(r *results.Result) float64 {
+	if w := r.Environment.WarmupSeconds; w != nil {
+		return *w
+	}
+	for _, arg := range strings.Fields(r.Command) {
+		if v, ok := strings.CutPrefix(arg, "--warmup="); ok {
+			if d, err := time.ParseDuration(v); err == nil {
+				return d.Seconds()
+			}
+		}
+	}
+	return cliWarmup.Seconds()
+}
+
 // mixOf is the shares of a traffic phase's mix by operation.
 func mixOf(spec string) (newest, older, post, follow, unfollow float64, err error) {
 	m, err := workload.ParseMix(spec)
@@ -132,7 +153,7 @@ func counted(r *results.Result) ([]countedPhase, error) {
 				return registry.Work{}, err
 			}
 			d.Run = &h
-			ow, _, _, err := reg.WorkFor(d, nil)
+			ow, _, _, err := reg.WorkFor(d, m.Options)
 			return mixWork(ow, shares), err
 		}
 		hist, err := runHistories(r, m, reg, work)
@@ -172,6 +193,16 @@ func counted(r *results.Result) ([]countedPhase, error) {
 			}
 			if h, ok := hist[name]; ok {
 				d.Run = &h
+			}
+			if name == "traffic" && reg.Bench.Has(registry.PhaseCacheMixed) {
+				// Its traffic runs on a cache of its own, empty until
+				// the phase's warm-up: as many operations as the run
+				// counted there, at the phase's rate.
+				warmup := runWarmup(r)
+				if ph.WarmupOps > 0 {
+					warmup = float64(ph.WarmupOps) / ph.OpsPerSec
+				}
+				d.Cold = registry.ColdStart{Warmup: warmup, Span: ph.Seconds}
 			}
 			ow, _, _, err := reg.WorkFor(d, m.Options)
 			if err != nil {

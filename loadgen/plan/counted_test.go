@@ -271,3 +271,40 @@ func runAndCheck(t *testing.T, cfg loadgen.BenchConfig, progress *bytes.Buffer) 
 	t.Log("\n" + table.String())
 	return run, c, table.String()
 }
+
+// TestCachedTrafficAgainstCountedRun runs the default mix of three
+// +memcache designs on the test servers, each on a cache that starts
+// empty with no warm-up, as their traffic phases do, and sets the model's
+// items per operation (rows and keys) against what the servers counted:
+// each within 10 %. The cache's first reads, its misses after posts and
+// its keys then follow from the counts of the phase (reads per user,
+// posts per read), not from how fast the machine ran them.
+func TestCachedTrafficAgainstCountedRun(t *testing.T) {
+	spec, err := dataset.PaperSpec().Scaled(0.02) // 200 users, 20,000 messages
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := workload.DefaultMix()
+	models := []string{"push+memcache", "pull-sp+memcache", "pull-client+memcache"}
+	var progress bytes.Buffer
+	cfg := loadgen.BenchConfig{
+		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Redis: testserver.Redis(t), Force: true,
+		Spec: spec, Scale: 0.02, Models: models, Mix: &mix, TrafficOnly: true, Ops: 1500, Concurrency: 4,
+		Progress: &progress,
+	}
+	_, c, _ := runAndCheck(t, cfg, &progress)
+	checked := 0
+	for _, r := range c.Rows {
+		if r.Phase != "traffic" {
+			continue
+		}
+		checked++
+		if e := r.ItemsErrorPct(); math.Abs(e) > 10 {
+			t.Errorf("%s: items per operation %+.0f%% off the count (rows read %.1f / %.1f, keys %.2f / %.2f)",
+				r.Model, e, r.Measured.RowsRead, r.Predicted.RowsRead, r.Measured.MCKeys, r.Predicted.MCKeys)
+		}
+	}
+	if checked != len(models) {
+		t.Errorf("%d traffic phases checked of %d designs", checked, len(models))
+	}
+}

@@ -118,7 +118,7 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 	// there.
 	var units float64 // the CPU per operation at the unit costs alone, at the last rate tried
 	at := func(rate float64) (c cpu, held bool, err error) {
-		d.ReadsPerSec, d.PostsPerSec = rate*(shares[0]+shares[1]), rate*shares[2]
+		d.ReadsPerSec, d.OlderPerSec, d.PostsPerSec = rate*(shares[0]+shares[1]), rate*shares[1], rate*shares[2]
 		ow, _, _, err := m.WorkFor(d, w.Options)
 		if err != nil {
 			return cpu{}, false, &InputError{Field: "option", Reason: err.Error()}

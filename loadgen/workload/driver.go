@@ -65,6 +65,9 @@ type PhaseResult struct {
 	Ops     int64   // successful measured operations
 	Errors  int64   // failed measured operations
 	Seconds float64 // measured wall time
+	// WarmupOps are the operations that ran in the warm-up, unmeasured,
+	// failed ones too.
+	WarmupOps int64
 	// Latency of successful operations, in microseconds.
 	Latency *hdrhistogram.Histogram
 	// SampleErrors holds the first few distinct error messages.
@@ -173,6 +176,7 @@ func RunPhase(ctx context.Context, cfg PhaseConfig, newOp func(worker int) Op) (
 	// holds it shared, and the start of measuring holds it alone.
 	var gate sync.RWMutex
 	var budget atomic.Int64 // measured ops left when cfg.Ops > 0
+	var warm atomic.Int64   // operations of the warm-up
 	budget.Store(cfg.Ops)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -193,6 +197,7 @@ func RunPhase(ctx context.Context, cfg PhaseConfig, newOp func(worker int) Op) (
 				err := op(runCtx, &c)
 				gate.RUnlock()
 				if !counted {
+					warm.Add(1)
 					continue
 				}
 				if err != nil {
@@ -258,7 +263,7 @@ loop:
 	stop()
 	<-workersDone
 
-	res := PhaseResult{Name: cfg.Name, Seconds: elapsed.Seconds(), Latency: newHistogram()}
+	res := PhaseResult{Name: cfg.Name, Seconds: elapsed.Seconds(), WarmupOps: warm.Load(), Latency: newHistogram()}
 	seen := map[string]bool{}
 	for _, w := range workers {
 		res.Ops += w.ops.Load()

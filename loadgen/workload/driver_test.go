@@ -136,4 +136,7 @@ func TestRunPhaseMeasuresNoWarmupOp(t *testing.T) {
 	if after := started.Load() - atMeasure; after != res.Ops+res.Errors {
 		t.Errorf("%d operations started after OnMeasure, the phase measured %d", after, res.Ops+res.Errors)
 	}
+	if res.WarmupOps != atMeasure {
+		t.Errorf("%d operations ran before OnMeasure, the phase says %d warmed up", atMeasure, res.WarmupOps)
+	}
 }

@@ -1,0 +1,86 @@
+package pull_test
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/pull"
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/timeline"
+	"github.com/pushpull/pushpull/timeline/timelinetest"
+)
+
+// TestHybridMemcachedFollowRows counts the database rows of a follow and
+// of an unfollow on hybrid-memcached, each with the follower's next newest
+// page (which reads the follower's followees again and patches the
+// index), and sets them against the cost model's Follow and Unfollow for
+// the same shape: a reader of g followees whose authors posted in turn, m
+// messages each, following an author of as many followers and messages.
+func TestHybridMemcachedFollowRows(t *testing.T) {
+	const g, m = 20, 30
+	ctx := context.Background()
+	s := openHybridMemcached(t, 0)
+	meter := cost.NewMeter(s.(*pull.Store).DB(), nil)
+	const reader, followed = 1, 500
+	for a := range g {
+		timelinetest.Follow(t, s, reader, timeline.UserID(100+a))
+		timelinetest.Follow(t, s, timeline.UserID(200+a), followed)
+	}
+	for range m {
+		for a := range g {
+			timelinetest.PostN(t, s, timeline.UserID(100+a), 1)
+		}
+		timelinetest.PostN(t, s, followed, 1)
+	}
+	timelinetest.Newest(t, s, reader) // builds the reader's index
+	rows := func(op func()) float64 {
+		t.Helper()
+		c, err := meter.Measure(ctx, 1, op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.CountersUnreliable() {
+			t.Fatalf("the counters could not be trusted: %v", c)
+		}
+		return c[cost.RowsRead]
+	}
+	follow := rows(func() {
+		timelinetest.Follow(t, s, reader, followed)
+		timelinetest.Newest(t, s, reader)
+	})
+	unfollow := rows(func() {
+		if err := s.Unfollow(ctx, reader, followed); err != nil {
+			t.Fatal(err)
+		}
+		timelinetest.Newest(t, s, reader)
+	})
+	page := rows(func() { timelinetest.Newest(t, s, reader) })
+
+	model, err := registry.Lookup(pull.HybridMemcachedModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const users = 1000
+	d := registry.Demand{Users: users, Messages: users * m, Page: timeline.DefaultLimit, OlderDepth: 3.5,
+		PostsPerSec: 1, ReadsPerSec: 100, ActiveShare: 1,
+		Classes: []registry.UserClass{{Users: users, Followers: g, Followees: g, Posts: 1, Reads: 1, Followed: 1}}}
+	w, _, _, err := model.WorkFor(d.Prepared(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rows read: a follow and the next page %.0f (the model %.1f), an unfollow and the next page %.0f (%.1f), a page %.0f (%.1f)",
+		follow, w.Follow.RowsRead+w.Newest.RowsRead, unfollow, w.Unfollow.RowsRead+w.Newest.RowsRead, page, w.Newest.RowsRead)
+	for _, c := range []struct {
+		what          string
+		counted, want float64
+	}{
+		{"a follow and the next page", follow, w.Follow.RowsRead + w.Newest.RowsRead},
+		{"an unfollow and the next page", unfollow, w.Unfollow.RowsRead + w.Newest.RowsRead},
+	} {
+		if math.Abs(c.counted-c.want) > 0.1*c.counted {
+			t.Errorf("%s: %.0f rows counted, the model says %.1f", c.what, c.counted, c.want)
+		}
+	}
+}
