@@ -1,17 +1,10 @@
 package plan
 
 import (
-	"time"
-
 	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
-
-// assumedWarmup is the warm-up of runs that do not record theirs
-// (results.Environment.WarmupSeconds): the bench command's default, which
-// they ran with.
-const assumedWarmup = 500 * time.Millisecond
 
 // mixShares are the shares of an operation drawn by a phase: newest,
 // older, post, follow, unfollow.
@@ -41,12 +34,10 @@ type phaseWork func(shares mixShares, rate float64, h registry.RunHistory) (regi
 // measured stretch of secs did the operations whose items (rows, keys,
 // commands) are warm/secs those of the measured stretch: a warm-up of
 // first reads that rebuild made fewer operations than the cheap reads
-// after it (warmupOps).
+// after it (warmupOps). A phase that recorded its warm-up's operations
+// (results.Phase.WarmupOps) is taken at its word.
 func runHistories(r *results.Result, m *results.Model, reg registry.Model, work phaseWork) (map[string]registry.RunHistory, error) {
-	warm := assumedWarmup.Seconds()
-	if w := r.Environment.WarmupSeconds; w != nil {
-		warm = *w
-	}
+	warm := runWarmup(r)
 	users := float64(r.Dataset.Users)
 	out := map[string]registry.RunHistory{}
 	var reads, posts float64
@@ -54,8 +45,9 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 	// user), as no number of drawn reads says.
 	all := reg.Bench.WarmReads
 	// closed records a closed-loop phase of ops operations drawn by
-	// shares over secs seconds, after its warm-up.
-	closed := func(name string, shares mixShares, ops int64, secs float64) error {
+	// shares over secs seconds, after its warm-up of warmOps operations
+	// (0: not recorded).
+	closed := func(name string, shares mixShares, ops int64, secs float64, warmOps int64) error {
 		if ops <= 0 || secs <= 0 {
 			return nil
 		}
@@ -72,7 +64,10 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 			}
 			return n * w.Items()
 		}
-		w := warmupOps(warm, secs, float64(ops), items)
+		w := float64(warmOps)
+		if warmOps <= 0 {
+			w = warmupOps(warm, secs, float64(ops), items)
+		}
 		if err != nil {
 			return err
 		}
@@ -82,7 +77,7 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 		return nil
 	}
 	if !m.Retrieve.Skipped {
-		if err := closed("retrieve", mixShares{1, 0, 0, 0, 0}, m.Retrieve.Ops, m.Retrieve.Seconds); err != nil {
+		if err := closed("retrieve", mixShares{1, 0, 0, 0, 0}, m.Retrieve.Ops, m.Retrieve.Seconds, m.Retrieve.WarmupOps); err != nil {
 			return nil, err
 		}
 	}
@@ -110,7 +105,7 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 				Reads: float64(t.Total.Ops) * n, Posts: float64(t.Total.Ops) * p}
 			reads += (at + float64(t.Total.Ops)) * n
 			posts += (at + float64(t.Total.Ops)) * p
-		} else if err := closed("traffic", shares, t.Total.Ops, t.Total.Seconds); err != nil {
+		} else if err := closed("traffic", shares, t.Total.Ops, t.Total.Seconds, t.Total.WarmupOps); err != nil {
 			return nil, err
 		}
 		if s := t.Search; s != nil {
@@ -121,7 +116,7 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 		}
 	}
 	if !m.Submit.Skipped {
-		if err := closed("submit", mixShares{0, 0, 1, 0, 0}, m.Submit.Ops, m.Submit.Seconds); err != nil {
+		if err := closed("submit", mixShares{0, 0, 1, 0, 0}, m.Submit.Ops, m.Submit.Seconds, m.Submit.WarmupOps); err != nil {
 			return nil, err
 		}
 	}
