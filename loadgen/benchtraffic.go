@@ -108,7 +108,11 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		w.Probe = workload.NewProbe(ctx, s, b.data, *b.cfg.Probe)
 	}
 	book := w.Book
-	newOp := workload.Traffic(s, b.data, mix, pool, churn, w, b.cfg.Spec.Seed)
+	// A seed of the design's own: designs that share a database read
+	// each other's traffic's posts, which are to be as spread over the
+	// authors as the activity spreads independent draws (see
+	// workload.Traffic).
+	newOp := workload.Traffic(s, b.data, mix, pool, churn, w, workload.NamedSeed(b.cfg.Spec.Seed, m.Name))
 	name, dur := m.Name+"/traffic", b.duration(m)
 	startProbe := func() {
 		if w.Probe != nil {
