@@ -16,15 +16,6 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
-// poolKey is where the older-page cursors of m's reads are kept: cursors
-// are valid for every store of the database that issued them.
-func poolKey(m registry.Model) string {
-	if m.Persistent() {
-		return m.Database
-	}
-	return m.Name
-}
-
 // trafficStore is the store m's traffic runs on: for a cache-mixed model a
 // store on a memcached namespace nobody has used (see openStores), whose
 // cache fills in the phase's warm-up; for the others the model's store.
@@ -56,13 +47,14 @@ func releaseIdle(s timeline.Store) {
 	db.SetMaxIdleConns(keep)
 }
 
-// olderPool returns the older-page cursors for m's traffic: those its
-// database's reads collected, or, for a model whose reads did not (a cached
-// one), cursors walked now through s.
+// olderPool returns the older-page cursors for m's traffic, walked now
+// through s: a page 2 to 5 deep continues from where the design's own
+// pages lead as its traffic begins. Cursors walked once, when the first
+// design on a database was read, would lie below every post that the
+// designs measured in between made there, and a pull design's first step
+// reads each followee's messages above its cursor
+// (TestTrafficOlderCursorsAreFresh).
 func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Store) ([]workload.OlderPage, error) {
-	if pool, ok := b.pools[poolKey(m)]; ok {
-		return pool, nil
-	}
 	sample := m.Bench.OlderSample
 	if sample <= 0 {
 		sample = registry.DefaultOlderSample
@@ -70,9 +62,6 @@ func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Stor
 	pool, err := workload.CollectOlderPages(ctx, s, b.data, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
 	if errors.Is(err, workload.ErrNoOlderPages) {
 		return nil, nil
-	}
-	if err == nil {
-		b.pools[poolKey(m)] = pool
 	}
 	return pool, err
 }
