@@ -47,14 +47,20 @@ func releaseIdle(s timeline.Store) {
 	db.SetMaxIdleConns(keep)
 }
 
-// olderPool returns the older-page cursors for m's traffic, walked now
-// through s: a page 2 to 5 deep continues from where the design's own
-// pages lead as its traffic begins. Cursors walked once, when the first
-// design on a database was read, would lie below every post that the
-// designs measured in between made there, and a pull design's first step
-// reads each followee's messages above its cursor
-// (TestTrafficOlderCursorsAreFresh).
+// olderPool returns the older-page cursors for m's traffic on s, walked
+// now: a page 2 to 5 deep continues from where the design's own pages
+// lead as its traffic begins. Cursors walked once, when the first design
+// on a database was read, would lie below every post that the designs
+// measured in between made there, and a pull design's first step reads
+// each followee's messages above its cursor
+// (TestTrafficOlderCursorsAreFresh). They are walked through m's store of
+// the read phases where it has one: a cache-mixed model's traffic store
+// is to fill its cache in the phase's warm-up only, and cursors are valid
+// for every store of the database.
 func (b *bench) olderPool(ctx context.Context, m registry.Model, s timeline.Store) ([]workload.OlderPage, error) {
+	if read, ok := b.open[m.Name]; ok {
+		s = read
+	}
 	sample := m.Bench.OlderSample
 	if sample <= 0 {
 		sample = registry.DefaultOlderSample
