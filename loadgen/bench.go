@@ -420,7 +420,7 @@ func RunBench(ctx context.Context, cfg BenchConfig) (*results.Result, error) {
 
 	b := &bench{cfg: cfg, res: res, dsn: dsn, data: d, users: st.Users, logf: logf, models: models,
 		open: map[string]timeline.Store{}, fresh: map[string][]timeline.Store{},
-		traffic: map[string]timeline.Store{}, pools: map[string][]workload.OlderPage{}}
+		traffic: map[string]timeline.Store{}}
 	defer b.closeAll()
 	if sb != nil && sb.MemcacheAddr != "" {
 		b.memcache = []string{sb.MemcacheAddr}

@@ -137,7 +137,7 @@ func (b *bench) burstPhase(ctx context.Context, m registry.Model) error {
 	if mix.Share(workload.OpDelete) > 0 {
 		w.Book = workload.NewPostBook(b.cfg.Spec.Seed)
 	}
-	seed := b.cfg.Spec.Seed ^ 0xb0257
+	seed := workload.NamedSeed(b.cfg.Spec.Seed^0xb0257, m.Name) // its own, as the traffic phase's (see trafficPhases)
 	newOp := workload.Traffic(s, b.data, mix, pool, churn, w, seed)
 	lagging, hasLag := timeline.As[timeline.Lagging](s)
 	start, end, _ := burstWindow(cfg.Schedule)

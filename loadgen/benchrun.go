@@ -39,13 +39,12 @@ type bench struct {
 	users                int
 	logf                 func(format string, args ...any)
 
-	models  []registry.Model                // cfg.Models, looked up
-	open    map[string]timeline.Store       // by model name
-	fresh   map[string][]timeline.Store     // unused stores of cache-mixed models, by name: invalidate, then ttl
-	traffic map[string]timeline.Store       // the traffic phase's unused store of a cache-mixed model, by name
-	pools   map[string][]workload.OlderPage // older-page cursors by database (or model name, without one)
-	sizes   map[string][2]int64             // data and disk bytes by database
-	meter   *cost.Meter                     // nil once a snapshot failed
+	models  []registry.Model            // cfg.Models, looked up
+	open    map[string]timeline.Store   // by model name
+	fresh   map[string][]timeline.Store // unused stores of cache-mixed models, by name: invalidate, then ttl
+	traffic map[string]timeline.Store   // the traffic phase's unused store of a cache-mixed model, by name
+	sizes   map[string][2]int64         // data and disk bytes by database
+	meter   *cost.Meter                 // nil once a snapshot failed
 }
 
 func (b *bench) closeAll() {
@@ -505,9 +504,6 @@ func (b *bench) reads(ctx context.Context, m registry.Model) (results.Model, err
 	case err != nil:
 		return rm, err
 	default:
-		if _, ok := b.pools[poolKey(m)]; !ok {
-			b.pools[poolKey(m)] = pool
-		}
 		if rm.RetrieveOlder, err = b.phase(ctx, m.Name+"/retrieve-older", dur, workload.OlderPages(s, pool, b.cfg.Spec.Seed), func() { before = counts(s) }); err != nil {
 			return rm, err
 		}

@@ -17,15 +17,6 @@ import (
 	"github.com/pushpull/pushpull/timeline/counter"
 )
 
-// poolKey is where the older-page cursors of m's reads are kept: cursors
-// are valid for every store of the database that issued them.
-func poolKey(m registry.Model) string {
-	if m.Persistent() {
-		return m.Database
-	}
-	return m.Name
-}
-
 // trafficStore is the store m's traffic runs on: for a cache-mixed model a
 // store on a memcached namespace nobody has used (see openStores), whose
 // cache fills in the phase's warm-up; for the others the model's store.
@@ -57,16 +48,18 @@ func releaseIdle(s timeline.Store) {
 	db.SetMaxIdleConns(keep)
 }
 
-// olderPool returns the older-page cursors for m's traffic: those its
-// database's reads collected, or, for a model whose reads did not (a cached
-// one), cursors walked now through m's own store, not its traffic's (see
-// trafficStore): the walk reads newest pages, which would fill a cache
-// that the traffic phase must find empty.
+// olderPool returns the older-page cursors for m's traffic, walked now:
+// a page 2 to 5 deep continues from where the design's own pages lead as
+// its traffic begins. Cursors walked once, when the first design
+// on a database was read, would lie below every post that the designs
+// measured in between made there, and a pull design's first step reads
+// each followee's messages above its cursor
+// (TestTrafficOlderCursorsAreFresh). They are walked through m's store of
+// the read phases, not its traffic's (see trafficStore): a cache-mixed
+// model's traffic store is to fill its cache in the phase's warm-up only,
+// and cursors are valid for every store of the database.
 func (b *bench) olderPool(ctx context.Context, m registry.Model) ([]workload.OlderPage, error) {
 	s := b.open[m.Name]
-	if pool, ok := b.pools[poolKey(m)]; ok {
-		return pool, nil
-	}
 	sample := m.Bench.OlderSample
 	if sample <= 0 {
 		sample = registry.DefaultOlderSample
@@ -74,9 +67,6 @@ func (b *bench) olderPool(ctx context.Context, m registry.Model) ([]workload.Old
 	pool, err := workload.CollectOlderPages(ctx, s, b.data, sample, b.cfg.Concurrency, b.cfg.Spec.Seed)
 	if errors.Is(err, workload.ErrNoOlderPages) {
 		return nil, nil
-	}
-	if err == nil {
-		b.pools[poolKey(m)] = pool
 	}
 	return pool, err
 }
@@ -112,7 +102,11 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		w.Probe = workload.NewProbe(ctx, s, b.data, *b.cfg.Probe)
 	}
 	book := w.Book
-	newOp := workload.Traffic(s, b.data, mix, pool, churn, w, b.cfg.Spec.Seed)
+	// A seed of the design's own: designs that share a database read
+	// each other's traffic's posts, which are to be as spread over the
+	// authors as the activity spreads independent draws (see
+	// workload.Traffic).
+	newOp := workload.Traffic(s, b.data, mix, pool, churn, w, workload.NamedSeed(b.cfg.Spec.Seed, m.Name))
 	name, dur := m.Name+"/traffic", b.duration(m)
 	startProbe := func() {
 		if w.Probe != nil {

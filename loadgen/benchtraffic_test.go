@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/mysqlx"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/openloop"
@@ -337,5 +339,145 @@ func TestReleaseIdleConnections(t *testing.T) {
 	}
 	if idle := db.Stats().Idle; idle != 1 {
 		t.Fatalf("%d idle connections after a page, want the pool to keep 1 again", idle)
+	}
+}
+
+// TestTrafficPostsSpreadOverAuthors: the posts of a run's traffic land in
+// the database of the design that made them, where every design measured
+// later on that database reads them, so they must be spread over the
+// authors as the activity spreads independent draws. Two designs on one
+// database, each with a traffic phase and a rate search of posts only (a
+// few hundred posts on 500 users):
+// the authors who posted are nearly as many as independent draws of the
+// run's posts would reach. Were every phase and every step of the search
+// to draw the same operations again, the same few authors would post over
+// and over, and a pull design measured after them would read their piles
+// (pull-merge's traffic read 322 rows per operation after the other pull
+// designs' rate searches against 162 alone, at 3,000 users).
+func TestTrafficPostsSpreadOverAuthors(t *testing.T) {
+	var shared []registry.Model
+	for _, m := range notOnVitess(registry.Listed()) {
+		if m.Needs != registry.MariaDB || !m.Persistent() {
+			continue
+		}
+		if len(shared) == 0 || m.Database == shared[0].Database {
+			shared = append(shared, m)
+		}
+		if len(shared) == 2 {
+			break
+		}
+	}
+	if len(shared) < 2 {
+		t.Fatalf("no two listed designs share a database: %v", shared)
+	}
+	spec, err := dataset.PaperSpec().Scaled(0.05) // 500 users
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Activity.Mode == dataset.ActivitySkewed {
+		t.Fatalf("activity %s: the test counts authors of uniform draws", spec.Activity)
+	}
+	mix, err := workload.ParseMix("post=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := BenchConfig{
+		DSN: testserver.DSN(t), Force: true, Spec: spec, Scale: 0.05, Models: registry.Names(shared),
+		Mix: &mix, TrafficOnly: true, Rate: 400, Ops: 100, Warmup: 50 * time.Millisecond,
+		FindRate: true, SearchSteps: 2, StepDuration: 150 * time.Millisecond, Progress: io.Discard,
+	}
+	if _, err := RunBench(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	db, err := mysqlx.Open(ctx, mysqlx.Options{DSN: testserver.DSN(t), Database: shared[0].Database, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	d, err := dataset.Generate(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dataset's messages are ids 1 to len(Authors); the traffic's
+	// come after them.
+	var posts, authors int64
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(DISTINCT author_id) FROM messages WHERE id > ?`,
+		len(d.Authors)).Scan(&posts, &authors); err != nil {
+		t.Fatal(err)
+	}
+	users := float64(len(d.Followees))
+	expect := users * (1 - math.Pow(1-1/users, float64(posts)))
+	t.Logf("%s: %d posts by %d authors; independent draws reach %.0f on average", strings.Join(cfg.Models, ", "), posts, authors, expect)
+	if posts < 2*cfg.Ops {
+		t.Fatalf("%d posts: fewer than the two traffic phases' %d", posts, 2*cfg.Ops)
+	}
+	if float64(authors) < 0.9*expect {
+		t.Errorf("the run's %d posts are by %d authors, where independent draws reach %.0f: phases and steps posted as the same authors", posts, authors, expect)
+	}
+}
+
+// TestTrafficOlderCursorsAreFresh: a design's traffic pages down from
+// cursors walked on its own store as its traffic begins. Cursors walked
+// once, by the first design read on a database, lie below every post the
+// designs measured in between made, and a pull design's first step reads
+// each followee's messages above its cursor: pull-merge's older pages read
+// 209 rows in that step after pull-active's and pull-recent's rate
+// searches, 138 alone (1,000 users).
+func TestTrafficOlderCursorsAreFresh(t *testing.T) {
+	ctx := context.Background()
+	var m registry.Model
+	for _, c := range notOnVitess(registry.Listed()) {
+		if c.Needs == registry.MariaDB && c.Persistent() {
+			m = c
+			break
+		}
+	}
+	s, err := m.Open(ctx, registry.Config{DSN: testserver.DSN(t), Database: testserver.Database(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	spec, err := dataset.PaperSpec().Scaled(0.005) // 50 users
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dataset.Generate(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Apply(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	b := &bench{cfg: BenchConfig{Spec: spec, Concurrency: 2}, data: d, open: map[string]timeline.Store{m.Name: s}}
+	if _, err := b.olderPool(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	// Another design's traffic on the database: a post by every user.
+	for u := range len(d.Followees) {
+		if _, err := s.Post(ctx, timeline.UserID(u+1), "later"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool, err := b.olderPool(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, o := range pool {
+		if o.Depth != 2 {
+			continue
+		}
+		p, err := s.Timeline(ctx, o.User, timeline.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Cursor != p.Next {
+			t.Fatalf("%s: user %d's cursor to page 2 is %s, where the page now leads to %s", m.Name, o.User, o.Cursor, p.Next)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatalf("%s: no cursor to a page 2 among %d", m.Name, len(pool))
 	}
 }

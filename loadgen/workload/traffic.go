@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,6 +20,16 @@ import (
 // index in MixOps. The result suits openloop.Run directly and RunPhase
 // through ClosedOp.
 //
+// Each call for a worker draws from a stream of its own: the first from
+// seed and the worker, each later one from the number of calls before it
+// too. A run calls it once per worker and phase (a traffic phase, each
+// step of a rate search), and a phase that drew the operations of the one
+// before it would post as the same authors again: their posts would pile
+// up, phase after phase, on a few authors, and a pull design's pages would
+// read the piles (see TestTrafficPostsSpreadOverAuthors in package
+// loadgen). Callers whose stores share a database give each store's
+// traffic its own seed, for the same reason.
+//
 // An older page is a pool entry's user and depth, read from the cursor the
 // traffic's latest read of the page before it returned (the user's newest
 // page, for page 2), as a reader pages down from what they just saw; the
@@ -28,8 +39,18 @@ import (
 // user's newest entries in an index would fall back more and more.
 func Traffic(s timeline.Store, d *dataset.Dataset, mix Mix, pool []OlderPage, churn *Churn, w Writes, seed int64) func(worker int) openloop.Op {
 	latest := newLatestCursors(len(d.Followees))
+	var mu sync.Mutex
+	calls := map[int]int{} // calls so far, by worker
 	return func(worker int) openloop.Op {
-		rng := workerRand(seed, "traffic", worker)
+		mu.Lock()
+		call := calls[worker]
+		calls[worker]++
+		mu.Unlock()
+		stream := "traffic"
+		if call > 0 {
+			stream += "#" + strconv.Itoa(call)
+		}
+		rng := workerRand(seed, stream, worker)
 		var buf []byte
 		return func(ctx context.Context) (int, error) {
 			kind := mix.pick(rng.Float64())

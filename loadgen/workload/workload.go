@@ -30,11 +30,17 @@ import (
 // run's choice of users is reproducible.
 
 func workerRand(seed int64, phase string, worker int) *rand.Rand {
-	var h uint64 = 14695981039346656037 // FNV-1a of the phase name
-	for i := 0; i < len(phase); i++ {
-		h = (h ^ uint64(phase[i])) * 1099511628211
+	return rand.New(rand.NewPCG(uint64(NamedSeed(seed, phase)), uint64(worker)))
+}
+
+// NamedSeed is seed mixed with name (its FNV-1a hash): a seed of its own
+// for each name, the same for the same name and seed.
+func NamedSeed(seed int64, name string) int64 {
+	var h uint64 = 14695981039346656037
+	for i := 0; i < len(name); i++ {
+		h = (h ^ uint64(name[i])) * 1099511628211
 	}
-	return rand.New(rand.NewPCG(uint64(seed)^h, uint64(worker)))
+	return int64(uint64(seed) ^ h)
 }
 
 // NewestPage reads the newest page (default limit) of the home timeline of
