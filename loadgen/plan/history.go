@@ -22,10 +22,10 @@ type phaseWork func(shares mixShares, rate float64, h registry.RunHistory) (regi
 // (every user's newest page once), the newest pages (their warm-up, then
 // the measured ones), the walk that collects the older pages' cursors
 // (the newest page of each sampled user, then deeper pages; every user
-// when the sample is as large), the older
-// pages, the mixed traffic (its warm-up, the measured stretch, then each
-// step of a rate search with its warm-up at the step's rate), and last the
-// posts. Only newest pages and posts are counted: the older pages read
+// when the sample is as large), the older pages, the walk again for the
+// traffic's cursors, the mixed traffic (its warm-up, the measured
+// stretch, then each step of a rate search with its warm-up at the step's
+// rate), and last the posts. Only newest pages and posts are counted: the older pages read
 // the users the walk read. The graph's churn is left out: the traffic puts
 // back the follows it changed.
 //
@@ -81,7 +81,9 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 			return nil, err
 		}
 	}
-	if !m.RetrieveOlder.Skipped {
+	// walk is the walk that collects older pages' cursors: the newest
+	// page of each sampled user (then deeper pages).
+	walk := func() {
 		sample := float64(reg.Bench.OlderSample)
 		if sample <= 0 {
 			sample = registry.DefaultOlderSample
@@ -91,9 +93,13 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 		} else {
 			reads += sample
 		}
+	}
+	if !m.RetrieveOlder.Skipped {
+		walk()
 		out["retrieve_older"] = registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, AllRead: all}
 	}
 	if t := m.Traffic; t != nil {
+		walk() // the traffic's cursors, walked again as it begins
 		n, _, p, _, _, err := mixOf(t.Mix)
 		if err != nil {
 			return nil, err
