@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -153,12 +154,7 @@ func (e *FactorError) Error() string {
 // Validate refuses a calibration with a CPU factor that is not a finite
 // number above 0 (a *FactorError).
 func (c *Calibration) Validate() error {
-	names := make([]string, 0, len(c.Factors))
-	for name := range c.Factors {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(c.Factors)) {
 		f := c.Factors[name]
 		for _, x := range []struct {
 			phase string
@@ -213,12 +209,7 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 		fmt.Fprintln(w, "  CPU factors: each design's measured CPU per operation over its work's at the unit costs above")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "    design\tnewest\tolder\tpost\tmix\tphases\t")
-		names := make([]string, 0, len(c.Factors))
-		for name := range c.Factors {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(c.Factors)) {
 			f := c.Factors[name]
 			fmt.Fprintf(tw, "    %s\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t\n", name, f.Newest, f.Older, f.Post, f.Mix, f.Phases)
 		}
