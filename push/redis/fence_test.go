@@ -51,14 +51,38 @@ func twoAudiences(t *testing.T, s *redis.Store) {
 	}
 }
 
-// readAll reads the newest page of each of users and checks it against
-// the record: the messages MariaDB holds of the one author each follows.
-func readAll(t *testing.T, s *redis.Store, followees map[timeline.UserID]timeline.UserID) {
+// home returns user's home timeline in MariaDB, newest first: the
+// messages of the authors user follows, read past the store.
+func home(t *testing.T, db *sql.DB, user timeline.UserID) []timeline.MessageID {
 	t.Helper()
-	for reader, author := range followees {
+	rows, err := db.QueryContext(context.Background(), `SELECT m.id FROM messages m
+		JOIN follows f ON f.followee_id = m.author_id WHERE f.follower_id = ? ORDER BY m.id DESC`, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []timeline.MessageID
+	for rows.Next() {
+		var id timeline.MessageID
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// readAll reads the newest page of users 1, 3 and 4 and checks each
+// against the record.
+func readAll(t *testing.T, s *redis.Store) {
+	t.Helper()
+	for _, reader := range []timeline.UserID{1, 3, 4} {
 		got := timelinetest.IDs(timelinetest.Newest(t, s, reader).Messages)
-		if want := recorded(t, s.DB(), author); !slices.Equal(got, want) {
-			t.Errorf("user %d's page %v, want user %d's messages %v", reader, got, author, want)
+		if want := home(t, s.DB(), reader); !slices.Equal(got, want) {
+			t.Errorf("user %d's page %v, want %v", reader, got, want)
 		}
 	}
 }
@@ -81,9 +105,9 @@ func TestCanceledPostOwesNothing(t *testing.T) {
 	if got := recorded(t, s.DB(), 2); !slices.Equal(got, before) {
 		t.Fatalf("user 2's messages %v after the canceled post, want %v", got, before)
 	}
-	readAll(t, s, map[timeline.UserID]timeline.UserID{1: 2, 3: 2, 4: 5})
+	readAll(t, s)
 	c1 := s.Counters()
-	for _, name := range []string{counter.Fences, counter.Rebuilds, counter.CacheErrors} {
+	for _, name := range []string{counter.Fences, counter.Rebuilds, counter.CacheErrors, counter.DroppedFeeds} {
 		if c1[name] != c0[name] {
 			t.Errorf("%s went from %d to %d, want no change", name, c0[name], c1[name])
 		}
@@ -93,29 +117,73 @@ func TestCanceledPostOwesNothing(t *testing.T) {
 	}
 }
 
-// TestPostCanceledInFlight: a post canceled while its INSERT waits in
-// MariaDB (on a table lock another connection holds) may commit after
-// all; its author's followers' next pages are exact, showing it if it
-// did, and no other feed is rebuilt, nor is a fence paid.
-func TestPostCanceledInFlight(t *testing.T) {
-	s := open(t, redis.Config{})
-	twoAudiences(t, s)
-	db := s.DB()
+// TestCanceledInFlight: a write canceled while its statement waits in
+// MariaDB (on a lock of its table that another connection holds) may
+// commit after all. The next pages of the readers it could change are
+// exact, showing it if it committed; only their feeds are dropped and
+// rebuilt, and no fence is paid.
+func TestCanceledInFlight(t *testing.T) {
+	for _, c := range []struct {
+		name, table, statement string
+		op                     func(ctx context.Context, s *redis.Store, newest timeline.MessageID) error
+		changes                int // feeds the write can change
+	}{
+		{"post", "messages", "INSERT INTO messages", func(ctx context.Context, s *redis.Store, newest timeline.MessageID) error {
+			_, err := s.Post(ctx, 2, "canceled in flight")
+			return err
+		}, 2},
+		{"delete", "messages", "DELETE FROM messages", func(ctx context.Context, s *redis.Store, newest timeline.MessageID) error {
+			return s.Delete(ctx, 2, newest)
+		}, 2},
+		{"follow", "follows", "INSERT IGNORE INTO follows", func(ctx context.Context, s *redis.Store, newest timeline.MessageID) error {
+			return s.Follow(ctx, 1, 5)
+		}, 1},
+		{"unfollow", "follows", "DELETE FROM follows", func(ctx context.Context, s *redis.Store, newest timeline.MessageID) error {
+			return s.Unfollow(ctx, 1, 2)
+		}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := open(t, redis.Config{})
+			twoAudiences(t, s)
+			newest := recorded(t, s.DB(), 2)[0] // user 2's
+			c0 := s.Counters()
+			cancelInFlight(t, s.DB(), c.table, c.statement, func(ctx context.Context) error { return c.op(ctx, s, newest) })
+			readAll(t, s)
+			c1 := s.Counters()
+			if c1[counter.Fences] != c0[counter.Fences] {
+				t.Errorf("fences went from %d to %d, want none paid", c0[counter.Fences], c1[counter.Fences])
+			}
+			if got := c1[counter.DroppedFeeds] - c0[counter.DroppedFeeds]; got != int64(c.changes) {
+				t.Errorf("%d feeds dropped, want %d", got, c.changes)
+			}
+			if got := c1[counter.Rebuilds] - c0[counter.Rebuilds]; got != int64(c.changes) {
+				t.Errorf("%d feeds rebuilt, want the %d the %s could change", got, c.changes, c.name)
+			}
+		})
+	}
+}
+
+// cancelInFlight runs op under a context it cancels once op's statement
+// (which starts with statement) waits for table, which another
+// connection holds locked; it then unlocks the table and waits until the
+// statement is over, committed or not.
+func cancelInFlight(t *testing.T, db *sql.DB, table, statement string, op func(ctx context.Context) error) {
+	t.Helper()
 	bg := context.Background()
 	lock, err := db.Conn(bg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lock.Close()
-	if _, err := lock.ExecContext(bg, `LOCK TABLES messages WRITE`); err != nil {
+	if _, err := lock.ExecContext(bg, `LOCK TABLES `+table+` WRITE`); err != nil {
 		t.Fatal(err)
 	}
-	// inserts counts the INSERTs into messages that the database's
-	// sessions run (or wait to run).
-	inserts := func() int {
+	// running counts the database's sessions that run (or wait to run)
+	// the statement.
+	running := func() int {
 		var n int
 		if err := db.QueryRowContext(bg, `SELECT COUNT(*) FROM information_schema.processlist
-			WHERE db = DATABASE() AND info LIKE 'INSERT INTO messages%'`).Scan(&n); err != nil {
+			WHERE db = DATABASE() AND info LIKE CONCAT(?, '%')`, statement).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -129,29 +197,16 @@ func TestPostCanceledInFlight(t *testing.T) {
 			}
 		}
 	}
-	c0 := s.Counters()
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan error, 1)
-	go func() {
-		_, err := s.Post(ctx, 2, "canceled in flight")
-		done <- err
-	}()
-	until("the INSERT waits on the lock", func() bool { return inserts() == 1 })
+	go func() { done <- op(ctx) }()
+	until("the statement waits on the lock", func() bool { return running() == 1 })
 	cancel()
 	if err := <-done; err == nil {
-		t.Fatal("the post canceled in flight succeeded")
+		t.Fatal("the write canceled in flight succeeded")
 	}
 	if _, err := lock.ExecContext(bg, `UNLOCK TABLES`); err != nil {
 		t.Fatal(err)
 	}
-	until("the INSERT is over", func() bool { return inserts() == 0 })
-	readAll(t, s, map[timeline.UserID]timeline.UserID{1: 2, 3: 2, 4: 5})
-	c1 := s.Counters()
-	if c1[counter.Fences] != c0[counter.Fences] {
-		t.Errorf("fences went from %d to %d, want none paid", c0[counter.Fences], c1[counter.Fences])
-	}
-	if got := c1[counter.Rebuilds] - c0[counter.Rebuilds]; got != 2 {
-		t.Errorf("%d feeds rebuilt, want the 2 of user 2's followers", got)
-	}
-	t.Logf("user 2's messages after the canceled post: %d (3 if it committed)", len(recorded(t, db, 2)))
+	until("the statement is over", func() bool { return running() == 0 })
 }
