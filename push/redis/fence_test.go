@@ -6,8 +6,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
-	"time"
 
+	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/push/redis"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/counter"
@@ -147,7 +147,7 @@ func TestCanceledInFlight(t *testing.T) {
 			twoAudiences(t, s)
 			newest := recorded(t, s.DB(), 2)[0] // user 2's
 			c0 := s.Counters()
-			cancelInFlight(t, s.DB(), c.table, c.statement, func(ctx context.Context) error { return c.op(ctx, s, newest) })
+			testserver.CancelInFlight(t, s.DB(), c.table, c.statement, func(ctx context.Context) error { return c.op(ctx, s, newest) })
 			readAll(t, s)
 			c1 := s.Counters()
 			if c1[counter.Fences] != c0[counter.Fences] {
@@ -161,52 +161,4 @@ func TestCanceledInFlight(t *testing.T) {
 			}
 		})
 	}
-}
-
-// cancelInFlight runs op under a context it cancels once op's statement
-// (which starts with statement) waits for table, which another
-// connection holds locked; it then unlocks the table and waits until the
-// statement is over, committed or not.
-func cancelInFlight(t *testing.T, db *sql.DB, table, statement string, op func(ctx context.Context) error) {
-	t.Helper()
-	bg := context.Background()
-	lock, err := db.Conn(bg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if _, err := lock.ExecContext(bg, `LOCK TABLES `+table+` WRITE`); err != nil {
-		t.Fatal(err)
-	}
-	// running counts the database's sessions that run (or wait to run)
-	// the statement.
-	running := func() int {
-		var n int
-		if err := db.QueryRowContext(bg, `SELECT COUNT(*) FROM information_schema.processlist
-			WHERE db = DATABASE() AND info LIKE CONCAT(?, '%')`, statement).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	// until waits for cond, polling; the deadline only ends a test that
-	// would hang.
-	until := func(what string, cond func() bool) {
-		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("gave up waiting until %s", what)
-			}
-		}
-	}
-	ctx, cancel := context.WithCancel(bg)
-	done := make(chan error, 1)
-	go func() { done <- op(ctx) }()
-	until("the statement waits on the lock", func() bool { return running() == 1 })
-	cancel()
-	if err := <-done; err == nil {
-		t.Fatal("the write canceled in flight succeeded")
-	}
-	if _, err := lock.ExecContext(bg, `UNLOCK TABLES`); err != nil {
-		t.Fatal(err)
-	}
-	until("the statement is over", func() bool { return running() == 0 })
 }

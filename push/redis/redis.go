@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/pushpull/pushpull/internal/directmap"
@@ -420,13 +419,6 @@ func (s *Store) oweFence(ctx context.Context, cause error) error {
 // drops.
 const repairTimeout = 2 * time.Second
 
-// repairContext returns a context that ignores ctx's end and ends after
-// repairTimeout: for the reads a write makes once its MariaDB part may
-// have committed, which must not be cut off by its caller.
-func repairContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), repairTimeout)
-}
-
 // unstarted returns the error of a write that sends nothing: invalid,
 // its input's, or its context's when that has ended already. Such a write
 // changes nothing, and the feeds need no repair.
@@ -438,15 +430,6 @@ func unstarted(ctx context.Context, op string, invalid error) error {
 		return fmt.Errorf("%s %s: %w", ModelName, op, err)
 	}
 	return nil
-}
-
-// unsent reports whether err, a MariaDB write's error, proves that the
-// write changed nothing: its input was refused, or the server refused the
-// connection (database/sql retries on a new connection only a statement
-// the driver did not send). A write whose context ended before it
-// started is not sent either; the writes check that first.
-func unsent(err error) bool {
-	return errors.Is(err, timeline.ErrInvalidInput) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // dropFeeds deletes users' feeds, to be rebuilt from MariaDB on their
@@ -475,7 +458,7 @@ func (s *Store) dropFeeds(ctx context.Context, users []timeline.UserID) error {
 // delete): it drops the feeds of author's followers, read with a fresh
 // bounded context, and owes the fence when it cannot read them.
 func (s *Store) repairFollowers(ctx context.Context, author timeline.UserID, cause error) error {
-	rctx, cancel := repairContext(ctx)
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
 	followers, err := mysqlx.Followers(rctx, s.DB(), author)
 	cancel()
 	if err != nil {
@@ -498,7 +481,7 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 	}
 	msg, err := s.Store.Post(ctx, author, body)
 	if err != nil {
-		if !unsent(err) {
+		if !mysqlx.Unsent(err) {
 			if ferr := s.repairFollowers(ctx, author, err); ferr != nil {
 				return msg, fmt.Errorf("%s post: %w (after %w)", ModelName, ferr, err)
 			}
@@ -506,7 +489,7 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 		return msg, err
 	}
 	s.messages.Put(msg)
-	rctx, cancel := repairContext(ctx)
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
 	followers, err := mysqlx.Followers(rctx, s.DB(), author)
 	var list *push.DrowningList
 	if err == nil {
@@ -570,7 +553,7 @@ func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.
 	}
 	s.messages.Forget(id)
 	if err != nil {
-		if !unsent(err) { // the DELETE may have committed
+		if !mysqlx.Unsent(err) { // the DELETE may have committed
 			if ferr := s.repairFollowers(ctx, author, err); ferr != nil {
 				return fmt.Errorf("%s delete: %w (after %w)", ModelName, ferr, err)
 			}
@@ -580,7 +563,7 @@ func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.
 	if _, err := s.mutate(ctx, tombstone, []redisx.Call{{Keys: []string{s.fence.Key(), s.deletedKey(id)}, Args: []string{"", s.tombstoneTTL()}}}); err != nil {
 		return fmt.Errorf("%s delete: %w", ModelName, err)
 	}
-	rctx, cancel := repairContext(ctx)
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
 	followers, err := mysqlx.Followers(rctx, s.DB(), author)
 	cancel()
 	if err != nil {
@@ -617,7 +600,7 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 	}
 	err := s.Store.Follow(ctx, follower, followee)
 	if err != nil {
-		if !unsent(err) { // the INSERT may have committed
+		if !mysqlx.Unsent(err) { // the INSERT may have committed
 			if ferr := s.repairFollow(ctx, follower, followee); ferr != nil {
 				return fmt.Errorf("%s follow: %w (after %w)", ModelName, ferr, err)
 			}
@@ -632,7 +615,7 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 	if _, err := s.mutate(ctx, edgeTombstone, []redisx.Call{{Keys: []string{"", s.unfollowedKey(followee)}, Args: []string{"", strconv.FormatInt(int64(follower), 10), "0"}}}); err != nil {
 		return fmt.Errorf("%s follow: %w", ModelName, err)
 	}
-	rctx, cancel := repairContext(ctx)
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
 	ids, err := s.newestOf(rctx, followee, s.cap)
 	cancel()
 	if err != nil {
@@ -663,7 +646,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 	}
 	err := s.Store.Unfollow(ctx, follower, followee)
 	if err != nil {
-		if !unsent(err) { // the DELETE may have committed
+		if !mysqlx.Unsent(err) { // the DELETE may have committed
 			if ferr := s.dropFeeds(ctx, []timeline.UserID{follower}); ferr != nil {
 				return fmt.Errorf("%s unfollow: %w (after %w)", ModelName, ferr, err)
 			}
@@ -673,7 +656,7 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 	if _, err := s.mutate(ctx, edgeTombstone, []redisx.Call{{Keys: []string{"", s.unfollowedKey(followee)}, Args: []string{"", strconv.FormatInt(int64(follower), 10), s.tombstoneTTL()}}}); err != nil {
 		return fmt.Errorf("%s unfollow: %w", ModelName, err)
 	}
-	rctx, cancel := repairContext(ctx)
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
 	ids, err := s.newestOf(rctx, followee, s.limit)
 	cancel()
 	if err != nil {

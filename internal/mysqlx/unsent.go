@@ -1,0 +1,31 @@
+package mysqlx
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/pushpull/pushpull/timeline"
+)
+
+// Unsent reports whether err, a write's error, proves that the write
+// changed nothing in the database: its input was refused
+// (timeline.ErrInvalidInput), or the server refused the connection
+// (database/sql moves a statement to a new connection only when the
+// driver did not send it). Any other error leaves the outcome unknown: a
+// statement canceled, timed out or cut off may still commit on the
+// server. A write whose context had ended before it started sends
+// nothing either; the caller knows that by looking before it starts.
+func Unsent(err error) bool {
+	return errors.Is(err, timeline.ErrInvalidInput) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// Detached returns a context that keeps ctx's values but not its end, and
+// ends after d: for the work a write owes once its statement may have
+// committed (reading whom it reached, repairing state kept beside the
+// database), which its caller's cancellation must not cut off, and which
+// must not wait without bound either.
+func Detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
