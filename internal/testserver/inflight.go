@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"testing"
 	"time"
+
+	"github.com/pushpull/pushpull/timeline"
 )
 
 // CancelInFlight runs op under a context it cancels while op's statement
@@ -47,4 +49,29 @@ func CancelInFlight(t testing.TB, db *sql.DB, table, statement string, op func(c
 		t.Fatal(err)
 	}
 	Poll(t, 20*time.Second, "the statement is over", func() bool { return running() == 0 })
+}
+
+// HomeIDs returns user's home timeline as the database of db records it,
+// newest first: the ids of the messages of the authors user follows, read
+// past any store (the schema of package sql).
+func HomeIDs(t testing.TB, db *sql.DB, user timeline.UserID) []timeline.MessageID {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `SELECT m.id FROM messages m
+		JOIN follows f ON f.followee_id = m.author_id WHERE f.follower_id = ? ORDER BY m.id DESC`, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []timeline.MessageID
+	for rows.Next() {
+		var id timeline.MessageID
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
