@@ -29,3 +29,13 @@ func Unsent(err error) bool {
 func Detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
+
+// Unstarted returns the error of a write that sends nothing: invalid,
+// its input's, or else its context's if that has ended already. A write
+// that fails with it changed nothing.
+func Unstarted(ctx context.Context, invalid error) error {
+	if invalid != nil {
+		return invalid
+	}
+	return ctx.Err()
+}

@@ -351,8 +351,9 @@ func (s *Store) DownServers() []string { return s.rc.DownServers() }
 
 // Counters implements timeline.Counting: the feeds posts reached and
 // passed over (inactive followers), the rebuilds and the ids they wrote,
-// the pages served from feeds and those that fell back to MariaDB, and the
-// fences paid.
+// the pages served from feeds and those that fell back to MariaDB, the
+// fences paid, the feeds failed writes dropped, and the Redis commands
+// sent.
 func (s *Store) Counters() map[string]int64 {
 	return map[string]int64{
 		counter.PushedRows:    s.pushed.Load(),
@@ -419,19 +420,6 @@ func (s *Store) oweFence(ctx context.Context, cause error) error {
 // drops.
 const repairTimeout = 2 * time.Second
 
-// unstarted returns the error of a write that sends nothing: invalid,
-// its input's, or its context's when that has ended already. Such a write
-// changes nothing, and the feeds need no repair.
-func unstarted(ctx context.Context, op string, invalid error) error {
-	if invalid != nil {
-		return invalid
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s %s: %w", ModelName, op, err)
-	}
-	return nil
-}
-
 // dropFeeds deletes users' feeds, to be rebuilt from MariaDB on their
 // next read: the repair of a write whose outcome is unknown, which could
 // have changed those feeds and no other. When Redis does not answer, the
@@ -476,8 +464,8 @@ func (s *Store) repairFollowers(ctx context.Context, author timeline.UserID, cau
 // drops the feeds of the author's followers (those it could have
 // reached), so that each shows the post on its next read if it committed.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
-	if err := unstarted(ctx, "post", timeline.CheckPost(author, body)); err != nil {
-		return timeline.Message{}, err
+	if err := mysqlx.Unstarted(ctx, timeline.CheckPost(author, body)); err != nil {
+		return timeline.Message{}, fmt.Errorf("%s post: %w", ModelName, err)
 	}
 	msg, err := s.Store.Post(ctx, author, body)
 	if err != nil {
@@ -544,8 +532,8 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 // Delete implements timeline.Store: pull's DELETE, then a tombstone for
 // the id, then the id out of the feeds of the author's followers.
 func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
-	if err := unstarted(ctx, "delete", timeline.CheckDelete(author, id)); err != nil {
-		return err
+	if err := mysqlx.Unstarted(ctx, timeline.CheckDelete(author, id)); err != nil {
+		return fmt.Errorf("%s delete: %w", ModelName, err)
 	}
 	err := s.Store.Delete(ctx, author, id)
 	if errors.Is(err, timeline.ErrInvalidInput) || errors.Is(err, timeline.ErrNotFound) {
@@ -595,8 +583,8 @@ func (s *Store) tombstoneTTL() string { return strconv.Itoa(int(tombstoneTTL / t
 // follower's feed (those above its floor; if the followee has more, the
 // floor rises to just below the oldest of them).
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := unstarted(ctx, "follow", timeline.CheckFollow(follower, followee)); err != nil {
-		return err
+	if err := mysqlx.Unstarted(ctx, timeline.CheckFollow(follower, followee)); err != nil {
+		return fmt.Errorf("%s follow: %w", ModelName, err)
 	}
 	err := s.Store.Follow(ctx, follower, followee)
 	if err != nil {
@@ -641,8 +629,8 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 // feed holds at most Cap + Cap/8 ids, so the followee's newest that many
 // are all it can hold).
 func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
-	if err := unstarted(ctx, "unfollow", timeline.CheckFollow(follower, followee)); err != nil {
-		return err
+	if err := mysqlx.Unstarted(ctx, timeline.CheckFollow(follower, followee)); err != nil {
+		return fmt.Errorf("%s unfollow: %w", ModelName, err)
 	}
 	err := s.Store.Unfollow(ctx, follower, followee)
 	if err != nil {
