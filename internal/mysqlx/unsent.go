@@ -21,13 +21,19 @@ func Unsent(err error) bool {
 	return errors.Is(err, timeline.ErrInvalidInput) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
-// Detached returns a context that keeps ctx's values but not its end, and
-// ends after d: for the work a write owes once its statement may have
-// committed (reading whom it reached, repairing state kept beside the
-// database), which its caller's cancellation must not cut off, and which
-// must not wait without bound either.
+// Detached returns a context that keeps ctx's values but not its
+// cancellation, and ends at ctx's deadline or d from now, whichever is
+// later: for the work a write owes once its statement may have committed
+// (reading whom it reached, repairing state kept beside the database),
+// which its caller's cancellation must not cut off, and which must not
+// wait without bound either, nor much past the caller's deadline (a
+// server frozen past it is frozen for the repair too).
 func Detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), d)
+	deadline := time.Now().Add(d)
+	if dl, ok := ctx.Deadline(); ok && dl.After(deadline) {
+		deadline = dl
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
 }
 
 // Unstarted returns the error of a write that sends nothing: invalid,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -36,5 +37,26 @@ func TestUnsent(t *testing.T) {
 		if got := mysqlx.Unsent(c.err); got != c.want {
 			t.Errorf("%s: Unsent(%v) = %v, want %v", c.name, c.err, got, c.want)
 		}
+	}
+}
+
+// TestDetached: the context outlives its parent's cancellation, keeps a
+// later deadline of the parent's, and otherwise ends d from now.
+func TestDetached(t *testing.T) {
+	parent, cancel := context.WithTimeout(context.Background(), time.Hour)
+	start := time.Now()
+	ctx, stop := mysqlx.Detached(parent, time.Minute)
+	defer stop()
+	cancel()
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("detached context ended with its parent: %v", err)
+	}
+	if dl, ok := ctx.Deadline(); !ok || dl.Before(start.Add(59*time.Minute)) {
+		t.Fatalf("deadline %v (%v), want the parent's, an hour from %v", dl, ok, start)
+	}
+	short, stop2 := mysqlx.Detached(context.Background(), time.Minute)
+	defer stop2()
+	if dl, ok := short.Deadline(); !ok || dl.After(time.Now().Add(time.Minute)) || dl.Before(start.Add(time.Minute)) {
+		t.Fatalf("deadline %v (%v), want a minute from %v", dl, ok, start)
 	}
 }

@@ -242,9 +242,10 @@ func (s *Store) redisPart(ctx context.Context, err error, script *redisx.Script,
 }
 
 // repairTimeout bounds each MariaDB read a write makes once its statement
-// may have committed: the followers its Redis part reaches or whose
+// may have committed, past its caller's deadline or cancellation
+// (mysqlx.Detached): the followers its Redis part reaches or whose
 // indexes it drops, the followee's newest id.
-const repairTimeout = 2 * time.Second
+const repairTimeout = 500 * time.Millisecond
 
 // dropIndexes deletes users' indexes, each rebuilt from MariaDB on its
 // next read: the repair of a write whose outcome is unknown, which could
@@ -270,7 +271,7 @@ func (s *Store) dropIndexes(ctx context.Context, users []timeline.UserID) error 
 // repairFollowers returns the error of a post or a delete of author's
 // whose statement failed with cause, after repairing the indexes: if it
 // may have committed, it drops the indexes of author's followers (read
-// with a fresh context bounded by repairTimeout), or owes the fence when
+// with a context of its own, mysqlx.Detached), or owes the fence when
 // it cannot read them.
 func (s *Store) repairFollowers(ctx context.Context, author timeline.UserID, cause error) error {
 	if mysqlx.Unsent(cause) {

@@ -187,7 +187,8 @@ type Config struct {
 // (a canceled statement can still run on the server), and then its Redis
 // part never ran. Such a write drops the feeds it could have changed,
 // and only those: a post's or a delete's, the feeds of its author's
-// followers (read again with a fresh context bounded by repairTimeout);
+// followers (read again with a context of its own, bounded by the
+// caller's deadline or repairTimeout, 500 ms, whichever is later);
 // a follow's or an unfollow's, the follower's feed (a follow also clears
 // the edge's tombstone, as it would have). Each is rebuilt on its next
 // read, from what MariaDB holds then, so a failed write may show up. The
@@ -207,7 +208,7 @@ type Config struct {
 // and a statement the server still ran after it; and a process that
 // dies owing one. Acknowledged writes are always in every feed that is
 // read, and every wait is bounded: by the client's timeout in Redis,
-// by repairTimeout in MariaDB's repair reads.
+// by repairTimeout past the caller's deadline in MariaDB's repair reads.
 type Store struct {
 	*pull.Store
 	rc            *redisx.Client
@@ -414,11 +415,12 @@ func (s *Store) oweFence(ctx context.Context, cause error) error {
 	return nil
 }
 
-// repairTimeout bounds each MariaDB read a write makes after its caller's
-// context ended, or after its MariaDB part failed: the followers a
-// committed post goes to, or whose feeds a write of unknown outcome
-// drops.
-const repairTimeout = 2 * time.Second
+// repairTimeout bounds each MariaDB read a write makes once its statement
+// may have committed, past its caller's deadline or cancellation
+// (mysqlx.Detached): the followers a committed post goes to, the
+// followee's ids a follow merges, or the followers whose feeds a write of
+// unknown outcome drops.
+const repairTimeout = 500 * time.Millisecond
 
 // dropFeeds deletes users' feeds, to be rebuilt from MariaDB on their
 // next read: the repair of a write whose outcome is unknown, which could
