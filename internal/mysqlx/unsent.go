@@ -3,7 +3,6 @@ package mysqlx
 import (
 	"context"
 	"errors"
-	"syscall"
 	"time"
 
 	"github.com/pushpull/pushpull/timeline"
@@ -11,14 +10,17 @@ import (
 
 // Unsent reports whether err, a write's error, proves that the write
 // changed nothing in the database: its input was refused
-// (timeline.ErrInvalidInput), or the server refused the connection
-// (database/sql moves a statement to a new connection only when the
-// driver did not send it). Any other error leaves the outcome unknown: a
-// statement canceled, timed out or cut off may still commit on the
-// server. A write whose context had ended before it started sends
-// nothing either; the caller knows that by looking before it starts.
+// (timeline.ErrInvalidInput). Any other error leaves the outcome unknown
+// to the store: a statement canceled, timed out or cut off may still
+// commit on the server. (A refused connection changed nothing either, but
+// it means the database is down: a store that keeps state beside it
+// repairs as for an unknown outcome, which then falls back to its fence,
+// so that its reads report the database down rather than serve that
+// state meanwhile.) A write whose context had ended before it started
+// sends nothing either; the caller knows that by looking before it
+// starts (Unstarted).
 func Unsent(err error) bool {
-	return errors.Is(err, timeline.ErrInvalidInput) || errors.Is(err, syscall.ECONNREFUSED)
+	return errors.Is(err, timeline.ErrInvalidInput)
 }
 
 // Detached returns a context that keeps ctx's values but not its

@@ -15,9 +15,9 @@ import (
 	"github.com/pushpull/pushpull/timeline"
 )
 
-// TestUnsent: only a refused input or a refused connection proves a write
-// changed nothing; a cancellation, a deadline, a dropped connection or an
-// error the server sent do not.
+// TestUnsent: only a refused input proves a write changed nothing to a
+// store; a refused connection, a cancellation, a deadline, a dropped
+// connection or an error the server sent do not.
 func TestUnsent(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	for _, c := range []struct {
@@ -26,7 +26,7 @@ func TestUnsent(t *testing.T) {
 		want bool
 	}{
 		{"invalid input", fmt.Errorf("post: %w", timeline.ErrInvalidInput), true},
-		{"refused", fmt.Errorf("post: %w", refused), true},
+		{"refused", fmt.Errorf("post: %w", refused), false},
 		{"canceled", fmt.Errorf("post: %w", context.Canceled), false},
 		{"deadline", context.DeadlineExceeded, false},
 		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, false},

@@ -193,10 +193,11 @@ type Config struct {
 // the edge's tombstone, as it would have). Each is rebuilt on its next
 // read, from what MariaDB holds then, so a failed write may show up. The
 // fence is owed instead only when that repair fails (MariaDB cannot list
-// the followers, or Redis does not answer). A write that proves it
-// changed nothing owes nothing: one whose context had ended before it
-// started (it fails with the context's error and sends nothing), one
-// with invalid input, one whose connection the server refused. Once its
+// the followers, or Redis does not answer): so a MariaDB that is down
+// still costs a fence, and reads report it down meanwhile. A write that
+// proves it changed nothing owes nothing: one whose context had ended
+// before it started (it fails with the context's error and sends
+// nothing), and one with invalid input. Once its
 // statement committed, a write's reads of the followers or the
 // followee's ids and its Redis calls run to their own bounds even if its
 // context ends, so that a caller's cancellation after the commit does
