@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/timeline"
@@ -14,9 +15,9 @@ import (
 
 // CanceledCase is a store under CanceledWrites.
 type CanceledCase struct {
-	// Open opens the store on the test's MariaDB and Redis, in a fresh
-	// database; the test closes it.
-	Open func(t *testing.T) Store
+	// Open opens the store on the test's MariaDB and the redis-server at
+	// addr, in a fresh database; the test closes it.
+	Open func(t *testing.T, addr string) Store
 	// Rebuilds names the store's counter of its Redis state (a feed or
 	// an index) rebuilt from MariaDB.
 	Rebuilds string
@@ -61,9 +62,13 @@ var canceledWriteCases = []struct {
 //     the write if it committed), the state of the readers the write
 //     could change is dropped and rebuilt, no other, and no fence is
 //     paid.
+//   - redis frozen: a post canceled so while the redis-server is frozen
+//     cannot drop the feeds: the fence is owed, reads come from MariaDB
+//     meanwhile, exact, and once the server thaws the fence is paid.
 func CanceledWrites(t *testing.T, c CanceledCase) {
-	setup := func(t *testing.T) (Store, timeline.MessageID) {
-		s := c.Open(t)
+	open := func(t *testing.T, addr string) (Store, timeline.MessageID) {
+		s := c.Open(t, addr)
+		t.Cleanup(func() { s.Close() })
 		timelinetest.Follow(t, s, 1, 2)
 		timelinetest.Follow(t, s, 3, 2)
 		timelinetest.Follow(t, s, 4, 5)
@@ -74,6 +79,7 @@ func CanceledWrites(t *testing.T, c CanceledCase) {
 		}
 		return s, posted[1].ID
 	}
+	setup := func(t *testing.T) (Store, timeline.MessageID) { return open(t, testserver.Redis(t)) }
 	// readAll checks each reader's next newest page against the record.
 	readAll := func(t *testing.T, s Store) {
 		t.Helper()
@@ -112,6 +118,27 @@ func CanceledWrites(t *testing.T, c CanceledCase) {
 		}
 		readAll(t, s)
 		changed(t, c0, s.Counters(), 0)
+	})
+	t.Run("redis frozen", func(t *testing.T) {
+		rd := testserver.StartFaultRedis(t)
+		s, _ := open(t, rd.Addr())
+		c0 := s.Counters()
+		if err := rd.Freeze(); err != nil {
+			t.Fatal(err)
+		}
+		w := canceledWriteCases[0] // a post
+		testserver.CancelInFlight(t, s.(timeline.DBHolder).DB(), w.table, w.statement, func(ctx context.Context) error {
+			return w.op(ctx, s, 0)
+		})
+		readAll(t, s)
+		if err := rd.Thaw(); err != nil {
+			t.Fatal(err)
+		}
+		testserver.Poll(t, 20*time.Second, "the fence paid", func() bool { return s.Counters()[counter.Fences] > c0[counter.Fences] })
+		readAll(t, s)
+		if c1 := s.Counters(); c1[counter.Fences]-c0[counter.Fences] != 1 {
+			t.Errorf("fences went from %d to %d, want the one owed", c0[counter.Fences], c1[counter.Fences])
+		}
 	})
 	for _, w := range canceledWriteCases {
 		t.Run(w.name, func(t *testing.T) {
