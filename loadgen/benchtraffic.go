@@ -240,8 +240,8 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 		r, _, err := b.openPhase(ctx, fmt.Sprintf("%s/slo@%.0f", m.Name, rate), rate, b.cfg.StepDuration, 0, newOp, nil)
 		d := countedSince(before, counts(s))
 		stepCounts = append(stepCounts, d)
-		if d[counter.Fences] > 0 || d[counter.Rebuilds] > 0 {
-			b.logf("  counted in the step: %d fences paid, %d rebuilds", d[counter.Fences], d[counter.Rebuilds])
+		if d[counter.Fences] > 0 || d[counter.Rebuilds] > 0 || d[counter.DroppedFeeds] > 0 {
+			b.logf("  counted in the step: %d fences paid, %d feeds dropped, %d rebuilds", d[counter.Fences], d[counter.DroppedFeeds], d[counter.Rebuilds])
 		}
 		return r, err
 	})

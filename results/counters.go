@@ -141,7 +141,7 @@ var tabletFigures = map[string]string{
 // posts wrote and skipped and the rebuilds and their rows, per operation,
 // and the rows per rebuild; for a store that keeps its feeds in Redis,
 // also the pages served from them, the pages that fell back to the
-// database and the fences paid, per operation. Nil for a store that
+// database, the fences paid and the feeds dropped, per operation. Nil for a store that
 // counts none of them.
 func ActiveFigures(prefix string, before, after map[string]int64, ops int64) map[string]float64 {
 	if _, ok := after[counter.Rebuilds]; !ok || ops <= 0 {
@@ -156,8 +156,9 @@ func ActiveFigures(prefix string, before, after map[string]int64, ops int64) map
 		out[prefix+"rows_per_rebuild"] = float64(d(counter.RebuildRows)) / float64(n)
 	}
 	// Stores that keep feeds beside the database: pages served from
-	// them, pages that fell back to the database, fences paid.
-	for _, key := range []string{counter.FeedPages, counter.CacheErrors, counter.Fences} {
+	// them, pages that fell back to the database, fences paid, feeds
+	// dropped.
+	for _, key := range []string{counter.FeedPages, counter.CacheErrors, counter.Fences, counter.DroppedFeeds} {
 		if _, ok := after[key]; ok {
 			out[prefix+key+"_per_op"] = float64(d(key)) / float64(ops)
 		}

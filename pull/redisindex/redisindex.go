@@ -99,6 +99,13 @@ type Config struct {
 //   - A delete deletes the indexes where its author's score may name the
 //     deleted message (the id or newer): only a rebuild knows the newest
 //     that remains. Deletes are rare; a rebuild is one pull step.
+//
+// A write whose statement failed in MariaDB but may have committed (it
+// was canceled or cut off while it ran) drops only the indexes it could
+// have changed, as push-redis drops feeds: a post's or a delete's, those
+// of its author's followers; a follow's or an unfollow's, the follower's.
+// The fence is owed only when that fails. A write whose context had
+// ended before it started sends nothing and owes nothing.
 type Store struct {
 	*pull.Store
 	rc       *redisx.Client
@@ -111,6 +118,7 @@ type Store struct {
 	builds   atomic.Int64
 	reads    atomic.Int64
 	fellBack atomic.Int64
+	dropped  atomic.Int64
 }
 
 var (
@@ -193,8 +201,9 @@ func (s *Store) DownServers() []string { return s.rc.DownServers() }
 
 // Counters implements timeline.Counting: the indexes posts raised a score
 // in (counter.Hints), the pages read through an index and the indexes
-// built, the pages that fell back to MariaDB, the fences paid and the
-// Redis commands sent.
+// built, the pages that fell back to MariaDB, the fences paid, the
+// indexes failed writes dropped (counter.DroppedFeeds) and the Redis
+// commands sent.
 func (s *Store) Counters() map[string]int64 {
 	return map[string]int64{
 		counter.Hints:          s.reached.Load(),
@@ -202,6 +211,7 @@ func (s *Store) Counters() map[string]int64 {
 		counter.IndexBuilds:    s.builds.Load(),
 		counter.IndexFallbacks: s.fellBack.Load(),
 		counter.Fences:         s.fence.Paid(),
+		counter.DroppedFeeds:   s.dropped.Load(),
 		counter.RedisCalls:     s.rc.Calls(),
 	}
 }
@@ -231,17 +241,70 @@ func (s *Store) redisPart(ctx context.Context, err error, script *redisx.Script,
 	return res, nil
 }
 
+// repairTimeout bounds each MariaDB read a write makes once its statement
+// may have committed, past its caller's deadline or cancellation
+// (mysqlx.Detached): the followers its Redis part reaches or whose
+// indexes it drops, the followee's newest id.
+const repairTimeout = 500 * time.Millisecond
+
+// dropIndexes deletes users' indexes, each rebuilt from MariaDB on its
+// next read: the repair of a write whose outcome is unknown, which could
+// have changed those and no other. When Redis does not answer, the fence
+// is owed instead (redisx.Fence.Mutate).
+func (s *Store) dropIndexes(ctx context.Context, users []timeline.UserID) error {
+	var calls []redisx.Call
+	for part := range slices.Chunk(users, chunk) {
+		keys := make([]string, 1, len(part)+1)
+		for _, u := range part {
+			keys = append(keys, s.IndexKey(u))
+		}
+		calls = append(calls, redisx.Call{Keys: keys, Args: []string{""}})
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	s.dropped.Add(int64(len(users)))
+	_, err := s.redisPart(ctx, nil, drop, calls)
+	return err
+}
+
+// repairFollowers returns the error of a post or a delete of author's
+// whose statement failed with cause, after repairing the indexes: if it
+// may have committed, it drops the indexes of author's followers (read
+// with a context of its own, mysqlx.Detached), or owes the fence when
+// it cannot read them.
+func (s *Store) repairFollowers(ctx context.Context, author timeline.UserID, cause error) error {
+	if mysqlx.Unsent(cause) {
+		return cause
+	}
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
+	followers, err := mysqlx.Followers(rctx, s.DB(), author)
+	cancel()
+	if err != nil {
+		s.fence.Owe(ctx, fmt.Errorf("%w; then %w", cause, err))
+		return cause
+	}
+	if err := s.dropIndexes(ctx, followers); err != nil {
+		return fmt.Errorf("%w (after %w)", err, cause)
+	}
+	return cause
+}
+
 // Post implements timeline.Store: pull's INSERT, then the author's score
-// raised in the index of every follower that has one.
+// raised in the index of every follower that has one. A post whose INSERT
+// failed but may have committed drops those indexes instead (see
+// repairFollowers).
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
+	if err := mysqlx.Unstarted(ctx, timeline.CheckPost(author, body)); err != nil {
+		return timeline.Message{}, fmt.Errorf("%s post: %w", ModelName, err)
+	}
 	msg, err := s.Store.Post(ctx, author, body)
-	if errors.Is(err, timeline.ErrInvalidInput) {
-		return msg, err
+	if err != nil {
+		return timeline.Message{}, s.repairFollowers(ctx, author, err)
 	}
-	var followers []timeline.UserID
-	if err == nil {
-		followers, err = mysqlx.Followers(ctx, s.DB(), author)
-	}
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
+	followers, err := mysqlx.Followers(rctx, s.DB(), author)
+	cancel()
 	id, a := strconv.FormatInt(int64(msg.ID), 10), strconv.FormatInt(int64(author), 10)
 	var calls []redisx.Call
 	for part := range slices.Chunk(followers, chunk) {
@@ -269,16 +332,23 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 }
 
 // Delete implements timeline.Store: pull's DELETE, then the indexes that
-// may name the message deleted.
+// may name the message deleted. A delete that failed but may have
+// committed drops the indexes of the author's followers (see
+// repairFollowers).
 func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	if err := mysqlx.Unstarted(ctx, timeline.CheckDelete(author, id)); err != nil {
+		return fmt.Errorf("%s delete: %w", ModelName, err)
+	}
 	err := s.Store.Delete(ctx, author, id)
-	if errors.Is(err, timeline.ErrInvalidInput) || errors.Is(err, timeline.ErrNotFound) {
+	if errors.Is(err, timeline.ErrNotFound) {
 		return err
 	}
-	var followers []timeline.UserID
-	if err == nil {
-		followers, err = mysqlx.Followers(ctx, s.DB(), author)
+	if err != nil {
+		return s.repairFollowers(ctx, author, err)
 	}
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
+	followers, err := mysqlx.Followers(rctx, s.DB(), author)
+	cancel()
 	var calls []redisx.Call
 	for part := range slices.Chunk(followers, chunk) {
 		keys := []string{""}
@@ -298,19 +368,34 @@ func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.
 // added to the follower's index with score 0, then raised to its newest
 // id.
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	err := s.Store.Follow(ctx, follower, followee)
-	if errors.Is(err, timeline.ErrInvalidInput) {
-		return err
+	if err := mysqlx.Unstarted(ctx, timeline.CheckFollow(follower, followee)); err != nil {
+		return fmt.Errorf("%s follow: %w", ModelName, err)
 	}
+	err := s.Store.Follow(ctx, follower, followee)
 	keys := []string{"", s.IndexKey(follower), s.tombstones(followee)}
 	args := []string{"", strconv.FormatInt(int64(followee), 10), strconv.FormatInt(int64(follower), 10), "0"}
-	if _, err := s.redisPart(ctx, err, follow, []redisx.Call{{Keys: keys, Args: args}}); err != nil {
+	if err != nil {
+		// The INSERT may have committed: clear the tombstone as the
+		// follow would, and drop the one index it changes.
+		if !mysqlx.Unsent(err) {
+			if _, ferr := s.redisPart(ctx, nil, follow, []redisx.Call{{Keys: keys, Args: args}}); ferr != nil {
+				return fmt.Errorf("%w (after %w)", ferr, err)
+			}
+			if ferr := s.dropIndexes(ctx, []timeline.UserID{follower}); ferr != nil {
+				return fmt.Errorf("%w (after %w)", ferr, err)
+			}
+		}
+		return err
+	}
+	if _, err := s.redisPart(ctx, nil, follow, []redisx.Call{{Keys: keys, Args: args}}); err != nil {
 		return err
 	}
 	var newest uint64
 	var scans sqlread.AuthorScans
 	scans.Add(followee, 0, 1)
-	byAuthor, err := scans.Run(ctx, s.DB())
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
+	byAuthor, err := scans.Run(rctx, s.DB())
+	cancel()
 	if ids := byAuthor[followee]; len(ids) > 0 {
 		newest = ids[0]
 	}
@@ -326,8 +411,19 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 // Unfollow implements timeline.Store: pull's DELETE, then a tombstone for
 // the edge and the followee out of the follower's index.
 func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
+	if err := mysqlx.Unstarted(ctx, timeline.CheckFollow(follower, followee)); err != nil {
+		return fmt.Errorf("%s unfollow: %w", ModelName, err)
+	}
 	err := s.Store.Unfollow(ctx, follower, followee)
-	if errors.Is(err, timeline.ErrInvalidInput) {
+	if err != nil {
+		// The DELETE may have committed: drop the one index it changes
+		// (a tombstone for an edge that stayed would keep the
+		// followee's next posts out of it).
+		if !mysqlx.Unsent(err) {
+			if ferr := s.dropIndexes(ctx, []timeline.UserID{follower}); ferr != nil {
+				return fmt.Errorf("%w (after %w)", ferr, err)
+			}
+		}
 		return err
 	}
 	_, err = s.redisPart(ctx, err, unfollow, []redisx.Call{{

@@ -181,10 +181,35 @@ type Config struct {
 // loop pays the fence as soon as Redis answers. A write refused by a
 // server that is not running needs no fence: the next one starts empty.
 //
-// What the fence cannot cover: a write that returned an error (its
-// MariaDB part may have committed), between Redis's return and the fence
-// being paid by the process that owes it; and a process that dies owing
-// one. Acknowledged writes are always in every feed that is read.
+// # When MariaDB fails a write
+//
+// A write whose MariaDB statement failed may have committed all the same
+// (a canceled statement can still run on the server), and then its Redis
+// part never ran. Such a write drops the feeds it could have changed,
+// and only those: a post's or a delete's, the feeds of its author's
+// followers (read again with a context of its own, bounded by the
+// caller's deadline or repairTimeout, 500 ms, whichever is later);
+// a follow's or an unfollow's, the follower's feed (a follow also clears
+// the edge's tombstone, as it would have). Each is rebuilt on its next
+// read, from what MariaDB holds then, so a failed write may show up. The
+// fence is owed instead only when that repair fails (MariaDB cannot list
+// the followers, or Redis does not answer): so a MariaDB that is down
+// still costs a fence, and reads report it down meanwhile. A write that
+// proves it changed nothing owes nothing: one whose context had ended
+// before it started (it fails with the context's error and sends
+// nothing), and one with invalid input. Once its
+// statement committed, a write's reads of the followers or the
+// followee's ids and its Redis calls run to their own bounds even if its
+// context ends, so that a caller's cancellation after the commit does
+// not leave the feeds behind.
+//
+// What neither covers: a write that returned an error (its MariaDB part
+// may have committed), between Redis's return and the repair or the
+// fence being done by the process that owes it, or between the repair
+// and a statement the server still ran after it; and a process that
+// dies owing one. Acknowledged writes are always in every feed that is
+// read, and every wait is bounded: by the client's timeout in Redis,
+// by repairTimeout past the caller's deadline in MariaDB's repair reads.
 type Store struct {
 	*pull.Store
 	rc            *redisx.Client
@@ -199,6 +224,7 @@ type Store struct {
 	closeOnce     sync.Once
 	pushed, skip  atomic.Int64
 	rebuilds      atomic.Int64
+	dropped       atomic.Int64
 	rebuildRows   atomic.Int64
 	fallbacks     atomic.Int64
 	feedPages     atomic.Int64
@@ -327,8 +353,9 @@ func (s *Store) DownServers() []string { return s.rc.DownServers() }
 
 // Counters implements timeline.Counting: the feeds posts reached and
 // passed over (inactive followers), the rebuilds and the ids they wrote,
-// the pages served from feeds and those that fell back to MariaDB, and the
-// fences paid.
+// the pages served from feeds and those that fell back to MariaDB, the
+// fences paid, the feeds failed writes dropped, and the Redis commands
+// sent.
 func (s *Store) Counters() map[string]int64 {
 	return map[string]int64{
 		counter.PushedRows:    s.pushed.Load(),
@@ -339,6 +366,7 @@ func (s *Store) Counters() map[string]int64 {
 		counter.FeedPages:     s.feedPages.Load(),
 		counter.PagesBelowCap: s.pagesBelowCap.Load(),
 		counter.Fences:        s.fence.Paid(),
+		counter.DroppedFeeds:  s.dropped.Load(),
 		counter.RedisCalls:    s.rc.Calls(),
 	}
 }
@@ -388,24 +416,77 @@ func (s *Store) oweFence(ctx context.Context, cause error) error {
 	return nil
 }
 
+// repairTimeout bounds each MariaDB read a write makes once its statement
+// may have committed, past its caller's deadline or cancellation
+// (mysqlx.Detached): the followers a committed post goes to, the
+// followee's ids a follow merges, or the followers whose feeds a write of
+// unknown outcome drops.
+const repairTimeout = 500 * time.Millisecond
+
+// dropFeeds deletes users' feeds, to be rebuilt from MariaDB on their
+// next read: the repair of a write whose outcome is unknown, which could
+// have changed those feeds and no other. When Redis does not answer, the
+// fence is owed instead (redisx.Fence.Mutate).
+func (s *Store) dropFeeds(ctx context.Context, users []timeline.UserID) error {
+	var calls []redisx.Call
+	for chunk := range slices.Chunk(users, fanOutChunk) {
+		keys := make([]string, 1, len(chunk)+1)
+		for _, u := range chunk {
+			keys = append(keys, s.FeedKey(u))
+		}
+		calls = append(calls, redisx.Call{Keys: keys, Args: []string{""}})
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	s.dropped.Add(int64(len(users)))
+	_, err := s.mutate(ctx, drop, calls)
+	return err
+}
+
+// repairFollowers repairs the feeds after a write of author's whose
+// MariaDB part failed with cause but may have committed (a post or a
+// delete): it drops the feeds of author's followers, read with a fresh
+// bounded context, and owes the fence when it cannot read them.
+func (s *Store) repairFollowers(ctx context.Context, author timeline.UserID, cause error) error {
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
+	followers, err := mysqlx.Followers(rctx, s.DB(), author)
+	cancel()
+	if err != nil {
+		return s.oweFence(ctx, fmt.Errorf("%w; then %w", cause, err))
+	}
+	return s.dropFeeds(ctx, followers)
+}
+
 // Post implements timeline.Store: pull's INSERT, then the id to the feed
 // of every follower that has one (drowning readers as Config.Drowning
-// says), in chunks of fanOutChunk followers, one pipeline.
+// says), in chunks of fanOutChunk followers, one pipeline. Once the
+// INSERT has committed, the fan-out runs to its own bounds (repairTimeout
+// for reading the followers, the client's timeout for each Redis call)
+// even if ctx ends. A post whose INSERT failed but may have committed
+// drops the feeds of the author's followers (those it could have
+// reached), so that each shows the post on its next read if it committed.
 func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (timeline.Message, error) {
+	if err := mysqlx.Unstarted(ctx, timeline.CheckPost(author, body)); err != nil {
+		return timeline.Message{}, fmt.Errorf("%s post: %w", ModelName, err)
+	}
 	msg, err := s.Store.Post(ctx, author, body)
 	if err != nil {
-		if !errors.Is(err, timeline.ErrInvalidInput) {
-			// The INSERT may have committed all the same.
-			s.oweFence(ctx, err)
+		if !mysqlx.Unsent(err) {
+			if ferr := s.repairFollowers(ctx, author, err); ferr != nil {
+				return msg, fmt.Errorf("%s post: %w (after %w)", ModelName, ferr, err)
+			}
 		}
 		return msg, err
 	}
 	s.messages.Put(msg)
-	followers, err := mysqlx.Followers(ctx, s.DB(), author)
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
+	followers, err := mysqlx.Followers(rctx, s.DB(), author)
 	var list *push.DrowningList
 	if err == nil {
-		list, err = s.drowningSet.Read(ctx)
+		list, err = s.drowningSet.Read(rctx)
 	}
+	cancel()
 	if err != nil {
 		if ferr := s.oweFence(ctx, err); ferr != nil {
 			return timeline.Message{}, fmt.Errorf("%s post: %w", ModelName, ferr)
@@ -454,19 +535,28 @@ func (s *Store) Post(ctx context.Context, author timeline.UserID, body string) (
 // Delete implements timeline.Store: pull's DELETE, then a tombstone for
 // the id, then the id out of the feeds of the author's followers.
 func (s *Store) Delete(ctx context.Context, author timeline.UserID, id timeline.MessageID) error {
+	if err := mysqlx.Unstarted(ctx, timeline.CheckDelete(author, id)); err != nil {
+		return fmt.Errorf("%s delete: %w", ModelName, err)
+	}
 	err := s.Store.Delete(ctx, author, id)
 	if errors.Is(err, timeline.ErrInvalidInput) || errors.Is(err, timeline.ErrNotFound) {
 		return err
 	}
 	s.messages.Forget(id)
 	if err != nil {
-		s.oweFence(ctx, err) // the DELETE may have committed
+		if !mysqlx.Unsent(err) { // the DELETE may have committed
+			if ferr := s.repairFollowers(ctx, author, err); ferr != nil {
+				return fmt.Errorf("%s delete: %w (after %w)", ModelName, ferr, err)
+			}
+		}
 		return err
 	}
 	if _, err := s.mutate(ctx, tombstone, []redisx.Call{{Keys: []string{s.fence.Key(), s.deletedKey(id)}, Args: []string{"", s.tombstoneTTL()}}}); err != nil {
 		return fmt.Errorf("%s delete: %w", ModelName, err)
 	}
-	followers, err := mysqlx.Followers(ctx, s.DB(), author)
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
+	followers, err := mysqlx.Followers(rctx, s.DB(), author)
+	cancel()
 	if err != nil {
 		if ferr := s.oweFence(ctx, err); ferr != nil {
 			return fmt.Errorf("%s delete: %w", ModelName, ferr)
@@ -496,12 +586,16 @@ func (s *Store) tombstoneTTL() string { return strconv.Itoa(int(tombstoneTTL / t
 // follower's feed (those above its floor; if the followee has more, the
 // floor rises to just below the oldest of them).
 func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) error {
-	err := s.Store.Follow(ctx, follower, followee)
-	if errors.Is(err, timeline.ErrInvalidInput) {
-		return err
+	if err := mysqlx.Unstarted(ctx, timeline.CheckFollow(follower, followee)); err != nil {
+		return fmt.Errorf("%s follow: %w", ModelName, err)
 	}
+	err := s.Store.Follow(ctx, follower, followee)
 	if err != nil {
-		s.oweFence(ctx, err)
+		if !mysqlx.Unsent(err) { // the INSERT may have committed
+			if ferr := s.repairFollow(ctx, follower, followee); ferr != nil {
+				return fmt.Errorf("%s follow: %w (after %w)", ModelName, ferr, err)
+			}
+		}
 		return err
 	}
 	if marked, err := s.drowning.Mark(ctx, s.DB(), follower); err != nil {
@@ -512,7 +606,9 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 	if _, err := s.mutate(ctx, edgeTombstone, []redisx.Call{{Keys: []string{"", s.unfollowedKey(followee)}, Args: []string{"", strconv.FormatInt(int64(follower), 10), "0"}}}); err != nil {
 		return fmt.Errorf("%s follow: %w", ModelName, err)
 	}
-	ids, err := s.newestOf(ctx, followee, s.cap)
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
+	ids, err := s.newestOf(rctx, followee, s.cap)
+	cancel()
 	if err != nil {
 		if ferr := s.oweFence(ctx, err); ferr != nil {
 			return fmt.Errorf("%s follow: %w", ModelName, ferr)
@@ -536,18 +632,24 @@ func (s *Store) Follow(ctx context.Context, follower, followee timeline.UserID) 
 // feed holds at most Cap + Cap/8 ids, so the followee's newest that many
 // are all it can hold).
 func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID) error {
-	err := s.Store.Unfollow(ctx, follower, followee)
-	if errors.Is(err, timeline.ErrInvalidInput) {
-		return err
+	if err := mysqlx.Unstarted(ctx, timeline.CheckFollow(follower, followee)); err != nil {
+		return fmt.Errorf("%s unfollow: %w", ModelName, err)
 	}
+	err := s.Store.Unfollow(ctx, follower, followee)
 	if err != nil {
-		s.oweFence(ctx, err)
+		if !mysqlx.Unsent(err) { // the DELETE may have committed
+			if ferr := s.dropFeeds(ctx, []timeline.UserID{follower}); ferr != nil {
+				return fmt.Errorf("%s unfollow: %w (after %w)", ModelName, ferr, err)
+			}
+		}
 		return err
 	}
 	if _, err := s.mutate(ctx, edgeTombstone, []redisx.Call{{Keys: []string{"", s.unfollowedKey(followee)}, Args: []string{"", strconv.FormatInt(int64(follower), 10), s.tombstoneTTL()}}}); err != nil {
 		return fmt.Errorf("%s unfollow: %w", ModelName, err)
 	}
-	ids, err := s.newestOf(ctx, followee, s.limit)
+	rctx, cancel := mysqlx.Detached(ctx, repairTimeout)
+	ids, err := s.newestOf(rctx, followee, s.limit)
+	cancel()
 	if err != nil {
 		if ferr := s.oweFence(ctx, err); ferr != nil {
 			return fmt.Errorf("%s unfollow: %w", ModelName, ferr)
@@ -558,6 +660,20 @@ func (s *Store) Unfollow(ctx context.Context, follower, followee timeline.UserID
 		return fmt.Errorf("%s unfollow: %w", ModelName, err)
 	}
 	return nil
+}
+
+// repairFollow repairs the feeds after a follow whose MariaDB part failed
+// but may have committed: it clears the edge's tombstone, as the follow
+// would (else the followee's next posts would pass over the follower's
+// feed), then drops the follower's feed, the one feed a follow changes;
+// the fence is owed when Redis does not answer. (An unfollow's repair
+// only drops the feed: a tombstone for an edge that stayed would keep the
+// followee's next posts out of it.)
+func (s *Store) repairFollow(ctx context.Context, follower, followee timeline.UserID) error {
+	if _, err := s.mutate(ctx, edgeTombstone, []redisx.Call{{Keys: []string{"", s.unfollowedKey(followee)}, Args: []string{"", strconv.FormatInt(int64(follower), 10), "0"}}}); err != nil {
+		return err
+	}
+	return s.dropFeeds(ctx, []timeline.UserID{follower})
 }
 
 // newestOf returns author's newest n message ids, as decimal strings.

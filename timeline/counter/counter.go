@@ -145,6 +145,11 @@ const (
 	// a write's Redis part failed in a way that may have left a feed
 	// behind.
 	Fences = "fences"
+	// DroppedFeeds: feeds (pull-redis: indexes) deleted, to be rebuilt
+	// on their next read, because a write that may have committed could
+	// have changed them and its Redis part did not run (its MariaDB
+	// part failed): the repair that spares the other feeds a fence.
+	DroppedFeeds = "dropped_feeds"
 	// RedisCalls: commands the store sent to Redis.
 	RedisCalls = "redis_calls"
 )

@@ -1,5 +1,6 @@
-// Package redistest holds the fault test that every store keeping state
-// derived from MariaDB in Redis runs: RestartUnderTraffic.
+// Package redistest holds the fault tests that every store keeping state
+// derived from MariaDB in Redis runs: RestartUnderTraffic, and
+// CanceledWrites.
 package redistest
 
 import (
