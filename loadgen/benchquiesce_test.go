@@ -15,15 +15,16 @@ import (
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/push"
+	"github.com/pushpull/pushpull/registry"
 )
 
 // TestPhaseCountsNoOtherDesignsBackgroundWork: a design measured after
 // selective counts none of the work of selective's flusher. The run holds
-// a lock on selective's user_rates from before its reads until push's
-// newest-page phase is announced, so the flusher's writes of the rates it
-// counted in its own phases (and the flips they decide) are all still to
-// do when selective's phases have ended. Push's newest pages write nothing:
-// a row written, updated or deleted in that phase is selective's.
+// a lock on selective's user_rates from the announcement of selective's
+// submission to that of push's, so that the flushes selective's posts
+// made due are all still to do when its phase ends. Push's posts and
+// pages update and delete no row: one that push's phases count is
+// selective's (its rates' upserts, its flips' removals).
 func TestPhaseCountsNoOtherDesignsBackgroundWork(t *testing.T) {
 	ctx := context.Background()
 	spec, err := dataset.PaperSpec().Scaled(0.002)
@@ -34,13 +35,12 @@ func TestPhaseCountsNoOtherDesignsBackgroundWork(t *testing.T) {
 	defer admin.Close()
 	lock := &rateLock{db: admin, table: selective.DefaultDatabase + ".user_rates"}
 	defer lock.release()
+	selectiveSubmit := "phase " + string(registry.FamilyHybrid) + "/submit "
 	progress := &lineHook{on: func(line string) {
 		switch {
-		case strings.HasPrefix(line, "phase harness/"):
-			// The stores are open and loaded; selective has counted
-			// nothing yet.
+		case strings.HasPrefix(line, selectiveSubmit):
 			lock.take(t)
-		case strings.HasPrefix(line, "phase "+push.ModelName+"/retrieve "):
+		case strings.HasPrefix(line, "phase "+push.ModelName+"/submit "):
 			lock.release()
 		}
 	}}
@@ -48,8 +48,8 @@ func TestPhaseCountsNoOtherDesignsBackgroundWork(t *testing.T) {
 		DSN: testserver.DSN(t), Force: true, Spec: spec, Scale: 0.002,
 		Models:   []string{selective.ModelName, push.ModelName},
 		Duration: time.Second, ExtraDuration: time.Second, Progress: progress,
-		// Each flush is due after a few reads, so that the reads of
-		// selective's phases leave one due when they end.
+		// A flush is due after a few posts, so that selective's
+		// submission leaves several due when it ends.
 		Options: map[string]string{selective.OptionFlushEvery: "20"},
 	}
 	res, err := RunBench(ctx, cfg)
@@ -57,26 +57,34 @@ func TestPhaseCountsNoOtherDesignsBackgroundWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !lock.taken() {
-		t.Fatal("the lock on selective's rates was never taken: no harness phase announced")
+		t.Fatal("the lock on selective's rates was never taken: no submission of selective's announced")
 	}
 	for _, f := range res.Failures {
 		if !strings.Contains(f, "harness") {
 			t.Fatalf("failure: %s", f)
 		}
 	}
-	if s := res.Model(selective.ModelName); s == nil || s.Retrieve.Ops == 0 {
-		t.Fatalf("selective read no page: %+v", s)
+	if s := res.Model(selective.ModelName); s == nil || s.Submit.Ops == 0 {
+		t.Fatalf("selective posted nothing: %+v", s)
 	}
 	p := res.Model(push.ModelName)
-	if p == nil || p.Retrieve.Cost == nil {
-		t.Fatalf("push's newest pages have no cost: %+v", p)
+	if p == nil {
+		t.Fatal("no push in the result")
 	}
-	c := p.Retrieve.Cost
-	t.Logf("push's newest pages after selective's: %.0f ops, rows updated %.4f, deleted %.4f, written %.4f an operation",
-		c[cost.Ops], c[cost.RowsUpdated], c[cost.RowsDeleted], c[cost.RowsWritten])
-	if c[cost.RowsUpdated] != 0 || c[cost.RowsDeleted] != 0 {
-		t.Errorf("push's newest pages updated %.4f and deleted %.4f rows an operation: selective's background work, counted in push's phase",
-			c[cost.RowsUpdated], c[cost.RowsDeleted])
+	for _, ph := range []struct {
+		name string
+		c    cost.Cost
+	}{{"newest pages", p.Retrieve.Cost}, {"posts", p.Submit.Cost}} {
+		c := ph.c
+		if c == nil {
+			t.Fatalf("push's %s have no cost", ph.name)
+		}
+		t.Logf("push's %s after selective's: %.0f ops, rows updated %.4f, deleted %.4f, written %.4f an operation",
+			ph.name, c[cost.Ops], c[cost.RowsUpdated], c[cost.RowsDeleted], c[cost.RowsWritten])
+		if c[cost.RowsUpdated] != 0 || c[cost.RowsDeleted] != 0 {
+			t.Errorf("push's %s updated %.4f and deleted %.4f rows an operation: selective's background work, counted in push's phase",
+				ph.name, c[cost.RowsUpdated], c[cost.RowsDeleted])
+		}
 	}
 }
 
