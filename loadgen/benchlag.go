@@ -42,6 +42,42 @@ func (b *bench) settle(ctx context.Context, m registry.Model, s timeline.Store, 
 	return nil
 }
 
+// quiesce finishes, before a phase named name begins, the background work
+// every open store has due (timeline.Quiescer): the servers' counters
+// are global, so what one design's store does after its phases would be
+// counted in whichever phase comes next, another design's. Each store's
+// wait is bounded by SettleTimeout; one that fails is noted in the run's
+// notes and the run goes on.
+func (b *bench) quiesce(ctx context.Context, name string) {
+	each := func(s timeline.Store) {
+		q, ok := timeline.As[timeline.Quiescer](s)
+		if !ok {
+			return
+		}
+		start := time.Now()
+		qctx, cancel := context.WithTimeout(ctx, SettleTimeout)
+		defer cancel()
+		if err := q.Quiesce(qctx); err != nil {
+			b.res.Notes = append(b.res.Notes, fmt.Sprintf("before %s: background work not finished: %v", name, err))
+			return
+		}
+		if d := time.Since(start); d >= 100*time.Millisecond {
+			b.logf("  background work of an earlier phase finished in %.1fs", d.Seconds())
+		}
+	}
+	for _, s := range b.open {
+		each(s)
+	}
+	for _, ss := range b.fresh {
+		for _, s := range ss {
+			each(s)
+		}
+	}
+	for _, s := range b.traffic {
+		each(s)
+	}
+}
+
 // forgetLag drops the lags a Lagging store recorded so far: called as a
 // phase starts measuring.
 func forgetLag(s timeline.Store) {

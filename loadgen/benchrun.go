@@ -187,7 +187,9 @@ func (b *bench) checkErrors(name string, rate float64, samples []string) {
 	}
 }
 
-// metered returns a hook for when measuring begins, which runs onMeasure
+// metered first finishes every open store's background work (quiesce),
+// so that the phase counts none of another phase's; then it returns a
+// hook for when measuring begins, which runs onMeasure
 // (if not nil) and snapshots the servers' and the process's counters, and
 // a function for when the phase has ended, which snapshots them again and
 // returns the cost of each of ops operations. A snapshot that fails is
@@ -195,6 +197,7 @@ func (b *bench) checkErrors(name string, rate float64, samples []string) {
 // A phase whose database counters could not be trusted (connections
 // closed while they were read) has no rows, and the notes name it.
 func (b *bench) metered(ctx context.Context, name string, onMeasure func()) (start func(), finish func(ops int64) cost.Cost) {
+	b.quiesce(ctx, name)
 	var before cost.Snapshot
 	ok := false
 	take := func() (cost.Snapshot, bool) {

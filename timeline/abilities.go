@@ -49,6 +49,22 @@ type Settler interface {
 	Settle(ctx context.Context) error
 }
 
+// Quiescer is a store with background work of its own that no write waits
+// for and no page depends on: bookkeeping a read or a post makes due
+// (selective's flusher, which writes the rates its traffic counted and
+// flips the edges they decide). Quiesce returns once the work due at the
+// call is done, or ctx ends; work that later traffic makes due is not
+// waited for. It is not Settle: such a store applies every write before
+// it returns, and its pages are right whether the work is done or not.
+// The benchmark quiesces every store it holds open before it measures a
+// phase: the servers' counters are global, and a design's leftover work
+// would be counted in the next design's phase.
+//
+// Fallback: the store does no work in the background.
+type Quiescer interface {
+	Quiesce(ctx context.Context) error
+}
+
 // Lagging is a Settler that measures how late it applies what it
 // acknowledged: TakeLag returns the lags recorded since the previous call,
 // in microseconds (for asynchronous fan-out: from a post to its last

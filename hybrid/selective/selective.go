@@ -28,8 +28,11 @@
 // them to user_rates in multi-row upserts and re-decides the edges whose
 // rates changed (the reading users' followees, the posting users'
 // followers) at the current H/L, flipping at most FlipBatch edges; the
-// rest wait for the next flush. Close stops the flusher and flushes what
-// is left, each flush bounded by FlushTimeout. Decay is the same for every count, so an edge's ratio moves
+// rest wait for the next flush. Quiesce (timeline.Quiescer) does the
+// flushes due and the flips left over now, which the benchmark asks for
+// before every phase so that no other phase counts them. Close stops the
+// flusher and flushes what is left, each flush bounded by FlushTimeout.
+// Decay is the same for every count, so an edge's ratio moves
 // only with traffic, and only touched users need a look. Turning an edge
 // pull to push backfills the author's messages into the follower's mailbox
 // (push.Backfill); push to pull removes them (push.RemoveAuthor); each flip
@@ -179,11 +182,11 @@ type Store struct {
 	events  int
 	dirty   map[timeline.UserID]side // left over by a flush's flip bound
 
-	flushMu sync.Mutex
-	wake    chan struct{} // a flush is due; buffered, so it never blocks
-	stop    chan struct{} // closed by Close
-	flusher sync.WaitGroup
-	closed  sync.Once
+	flushing chan struct{} // held (one slot) by the flush that runs
+	wake     chan struct{} // a flush is due; buffered, so it never blocks
+	stop     chan struct{} // closed by Close
+	flusher  sync.WaitGroup
+	closed   sync.Once
 
 	costMu        sync.Mutex
 	fanout, probe regression
@@ -207,6 +210,7 @@ var (
 	_ registry.PartialMailbox = (*Store)(nil)
 	_ timeline.Counting       = (*Store)(nil)
 	_ timeline.DBHolder       = (*Store)(nil)
+	_ timeline.Quiescer       = (*Store)(nil)
 )
 
 // Open checks cfg (a *registry.OptionError, before anything is written), connects
@@ -223,10 +227,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		Store: base, cfg: cfg,
-		pending: map[timeline.UserID]*counts{},
-		dirty:   map[timeline.UserID]side{},
-		wake:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
+		pending:  map[timeline.UserID]*counts{},
+		dirty:    map[timeline.UserID]side{},
+		flushing: make(chan struct{}, 1),
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
 	}
 	s.flusher.Go(s.flushWhenDue)
 	return s, nil
@@ -466,18 +471,68 @@ func (s *Store) count(user timeline.UserID, c counts) {
 // Flush writes the counts of this process's reads and posts since the
 // last flush to user_rates and re-decides the edges they touch, flipping
 // at most FlipBatch; the rest wait for the next flush.
+// A flush running in the flusher is waited for, within ctx.
 func (s *Store) Flush(ctx context.Context) error {
-	s.flushMu.Lock()
-	defer s.flushMu.Unlock()
+	if err := s.lockFlush(ctx); err != nil {
+		return fmt.Errorf("%s flush: %w", ModelName, err)
+	}
+	defer s.unlockFlush()
 	if err := s.flush(ctx); err != nil {
 		return fmt.Errorf("%s flush: %w", ModelName, err)
 	}
 	return nil
 }
 
+// Quiesce implements timeline.Quiescer: it waits for the flush the
+// flusher is running, then flushes while a flush is due (FlushEvery events
+// counted) or edges are left over from a flush's flip bound, until
+// neither is; a flush the flusher then starts finds nothing to do. Counts
+// below FlushEvery stay pending, as they would without the call, so a
+// store whose flush option is larger than its traffic never flushes. That
+// is its quiet state: with no traffic after the call, the store writes
+// nothing until Close. Pages never wait for it: every write is applied
+// before it returns, which is why selective is no timeline.Settler.
+func (s *Store) Quiesce(ctx context.Context) error {
+	if err := s.lockFlush(ctx); err != nil {
+		return fmt.Errorf("%s quiesce: %w", ModelName, err)
+	}
+	defer s.unlockFlush()
+	for {
+		s.mu.Lock()
+		due := s.events >= s.cfg.FlushEvery || len(s.dirty) > 0
+		s.mu.Unlock()
+		if !due {
+			return nil
+		}
+		if err := s.flush(ctx); err != nil {
+			return fmt.Errorf("%s quiesce: %w", ModelName, err)
+		}
+	}
+}
+
+// lockFlush takes the one flush slot, waiting for a flush that holds it
+// until ctx ends.
+func (s *Store) lockFlush(ctx context.Context) error {
+	select {
+	case s.flushing <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Store) unlockFlush() { <-s.flushing }
+
+// flush writes what is pending and re-decides what it touches and what an
+// earlier flush left; with neither, it does nothing and counts no flush.
+// The caller holds the flush slot.
 func (s *Store) flush(ctx context.Context) error {
 	s.mu.Lock()
 	pending, dirty := s.pending, s.dirty
+	if len(pending) == 0 && len(dirty) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
 	s.pending, s.events, s.dirty = map[timeline.UserID]*counts{}, 0, map[timeline.UserID]side{}
 	s.mu.Unlock()
 	s.flushes.Add(1)

@@ -448,3 +448,70 @@ func TestFlushOffTheRequest(t *testing.T) {
 		t.Fatalf("after Close: post rate %.2f, read rate %.2f; want the 5 of each counted", posts, reads)
 	}
 }
+
+// TestQuiesce: Quiesce leaves counts below the flush count pending, waits
+// (within its ctx) for a flush the flusher is running, and returns once
+// the flushes due are written.
+func TestQuiesce(t *testing.T) {
+	ctx := context.Background()
+	db := testserver.Database(t)
+	s, err := selective.Open(ctx, selective.Config{Config: push.Config{DSN: testserver.DSN(t), Database: db}, H: 1, L: 1, FlushEvery: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	other, err := mysqlx.Open(ctx, mysqlx.Options{DSN: testserver.DSN(t), Database: db, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	postRate := func() (rate float64, rows int) {
+		t.Helper()
+		if err := other.QueryRow(`SELECT COALESCE(SUM(post_rate), 0), COUNT(*) FROM user_rates WHERE user_id = 2`).Scan(&rate, &rows); err != nil {
+			t.Fatal(err)
+		}
+		return rate, rows
+	}
+	timelinetest.Follow(t, s, 1, 2)
+	timelinetest.Post(t, s, 2, "one")
+	timelinetest.Post(t, s, 2, "two")
+	if err := s.Quiesce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, rows := postRate(); rows != 0 || s.Counters()["flushes"] != 0 {
+		t.Fatalf("two events of four quiesced into %d rows of rates, %d flushes: nothing was due", rows, s.Counters()["flushes"])
+	}
+
+	// The fourth event makes a flush due; the flusher starts it and waits
+	// for the lock.
+	lock, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback()
+	if _, err := lock.ExecContext(ctx, `SELECT * FROM user_rates FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	timelinetest.Post(t, s, 2, "three")
+	timelinetest.Post(t, s, 2, "four")
+	for deadline := time.Now().Add(time.Minute); s.Counters()["flushes"] == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the flusher started no flush after four events")
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err = s.Quiesce(short)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Quiesce while the flusher's flush waits for a lock: %v, want the ctx's deadline", err)
+	}
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Quiesce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rate, rows := postRate(); rows != 1 || rate < 3.9 {
+		t.Fatalf("after Quiesce: %d rows, post rate %.2f; want the 4 posts counted", rows, rate)
+	}
+}
