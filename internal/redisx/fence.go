@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -149,6 +150,29 @@ func (f *Fence) Mutate(ctx context.Context, script *Script, calls []Call) ([]Res
 		return res, nil // applied, or no server holds state to fix
 	}
 	return nil, f.Owe(ctx, err)
+}
+
+// dropScript deletes the keys after the fence's (Drop).
+var dropScript = FencedScript("", `
+for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
+return 1
+`)
+
+// Drop deletes keys under the fence, at most size in a call, as the Redis
+// part of a write that is done (Mutate): the repair of a write whose
+// outcome is unknown, whose state each key held is then rebuilt from the
+// record on its next read. When Redis does not answer, the fence is owed
+// instead, as Mutate owes it.
+func (f *Fence) Drop(ctx context.Context, keys []string, size int) error {
+	var calls []Call
+	for part := range slices.Chunk(keys, size) {
+		calls = append(calls, Call{Keys: append([]string{""}, part...), Args: []string{""}})
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	_, err := f.Mutate(ctx, dropScript, calls)
+	return err
 }
 
 // Owe records that the state may lack a write (cause says why), and pays

@@ -249,23 +249,19 @@ const repairTimeout = 500 * time.Millisecond
 
 // dropIndexes deletes users' indexes, each rebuilt from MariaDB on its
 // next read: the repair of a write whose outcome is unknown, which could
-// have changed those and no other. When Redis does not answer, the fence
-// is owed instead (redisx.Fence.Mutate).
+// have changed those and no other (redisx.Fence.Drop; a rebuild under way
+// finds its index gone and does not complete it). When Redis does not
+// answer, the fence is owed instead.
 func (s *Store) dropIndexes(ctx context.Context, users []timeline.UserID) error {
-	var calls []redisx.Call
-	for part := range slices.Chunk(users, chunk) {
-		keys := make([]string, 1, len(part)+1)
-		for _, u := range part {
-			keys = append(keys, s.IndexKey(u))
-		}
-		calls = append(calls, redisx.Call{Keys: keys, Args: []string{""}})
-	}
-	if len(calls) == 0 {
-		return nil
+	keys := make([]string, len(users))
+	for i, u := range users {
+		keys[i] = s.IndexKey(u)
 	}
 	s.dropped.Add(int64(len(users)))
-	_, err := s.redisPart(ctx, nil, drop, calls)
-	return err
+	if err := s.fence.Drop(ctx, keys, chunk); err != nil {
+		return fmt.Errorf("%s: %w: %w", ModelName, timeline.ErrUnavailable, err)
+	}
+	return nil
 }
 
 // repairFollowers returns the error of a post or a delete of author's

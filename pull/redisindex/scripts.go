@@ -114,12 +114,3 @@ for i = 2, #KEYS do
 end
 return 1
 `)
-
-// drop deletes the indexes KEYS[2..], whatever they hold: those a write
-// whose outcome is unknown could have changed, each rebuilt from the
-// database on its next read (a rebuild under way finds its index gone and
-// does not complete it).
-var drop = redisx.FencedScript("", `
-for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
-return 1
-`)

@@ -425,23 +425,19 @@ const repairTimeout = 500 * time.Millisecond
 
 // dropFeeds deletes users' feeds, to be rebuilt from MariaDB on their
 // next read: the repair of a write whose outcome is unknown, which could
-// have changed those feeds and no other. When Redis does not answer, the
-// fence is owed instead (redisx.Fence.Mutate).
+// have changed those feeds and no other (redisx.Fence.Drop; a rebuild
+// under way finds its feed gone and does not complete it). When Redis does
+// not answer, the fence is owed instead.
 func (s *Store) dropFeeds(ctx context.Context, users []timeline.UserID) error {
-	var calls []redisx.Call
-	for chunk := range slices.Chunk(users, fanOutChunk) {
-		keys := make([]string, 1, len(chunk)+1)
-		for _, u := range chunk {
-			keys = append(keys, s.FeedKey(u))
-		}
-		calls = append(calls, redisx.Call{Keys: keys, Args: []string{""}})
-	}
-	if len(calls) == 0 {
-		return nil
+	keys := make([]string, len(users))
+	for i, u := range users {
+		keys[i] = s.FeedKey(u)
 	}
 	s.dropped.Add(int64(len(users)))
-	_, err := s.mutate(ctx, drop, calls)
-	return err
+	if err := s.fence.Drop(ctx, keys, fanOutChunk); err != nil {
+		return fmt.Errorf("%w: %w", timeline.ErrUnavailable, err)
+	}
+	return nil
 }
 
 // repairFollowers repairs the feeds after a write of author's whose

@@ -305,12 +305,3 @@ else
 end
 return 1
 `)
-
-// drop deletes the feeds KEYS[2..], whatever they hold: the feeds a
-// write whose outcome is unknown could have changed, each rebuilt from
-// the database on its next read. A rebuild under way finds its feed gone
-// and does not complete it.
-var drop = redisx.FencedScript(helpers, `
-for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
-return 1
-`)
