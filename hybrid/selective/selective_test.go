@@ -2,6 +2,7 @@ package selective_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -389,17 +390,7 @@ func TestBadOptions(t *testing.T) {
 // flush goes through, and Close waits for it and flushes the rest.
 func TestFlushOffTheRequest(t *testing.T) {
 	ctx := context.Background()
-	db := testserver.Database(t)
-	s, err := selective.Open(ctx, selective.Config{Config: push.Config{DSN: testserver.DSN(t), Database: db}, H: 1, L: 1, FlushEvery: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	other, err := mysqlx.Open(ctx, mysqlx.Options{DSN: testserver.DSN(t), Database: db, MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	s, other := openWithOther(t, 1)
 	timelinetest.Follow(t, s, 1, 2)
 	lock, err := other.BeginTx(ctx, nil)
 	if err != nil {
@@ -454,17 +445,7 @@ func TestFlushOffTheRequest(t *testing.T) {
 // the flushes due are written.
 func TestQuiesce(t *testing.T) {
 	ctx := context.Background()
-	db := testserver.Database(t)
-	s, err := selective.Open(ctx, selective.Config{Config: push.Config{DSN: testserver.DSN(t), Database: db}, H: 1, L: 1, FlushEvery: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	other, err := mysqlx.Open(ctx, mysqlx.Options{DSN: testserver.DSN(t), Database: db, MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	s, other := openWithOther(t, 4)
 	postRate := func() (rate float64, rows int) {
 		t.Helper()
 		if err := other.QueryRow(`SELECT COALESCE(SUM(post_rate), 0), COUNT(*) FROM user_rates WHERE user_id = 2`).Scan(&rate, &rows); err != nil {
@@ -514,4 +495,24 @@ func TestQuiesce(t *testing.T) {
 	if rate, rows := postRate(); rows != 1 || rate < 3.9 {
 		t.Fatalf("after Quiesce: %d rows, post rate %.2f; want the 4 posts counted", rows, rate)
 	}
+}
+
+// openWithOther opens a store with H = L = 1 that flushes every
+// flushEvery counted events, and another connection to its database, for
+// tests that hold locks beside it; both close with the test.
+func openWithOther(t *testing.T, flushEvery int) (*selective.Store, *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	db := testserver.Database(t)
+	s, err := selective.Open(ctx, selective.Config{Config: push.Config{DSN: testserver.DSN(t), Database: db}, H: 1, L: 1, FlushEvery: flushEvery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	other, err := mysqlx.Open(ctx, mysqlx.Options{DSN: testserver.DSN(t), Database: db, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	return s, other
 }
