@@ -392,14 +392,8 @@ func TestFlushOffTheRequest(t *testing.T) {
 	ctx := context.Background()
 	s, other := openWithOther(t, 1)
 	timelinetest.Follow(t, s, 1, 2)
-	lock, err := other.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lock := lockRates(t, other)
 	defer lock.Rollback()
-	if _, err := lock.ExecContext(ctx, `SELECT * FROM user_rates FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan error, 1)
 	go func() {
 		for i := range 5 {
@@ -465,14 +459,8 @@ func TestQuiesce(t *testing.T) {
 
 	// The fourth event makes a flush due; the flusher starts it and waits
 	// for the lock.
-	lock, err := other.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lock := lockRates(t, other)
 	defer lock.Rollback()
-	if _, err := lock.ExecContext(ctx, `SELECT * FROM user_rates FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
 	timelinetest.Post(t, s, 2, "three")
 	timelinetest.Post(t, s, 2, "four")
 	for deadline := time.Now().Add(time.Minute); s.Counters()["flushes"] == 0; time.Sleep(10 * time.Millisecond) {
@@ -481,7 +469,7 @@ func TestQuiesce(t *testing.T) {
 		}
 	}
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	err = s.Quiesce(short)
+	err := s.Quiesce(short)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Quiesce while the flusher's flush waits for a lock: %v, want the ctx's deadline", err)
@@ -515,4 +503,20 @@ func openWithOther(t *testing.T, flushEvery int) (*selective.Store, *sql.DB) {
 	}
 	t.Cleanup(func() { other.Close() })
 	return s, other
+}
+
+// lockRates locks every row of user_rates on other, so that no flush can
+// write, until the returned transaction ends.
+func lockRates(t *testing.T, other *sql.DB) *sql.Tx {
+	t.Helper()
+	ctx := context.Background()
+	lock, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.ExecContext(ctx, `SELECT * FROM user_rates FOR UPDATE`); err != nil {
+		lock.Rollback()
+		t.Fatal(err)
+	}
+	return lock
 }
