@@ -65,17 +65,7 @@ func (b *bench) quiesce(ctx context.Context, name string) {
 			b.logf("  background work of an earlier phase finished in %.1fs", d.Seconds())
 		}
 	}
-	for _, s := range b.open {
-		each(s)
-	}
-	for _, ss := range b.fresh {
-		for _, s := range ss {
-			each(s)
-		}
-	}
-	for _, s := range b.traffic {
-		each(s)
-	}
+	b.eachStore(each)
 }
 
 // forgetLag drops the lags a Lagging store recorded so far: called as a

@@ -48,16 +48,22 @@ type bench struct {
 }
 
 func (b *bench) closeAll() {
+	b.eachStore(func(s timeline.Store) { s.Close() })
+}
+
+// eachStore calls f with every store the run has open: the models', the
+// cache-mixed models' unused fresh ones and their traffic phases'.
+func (b *bench) eachStore(f func(timeline.Store)) {
 	for _, s := range b.open {
-		s.Close()
+		f(s)
 	}
 	for _, ss := range b.fresh {
 		for _, s := range ss {
-			s.Close()
+			f(s)
 		}
 	}
 	for _, s := range b.traffic {
-		s.Close()
+		f(s)
 	}
 }
 
