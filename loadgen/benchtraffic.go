@@ -212,10 +212,11 @@ func (b *bench) openPhase(ctx context.Context, name string, rate float64, dur ti
 // Each step of a model whose reads are measured warm (Bench.WarmReads,
 // on the store the traffic phase warmed) starts, as that phase did, after
 // every user's newest page was read: the phase or step before may have
-// left its state cold (push-redis pays its fence when a write's outcome is
-// unknown, as for a post cut off at a phase's end or a Redis write that
-// timed out in an overloaded step, and then rebuilds every feed on read),
-// and every later step would measure that instead of its rate.
+// left its state cold (push-redis drops the feeds a post cut off at a
+// phase's end could have changed, and pays its fence, which drops every
+// feed, when a Redis write timed out in an overloaded step; each dropped
+// feed is rebuilt on its next read), and every later step would measure
+// that instead of its rate.
 func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Store, t *results.Traffic, newOp func(int) openloop.Op) error {
 	_, own := b.traffic[m.Name]
 	warm := m.Bench.WarmReads && !own
