@@ -103,7 +103,8 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 		if m.RetrieveOlder.Skipped {
 			// The traffic's cursors, walked as it begins. After the
 			// older pages' walk it draws the same users again (the same
-			// sample from the run's seed): no one new reads.
+			// sample from the run's seed: workload's
+			// TestCollectOlderPagesDrawsTheSameUsers): no one new reads.
 			walk()
 		}
 		n, _, p, _, _, err := mixOf(t.Mix)
