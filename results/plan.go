@@ -38,6 +38,13 @@ type Calibration struct {
 	DBRowReadUs    float64 `json:"db_row_read_us"`
 	DBRowWrittenUs float64 `json:"db_row_written_us"`
 	DBStatementUs  float64 `json:"db_statement_us"`
+	// DBRebuiltUs is the database CPU of an entry a rebuild writes into
+	// a mailbox (registry.Work.Rebuilt) beyond its rows' at the units
+	// above, AppRebuiltUs the application's beyond its statements', in
+	// µs; 0 in a calibration that predates them (the designs' newest-page
+	// factors took that up).
+	DBRebuiltUs  float64 `json:"db_rebuilt_us,omitempty"`
+	AppRebuiltUs float64 `json:"app_rebuilt_us,omitempty"`
 	// memcached CPU per key and per round trip, Redis CPU per command
 	// and per round trip, in µs.
 	MCKeyUs        float64 `json:"mc_key_us"`
@@ -184,6 +191,7 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 		{"database, per row read", fmtNum(c.DBRowReadUs) + " µs"},
 		{"database, per row written", fmtNum(c.DBRowWrittenUs) + " µs"},
 		{"database, per statement", fmtNum(c.DBStatementUs) + " µs"},
+		{"database, per rebuilt mailbox entry", fmtNum(c.DBRebuiltUs) + " µs"},
 		{"memcached, per key", fmtNum(c.MCKeyUs) + " µs"},
 		{"memcached, per round trip", fmtNum(c.MCCallUs) + " µs"},
 		{"Redis, per command", fmtNum(c.RedisCommandUs) + " µs"},
@@ -192,6 +200,7 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 		{"application, per statement", fmtNum(c.AppStatementUs) + " µs"},
 		{"application, per cache round trip", fmtNum(c.AppCallUs) + " µs"},
 		{"application, per cache key or command", fmtNum(c.AppItemUs) + " µs"},
+		{"application, per rebuilt mailbox entry", fmtNum(c.AppRebuiltUs) + " µs"},
 		{"disk, per message", fmtNum(c.MessageBytes) + " bytes"},
 		{"disk, per follow", fmtNum(c.FollowBytes) + " bytes"},
 		{"disk, per mailbox row", fmtNum(c.MailboxRowBytes) + " bytes"},
