@@ -15,18 +15,26 @@ import (
 // of class c reaches the share of its followers who read that often, and
 // a reader pulls the followees who post more than L/H times as often as
 // they read. A post reads its author's pushed edges (and the message's 2
-// rows) and writes a mailbox row per pushed edge; a page is push's mailbox
-// page plus the reader's pull_edges range (about 6 rows), then 3 rows per
-// pulled author. Follows and unfollows are push's.
+// rows) and writes a mailbox row per pushed edge; a page, newest or older,
+// is push's mailbox page plus the reader's pull_edges rows, one a pulled
+// edge (none for a reader who pulls nothing: the range finds no row), then
+// 3 rows per pulled author. Follows and unfollows are push's.
 //
 // The flusher re-decides, once per flush events (option flush) of reads
 // and posts, every author who posted since the last: their pushed edges
-// joined to the followers' rates, 2 rows a follower. A flusher that keeps
-// up does that for the distinct authors of a flush's posts
-// (distinctAuthors). One that cannot, in a benchmark that posts as fast
-// as it can, re-decides at its own pace, about flusherRowsPerSec rows a
-// second whatever the posts: in a run (Demand.Run) a post's share is the
-// smaller of the two; the plan's steady state is a flusher that keeps up.
+// joined to the followers' rates, 2 rows a follower; and every reader who
+// read a newest page since the last (older pages are not counted): the
+// reader's rates, their follows joined to the followees' rates and to
+// pull_edges, 1 + 2 rows a followee + 3 a pulled edge (redecideRows). A
+// flusher that keeps up does that for the distinct authors and readers of
+// a flush's events (distinctAuthors, perFlush). The flusher is one
+// goroutine: one that cannot keep up (a benchmark that reads or posts as
+// fast as it can, a plan's rate of thousands of reads a second) flushes
+// back to back, at its own pace, about flusherRowsPerSec rows a second of
+// authors and flusherReaderRowsPerSec of readers whatever the traffic;
+// its batches grow, and each event's share of the re-decisions is cut to
+// what the flusher's second holds. A plan's rate is taken as one
+// process's, one flusher's.
 func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	h, l := cfg.Float(OptionH), cfg.Float(OptionL)
 	if h == 0 || l == 0 {
@@ -53,19 +61,44 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	})
 	a := d.PostAudience()
 	flush := 2 * a
-	if d.PostsPerSec > 0 {
-		batch := float64(cfg.Int(OptionFlushEvery)) * d.PostsPerSec / (d.PostsPerSec + d.ReadsPerSec)
-		flush *= distinctAuthors(d, batch) / batch
-		if d.Run != nil {
-			flush = math.Min(flush, flusherRowsPerSec/d.PostsPerSec)
+	// newest is the newest pages a second of the phase: a run's phase
+	// that reads none (its rates are those of the reads before it) gives
+	// its flusher no reader to re-decide.
+	newest := math.Max(0, d.ReadsPerSec-d.OlderPerSec)
+	if d.Run != nil && d.Run.Reads == 0 {
+		newest = 0
+	}
+	var reader, redecisions float64 // rows and re-decisions a newest page asks of the flusher
+	if events := d.PostsPerSec + newest; events > 0 {
+		batch := float64(cfg.Int(OptionFlushEvery)) / events
+		if d.PostsPerSec > 0 {
+			n := batch * d.PostsPerSec
+			flush *= distinctAuthors(d, n) / n
+		}
+		if newest > 0 {
+			n := batch * newest
+			share := func(c registry.UserClass) float64 { return d.NewestRate(c) / newest }
+			redecisions = perFlush(d, n, share, func(registry.UserClass) float64 { return 1 }) / n
+			reader = perFlush(d, n, share, func(u registry.UserClass) float64 {
+				return redecideRows(u.Followees, u.Followees*byPost.above(d.ReadRate(u)/ratio))
+			}) / n
+		}
+		// The flusher's second: the share of it the re-decisions take at
+		// its pace; past one, its batches grow and each event gets less.
+		if busy := d.PostsPerSec*flush/flusherRowsPerSec + newest*reader/flusherReaderRowsPerSec; busy > 1 {
+			flush, reader, redecisions = flush/busy, reader/busy, redecisions/busy
 		}
 	}
 	post := registry.Work{RowsRead: pushedRows + 2 + flush, RowsWritten: 1 + pushedRows, Statements: 4}
-	page := push.PageWork(d).Add(registry.Work{RowsRead: 6 + 3*pulled, Statements: 1})
+	page := push.PageWork(d).Add(registry.Work{RowsRead: pulled + 3*pulled, Statements: 1})
 	if pulled > 0 {
 		page.Statements += 2
 	}
-	return registry.OpWork{Newest: page, Older: page, Post: post, Follow: push.FollowWork(d), Unfollow: push.FollowWork(d)},
+	// A newest page's re-decision: its reader's rates upserted (a row read,
+	// an insert that meets it and an update: 2 rows written; one upsert
+	// statement a flush) and the three statements of redecide.
+	newestPage := page.Add(registry.Work{RowsRead: reader + redecisions, RowsWritten: 2 * redecisions, Statements: 3 * redecisions})
+	return registry.OpWork{Newest: newestPage, Older: page, Post: post, Follow: push.FollowWork(d), Unfollow: push.FollowWork(d)},
 		registry.Footprint{MailboxRows: mailbox}
 }
 
@@ -76,13 +109,41 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 // machine loaded by other work).
 const flusherRowsPerSec = 100_000
 
+// flusherReaderRowsPerSec is the rows a flusher that cannot keep up
+// reads a second re-deciding readers: a reader's rows cost it an index
+// lookup each (the followee's rates, the edge's pull_edges row), an
+// author's one every other row, so it reads them slower. Counted on the
+// newest pages of the calibration's runs at 1,000 users on a quiet
+// machine (evidence/plan/held-out/runs: 49,000 on the uniform graph,
+// 62,700 on the power-law graph, 4.44 and 4.49 rows a page more than an
+// older page at 11,000 and 14,000 pages a second).
+const flusherReaderRowsPerSec = 55_000
+
+// redecideRows is the rows a flush reads re-deciding a reader of
+// followees followees of whom pulled are pulled (Store.redecide): the
+// reader's rates, the pulled edges with their authors' rates, and every
+// follow with its pull_edges row, if any, and the followee's rates.
+func redecideRows(followees, pulled float64) float64 {
+	return 1 + 2*followees + 3*pulled
+}
+
 // distinctAuthors is how many distinct authors n posts have, each drawn
 // by the classes' post rates.
 func distinctAuthors(d registry.Demand, n float64) float64 {
+	if d.PostsPerSec <= 0 {
+		return 0
+	}
+	return perFlush(d, n, func(c registry.UserClass) float64 { return d.PostRate(c) / d.PostsPerSec },
+		func(registry.UserClass) float64 { return 1 })
+}
+
+// perFlush is the sum of value over the distinct users among n events,
+// each event a user of class c with chance share(c) (one user's share).
+func perFlush(d registry.Demand, n float64, share, value func(registry.UserClass) float64) float64 {
 	var sum float64
 	for _, c := range d.Classes {
-		if share := d.PostRate(c) / d.PostsPerSec; share > 0 {
-			sum += c.Users * -math.Expm1(-n*share)
+		if p := share(c); p > 0 {
+			sum += c.Users * -math.Expm1(-n*p) * value(c)
 		}
 	}
 	return sum
