@@ -28,13 +28,16 @@ import (
 // pull_edges, 1 + 2 rows a followee + 3 a pulled edge (redecideRows). A
 // flusher that keeps up does that for the distinct authors and readers of
 // a flush's events (distinctAuthors, perFlush). The flusher is one
-// goroutine: one that cannot keep up (a benchmark that reads or posts as
-// fast as it can, a plan's rate of thousands of reads a second) flushes
-// back to back, at its own pace, about flusherRowsPerSec rows a second of
-// authors and flusherReaderRowsPerSec of readers whatever the traffic;
-// its batches grow, and each event's share of the re-decisions is cut to
-// what the flusher's second holds. A plan's rate is taken as one
-// process's, one flusher's.
+// goroutine: one that cannot keep up, in a benchmark that reads or posts
+// as fast as it can, flushes back to back at its own pace, about
+// flusherRowsPerSec rows a second of authors and flusherReaderRowsPerSec
+// of readers whatever the traffic; its batches grow, and in a run
+// (Demand.Run) each event's share of the re-decisions is cut to what the
+// flusher's second holds. The plan's steady state is a flusher that keeps
+// up with the posts; its newest pages leave the readers' re-decisions out
+// (how many processes, each with its flusher, share a planned rate is not
+// part of a Demand, and one flusher at a plan's rate of thousands of reads
+// a second would be far behind).
 func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	h, l := cfg.Float(OptionH), cfg.Float(OptionL)
 	if h == 0 || l == 0 {
@@ -75,7 +78,7 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 			n := batch * d.PostsPerSec
 			flush *= distinctAuthors(d, n) / n
 		}
-		if newest > 0 {
+		if newest > 0 && d.Run != nil {
 			n := batch * newest
 			share := func(c registry.UserClass) float64 { return d.NewestRate(c) / newest }
 			redecisions = perFlush(d, n, share, func(registry.UserClass) float64 { return 1 }) / n
@@ -83,9 +86,10 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 				return redecideRows(u.Followees, u.Followees*byPost.above(d.ReadRate(u)/ratio))
 			}) / n
 		}
-		// The flusher's second: the share of it the re-decisions take at
-		// its pace; past one, its batches grow and each event gets less.
-		if busy := d.PostsPerSec*flush/flusherRowsPerSec + newest*reader/flusherReaderRowsPerSec; busy > 1 {
+		// In a run, the flusher's second: the share of it the
+		// re-decisions take at its pace; past one, its batches grow and
+		// each event gets less.
+		if busy := d.PostsPerSec*flush/flusherRowsPerSec + newest*reader/flusherReaderRowsPerSec; d.Run != nil && busy > 1 {
 			flush, reader, redecisions = flush/busy, reader/busy, redecisions/busy
 		}
 	}

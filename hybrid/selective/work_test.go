@@ -103,8 +103,9 @@ func TestOlderPageRowsMatchWork(t *testing.T) {
 
 // TestReaderRedecisionRowsMatchWork counts the rows of a flush after
 // newest pages by distinct readers, and sets them per reader against what
-// the cost model adds to a newest page for a flusher that keeps up, in a
-// workload where every read of a flush is a distinct reader's: the
+// the cost model adds to a newest page in a run whose flusher keeps up (100
+// reads a second), in a workload where every read of a flush is a distinct
+// reader's: the
 // reader's rates written (an upsert), and the re-decision of their every
 // follow (the reader's rates, the follows joined to pull_edges and to
 // the followees' rates).
@@ -130,7 +131,7 @@ func TestReaderRedecisionRowsMatchWork(t *testing.T) {
 	})
 	// A million readers of whom a flush of 500 events sees 500 distinct.
 	d := registry.Demand{Users: 1_000_000 + followees, Messages: 1e7, Page: 20, OlderDepth: 3.5,
-		PostsPerSec: 0, ReadsPerSec: 100, ActiveShare: 1, Classes: []registry.UserClass{
+		PostsPerSec: 0, ReadsPerSec: 100, ActiveShare: 1, Run: &registry.RunHistory{Reads: 1000}, Classes: []registry.UserClass{
 			{Users: followees, Followers: 1_000_000, Posts: 1},
 			{Users: 1_000_000, Followees: followees, Reads: 1},
 		}}
