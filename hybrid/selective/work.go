@@ -18,7 +18,9 @@ import (
 // rows) and writes a mailbox row per pushed edge; a page, newest or older,
 // is push's mailbox page plus the reader's pull_edges rows, one a pulled
 // edge (none for a reader who pulls nothing: the range finds no row), then
-// 3 rows per pulled author. Follows and unfollows are push's.
+// the pulled authors' ids that fall among the mailbox's entries and the
+// bodies of those that make the page (pulledRows). Follows and unfollows
+// are push's.
 //
 // The flusher re-decides, once per flush events (option flush) of reads
 // and posts, every author who posted since the last: their pushed edges
@@ -62,6 +64,32 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	pulled := d.MeanOverReads(func(u registry.UserClass) float64 {
 		return u.Followees * byPost.above(d.ReadRate(u)/ratio)
 	})
+	// pulledRows is what a page reads for the pulled edges: their
+	// pull_edges rows, the pulled authors' ids between the mailbox range's
+	// lowest id and the cursor (and one row more each, where each range
+	// ends), and the bodies of those that make the page.
+	// Of the reader's followees' posts a share q is the pulled authors'
+	// (followees weighed by their followers and their posts): the Fetch()
+	// mailbox entries span as many posts as Fetch()·q/(1−q) of theirs
+	// (each author's scan stops at Fetch(), so at most pulled·Fetch()), and
+	// the page's Fetch() entries hold Fetch()·q of them.
+	byPostVolume := newShares(d.Classes, d.PostRate, func(c registry.UserClass) float64 { return c.Users * c.Followers * d.PostRate(c) })
+	fetch := float64(d.Page + 1)
+	pulledRows := d.MeanOverReads(func(u registry.UserClass) float64 {
+		at := d.ReadRate(u) / ratio
+		p := u.Followees * byPost.above(at)
+		if p == 0 {
+			return 0
+		}
+		q := byPostVolume.above(at)
+		ids := p * fetch
+		if q < 1 {
+			ids = math.Min(ids, fetch*q/(1-q))
+		}
+		// Each author's range also reads the row below the floor that
+		// ends it.
+		return p + ids + p + math.Min(ids, fetch*q)
+	})
 	a := d.PostAudience()
 	flush := 2 * a
 	// newest is the newest pages a second of the phase: a run's phase
@@ -94,7 +122,7 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 		}
 	}
 	post := registry.Work{RowsRead: pushedRows + 2 + flush, RowsWritten: 1 + pushedRows, Statements: 4}
-	page := push.PageWork(d).Add(registry.Work{RowsRead: pulled + 3*pulled, Statements: 1})
+	page := push.PageWork(d).Add(registry.Work{RowsRead: pulledRows, Statements: 1})
 	if pulled > 0 {
 		page.Statements += 2
 	}

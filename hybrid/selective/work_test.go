@@ -139,3 +139,63 @@ func TestReaderRedecisionRowsMatchWork(t *testing.T) {
 	within(t, "a reader's re-decision, rows read", c[cost.RowsRead], w.Newest.RowsRead-w.Older.RowsRead)
 	within(t, "a reader's re-decision, rows written", c[cost.RowsWritten], w.Newest.RowsWritten-w.Older.RowsWritten)
 }
+
+// TestPulledPageRowsMatchWork counts the rows of pages whose reader pulls
+// half their followees, who post twice as often as the pushed half (their
+// posts interleaved), and sets them against the cost model's pages for
+// such a split at H/L = 1000: the mailbox's range, a pull_edges row a
+// pulled edge, the pulled authors' ids among the mailbox range's entries
+// (two a pushed entry) and the bodies of the page's pulled entries (two
+// thirds of it).
+func TestPulledPageRowsMatchWork(t *testing.T) {
+	const half, rounds, reader, pages = 5, 30, timeline.UserID(100), 10
+	s := open(t, selective.Config{H: 1000, L: 1, FlushEvery: 1_000_000})
+	pulledAuthor := func(a int) timeline.UserID { return timeline.UserID(1 + a) }
+	pushedAuthor := func(a int) timeline.UserID { return timeline.UserID(1 + half + a) }
+	for a := range half {
+		// Counted posts and no read: the reader pulls these authors.
+		timelinetest.PostN(t, s, pulledAuthor(a), 1)
+		timelinetest.Follow(t, s, reader, pulledAuthor(a))
+		timelinetest.Follow(t, s, reader, pushedAuthor(a))
+	}
+	for range rounds {
+		for a := range half {
+			timelinetest.PostN(t, s, pulledAuthor(a), 1)
+			timelinetest.PostN(t, s, pushedAuthor(a), 1)
+			timelinetest.PostN(t, s, pulledAuthor(a), 1)
+		}
+	}
+	if pushed, pulled, err := s.Edges(context.Background()); err != nil || pushed != half || pulled != half {
+		t.Fatalf("%d edges pushed and %d pulled (%v), want %d each", pushed, pulled, err, half)
+	}
+	newest := counted(t, s, pages, func() {
+		for range pages {
+			timelinetest.Newest(t, s, reader)
+		}
+	})
+	first := timelinetest.Newest(t, s, reader)
+	older := counted(t, s, pages, func() {
+		for range pages {
+			timelinetest.Page(t, s, reader, timeline.Query{Before: first.Next})
+		}
+	})
+	// Posts: 2 for each pulled author, 1 for each pushed one, of 1.5 a
+	// second (0.2 and 0.1 each); reads: 150 a second, the pushed authors'
+	// 1000 × 0.1 and under the pulled ones' 1000 × 0.2.
+	d := registry.Demand{Users: 2*half + 1, Messages: 3 * half * rounds, Page: 20, OlderDepth: 3.5,
+		PostsPerSec: 1.5, ReadsPerSec: 150, ActiveShare: 1, Classes: []registry.UserClass{
+			{Users: half, Followers: 1, Posts: 2},
+			{Users: half, Followers: 1, Posts: 1},
+			{Users: 1, Followees: 2 * half, Reads: 1},
+		}}
+	m, err := registry.Lookup(selective.ModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _, _, err := m.WorkFor(d, map[string]string{selective.OptionH: "1000", selective.OptionL: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, "a newest page's rows read", newest[cost.RowsRead], w.Newest.RowsRead)
+	within(t, "an older page's rows read", older[cost.RowsRead], w.Older.RowsRead)
+}
