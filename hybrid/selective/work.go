@@ -11,7 +11,8 @@ import (
 // Work is selective's cost model (registry.Model.Work). An edge is
 // pushed when its follower reads at least H/L times as often as its
 // author posts (option h and l, else DefaultH and DefaultL): with the
-// classes' rates (registry.Demand.ReadRate, PostRate), a post by an author
+// classes' rates (registry.Demand.ReadRate, PostRate; in a run, the reads
+// the bulk load started from, reads_per_post a post), a post by an author
 // of class c reaches the share of its followers who read that often, and
 // a reader pulls the followees who post more than L/H times as often as
 // they read. A post reads its author's pushed edges (and the message's 2
@@ -46,10 +47,21 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 		h, l = DefaultH, DefaultL
 	}
 	ratio := h / l
+	// readRate is the read rate the rule weighs a reader's by: the
+	// workload's; in a run, the one the bulk load started the rates from,
+	// reads_per_post reads for every post spread by the readers' shares,
+	// which a run's seconds of traffic barely move (they decay over
+	// hours), whatever the rates of its phases.
+	readRate := d.ReadRate
+	if d.Run != nil {
+		loaded := d
+		loaded.ReadsPerSec, loaded.OlderPerSec = cfg.Float(OptionReadsPerPost)*d.PostsPerSec, 0
+		readRate = loaded.ReadRate
+	}
 	// Followers by read rate and followees by post rate, each with its
 	// weight among follows, to answer "what share reads (posts) at least
 	// so often" by a binary search.
-	byRead := newShares(d.Classes, d.ReadRate, func(c registry.UserClass) float64 { return c.Users * c.Followees })
+	byRead := newShares(d.Classes, readRate, func(c registry.UserClass) float64 { return c.Users * c.Followees })
 	byPost := newShares(d.Classes, d.PostRate, func(c registry.UserClass) float64 { return c.Users * c.Followers })
 	// pushedTo is the share of an author's followers who read at least
 	// ratio times as often as the author (of class c) posts.
@@ -62,7 +74,7 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	// pulled is the followees a reader pulls: edges whose author posts
 	// more than 1/ratio times as often as the reader reads.
 	pulled := d.MeanOverReads(func(u registry.UserClass) float64 {
-		return u.Followees * byPost.above(d.ReadRate(u)/ratio)
+		return u.Followees * byPost.above(readRate(u)/ratio)
 	})
 	// pulledRows is what a page reads for the pulled edges: their
 	// pull_edges rows, the pulled authors' ids between the mailbox range's
@@ -76,7 +88,7 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	byPostVolume := newShares(d.Classes, d.PostRate, func(c registry.UserClass) float64 { return c.Users * c.Followers * d.PostRate(c) })
 	fetch := float64(d.Page + 1)
 	pulledRows := d.MeanOverReads(func(u registry.UserClass) float64 {
-		at := d.ReadRate(u) / ratio
+		at := readRate(u) / ratio
 		p := u.Followees * byPost.above(at)
 		if p == 0 {
 			return 0
@@ -111,7 +123,7 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 			share := func(c registry.UserClass) float64 { return d.NewestRate(c) / newest }
 			redecisions = perFlush(d, n, share, func(registry.UserClass) float64 { return 1 }) / n
 			reader = perFlush(d, n, share, func(u registry.UserClass) float64 {
-				return redecideRows(u.Followees, u.Followees*byPost.above(d.ReadRate(u)/ratio))
+				return redecideRows(u.Followees, u.Followees*byPost.above(readRate(u)/ratio))
 			}) / n
 		}
 		// In a run, the flusher's second: the share of it the
