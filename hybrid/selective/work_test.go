@@ -204,10 +204,7 @@ func TestPulledPageRowsMatchWork(t *testing.T) {
 // as the store does, by the rates the bulk load started (reads_per_post
 // reads for every post, which a run's seconds barely move), not by the
 // rates of the phase it predicts: a post phase that reads little pushes
-// every edge a load at 38 reads a post pushed. (On the power-law graph at
-// 3,000 users the store pushed every edge while the model, by the posts
-// phase's rates, pulled 8 % of a post's audience: 104 rows written a post
-// predicted, 120 counted; 112 by the load's.)
+// every edge a load at 38 reads a post pushed.
 func TestRunSplitsEdgesAsLoaded(t *testing.T) {
 	const followers = 50
 	for _, reads := range []float64{10, 100_000} {
