@@ -1,6 +1,8 @@
 package hybrid
 
 import (
+	"math"
+
 	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
@@ -8,18 +10,24 @@ import (
 
 // Work is hybrid's cost model (registry.Model.Work): push's, split at the
 // threshold (registry.Demand.SplitAt). A post counts its author's
-// followers (f rows read); below the threshold it is push's post to them,
-// above it only its message. A page is push's mailbox page, one lookup
-// of the reader's followed celebrities, and for each of them a probe of
-// their newest ids (3 rows each, as the pull merge's step 1). Follows and
+// followers up to the threshold (min(f, threshold) rows read); below the
+// threshold it is push's post to them, above it its message and the
+// author's listing as pulled (a row written, whether listed before or
+// not). A page
+// is push's mailbox page, one lookup of the reader's followed celebrities,
+// and for each of them a probe of their newest ids (3 rows each, as the
+// pull merge's step 1). Follows and
 // unfollows are push's (a celebrity's followee backfills nothing, which
 // the model does not count). The mailbox holds the posts of the authors
 // below the threshold.
 func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
-	split := d.SplitAt(float64(cfg.Int(OptionThreshold)))
-	a := d.PostAudience()
+	threshold := float64(cfg.Int(OptionThreshold))
+	split := d.SplitAt(threshold)
 	post := push.PostWork(split.AudienceBelow)
-	post.RowsRead += a
+	post.RowsRead += d.MeanOverPosts(func(c registry.UserClass) float64 { return math.Min(c.Followers, threshold) })
+	// A pulled author's post lists them (INSERT IGNORE: a row written,
+	// listed or not).
+	post.RowsWritten += split.PostShare
 	post.Statements++
 	page := push.PageWork(d).Add(registry.Work{RowsRead: 1, Statements: 1})
 	if c := split.ReadFolloweesAbove; c > 0 {
@@ -29,7 +37,7 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	}
 	mailbox := d.MailboxRows()
 	for _, c := range d.Classes {
-		if c.Followers >= float64(cfg.Int(OptionThreshold)) {
+		if c.Followers >= threshold {
 			mailbox -= c.Users * d.MessagesOf(c) * c.Followers
 		}
 	}
