@@ -16,7 +16,9 @@ import (
 // not). A page
 // is push's mailbox page, one lookup of the reader's followed celebrities,
 // and for each of them a probe of their newest ids (3 rows each, as the
-// pull merge's step 1). Follows and
+// pull merge's step 1), then their ids that fall among the mailbox's
+// entries, each a row of the merge's scratch table with the mailbox's
+// ids. Follows and
 // unfollows are push's (a celebrity's followee backfills nothing, which
 // the model does not count). The mailbox holds the posts of the authors
 // below the threshold.
@@ -34,6 +36,33 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 		pulled := sqlread.MergeWork(c, 0, false)
 		pulled.Statements = 1
 		page = page.Add(pulled)
+		// The merge (sqlread.MergeOver) takes as floor the Fetch()-th
+		// newest of the mailbox's Fetch() ids and the c heads: about the
+		// (Fetch() − c)-th mailbox entry. It reads the pulled authors'
+		// ids between their heads and the floor: of the reader's
+		// followees' posts a share q is theirs (followees weighed by
+		// their followers), so (Fetch() − c)·q/(1−q) fall there, the c
+		// heads known already, at most Fetch() an author. Those ids and
+		// the Fetch() known ones are rows of the statement's derived
+		// table, which its window function (the count of the ids)
+		// updates each.
+		fetch := float64(d.Page + 1)
+		q := 1.0
+		if all := d.MeanOverFollowees(func(u registry.UserClass) float64 { return u.Posts }); all > 0 {
+			q = d.MeanOverFollowees(func(u registry.UserClass) float64 {
+				if u.Followers >= threshold {
+					return u.Posts
+				}
+				return 0
+			}) / all
+		}
+		ids := c * fetch
+		if q < 1 {
+			ids = math.Min(ids, math.Max(0, (fetch-c)*q/(1-q)-c))
+		}
+		if ids > 0 {
+			page = page.Add(registry.Work{RowsRead: ids, RowsWritten: fetch + ids})
+		}
 	}
 	mailbox := d.MailboxRows()
 	for _, c := range d.Classes {

@@ -3,6 +3,7 @@ package hybrid_test
 import (
 	"context"
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/pushpull/pushpull/hybrid"
@@ -53,6 +54,74 @@ func TestCelebrityPostRowsMatchWork(t *testing.T) {
 		t.Logf("a celebrity's post: %.2f rows %s counted, the model %.2f", x.counted, x.what, x.model)
 		if math.Abs(x.counted-x.model) > 0.1*math.Max(x.counted, x.model) {
 			t.Errorf("a celebrity's post: %.2f rows %s counted, the model says %.2f", x.counted, x.what, x.model)
+		}
+	}
+}
+
+// TestCelebrityPageRowsMatchWork counts the rows of pages whose readers
+// follow 5 authors above the threshold, who post twice as often as the
+// readers' 5 others (their posts interleaved), and sets them against the
+// cost model's page for such a graph: the mailbox's page, a probe of each
+// pulled author, their ids between their newest and the merge's floor,
+// and the rows of the merge's scratch table (the known ids and those).
+// Four readers each follow the 5 pulled authors and 5 of 10 others, so
+// that a reader's followees are drawn by popularity, as the model takes
+// them.
+func TestCelebrityPageRowsMatchWork(t *testing.T) {
+	const celebs, others, readers, rounds, pages = 5, 10, 4, 40, 3
+	s := open(t, readers)
+	reader := func(r int) timeline.UserID { return timeline.UserID(100 + r) }
+	for r := range readers {
+		for a := range celebs {
+			timelinetest.Follow(t, s, reader(r), timeline.UserID(1+a))
+		}
+	}
+	for a := range others {
+		timelinetest.Follow(t, s, reader(a%readers), timeline.UserID(1+celebs+a))
+		timelinetest.Follow(t, s, reader((a+1)%readers), timeline.UserID(1+celebs+a))
+	}
+	for range rounds {
+		for a := range celebs {
+			for k := range 2 {
+				timelinetest.PostN(t, s, timeline.UserID(1+a), 1)
+				timelinetest.PostN(t, s, timeline.UserID(1+celebs+2*a+k), 1)
+			}
+		}
+	}
+	c, err := cost.NewMeter(s.DB(), nil).Measure(context.Background(), readers*pages, func() {
+		for r := range readers {
+			for range pages {
+				timelinetest.Newest(t, s, reader(r))
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CountersUnreliable() {
+		t.Fatalf("the counters could not be trusted: %v", c)
+	}
+	m, err := registry.Lookup(hybrid.ModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := registry.Demand{Users: celebs + others + readers, Messages: (2*celebs + others) * rounds, Page: 20, OlderDepth: 3.5,
+		PostsPerSec: 1, ReadsPerSec: 1, ActiveShare: 1, Classes: []registry.UserClass{
+			{Users: celebs, Followers: readers, Posts: 2},
+			{Users: others, Followers: 2, Posts: 1},
+			{Users: readers, Followees: celebs + others*2/readers, Reads: 1},
+		}}
+	w, _, _, err := m.WorkFor(d, map[string]string{hybrid.OptionThreshold: strconv.Itoa(readers)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		what           string
+		counted, model float64
+	}{{"read", c[cost.RowsRead], w.Newest.RowsRead}, {"written", c[cost.RowsWritten], w.Newest.RowsWritten}} {
+		t.Logf("a page: %.2f rows %s counted, the model %.2f", x.counted, x.what, x.model)
+		if math.Abs(x.counted-x.model) > 0.1*math.Max(x.counted, x.model) {
+			t.Errorf("a page: %.2f rows %s counted, the model says %.2f", x.counted, x.what, x.model)
 		}
 	}
 }
