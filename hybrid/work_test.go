@@ -1,13 +1,13 @@
 package hybrid_test
 
 import (
-	"context"
 	"math"
 	"strconv"
 	"testing"
 
 	"github.com/pushpull/pushpull/hybrid"
 	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/cost/costtest"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
@@ -27,35 +27,13 @@ func TestCelebrityPostRowsMatchWork(t *testing.T) {
 		timelinetest.Follow(t, s, timeline.UserID(100+f), author)
 	}
 	timelinetest.PostN(t, s, author, 1) // lists the author as pulled
-	c, err := cost.NewMeter(s.DB(), nil).Measure(context.Background(), posts, func() { timelinetest.PostN(t, s, author, posts) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.CountersUnreliable() {
-		t.Fatalf("the counters could not be trusted: %v", c)
-	}
-	m, err := registry.Lookup(hybrid.ModelName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := costtest.Counted(t, s.DB(), posts, func() { timelinetest.PostN(t, s, author, posts) })
 	d := registry.Demand{Users: followers + 1, Messages: 1000, Page: 20, OlderDepth: 3.5,
 		PostsPerSec: 1, ReadsPerSec: 1, ActiveShare: 1, Classes: []registry.UserClass{
 			{Users: 1, Followers: followers, Posts: 1},
 			{Users: followers, Followees: 1, Reads: 1},
 		}}
-	w, _, _, err := m.WorkFor(d, map[string]string{hybrid.OptionThreshold: "5"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range []struct {
-		what           string
-		counted, model float64
-	}{{"read", c[cost.RowsRead], w.Post.RowsRead}, {"written", c[cost.RowsWritten], w.Post.RowsWritten}} {
-		t.Logf("a celebrity's post: %.2f rows %s counted, the model %.2f", x.counted, x.what, x.model)
-		if math.Abs(x.counted-x.model) > 0.1*math.Max(x.counted, x.model) {
-			t.Errorf("a celebrity's post: %.2f rows %s counted, the model says %.2f", x.counted, x.what, x.model)
-		}
-	}
+	matchRows(t, "a celebrity's post", c, modelWork(t, d, threshold).Post)
 }
 
 // TestCelebrityPageRowsMatchWork counts the rows of pages whose readers
@@ -88,40 +66,47 @@ func TestCelebrityPageRowsMatchWork(t *testing.T) {
 			}
 		}
 	}
-	c, err := cost.NewMeter(s.DB(), nil).Measure(context.Background(), readers*pages, func() {
+	c := costtest.Counted(t, s.DB(), readers*pages, func() {
 		for r := range readers {
 			for range pages {
 				timelinetest.Newest(t, s, reader(r))
 			}
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.CountersUnreliable() {
-		t.Fatalf("the counters could not be trusted: %v", c)
-	}
-	m, err := registry.Lookup(hybrid.ModelName)
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := registry.Demand{Users: celebs + others + readers, Messages: (2*celebs + others) * rounds, Page: 20, OlderDepth: 3.5,
 		PostsPerSec: 1, ReadsPerSec: 1, ActiveShare: 1, Classes: []registry.UserClass{
 			{Users: celebs, Followers: readers, Posts: 2},
 			{Users: others, Followers: 2, Posts: 1},
 			{Users: readers, Followees: celebs + others*2/readers, Reads: 1},
 		}}
-	w, _, _, err := m.WorkFor(d, map[string]string{hybrid.OptionThreshold: strconv.Itoa(readers)})
+	matchRows(t, "a page", c, modelWork(t, d, readers).Newest)
+}
+
+// modelWork is hybrid's cost model for d at the threshold.
+func modelWork(t *testing.T, d registry.Demand, threshold int) registry.OpWork {
+	t.Helper()
+	m, err := registry.Lookup(hybrid.ModelName)
 	if err != nil {
 		t.Fatal(err)
 	}
+	w, _, _, err := m.WorkFor(d, map[string]string{hybrid.OptionThreshold: strconv.Itoa(threshold)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// matchRows fails t when the rows read or written that c counted are off
+// the model's by more than 10 %.
+func matchRows(t *testing.T, what string, c cost.Cost, model registry.Work) {
+	t.Helper()
 	for _, x := range []struct {
 		what           string
 		counted, model float64
-	}{{"read", c[cost.RowsRead], w.Newest.RowsRead}, {"written", c[cost.RowsWritten], w.Newest.RowsWritten}} {
-		t.Logf("a page: %.2f rows %s counted, the model %.2f", x.counted, x.what, x.model)
+	}{{"read", c[cost.RowsRead], model.RowsRead}, {"written", c[cost.RowsWritten], model.RowsWritten}} {
+		t.Logf("%s: %.2f rows %s counted, the model %.2f", what, x.counted, x.what, x.model)
 		if math.Abs(x.counted-x.model) > 0.1*math.Max(x.counted, x.model) {
-			t.Errorf("a page: %.2f rows %s counted, the model says %.2f", x.counted, x.what, x.model)
+			t.Errorf("%s: %.2f rows %s counted, the model says %.2f", what, x.counted, x.what, x.model)
 		}
 	}
 }

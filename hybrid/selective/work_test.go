@@ -7,6 +7,7 @@ import (
 
 	"github.com/pushpull/pushpull/hybrid/selective"
 	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/cost/costtest"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
@@ -30,20 +31,6 @@ func followed(t *testing.T, cfg selective.Config, readers, followees, perAuthor 
 		}
 	}
 	return s
-}
-
-// counted is what each of n operations that do makes cost s's database,
-// as MariaDB's counters count them.
-func counted(t *testing.T, s *selective.Store, n int, do func()) cost.Cost {
-	t.Helper()
-	c, err := cost.NewMeter(s.DB(), nil).Measure(context.Background(), int64(n), do)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.CountersUnreliable() {
-		t.Fatalf("the counters could not be trusted: %v", c)
-	}
-	return c
 }
 
 // modelWork is selective's cost model for d at its default options.
@@ -82,7 +69,7 @@ func TestOlderPageRowsMatchWork(t *testing.T) {
 	if first.Next == "" {
 		t.Fatal("the first page has no next page")
 	}
-	c := counted(t, s, pages, func() {
+	c := costtest.Counted(t, s.DB(), pages, func() {
 		for range pages {
 			timelinetest.Page(t, s, reader, timeline.Query{Before: first.Next})
 		}
@@ -124,7 +111,7 @@ func TestReaderRedecisionRowsMatchWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	readAll()
-	c := counted(t, s, readers, func() {
+	c := costtest.Counted(t, s.DB(), readers, func() {
 		if err := s.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -168,13 +155,13 @@ func TestPulledPageRowsMatchWork(t *testing.T) {
 	if pushed, pulled, err := s.Edges(context.Background()); err != nil || pushed != half || pulled != half {
 		t.Fatalf("%d edges pushed and %d pulled (%v), want %d each", pushed, pulled, err, half)
 	}
-	newest := counted(t, s, pages, func() {
+	newest := costtest.Counted(t, s.DB(), pages, func() {
 		for range pages {
 			timelinetest.Newest(t, s, reader)
 		}
 	})
 	first := timelinetest.Newest(t, s, reader)
-	older := counted(t, s, pages, func() {
+	older := costtest.Counted(t, s.DB(), pages, func() {
 		for range pages {
 			timelinetest.Page(t, s, reader, timeline.Query{Before: first.Next})
 		}
