@@ -18,7 +18,8 @@ import (
 // and for each of them a probe of their newest ids (3 rows each, as the
 // pull merge's step 1), then their ids that fall among the mailbox's
 // entries, each a row of the merge's scratch table with the mailbox's
-// ids. Follows and
+// ids; an older page's probes read the pulled authors' messages above
+// the cursor too. Follows and
 // unfollows are push's (a celebrity's followee backfills nothing, which
 // the model does not count). The mailbox holds the posts of the authors
 // below the threshold.
@@ -32,6 +33,7 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	post.RowsWritten += split.PostShare
 	post.Statements++
 	page := push.PageWork(d).Add(registry.Work{RowsRead: 1, Statements: 1})
+	older := page
 	if c := split.ReadFolloweesAbove; c > 0 {
 		pulled := sqlread.MergeWork(c, 0, false)
 		pulled.Statements = 1
@@ -63,6 +65,11 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 		if ids > 0 {
 			page = page.Add(registry.Work{RowsRead: ids, RowsWritten: fetch + ids})
 		}
+		// An older page's probe of each pulled author's newest id below
+		// the cursor walks down from their newest, reading their messages
+		// above the cursor: q of the entries of the OlderDepth − 1 pages
+		// above it.
+		older = page.Add(registry.Work{RowsRead: math.Max(0, d.OlderDepth-1) * fetch * q})
 	}
 	mailbox := d.MailboxRows()
 	for _, c := range d.Classes {
@@ -70,6 +77,6 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 			mailbox -= c.Users * d.MessagesOf(c) * c.Followers
 		}
 	}
-	return registry.OpWork{Newest: page, Older: page, Post: post, Follow: push.FollowWork(d), Unfollow: push.FollowWork(d)},
+	return registry.OpWork{Newest: page, Older: older, Post: post, Follow: push.FollowWork(d), Unfollow: push.FollowWork(d)},
 		registry.Footprint{MailboxRows: mailbox}
 }

@@ -41,7 +41,9 @@ func TestCelebrityPostRowsMatchWork(t *testing.T) {
 // readers' 5 others (their posts interleaved), and sets them against the
 // cost model's page for such a graph: the mailbox's page, a probe of each
 // pulled author, their ids between their newest and the merge's floor,
-// and the rows of the merge's scratch table (the known ids and those).
+// and the rows of the merge's scratch table (the known ids and those); and
+// an older page's, whose probes read the pulled authors' messages above
+// the cursor.
 // Four readers each follow the 5 pulled authors and 5 of 10 others, so
 // that a reader's followees are drawn by popularity, as the model takes
 // them.
@@ -79,7 +81,24 @@ func TestCelebrityPageRowsMatchWork(t *testing.T) {
 			{Users: others, Followers: 2, Posts: 1},
 			{Users: readers, Followees: celebs + others*2/readers, Reads: 1},
 		}}
-	matchRows(t, "a page", c, modelWork(t, d, readers).Newest)
+	w := modelWork(t, d, readers)
+	matchRows(t, "a newest page", c, w.Newest)
+	// Page 3 of each reader: two pages above the cursor.
+	var third []timeline.Query
+	for r := range readers {
+		p := timelinetest.Newest(t, s, reader(r))
+		p = timelinetest.Page(t, s, reader(r), timeline.Query{Before: p.Next})
+		third = append(third, timeline.Query{Before: p.Next})
+	}
+	c = costtest.Counted(t, s.DB(), readers*pages, func() {
+		for r := range readers {
+			for range pages {
+				timelinetest.Page(t, s, reader(r), third[r])
+			}
+		}
+	})
+	d.OlderDepth = 3
+	matchRows(t, "a third page", c, modelWork(t, d, readers).Older)
 }
 
 // modelWork is hybrid's cost model for d at the threshold.
