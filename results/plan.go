@@ -576,7 +576,9 @@ type PhaseCPUOffset struct {
 
 // RunCPUOffsets are, for each run and phase of c (in the order they first
 // appear), the median over the designs of measured over predicted CPU per
-// operation, of the rows whose CPU was measured. A run whose every phase
+// operation, of the rows whose CPU was measured. Runs are told apart by
+// their label (graph and users), so two runs of one label are pooled:
+// check them one at a time to see each. A run whose every phase
 // sits away from 1 by about as much is a run whose machine cost more or
 // less than the calibration's runs across the board (its load, its
 // state): the saved runs differ so by ±10 to 30 % from one another, in
