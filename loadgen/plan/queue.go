@@ -24,12 +24,15 @@ type component struct{ weight, cpuUs, delayUs, redisUs float64 }
 //	P(wait > t) = C(c, c·u) · exp(−t · c·(1 − u) / x)
 //
 // C(c, a) is Erlang's C formula, the probability that an arrival finds
-// every core busy. The wait's mean, C·x/(c·(1 − u)), is exact for
-// processor sharing whatever the distribution of the service times (the
-// queue is symmetric, so insensitive to it): a long operation waits in
-// proportion to its own CPU, not behind another's whole work, and a mix
-// with a rare huge operation (a celebrity's fan-out) does not stretch the
-// short ones. Given a wait, it is taken exponential, as in M/M/c. On one
+// every core busy. Averaged over the mix, the wait's mean C·S/(c·(1 − u))
+// (S the mix's mean CPU) is exact for processor sharing whatever the
+// distribution of the service times (the queue is symmetric, so
+// insensitive to it: its mean response is M/M/c's); each operation takes
+// its part in proportion to its own CPU, as processor sharing gives it
+// exactly on one core. So a long operation waits in proportion to its own
+// CPU, not behind another's whole work, and a mix with a rare huge
+// operation (a celebrity's fan-out) does not stretch the short ones.
+// Given a wait, it is taken exponential, as in M/M/c. On one
 // core this is M/M/1's wait, u·e^(−(1−u)t/x), and the mean response
 // x/(1 − u); an operation's own CPU is not drawn from an exponential but
 // is x, every operation of a kind and degree bucket costing the same
