@@ -285,8 +285,10 @@ func TestMissingDesignGetsOne(t *testing.T) {
 
 // TestHighestRateByHandWithFactors: TestHighestRateByHand's design whose
 // every operation costs twice its units (and its mix once more 1.5
-// times) serves the rate of an operation of 100 × 2 × 1.5 = 300 µs: the
-// p99 100·3·ln(100)/(1-u) µs reaches 50 ms at u = 1 - 0.0276, on 2 cores
+// times) serves the rate of an operation of 100 × 2 × 1.5 = 300 µs: at
+// least where the p99 of M/M/1 at 300 µs, 100·3·ln(100)/(1-u) µs, reaches
+// 50 ms (u = 1 - 0.0276; the rule of queue.go, on 2 cores and for a mix
+// of operations of at most 300 µs, waits less), on 2 cores
 // u × 2 × 10^6/300 operations a second.
 func TestHighestRateByHandWithFactors(t *testing.T) {
 	cal := &results.Calibration{AppOpUs: 100, Factors: map[string]results.CPUFactors{
@@ -305,8 +307,8 @@ func TestHighestRateByHandWithFactors(t *testing.T) {
 	if math.Abs(est.CPUUs-opUs) > 1e-9*opUs || math.Abs(est.CPUFactor-opUs/100) > 1e-9 {
 		t.Errorf("CPU %v µs, factor %v; want %v µs", est.CPUUs, est.CPUFactor, opUs)
 	}
-	// The p99 of a mix of exponentials of means 300 and 150 µs (follows)
-	// stretched by 1/(1-u): at most that of all at 300 µs.
+	// The p99 of a mix of 300 and 150 µs (follows): at most that of M/M/1
+	// at 300 µs.
 	if u := 1 - opUs*math.Log(100)/50_000; est.Utilization < u-1e-3 || est.PerSec > 2e6/opUs {
 		t.Errorf("%+v; want at least utilisation %.4f and under the ceiling", est, u)
 	}
