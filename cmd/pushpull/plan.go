@@ -72,7 +72,11 @@ with pushpull, fitted on this project's machine; make your own with
 bench --cost runs you have): CPU per row, key, command, statement and
 round trip, and each design's CPU factors, its measured CPU over those
 units' per kind of operation and mix (the CPU factor column; 1 for a
-design the calibration did not run). --check DIR,... sets the model against saved
+design the calibration did not run), and, when its runs measured them,
+each server's idle CPU and the CPU of waking the processes a round trip
+passes below saturation (from runs at a planned rate: bench --cost
+--rate R, recommend's runs, or rate searches), which a low rate's
+servers need beside the work. --check DIR,... sets the model against saved
 runs and prints and plots predicted against measured: for every design
 and phase of counted runs (pushpull bench --cost --mix default) the rows,
 keys and commands and the CPU per operation; for every design of runs
