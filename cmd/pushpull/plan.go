@@ -20,10 +20,14 @@ import (
 
 // calibrationScale and calibrationDuration are the counted runs
 // --calibrate makes: the candidates at a tenth of the paper's size, on the
-// uniform and the power-law graphs, every phase counted.
+// uniform and the power-law graphs, every phase counted; then the
+// candidates' traffic at calibrationLowRate operations a second, well
+// below saturation, for each server's idle CPU and the wake-ups
+// (results.Calibration.Idle and Wake).
 const (
 	calibrationScale    = "0.1"
 	calibrationDuration = "2s"
+	calibrationLowRate  = "100"
 )
 
 const planLong = `plan answers "which design, and how many servers?" for a feed at the
@@ -68,7 +72,7 @@ Describe the workload:
 
 The CPU figures come from --calibration (default: the calibration saved
 with pushpull, fitted on this project's machine; make your own with
---calibrate, about ten minutes of counted runs, or --calibrate-from with
+--calibrate, about thirteen minutes of counted runs, or --calibrate-from with
 bench --cost runs you have): CPU per row, key, command, statement and
 round trip, and each design's CPU factors, its measured CPU over those
 units' per kind of operation and mix (the CPU factor column; 1 for a
@@ -368,5 +372,16 @@ func calibrationRuns(cmd *cobra.Command) ([]string, error) {
 		}
 		dirs = append(dirs, filepath.Join(out, entries[0].Name()))
 	}
-	return dirs, nil
+	out := filepath.Join(tmp, "low-rate")
+	args := []string{"recommend", "--scale", calibrationScale, "--rate", calibrationLowRate, "--duration", calibrationDuration,
+		"--models", strings.Join(recommend.Candidates(), ","), "--out", out}
+	fmt.Fprintf(cmd.ErrOrStderr(), "calibration run: pushpull %s\n", strings.Join(args, " "))
+	if code := execute(cmd.Context(), args, cmd.ErrOrStderr(), cmd.ErrOrStderr(), os.Getenv); code != exitOK {
+		return nil, fmt.Errorf("calibration run at %s operations a second failed (exit %d)", calibrationLowRate, code)
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil || len(entries) != 1 {
+		return nil, fmt.Errorf("calibration run at %s operations a second saved no run in %s", calibrationLowRate, out)
+	}
+	return append(dirs, filepath.Join(out, entries[0].Name())), nil
 }
