@@ -17,9 +17,10 @@ import (
 // Format versions of the capacity plan's documents.
 const (
 	// CalibrationFormatVersion 2 adds Factors; a version 1 calibration
-	// loads as one without them (every factor 1). Version 3 adds Idle and
-	// Wake; a calibration without them adds no CPU off saturation.
-	CalibrationFormatVersion = 3
+	// loads as one without them (every factor 1). Idle and Wake, added
+	// to version 2 later, are optional: a calibration without them adds
+	// no CPU below saturation.
+	CalibrationFormatVersion = 2
 	PlanFormatVersion        = 1
 	PlanCheckFormatVersion   = 1
 )
@@ -326,8 +327,8 @@ var calibrationDoc = docKind[Calibration]{
 	},
 	derived: func(string, *Calibration) error { return nil },
 	upgrade: func(c *Calibration) error {
-		if c.Version < 1 || c.Version > CalibrationFormatVersion {
-			return fmt.Errorf("format version %d, want 1 to %d", c.Version, CalibrationFormatVersion)
+		if c.Version != 1 && c.Version != CalibrationFormatVersion {
+			return fmt.Errorf("format version %d, want 1 or %d", c.Version, CalibrationFormatVersion)
 		}
 		return c.Validate()
 	},

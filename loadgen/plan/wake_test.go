@@ -129,9 +129,9 @@ func TestPlanCoresAtLowRate(t *testing.T) {
 	}
 }
 
-// TestCalibrationWithoutTermsLoads: the built-in calibration of format 2,
-// fitted before idle and wake-up CPU were measured, loads without them;
-// a term below 0 or not a number is refused at load by name.
+// TestCalibrationWithoutTermsLoads: a calibration fitted before idle and
+// wake-up CPU were measured (the held-out one, built in) loads without
+// them; a term below 0 is refused at load by name.
 func TestCalibrationWithoutTermsLoads(t *testing.T) {
 	old, err := results.LoadCalibration(filepath.Join("..", "..", "evidence", "plan", "held-out", "calibration"))
 	if err != nil || old.Version != 2 || old.Idle != nil || old.Wake != nil || len(old.Factors) == 0 {
@@ -144,7 +144,7 @@ func TestCalibrationWithoutTermsLoads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := strings.Replace(string(data), `"version": 2`, `"version": 3, `+bad, 1)
+		s := strings.Replace(string(data), `"version": 2,`, `"version": 2, `+bad+`,`, 1)
 		if s == string(data) {
 			t.Fatalf("no version in %s", data[:80])
 		}
