@@ -349,39 +349,43 @@ func runSources(runs []*results.Result, dirs []string) []string {
 	return out
 }
 
-// calibrationRuns makes the counted runs of --calibrate with pushpull
-// bench and returns their directories.
+// calibrationRuns makes the runs of --calibrate, with pushpull bench and
+// pushpull recommend, and returns their directories.
 func calibrationRuns(cmd *cobra.Command) ([]string, error) {
 	tmp, err := os.MkdirTemp("", "pushpull-calibrate-")
 	if err != nil {
 		return nil, err
 	}
+	models := strings.Join(recommend.Candidates(), ",")
 	var dirs []string
 	for _, graph := range []string{dataset.GraphUniform, dataset.GraphPowerLaw} {
-		out := filepath.Join(tmp, graph)
-		args := []string{"bench", "--cost", "--scale", calibrationScale, "--graph", graph, "--mix", "default",
-			"--duration", calibrationDuration, "--extra-duration", calibrationDuration,
-			"--models", strings.Join(recommend.Candidates(), ","), "--out", out}
-		fmt.Fprintf(cmd.ErrOrStderr(), "calibration run: pushpull %s\n", strings.Join(args, " "))
-		if code := execute(cmd.Context(), args, cmd.ErrOrStderr(), cmd.ErrOrStderr(), os.Getenv); code != exitOK {
-			return nil, fmt.Errorf("calibration run on the %s graph failed (exit %d)", graph, code)
+		dir, err := calibrationRun(cmd, filepath.Join(tmp, graph), "on the "+graph+" graph",
+			"bench", "--cost", "--scale", calibrationScale, "--graph", graph, "--mix", "default",
+			"--duration", calibrationDuration, "--extra-duration", calibrationDuration, "--models", models)
+		if err != nil {
+			return nil, err
 		}
-		entries, err := os.ReadDir(out)
-		if err != nil || len(entries) != 1 {
-			return nil, fmt.Errorf("calibration run on the %s graph saved no run in %s", graph, out)
-		}
-		dirs = append(dirs, filepath.Join(out, entries[0].Name()))
+		dirs = append(dirs, dir)
 	}
-	out := filepath.Join(tmp, "low-rate")
-	args := []string{"recommend", "--scale", calibrationScale, "--rate", calibrationLowRate, "--duration", calibrationDuration,
-		"--models", strings.Join(recommend.Candidates(), ","), "--out", out}
+	dir, err := calibrationRun(cmd, filepath.Join(tmp, "low-rate"), "at "+calibrationLowRate+" operations a second",
+		"recommend", "--scale", calibrationScale, "--rate", calibrationLowRate, "--duration", calibrationDuration, "--models", models)
+	if err != nil {
+		return nil, err
+	}
+	return append(dirs, dir), nil
+}
+
+// calibrationRun runs pushpull with args and --out out, and returns the
+// directory of the one run it saved there; what names the run in errors.
+func calibrationRun(cmd *cobra.Command, out, what string, args ...string) (string, error) {
+	args = append(args, "--out", out)
 	fmt.Fprintf(cmd.ErrOrStderr(), "calibration run: pushpull %s\n", strings.Join(args, " "))
 	if code := execute(cmd.Context(), args, cmd.ErrOrStderr(), cmd.ErrOrStderr(), os.Getenv); code != exitOK {
-		return nil, fmt.Errorf("calibration run at %s operations a second failed (exit %d)", calibrationLowRate, code)
+		return "", fmt.Errorf("calibration run %s failed (exit %d)", what, code)
 	}
 	entries, err := os.ReadDir(out)
 	if err != nil || len(entries) != 1 {
-		return nil, fmt.Errorf("calibration run at %s operations a second saved no run in %s", calibrationLowRate, out)
+		return "", fmt.Errorf("calibration run %s saved no run in %s", what, out)
 	}
-	return append(dirs, filepath.Join(out, entries[0].Name())), nil
+	return filepath.Join(out, entries[0].Name()), nil
 }
