@@ -9,8 +9,8 @@ import (
 
 // belowSaturation is a design's traffic measured at a planned rate (an
 // open-loop traffic phase, or a step of a rate search): the counted
-// phase whose work it ran, the rate its operations ran at, and the CPU
-// each process used a second.
+// phase whose work it ran, the rate its operations ran at, the cores of
+// the box its processes shared, and the CPU each process used a second.
 type belowSaturation struct {
 	p           countedPhase
 	rate, cores float64
@@ -45,7 +45,9 @@ func searchSteps(r *results.Result, ps []countedPhase) []belowSaturation {
 }
 
 // fitIdle is the mean of the runs' idle CPU of each process
-// (results.Result.Idle); nil when none measured it.
+// (results.Result.Idle), over the runs that measured it; nil when none
+// did. A run on a database server it did not start counts its database
+// as 0.
 func fitIdle(runs []*results.Result) *results.ProcessCPU {
 	var sum results.ProcessCPU
 	n := 0
