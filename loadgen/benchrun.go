@@ -241,11 +241,43 @@ func (b *bench) metered(ctx context.Context, name string, onMeasure func()) (sta
 	return start, finish
 }
 
+// IdleInterval is how long a run watches its processes while nothing
+// runs, before its first phase (results.Result.Idle).
+const IdleInterval = 2 * time.Second
+
+// idle measures the CPU each process burns while nothing runs, over
+// IdleInterval with the data loaded, the stores open and their
+// background work finished (results.Result.Idle): InnoDB's background
+// threads, the stores' own timers. A run whose costs are not measured
+// measures nothing.
+func (b *bench) idle(ctx context.Context) error {
+	start, finish := b.metered(ctx, "idle", nil)
+	start()
+	t0 := time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(IdleInterval):
+	}
+	secs := time.Since(t0).Seconds()
+	// A window of one "operation": the per-operation figures are the
+	// window's totals.
+	if p, ok := results.ProcessCPUOf(finish(1), secs); ok {
+		b.res.Idle = &p
+		b.logf("idle: %.0f µs/s application, %.0f database, %.0f memcached, %.0f Redis over %.1fs",
+			p.AppUs, p.DBUs, p.MCUs, p.RedisUs, secs)
+	}
+	return nil
+}
+
 func (b *bench) run(ctx context.Context, admin *sql.DB, local bool) error {
 	if err := b.load(ctx, admin, local); err != nil {
 		return err
 	}
 	if err := b.openStores(ctx); err != nil {
+		return err
+	}
+	if err := b.idle(ctx); err != nil {
 		return err
 	}
 	if b.cfg.TrafficOnly {

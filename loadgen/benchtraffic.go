@@ -221,6 +221,7 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 	_, own := b.traffic[m.Name]
 	warm := m.Bench.WarmReads && !own
 	var stepCounts []map[string]int64
+	var stepCosts []stepCost
 	start := t.Total.OpsPerSec
 	if t.Open != nil {
 		start = t.Open.AchievedPerSec
@@ -238,9 +239,10 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 			}
 		}
 		before := counts(s)
-		r, _, err := b.openPhase(ctx, fmt.Sprintf("%s/slo@%.0f", m.Name, rate), rate, b.cfg.StepDuration, 0, newOp, nil)
+		r, c, err := b.openPhase(ctx, fmt.Sprintf("%s/slo@%.0f", m.Name, rate), rate, b.cfg.StepDuration, 0, newOp, nil)
 		d := countedSince(before, counts(s))
 		stepCounts = append(stepCounts, d)
+		stepCosts = append(stepCosts, stepCost{c, r.Seconds})
 		if d[counter.Fences] > 0 || d[counter.Rebuilds] > 0 || d[counter.DroppedFeeds] > 0 {
 			b.logf("  counted in the step: %d fences paid, %d feeds dropped, %d rebuilds", d[counter.Fences], d[counter.DroppedFeeds], d[counter.Rebuilds])
 		}
@@ -255,9 +257,23 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 		if i < len(stepCounts) {
 			t.Search.Steps[i].Counted = stepCounts[i]
 		}
+		if i < len(stepCosts) && stepCosts[i].cost != nil {
+			st := &t.Search.Steps[i]
+			st.Cost = stepCosts[i].cost
+			if p, ok := results.ProcessCPUOf(st.Cost, stepCosts[i].seconds); ok {
+				st.CPU = &p
+			}
+		}
 	}
 	b.logf("  = %s: %.0f/s held p99 ≤ %v", m.Name, sr.Best, b.cfg.SLO)
 	return nil
+}
+
+// stepCost is what one step of a rate search cost an operation, and the
+// seconds its operations ran over (openloop.Result.Seconds).
+type stepCost struct {
+	cost    cost.Cost
+	seconds float64
 }
 
 // countedSince is what a store counted (timeline.Counting) between two

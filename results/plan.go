@@ -17,7 +17,9 @@ import (
 // Format versions of the capacity plan's documents.
 const (
 	// CalibrationFormatVersion 2 adds Factors; a version 1 calibration
-	// loads as one without them (every factor 1).
+	// loads as one without them (every factor 1). Idle and Wake, added
+	// to version 2 later, are optional: a calibration without them adds
+	// no CPU below saturation.
 	CalibrationFormatVersion = 2
 	PlanFormatVersion        = 1
 	PlanCheckFormatVersion   = 1
@@ -77,6 +79,38 @@ type Calibration struct {
 	// merge in the client). A design not named here, or a calibration
 	// without factors, has factor 1 everywhere.
 	Factors map[string]CPUFactors `json:"factors,omitempty"`
+	// Idle is the CPU each process burns a second while nothing runs
+	// (the mean of the runs' results.Result.Idle); nil when no run
+	// measured it: a plan then adds none.
+	Idle *ProcessCPU `json:"idle_cpu,omitempty"`
+	// Wake is what an operation costs beyond its CPU at saturation when
+	// the processes it passes sleep between operations; nil when no run
+	// measured CPU below saturation: a plan then adds none.
+	Wake *WakeCPU `json:"wake_cpu,omitempty"`
+}
+
+// WakeCPU is the CPU of waking a process that slept, µs each, fitted on
+// the open-loop phases and rate steps of the calibration's runs. At the
+// saturation where the counted phases measure the unit costs, processes
+// find the next request waiting and rarely sleep; at a lower rate each
+// round trip wakes the server that answers it and the client that waits
+// for it (futex and epoll wake-ups, the scheduler, timers), each of
+// them asleep a share 1 − u of the time, u its busy share. So a process
+// needs, a second, at rate R:
+//
+//	idle + R × (CPU per operation at saturation + wake × round trips × (1 − u))
+//
+// with the database's round trips its statements, memcached's and
+// Redis's their round trips, and the application's every statement and
+// cache round trip and the operation's own start (the load generator's
+// timer).
+type WakeCPU struct {
+	DBStatementUs float64 `json:"db_statement_us"`
+	MCCallUs      float64 `json:"mc_call_us"`
+	RedisCallUs   float64 `json:"redis_call_us"`
+	AppTripUs     float64 `json:"app_trip_us"`
+	// Observations are the open-loop phases and rate steps fitted on.
+	Observations int `json:"observations"`
 }
 
 // CPUFactors are one design's CPU factors: its measured CPU per
@@ -172,7 +206,39 @@ func (c *Calibration) Validate() error {
 			}
 		}
 	}
+	var terms []struct {
+		name string
+		v    float64
+	}
+	if i := c.Idle; i != nil {
+		terms = append(terms, []struct {
+			name string
+			v    float64
+		}{{"idle application", i.AppUs}, {"idle database", i.DBUs}, {"idle memcached", i.MCUs}, {"idle Redis", i.RedisUs}}...)
+	}
+	if k := c.Wake; k != nil {
+		terms = append(terms, []struct {
+			name string
+			v    float64
+		}{{"database wake-up", k.DBStatementUs}, {"memcached wake-up", k.MCCallUs}, {"Redis wake-up", k.RedisCallUs}, {"application wake-up", k.AppTripUs}}...)
+	}
+	for _, t := range terms {
+		if !(t.v >= 0) || math.IsInf(t.v, 0) {
+			return &TermError{Term: t.name, Value: t.v}
+		}
+	}
 	return nil
+}
+
+// TermError reports a calibration's idle or wake-up CPU that is not a
+// finite number, 0 or more: a calibration carrying it is refused.
+type TermError struct {
+	Term  string
+	Value float64
+}
+
+func (e *TermError) Error() string {
+	return fmt.Sprintf("calibration: the %s CPU is %v: want a finite number, 0 or more", e.Term, e.Value)
 }
 
 // Factor returns model's CPU factors and whether the calibration
@@ -211,6 +277,18 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 	}
 	fmt.Fprintf(tw, "  fit over %d phases: CPU per operation within %s%% (median), %s%% (largest)\n",
 		c.Fit.Phases, fmtNum(c.Fit.MedianErrorPct), fmtNum(c.Fit.MaxErrorPct))
+	if i := c.Idle; i != nil {
+		fmt.Fprintf(tw, "  idle, a second over %s s\t%s µs application, %s database, %s memcached, %s Redis\n",
+			fmtNum(i.Seconds), fmtNum(i.AppUs), fmtNum(i.DBUs), fmtNum(i.MCUs), fmtNum(i.RedisUs))
+	} else {
+		fmt.Fprintf(tw, "  idle\tnot measured: none added\n")
+	}
+	if k := c.Wake; k != nil {
+		fmt.Fprintf(tw, "  wake-up below saturation, × (1 − busy share), over %d phases and steps\t%s µs a statement on the database, %s a memcached and %s a Redis round trip, %s a round trip or operation start in the application\n",
+			k.Observations, fmtNum(k.DBStatementUs), fmtNum(k.MCCallUs), fmtNum(k.RedisCallUs), fmtNum(k.AppTripUs))
+	} else {
+		fmt.Fprintf(tw, "  wake-up below saturation\tnot measured: none added\n")
+	}
 	if len(c.Factors) > 0 {
 		if err := tw.Flush(); err != nil {
 			return err
@@ -290,7 +368,10 @@ type PlanDesign struct {
 	PerOp PlanWork `json:"per_op"`
 	Post  PlanWork `json:"post"`
 	Page  PlanWork `json:"page"`
-	// CPU per operation, µs: database, caches, application.
+	// CPU per operation, µs: database, caches, application, at the
+	// planned rate: at saturation, and the wake-ups of processes that
+	// sleep between operations (Calibration.Wake) when the calibration
+	// measured them.
 	DBUs, CacheUs, AppUs float64
 	// CPUFactor is that CPU over what the work costs at the
 	// calibration's unit costs alone: the design's CPU factors
@@ -388,6 +469,11 @@ func WritePlan(w io.Writer, p *Plan) error {
 	}
 	fmt.Fprintf(w, "\ncost = %s per core + %s per GB of memory + %s per GB of disk; cores at %s ops/s with every server filled to the planned utilisation.\n",
 		fmtNum(p.Prices.Core), fmtNum(p.Prices.MemoryGB), fmtNum(p.Prices.DiskGB), fmtNum(p.RatePerSec))
+	if p.Calibration.Idle != nil || p.Calibration.Wake != nil {
+		fmt.Fprintln(w, "cores include each server's idle CPU and the wake-ups of processes that sleep between operations, as the calibration measured them")
+	} else {
+		fmt.Fprintln(w, "cores are the CPU at saturation: the calibration measured no idle CPU nor wake-ups, which a low rate adds")
+	}
 	fmt.Fprintf(w, "calibration: %s, fitted %s on %d counted run(s) (%d phases, CPU within %s%% at the median)\n",
 		p.Calibration.Machine, p.Calibration.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"), len(p.Calibration.Sources),
 		p.Calibration.Fit.Phases, fmtNum(p.Calibration.Fit.MedianErrorPct))

@@ -54,8 +54,13 @@ type Result struct {
 	Harness *Phase `json:"harness,omitempty"`
 	// MemcacheGet is the rate of plain memcached gets of one page-sized
 	// value, measured in the same run: the ceiling of a cached read.
-	MemcacheGet *Phase  `json:"memcache_get,omitempty"`
-	Models      []Model `json:"models"`
+	MemcacheGet *Phase `json:"memcache_get,omitempty"`
+	// Idle is the CPU each process burned while nothing ran, over a
+	// short quiet interval with the data loaded and the stores open: the
+	// floor under the CPU a rate needs. Absent when the run's costs could
+	// not be measured, and from runs that predate it.
+	Idle   *ProcessCPU `json:"idle_cpu,omitempty"`
+	Models []Model     `json:"models"`
 	// Goals are the target figures the run was asked to reach, with what
 	// it reached. A missed goal is a finding, not a failure of the run.
 	Goals    []Goal   `json:"goals,omitempty"`

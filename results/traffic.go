@@ -3,6 +3,8 @@ package results
 import (
 	"slices"
 	"strings"
+
+	"github.com/pushpull/pushpull/internal/cost"
 )
 
 // Loop kinds of Traffic.Loop.
@@ -155,6 +157,14 @@ type RateStep struct {
 	// start to its drain's end; absent for a store that counts nothing and
 	// from results that predate it.
 	Counted map[string]int64 `json:"counted,omitempty"`
+	// Cost is what an operation of the step cost the servers and the
+	// client (as a phase's Phase.Cost), from the step's start to its
+	// drain's end; CPU is each process's CPU a second over the step
+	// (ProcessCPUOf): together, over the steps, the CPU a process needs
+	// against the offered rate. Both absent when the run did not measure
+	// costs, and from results that predate them.
+	Cost cost.Cost   `json:"cost,omitempty"`
+	CPU  *ProcessCPU `json:"cpu_per_sec,omitempty"`
 }
 
 // RateOp is one operation type's share of a RateStep: its completed

@@ -20,10 +20,14 @@ import (
 
 // calibrationScale and calibrationDuration are the counted runs
 // --calibrate makes: the candidates at a tenth of the paper's size, on the
-// uniform and the power-law graphs, every phase counted.
+// uniform and the power-law graphs, every phase counted; then the
+// candidates' traffic at calibrationLowRate operations a second, well
+// below saturation, for each server's idle CPU and the wake-ups
+// (results.Calibration.Idle and Wake).
 const (
 	calibrationScale    = "0.1"
 	calibrationDuration = "2s"
+	calibrationLowRate  = "100"
 )
 
 const planLong = `plan answers "which design, and how many servers?" for a feed at the
@@ -68,11 +72,15 @@ Describe the workload:
 
 The CPU figures come from --calibration (default: the calibration saved
 with pushpull, fitted on this project's machine; make your own with
---calibrate, about ten minutes of counted runs, or --calibrate-from with
+--calibrate, about thirteen minutes of counted runs, or --calibrate-from with
 bench --cost runs you have): CPU per row, key, command, statement,
 round trip and entry a mailbox rebuild writes, and each design's CPU factors, its measured CPU over those
 units' per kind of operation and mix (the CPU factor column; 1 for a
-design the calibration did not run). --check DIR,... sets the model against saved
+design the calibration did not run), and, when its runs measured them,
+each server's idle CPU and the CPU of waking the processes a round trip
+passes below saturation (from runs at a planned rate: bench --cost
+--rate R, recommend's runs, or rate searches), which a low rate's
+servers need beside the work. --check DIR,... sets the model against saved
 runs and prints and plots predicted against measured: for every design
 and phase of counted runs (pushpull bench --cost --mix default) the rows,
 keys and commands and the CPU per operation, then by run and phase the
@@ -343,28 +351,43 @@ func runSources(runs []*results.Result, dirs []string) []string {
 	return out
 }
 
-// calibrationRuns makes the counted runs of --calibrate with pushpull
-// bench and returns their directories.
+// calibrationRuns makes the runs of --calibrate, with pushpull bench and
+// pushpull recommend, and returns their directories.
 func calibrationRuns(cmd *cobra.Command) ([]string, error) {
 	tmp, err := os.MkdirTemp("", "pushpull-calibrate-")
 	if err != nil {
 		return nil, err
 	}
+	models := strings.Join(recommend.Candidates(), ",")
 	var dirs []string
 	for _, graph := range []string{dataset.GraphUniform, dataset.GraphPowerLaw} {
-		out := filepath.Join(tmp, graph)
-		args := []string{"bench", "--cost", "--scale", calibrationScale, "--graph", graph, "--mix", "default",
-			"--duration", calibrationDuration, "--extra-duration", calibrationDuration,
-			"--models", strings.Join(recommend.Candidates(), ","), "--out", out}
-		fmt.Fprintf(cmd.ErrOrStderr(), "calibration run: pushpull %s\n", strings.Join(args, " "))
-		if code := execute(cmd.Context(), args, cmd.ErrOrStderr(), cmd.ErrOrStderr(), os.Getenv); code != exitOK {
-			return nil, fmt.Errorf("calibration run on the %s graph failed (exit %d)", graph, code)
+		dir, err := calibrationRun(cmd, filepath.Join(tmp, graph), "on the "+graph+" graph",
+			"bench", "--cost", "--scale", calibrationScale, "--graph", graph, "--mix", "default",
+			"--duration", calibrationDuration, "--extra-duration", calibrationDuration, "--models", models)
+		if err != nil {
+			return nil, err
 		}
-		entries, err := os.ReadDir(out)
-		if err != nil || len(entries) != 1 {
-			return nil, fmt.Errorf("calibration run on the %s graph saved no run in %s", graph, out)
-		}
-		dirs = append(dirs, filepath.Join(out, entries[0].Name()))
+		dirs = append(dirs, dir)
 	}
-	return dirs, nil
+	dir, err := calibrationRun(cmd, filepath.Join(tmp, "low-rate"), "at "+calibrationLowRate+" operations a second",
+		"recommend", "--scale", calibrationScale, "--rate", calibrationLowRate, "--duration", calibrationDuration, "--models", models)
+	if err != nil {
+		return nil, err
+	}
+	return append(dirs, dir), nil
+}
+
+// calibrationRun runs pushpull with args and --out out, and returns the
+// directory of the one run it saved there; what names the run in errors.
+func calibrationRun(cmd *cobra.Command, out, what string, args ...string) (string, error) {
+	args = append(args, "--out", out)
+	fmt.Fprintf(cmd.ErrOrStderr(), "calibration run: pushpull %s\n", strings.Join(args, " "))
+	if code := execute(cmd.Context(), args, cmd.ErrOrStderr(), cmd.ErrOrStderr(), os.Getenv); code != exitOK {
+		return "", fmt.Errorf("calibration run %s failed (exit %d)", what, code)
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil || len(entries) != 1 {
+		return "", fmt.Errorf("calibration run %s saved no run in %s", what, out)
+	}
+	return filepath.Join(out, entries[0].Name()), nil
 }

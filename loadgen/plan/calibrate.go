@@ -42,6 +42,12 @@ type countedPhase struct {
 	// unreliable: the run could not trust the database's counters of
 	// this phase (cost.DBCountersUnreliable); measured has no rows.
 	unreliable bool
+	// open: an open-loop traffic phase, at a planned rate rather than
+	// at saturation; its operations ran at rate a second over seconds.
+	// saturated, it did not keep up with that rate
+	// (results.OpenLoop.Saturated).
+	open, saturated bool
+	rate, seconds   float64
 }
 
 // runLabel names a run in tables: its graph and users.
@@ -211,6 +217,8 @@ func counted(r *results.Result) ([]countedPhase, error) {
 			out = append(out, countedPhase{
 				run: runLabel(r), model: m.Name, phase: name, needs: reg.Needs, measured: ph.Cost,
 				predicted: mixWork(ow, shares), ops: ow, shares: shares, unreliable: unreliable,
+				open: name == "traffic" && m.Traffic.Loop == results.LoopOpen, rate: ph.OpsPerSec, seconds: ph.Seconds,
+				saturated: name == "traffic" && m.Traffic.Open != nil && m.Traffic.Open.Saturated,
 			})
 		}
 	}
@@ -274,19 +282,33 @@ func cacheCalls(p countedPhase) (mc, rd float64) {
 // relative error. Then each design's CPU factors (results.CPUFactors):
 // what its measured CPU per operation is over the CPU of its predicted
 // work at those unit costs, per kind of operation and for the mix
-// (fitFactors). sources name the runs.
+// (fitFactors). Phases at a planned rate (open loop, and the steps of rate
+// searches that kept up) fit no unit cost: with the runs' idle CPU they
+// fit each server's idle CPU (fitIdle) and the CPU of the wake-ups below
+// saturation (fitWake). sources name the runs.
 func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, error) {
 	var phases []countedPhase
+	var below []belowSaturation
 	for _, r := range runs {
 		ps, err := counted(r)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range ps {
-			if !p.unreliable {
+			switch {
+			case p.unreliable:
+			case p.open:
+				// At a planned rate, not at saturation: the wake-ups'
+				// fit, not the unit costs'; one that did not keep up is
+				// neither.
+				if c, ok := results.ProcessCPUOf(p.measured, p.seconds); ok && !p.saturated && r.Environment.CPUs > 0 {
+					below = append(below, belowSaturation{p, p.rate, float64(r.Environment.CPUs), c})
+				}
+			default:
 				phases = append(phases, p)
 			}
 		}
+		below = append(below, searchSteps(r, ps)...)
 	}
 	cal, err := fitUnits(phases)
 	if err != nil {
@@ -296,6 +318,8 @@ func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, 
 	cal.FollowBytes = FollowBytes
 	cal.MessageBytes, cal.MailboxRowBytes = fitBytes(runs)
 	cal.Factors = fitFactors(cal, phases)
+	cal.Idle = fitIdle(runs)
+	cal.Wake = fitWake(cal, below)
 	// How well the fit reproduces its own phases, on measured items.
 	var errs []float64
 	for _, p := range phases {

@@ -13,7 +13,9 @@ import (
 // counters counted beside what the design's cost model predicts for the
 // run's own workload (its users, graph, activity, messages and the
 // phase's rates), and the CPU per operation of all processes measured
-// beside cal's prediction from the predicted work. For every design that
+// beside cal's prediction from the predicted work (for an open-loop
+// traffic phase, at its rate: with the wake-ups and the idle CPU that
+// cal measured, results.Calibration.Wake and Idle). For every design that
 // searched for its highest rate within the objective (bench --find-rate),
 // the rate it found beside HighestRate's for the run's workload, mix,
 // objective and CPUs. Phases whose
@@ -41,11 +43,16 @@ func check(runs []*results.Result, sources []string, cal *results.Calibration, c
 				continue
 			}
 			res := residualOf(p.model)
+			sat := designCPU(cal, res, p.ops, p.shares, p.needs)
 			row := results.PlanCheckRow{Run: p.run, Model: p.model, Phase: p.phase,
 				Measured: planWork(measuredWork(p.measured)), Predicted: planWork(p.predicted),
-				PredictedCPUUs: designCPU(cal, res, p.ops, p.shares, p.needs).all(), Uncalibrated: !res.measured}
+				PredictedCPUUs: sat.all(), Uncalibrated: !res.measured}
 			if units := cpuOf(cal, p.predicted, p.needs).all(); units > 0 {
 				row.CPUFactor = row.PredictedCPUUs / units
+			}
+			if p.open {
+				// At its planned rate: the wake-ups and the idle CPU too.
+				row.PredictedCPUUs += offSaturation(cal, p, sat, float64(r.Environment.CPUs)).all()
 			}
 			row.MeasuredCPUUs, _ = p.measured.AllCPU()
 			c.Rows = append(c.Rows, row)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/loadgen/dataset"
@@ -146,7 +147,10 @@ func TestTransientsAgainstCountedRun(t *testing.T) {
 // gets a rate row holding the rate its search found and the lowest rate a
 // step failed above it, beside a prediction above 0 and under its ceiling
 // on the run's CPUs; the table prints every row and the summary, and the
-// saved plot has the rates' panel beside the other two.
+// saved plot has the rates' panel beside the other two. Every step
+// records what an operation cost and each process's CPU a second over
+// the step (the application's, and memcached's for the designs on it),
+// and the run the processes' idle CPU.
 func TestCheckReadsRateSearches(t *testing.T) {
 	spec, err := dataset.PaperSpec().Scaled(0.01)
 	if err != nil {
@@ -182,6 +186,34 @@ func TestCheckReadsRateSearches(t *testing.T) {
 		}
 		if !strings.Contains(table, r.Model+"  50.0 ms") {
 			t.Errorf("the table lacks %s's rate", r.Model)
+		}
+	}
+	if i := run.Idle; i == nil || i.Seconds < loadgen.IdleInterval.Seconds() || i.AppUs < 0 || i.DBUs != 0 {
+		t.Errorf("idle CPU %+v: want one measured over %v, without the database's (a server the run did not start)", i, loadgen.IdleInterval)
+	}
+	for _, name := range models {
+		s := run.Model(name).Traffic.Search
+		for i, st := range s.Steps {
+			var ops int64
+			for _, o := range st.Ops {
+				ops += o.Ops + o.Errors
+			}
+			p := st.CPU
+			if ops == 0 {
+				// A step that ran no operation costs nothing per one.
+				if st.Cost != nil || p != nil {
+					t.Errorf("%s step %d ran no operation: cost %v, CPU a second %+v", name, i+1, st.Cost, p)
+				}
+				continue
+			}
+			if p == nil || st.Cost[cost.Ops] != float64(ops) || !(p.Seconds >= s.StepSeconds) || !(p.AppUs > 0) ||
+				math.Abs(p.AppUs-st.Cost[cost.CPU]*float64(ops)/p.Seconds) > 1e-6*p.AppUs {
+				t.Errorf("%s step %d (%d operations): cost %v, CPU a second %+v", name, i+1, ops, st.Cost, p)
+				continue
+			}
+			if reg, _ := registry.Lookup(name); reg.Needs&registry.Memcached != 0 && !(p.MCUs > 0) {
+				t.Errorf("%s step %d: memcached's CPU %.0f µs a second", name, i+1, p.MCUs)
+			}
 		}
 	}
 	n, _ := c.RateSummary()

@@ -180,10 +180,14 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 		pd.CPUFactor = c.all() / units
 	}
 	pd.PerOp, pd.Post, pd.Page = planWork(perOp), planWork(ow.Post.Add(ow.Later)), planWork(ow.Newest)
-	pd.DBUs, pd.CacheUs, pd.AppUs = c.db, c.cache(), c.app
 	u := w.Utilization
-	cores := func(us float64) float64 { return rate * us / 1e6 / u }
-	res := results.Resources{DBCores: cores(c.db), CacheCores: cores(c.cache()), AppCores: cores(c.app)}
+	// Below saturation an operation also wakes the processes it passes,
+	// and each server burns its idle CPU whatever the rate.
+	busy := c.add(wakeCPU(cal, perOp, m.Needs, asleep(c, rate, u)))
+	pd.DBUs, pd.CacheUs, pd.AppUs = busy.db, busy.cache(), busy.app
+	idle := idleCPU(cal, m.Needs)
+	cores := func(us, idle float64) float64 { return (rate*us + idle) / 1e6 / u }
+	res := results.Resources{DBCores: cores(busy.db, idle.db), CacheCores: cores(busy.cache(), idle.cache()), AppCores: cores(busy.app, idle.app)}
 	storage := d.Messages*cal.MessageBytes + d.Edges()*cal.FollowBytes + fp.MailboxRows*cal.MailboxRowBytes
 	res.StorageGB = storage / 1e9
 	res.DBMemoryGB = DBMemoryShare * res.StorageGB

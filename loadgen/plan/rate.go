@@ -32,7 +32,7 @@ type RateEstimate struct {
 	PerSec float64
 	// CPUUs is the CPU of an operation of the mix at that rate, on every
 	// process (the application's too), µs; Utilization the share of the
-	// box's cores it fills there.
+	// box's cores it fills there, with the servers' idle CPU.
 	CPUUs       float64
 	Utilization float64
 	// CeilingPerSec is the rate that would fill every core at that CPU
@@ -68,8 +68,13 @@ type RateEstimate struct {
 // per operation ÷ 1 core, and an operation with a Redis part waits for
 // that thread as well as for a core; so a design whose Redis CPU per
 // operation is a large part of its CPU is bounded by Redis's thread on a
-// box of many cores, where more cores no longer raise its rate. A workload
-// or box a plan cannot be made with is an *InputError.
+// box of many cores, where more cores no longer raise its rate. When cal
+// measured it (results.Calibration.Idle), every server's idle CPU keeps the
+// box and Redis's thread that much busier. The wake-ups of processes that
+// sleep between operations (results.Calibration.Wake) are left out: the
+// highest rate is where the cores are nearly full, and the counted phases
+// there show none. A workload or box a plan cannot be made with is an
+// *InputError.
 func HighestRate(w Workload, cal *results.Calibration, model string, box Box) (RateEstimate, error) {
 	if err := cal.Validate(); err != nil {
 		return RateEstimate{}, &InputError{Field: "calibration", Reason: err.Error()}
@@ -118,6 +123,7 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 	// at is the CPU per operation at rate and whether the p99 holds
 	// there.
 	var units float64 // the CPU per operation at the unit costs alone, at the last rate tried
+	quiet := idleCPU(cal, allServers)
 	at := func(rate float64) (c cpu, held bool, err error) {
 		d.ReadsPerSec, d.OlderPerSec, d.PostsPerSec = rate*(shares[0]+shares[1]), rate*shares[1], rate*shares[2]
 		ow, _, _, err := m.WorkFor(d, w.Options)
@@ -126,7 +132,10 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 		}
 		c = designCPU(cal, r, ow, shares, m.Needs)
 		units = cpuOf(cal, mixWork(ow, shares), m.Needs).all()
-		u, ur := rate*c.all()/capacity, rate*c.rd/1e6
+		// Every server burns its idle CPU too (when cal measured it).
+		// The wake-ups are left out: the highest rate sits where the
+		// cores are nearly full, where the counted phases show none.
+		u, ur := (rate*c.all()+quiet.all())/capacity, (rate*c.rd+quiet.rd)/1e6
 		if !(c.all() > 0) || u >= 1 || ur >= 1 {
 			return c, false, nil
 		}
@@ -138,9 +147,9 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 	}
 	ceiling := func(c cpu) float64 {
 		if c.rd > 0 {
-			return min(capacity/c.all(), 1e6/c.rd)
+			return min((capacity-quiet.all())/c.all(), (1e6-quiet.rd)/c.rd)
 		}
-		return capacity / c.all()
+		return (capacity - quiet.all()) / c.all()
 	}
 	// The rate the box would serve at an idle box's CPU per operation
 	// starts the bracket; it doubles while the p99 holds (caches that hit
@@ -180,6 +189,6 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 	if err != nil {
 		return RateEstimate{}, err
 	}
-	return RateEstimate{PerSec: lo, CPUUs: c.all(), Utilization: lo * c.all() / capacity, CeilingPerSec: ceiling(c),
-		CPUFactor: c.all() / units, RedisUs: c.rd, RedisUtilization: lo * c.rd / 1e6}, nil
+	return RateEstimate{PerSec: lo, CPUUs: c.all(), Utilization: (lo*c.all() + quiet.all()) / capacity, CeilingPerSec: ceiling(c),
+		CPUFactor: c.all() / units, RedisUs: c.rd, RedisUtilization: (lo*c.rd + quiet.rd) / 1e6}, nil
 }

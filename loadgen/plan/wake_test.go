@@ -1,0 +1,187 @@
+package plan
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pushpull/pushpull/registry"
+	"github.com/pushpull/pushpull/results"
+)
+
+// TestWakeFromHandMadeSteps: traffic measured at three rates below
+// saturation, made by hand from known idle and wake-up CPU (every
+// process's CPU a second = idle + rate × (CPU at saturation + wake × round
+// trips × (1 − busy share))), gives back those figures; the idle CPU is
+// the mean of the runs'; nothing below saturation gives none.
+func TestWakeFromHandMadeSteps(t *testing.T) {
+	cal := handCalibration()
+	cal.MCKeyUs, cal.MCCallUs = 1, 4
+	runs := []*results.Result{
+		{Idle: &results.ProcessCPU{Seconds: 1, AppUs: 1000, DBUs: 6000, MCUs: 200}},
+		{Idle: &results.ProcessCPU{Seconds: 1, AppUs: 3000, DBUs: 10000, MCUs: 400}},
+		{}, // a run that predates the idle figures
+	}
+	cal.Idle = fitIdle(runs)
+	if i := cal.Idle; i == nil || i.AppUs != 2000 || i.DBUs != 8000 || i.MCUs != 300 || i.RedisUs != 0 || i.Seconds != 2 {
+		t.Fatalf("idle %+v; want the mean of the two runs that measured it", i)
+	}
+	want := results.WakeCPU{DBStatementUs: 30, MCCallUs: 12, AppTripUs: 20}
+	ops := registry.OpWork{
+		Newest: registry.Work{RowsRead: 40, Statements: 1, MCKeys: 3, CacheCalls: 2},
+		Post:   registry.Work{RowsRead: 10, RowsWritten: 10, Statements: 2, MCKeys: 2, CacheCalls: 2},
+	}
+	shares := [5]float64{0.9, 0, 0.1, 0, 0}
+	p := handPhase("hybrid-memcached", "traffic", ops, shares, 0)
+	p.needs = registry.MariaDB | registry.Memcached
+	sat := designCPU(cal, residualOf(cal, p.model), ops, shares, p.needs)
+	tr := trips(p.predicted, p.needs)
+	if tr.db != 1.1 || tr.mc != 2 || math.Abs(tr.app-4.1) > 1e-12 || tr.rd != 0 {
+		t.Fatalf("round trips %+v", tr)
+	}
+	var below []belowSaturation
+	quiet := idleCPU(cal, allServers)
+	for _, rate := range []float64{100, 300, 1000, 5000} {
+		s := boxAsleep(sat, rate, 2, quiet)
+		below = append(below, belowSaturation{p, rate, 2, results.ProcessCPU{Seconds: 2,
+			DBUs:  cal.Idle.DBUs + rate*(sat.db+want.DBStatementUs*tr.db*s.db),
+			MCUs:  cal.Idle.MCUs + rate*(sat.mc+want.MCCallUs*tr.mc*s.mc),
+			AppUs: cal.Idle.AppUs + rate*(sat.app+want.AppTripUs*tr.app*s.app),
+		}})
+	}
+	got := fitWake(cal, below)
+	if got == nil || got.Observations != 4 || math.Abs(got.DBStatementUs-want.DBStatementUs) > 1e-6 ||
+		math.Abs(got.MCCallUs-want.MCCallUs) > 1e-6 || math.Abs(got.AppTripUs-want.AppTripUs) > 1e-6 || got.RedisCallUs != 0 {
+		t.Errorf("wake-ups %+v; want %+v", got, want)
+	}
+	// The busy share matters: at 5,000 a second the box's 2 cores are
+	// busy 5,000 times the operation's CPU and the idle CPU, and its
+	// processes sleep through the rest of the round trips.
+	if s := boxAsleep(sat, 5000, 2, quiet); math.Abs(s.db-(1-(5000*sat.all()+quiet.all())/2e6)) > 1e-12 || !(s.db < 0.9) || s.app != s.db {
+		t.Errorf("asleep %+v at 5,000 a second, CPU %+v", s, sat)
+	}
+	// A planned server has a core at least, busy at most its utilisation.
+	if s := asleep(sat, 5000, 0.5); s.db != 1-math.Min(0.5, 5000*sat.db/1e6) || s.app != 1-math.Min(0.5, 5000*sat.app/1e6) {
+		t.Errorf("a planned server's asleep %+v at 5,000 a second, CPU %+v", s, sat)
+	}
+	if fitWake(cal, nil) != nil || fitIdle([]*results.Result{{}}) != nil {
+		t.Error("figures from runs that measured nothing below saturation")
+	}
+}
+
+// TestPlanCoresAtLowRate: with idle and wake-up CPU in the calibration, a
+// plan's cores at a low rate are its CPU at saturation plus each server's
+// idle CPU and the wake-ups of every round trip, all over the planned
+// utilisation; at a high rate each server is busy its utilisation and
+// sleeps through only the rest of the round trips. Without them (a
+// calibration that predates them) the cores are today's, the rate times
+// the CPU at saturation.
+func TestPlanCoresAtLowRate(t *testing.T) {
+	plain := DefaultCalibration()
+	plain.Idle, plain.Wake = nil, nil
+	terms := DefaultCalibration()
+	terms.Idle = &results.ProcessCPU{Seconds: 1, AppUs: 5000, DBUs: 20000, MCUs: 1000, RedisUs: 700}
+	terms.Wake = &results.WakeCPU{DBStatementUs: 40, MCCallUs: 15, RedisCallUs: 10, AppTripUs: 25, Observations: 1}
+	for _, rate := range []float64{300, 3_000_000} {
+		w := Workload{Users: 1000, NewestPerSec: 0.76 * rate, OlderPerSec: 0.2 * rate, PostsPerSec: 0.02 * rate, FollowsPerSec: 0.02 * rate,
+			Models: []string{"hybrid-memcached", "push-redis"}, SLO: time.Second}
+		without, err := Make(w, plain, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		with, err := Make(w, terms, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, d := range with.Designs {
+			p := without.Designs[i]
+			util := 0.5
+			// The saturated CPU a second of each server is the plan
+			// without the terms: its cores × utilisation.
+			satDB := p.Resources.DBCores * util * 1e6
+			busy := math.Min(util, satDB/1e6)
+			wantDB := (satDB + rate*terms.Wake.DBStatementUs*d.PerOp.Statements*(1-busy) + terms.Idle.DBUs) / 1e6 / util
+			if math.Abs(d.Resources.DBCores-wantDB) > 1e-9*wantDB {
+				t.Errorf("%s at %.0f/s: %.6f database cores, want %.6f (%.6f without the terms)", d.Model, rate, d.Resources.DBCores, wantDB, p.Resources.DBCores)
+			}
+			if !(d.Resources.AppCores > p.Resources.AppCores) || !(d.Resources.CacheCores > p.Resources.CacheCores) {
+				t.Errorf("%s at %.0f/s: application %.4f and cache %.4f cores, %.4f and %.4f without the terms",
+					d.Model, rate, d.Resources.AppCores, d.Resources.CacheCores, p.Resources.AppCores, p.Resources.CacheCores)
+			}
+			perOp := d.DBUs + d.CacheUs + d.AppUs
+			plainOp := p.DBUs + p.CacheUs + p.AppUs
+			if rate == 300 && !(perOp > plainOp+terms.Wake.AppTripUs) {
+				t.Errorf("%s at 300/s: %.1f µs an operation with the wake-ups, %.1f without", d.Model, perOp, plainOp)
+			}
+		}
+	}
+	var buf strings.Builder
+	p, err := Make(Workload{Users: 1000, NewestPerSec: 300, Models: []string{"push"}, SLO: time.Second}, plain, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := results.WritePlan(&buf, p); err != nil || !strings.Contains(buf.String(), "cores are the CPU at saturation") {
+		t.Errorf("a plan without the terms does not say so (%v):\n%s", err, buf.String())
+	}
+}
+
+// TestCalibrationWithoutTermsLoads: a calibration fitted before idle and
+// wake-up CPU were measured (the held-out one, built in) loads without
+// them; a term below 0 is refused at load by name.
+func TestCalibrationWithoutTermsLoads(t *testing.T) {
+	old, err := results.LoadCalibration(filepath.Join("..", "..", "evidence", "plan", "held-out", "calibration"))
+	if err != nil || old.Version != 2 || old.Idle != nil || old.Wake != nil || len(old.Factors) == 0 {
+		t.Fatalf("format 2: %v, version %d, idle %v, wake %v", err, old.Version, old.Idle, old.Wake)
+	}
+	for _, bad := range []string{`"wake_cpu":{"db_statement_us":-1,"mc_call_us":0,"redis_call_us":0,"app_trip_us":0,"observations":1}`,
+		`"idle_cpu":{"seconds":1,"app_us_per_sec":10,"db_us_per_sec":-5}`} {
+		dir := t.TempDir()
+		data, err := os.ReadFile(filepath.Join("..", "..", "evidence", "plan", "held-out", "calibration", results.CalibrationFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.Replace(string(data), `"version": 2,`, `"version": 2, `+bad+`,`, 1)
+		if s == string(data) {
+			t.Fatalf("no version in %s", data[:80])
+		}
+		if err := os.WriteFile(filepath.Join(dir, results.CalibrationFile), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err = results.LoadCalibration(dir)
+		var te *results.TermError
+		if !errors.As(err, &te) || !(te.Value < 0) || !strings.Contains(err.Error(), "want a finite number, 0 or more") {
+			t.Errorf("%s: %v; want a TermError", bad, err)
+		}
+	}
+}
+
+// TestHighestRateWithIdleCPU: as TestHighestRateByHand (every operation
+// 100 µs of the application's CPU, no round trips), with the servers
+// burning half a core while idle: the busy share of the 2 cores at which
+// the p99 reaches 50 ms is the same, but half a core of it is the idle
+// CPU's, so the highest rate is (u × 2 − 0.5) × 10^6/100. Wake-ups, paid
+// below saturation, are left out there.
+func TestHighestRateWithIdleCPU(t *testing.T) {
+	cal := &results.Calibration{AppOpUs: 100, Idle: &results.ProcessCPU{Seconds: 1, AppUs: 200_000, DBUs: 250_000, MCUs: 30_000, RedisUs: 20_000}}
+	u := 1 - 100*math.Log(100)/50_000
+	est, err := HighestRate(rateWorkload(), cal, "push", Box{Cores: 2, RTT: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := (u*2 - 0.5) * 1e6 / 100
+	if math.Abs(est.PerSec-want) > 1e-3*want || math.Abs(est.Utilization-u) > 1e-3 || math.Abs(est.CeilingPerSec-15_000) > 1e-6 {
+		t.Errorf("%+v; want %.1f ops/s, utilisation %.4f with the idle CPU, ceiling 15,000", est, want, u)
+	}
+	cal.Wake = &results.WakeCPU{AppTripUs: 30, DBStatementUs: 100}
+	woke, err := HighestRate(rateWorkload(), cal, "push", Box{Cores: 2, RTT: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if woke != est {
+		t.Errorf("with wake-ups %+v; without %+v: the highest rate leaves them out", woke, est)
+	}
+}
