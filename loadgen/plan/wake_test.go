@@ -161,13 +161,17 @@ func TestCalibrationWithoutTermsLoads(t *testing.T) {
 
 // TestHighestRateWithIdleCPU: as TestHighestRateByHand (every operation
 // 100 µs of the application's CPU, no round trips), with the servers
-// burning half a core while idle: the busy share of the 2 cores at which
-// the p99 reaches 50 ms is the same, but half a core of it is the idle
-// CPU's, so the highest rate is (u × 2 − 0.5) × 10^6/100. Wake-ups, paid
-// below saturation, are left out there.
+// burning half a core while idle: the busy share u of the 2 cores at which
+// the p99 reaches 50 ms is the same as without them, but half a core of it
+// is the idle CPU's, so the highest rate is (u × 2 − 0.5) × 10^6/100.
+// Wake-ups, paid below saturation, are left out there.
 func TestHighestRateWithIdleCPU(t *testing.T) {
+	bare, err := HighestRate(rateWorkload(), &results.Calibration{AppOpUs: 100}, "push", Box{Cores: 2, RTT: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := bare.Utilization
 	cal := &results.Calibration{AppOpUs: 100, Idle: &results.ProcessCPU{Seconds: 1, AppUs: 200_000, DBUs: 250_000, MCUs: 30_000, RedisUs: 20_000}}
-	u := 1 - 100*math.Log(100)/50_000
 	est, err := HighestRate(rateWorkload(), cal, "push", Box{Cores: 2, RTT: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
