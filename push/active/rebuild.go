@@ -23,8 +23,22 @@ import (
 // unfinished author's lowest known id.
 type mergeRows struct{ scanned, scratch float64 }
 
-// mergeReaders is how many readers rebuildMerge draws per reader class.
-const mergeReaders = 16
+// mergeReaders is how many readers rebuildMerge draws per reader class at
+// most, and mergeHeads how many followees in all: a class of readers who
+// follow very many authors draws fewer of them (at least one), whose
+// rows vary little from one to the next.
+const (
+	mergeReaders = 16
+	mergeHeads   = 1 << 15
+)
+
+// mergeFollowees bounds, in fetches, the followees of a replayed reader:
+// with more than fetch followees the merge is Read's one range scan over
+// the authors of the fetch newest heads down to the fetch-th, and more
+// followees only raise that head; a reader of more is replayed with that
+// many (their probes of the followees are counted in full by
+// RebuildWork).
+const mergeFollowees = 16
 
 // rebuildMerge is the expected mergeRows of a rebuild of at most rebuild
 // entries, over the classes' readers weighted by their reads (the mean
@@ -33,7 +47,9 @@ const mergeReaders = 16
 // holding a Poisson number of messages of mean MessagesOf, whose ids are
 // spread uniformly among all messages, each author's independently of the
 // others' (the dataset draws each message's author at random). The merge
-// is replayed on mergeReaders such readers per class, drawn from a fixed
+// is replayed on mergeReaders such readers per class (fewer, and of
+// at most mergeFollowees fetches' followees, for those who follow very
+// many), drawn from a fixed
 // seed, so the same Demand always gives the same rows.
 //
 // Its batch rounds give every author an equal share of the entries, so
@@ -87,9 +103,11 @@ func rebuildMerge(d registry.Demand, rebuild int) mergeRows {
 		}
 		r := rand.New(rand.NewPCG(dist, math.Float64bits(c.Followees)))
 		var x mergeRows
-		for range mergeReaders {
-			g := int(c.Followees)
-			if r.Float64() < c.Followees-float64(g) {
+		followees := min(c.Followees, float64(mergeFollowees*(rebuild+1)))
+		readers := int(min(mergeReaders, max(1, mergeHeads/max(1, followees))))
+		for range readers {
+			g := int(followees)
+			if r.Float64() < followees-float64(g) {
 				g++
 			}
 			counts := make([]int, 0, g)
@@ -103,8 +121,8 @@ func rebuildMerge(d registry.Demand, rebuild int) mergeRows {
 				}
 			}
 			y := replayMerge(counts, rebuild+1, r)
-			x.scanned += y.scanned / mergeReaders
-			x.scratch += y.scratch / mergeReaders
+			x.scanned += y.scanned / float64(readers)
+			x.scratch += y.scratch / float64(readers)
 		}
 		if mergeCached.Add(1) > maxMergeCache {
 			mergeCache.Clear()
