@@ -8,13 +8,17 @@ import (
 )
 
 // RebuildWork is the work of one rebuild of entries entries for a reader
-// of followees authors: the pull merge over the followees (3 rows per
-// followee; its batch rounds and last statement read about 2.25 rows per
-// entry and write as many, the entries and the scratch rows), the entries
-// written (Rebuilt; the rows are the rebuild's, RebuildRowsRead and
-// RebuildRowsWritten), the state row's lock and update: six statements.
-func RebuildWork(followees, entries float64) registry.Work {
-	read, written := 3*followees+2.25*entries, 2.25*entries+2
+// of followees authors whose pull merge scans scanned ids of the
+// followees' (author_id, id) index beyond their heads and fills scratch
+// rows of its last statement's derived table (rebuildMerge: with
+// followees who post alike about 1.2 of each an entry, on the power-law
+// graph three and more): the merge (3 rows per followee for the heads,
+// the ids scanned, the entries' bodies; the scratch rows written), the
+// entries written (Rebuilt; the rows are the rebuild's, RebuildRowsRead
+// and RebuildRowsWritten), the state row's lock and update: six
+// statements.
+func RebuildWork(followees, entries, scanned, scratch float64) registry.Work {
+	read, written := 3*followees+scanned+entries, scratch+entries+2
 	return registry.Work{
 		RowsRead: read, RowsWritten: written, Statements: 6,
 		Rebuilt: entries, RebuildRowsRead: read, RebuildRowsWritten: written,
@@ -49,7 +53,8 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	page := push.PageWork(d)
 	page.RowsRead++
 	page.Statements++
-	newest := page.Add(RebuildWork(d.ReadFollowees(), rebuild).Scale(returning))
+	merge := rebuildMerge(d, cfg.Int(OptionRebuild))
+	newest := page.Add(RebuildWork(d.ReadFollowees(), rebuild, merge.scanned, merge.scratch).Scale(returning))
 	a := d.PostAudience()
 	post := registry.Work{RowsRead: 3 * a, RowsWritten: 1 + active*a, Statements: 4}
 	follow := push.FollowWork(d)
