@@ -10,25 +10,45 @@ import (
 // Work is hybrid's cost model (registry.Model.Work): push's, split at the
 // threshold (registry.Demand.SplitAt). A post counts its author's
 // followers up to the threshold (min(f, threshold) rows read, the count's
-// LIMIT); below the threshold it is push's post to them, above it only
-// its message. A page is push's mailbox page, one lookup of the reader's
-// followed celebrities in the same statement, for each of them its
-// pull_follows row and a probe of its newest id (2 rows), and the pulled
-// authors' part of the page's last statement (PulledPage). Follows and
-// unfollows are push's (a celebrity's followee backfills nothing, which
-// the model does not count). The mailbox holds the posts of the authors
-// below the threshold.
+// LIMIT); below the threshold it is push's post to them, above it its
+// message and the author's listing as pulled (a row written, whether
+// listed before or not). A page is push's mailbox page, one lookup of the
+// reader's followed celebrities in the same statement, for each of them
+// its pull_follows row and a probe of its newest id (2 rows), and the
+// pulled authors' part of the page's last statement (PulledPage); an
+// older page's probes read the pulled authors' messages above the cursor
+// too. Follows and unfollows are push's (a celebrity's followee backfills
+// nothing, which the model does not count). The mailbox holds the posts
+// of the authors below the threshold.
 func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	threshold := float64(cfg.Int(OptionThreshold))
 	split := d.SplitAt(threshold)
 	post := push.PostWork(split.AudienceBelow)
 	post.RowsRead += d.MeanOverPosts(func(c registry.UserClass) float64 { return math.Min(c.Followers, threshold) })
+	// A pulled author's post lists them (INSERT IGNORE: a row written,
+	// listed or not).
+	post.RowsWritten += split.PostShare
 	post.Statements++
 	page := push.PageWork(d).Add(registry.Work{RowsRead: 1, Statements: 1})
+	older := page
 	if c := split.ReadFolloweesAbove; c > 0 {
-		// The first statement reads each pulled followee's row and
-		// head (one probe of its newest id).
 		page = page.Add(registry.Work{RowsRead: 2 * c}).Add(PulledPage(d, threshold))
+		// An older page's probe of each pulled author's newest id below
+		// the cursor walks down from their newest, reading their messages
+		// above the cursor: q of the entries of the OlderDepth − 1 pages
+		// above it, q the pulled authors' share of the followees' posts
+		// (followees weighed by their followers).
+		fetch := d.Fetch()
+		q := 1.0
+		if all := d.MeanOverFollowees(func(u registry.UserClass) float64 { return u.Posts }); all > 0 {
+			q = d.MeanOverFollowees(func(u registry.UserClass) float64 {
+				if u.Followers >= threshold {
+					return u.Posts
+				}
+				return 0
+			}) / all
+		}
+		older = page.Add(registry.Work{RowsRead: math.Max(0, d.OlderDepth-1) * fetch * q})
 	}
 	mailbox := d.MailboxRows()
 	for _, c := range d.Classes {
@@ -36,7 +56,7 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 			mailbox -= c.Users * d.MessagesOf(c) * c.Followers
 		}
 	}
-	return registry.OpWork{Newest: page, Older: page, Post: post, Follow: push.FollowWork(d), Unfollow: push.FollowWork(d)},
+	return registry.OpWork{Newest: page, Older: older, Post: post, Follow: push.FollowWork(d), Unfollow: push.FollowWork(d)},
 		registry.Footprint{MailboxRows: mailbox}
 }
 

@@ -6,23 +6,26 @@ import (
 	"testing"
 
 	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
 	"github.com/pushpull/pushpull/timeline/timelinetest"
 )
 
-// TestHybridMemcachedFollowRows counts the database rows of a follow and
-// of an unfollow on hybrid-memcached, each with the follower's next newest
-// page (which reads the follower's followees again and patches the
-// index), and sets them against the cost model's Follow and Unfollow for
-// the same shape: a reader of g followees whose authors posted in turn, m
-// messages each, following an author of as many followers and messages.
+// TestHybridMemcachedFollowRows counts the database rows and the
+// memcached keys of a follow and of an unfollow on hybrid-memcached, each
+// with the follower's next newest page (which reads the follower's
+// followees again and patches the index), and sets them against the cost
+// model's Follow and Unfollow for the same shape: a reader of g followees
+// whose authors posted in turn, m messages each, following an author of
+// as many followers and messages. The patch's keys (with the fence each
+// round trip reads) are most of the pair's: 15 and 13 against a page's 3.
 func TestHybridMemcachedFollowRows(t *testing.T) {
 	const g, m = 20, 30
 	ctx := context.Background()
 	s := openHybridMemcached(t, 0)
-	meter := cost.NewMeter(s.(*pull.Store).DB(), nil)
+	meter := cost.NewMeter(s.(*pull.Store).DB(), []string{testserver.Memcache(t)})
 	const reader, followed = 1, 500
 	for a := range g {
 		timelinetest.Follow(t, s, reader, timeline.UserID(100+a))
@@ -35,7 +38,8 @@ func TestHybridMemcachedFollowRows(t *testing.T) {
 		timelinetest.PostN(t, s, followed, 1)
 	}
 	timelinetest.Newest(t, s, reader) // builds the reader's index
-	rows := func(op func()) float64 {
+	// measure is the rows read and the keys of op.
+	measure := func(op func()) (rows, keys float64) {
 		t.Helper()
 		c, err := meter.Measure(ctx, 1, op)
 		if err != nil {
@@ -44,19 +48,19 @@ func TestHybridMemcachedFollowRows(t *testing.T) {
 		if c.CountersUnreliable() {
 			t.Fatalf("the counters could not be trusted: %v", c)
 		}
-		return c[cost.RowsRead]
+		return c[cost.RowsRead], c[cost.MCGets] + c[cost.MCSets] + c[cost.MCIncrs]
 	}
-	follow := rows(func() {
+	follow, followKeys := measure(func() {
 		timelinetest.Follow(t, s, reader, followed)
 		timelinetest.Newest(t, s, reader)
 	})
-	unfollow := rows(func() {
+	unfollow, unfollowKeys := measure(func() {
 		if err := s.Unfollow(ctx, reader, followed); err != nil {
 			t.Fatal(err)
 		}
 		timelinetest.Newest(t, s, reader)
 	})
-	page := rows(func() { timelinetest.Newest(t, s, reader) })
+	page, pageKeys := measure(func() { timelinetest.Newest(t, s, reader) })
 
 	model, err := registry.Lookup(pull.HybridMemcachedModelName)
 	if err != nil {
@@ -72,15 +76,20 @@ func TestHybridMemcachedFollowRows(t *testing.T) {
 	}
 	t.Logf("rows read: a follow and the next page %.0f (the model %.1f), an unfollow and the next page %.0f (%.1f), a page %.0f (%.1f)",
 		follow, w.Follow.RowsRead+w.Newest.RowsRead, unfollow, w.Unfollow.RowsRead+w.Newest.RowsRead, page, w.Newest.RowsRead)
+	t.Logf("keys: a follow and the next page %.0f (the model %.1f), an unfollow and the next page %.0f (%.1f), a page %.0f (%.1f)",
+		followKeys, w.Follow.MCKeys+w.Newest.MCKeys, unfollowKeys, w.Unfollow.MCKeys+w.Newest.MCKeys, pageKeys, w.Newest.MCKeys)
 	for _, c := range []struct {
 		what          string
 		counted, want float64
 	}{
-		{"a follow and the next page", follow, w.Follow.RowsRead + w.Newest.RowsRead},
-		{"an unfollow and the next page", unfollow, w.Unfollow.RowsRead + w.Newest.RowsRead},
+		{"rows of a follow and the next page", follow, w.Follow.RowsRead + w.Newest.RowsRead},
+		{"rows of an unfollow and the next page", unfollow, w.Unfollow.RowsRead + w.Newest.RowsRead},
+		{"keys of a follow and the next page", followKeys, w.Follow.MCKeys + w.Newest.MCKeys},
+		{"keys of an unfollow and the next page", unfollowKeys, w.Unfollow.MCKeys + w.Newest.MCKeys},
+		{"keys of a page", pageKeys, w.Newest.MCKeys},
 	} {
 		if math.Abs(c.counted-c.want) > 0.1*c.counted {
-			t.Errorf("%s: %.0f rows counted, the model says %.1f", c.what, c.counted, c.want)
+			t.Errorf("%s: %.0f counted, the model says %.1f", c.what, c.counted, c.want)
 		}
 	}
 }

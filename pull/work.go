@@ -114,6 +114,11 @@ func activeWork(d registry.Demand, cfg registry.Config) (registry.OpWork, regist
 	return w, f
 }
 
+// patchCalls are the round trips to memcached with which a page patches
+// an index after a follow or an unfollow, besides its own: the follow
+// token read, the placeholder put and read back, the index stored.
+const patchCalls = 4
+
 // homeWindow is how long a reader's home index lives after it was built
 // (a little over the lists' ten minutes): the readers who read within it
 // are registered, and posts hint their indexes.
@@ -128,13 +133,18 @@ const homeWindow = 11 * 60.0
 // the threshold, hints the index of each registered follower. A follow or
 // an unfollow writes its row and renews the follower's token; the
 // follower's next page reads the follower's g followees again (g+1 rows,
-// the end of the range with them) and patches the index. A follow of an
-// author below the threshold also counts the author's followers (up to
-// the threshold: is the author a celebrity now?), registers the follower
-// with the author (a row written) and the patch reads the author's ids
-// above the index's floor: the index holds the newest home_len of the
-// follower's followees' messages, so about home_len·m_a/(g·m) of an
-// author of m_a messages among followees of m each.
+// the end of the range with them) and patches the index: 4 round trips to
+// memcached besides the page's, each a key and the server's fence (the
+// follow token, the placeholder put in the index's place and read back,
+// the patched index stored). A follow of an author below the threshold
+// also counts the author's followers (up to the threshold: is the author
+// a celebrity now?), registers the follower with the author (a row
+// written, and one more round trip: the author's hint targets appended
+// to) and the patch reads the author's ids above the index's floor: the
+// index holds the newest home_len of the follower's followees' messages,
+// so about home_len·m_a/(g·m) of an author of m_a messages among
+// followees of m each. TestHybridMemcachedFollowRows counts the rows and
+// keys of both.
 func hybridMemcachedWork(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	threshold := float64(cfg.Int(OptionThreshold))
 	split := d.SplitAt(threshold)
@@ -145,7 +155,7 @@ func hybridMemcachedWork(d registry.Demand, cfg registry.Config) (registry.OpWor
 	newest := page.Add(rebuild.Scale(returning))
 	registered := d.ActiveFollowers(homeWindow)
 	post := PostWork().Add(registry.Work{MCKeys: 3 + split.AudienceBelow*registered, CacheCalls: 2})
-	changed := followWork().Add(registry.Work{RowsRead: g + 1, MCKeys: 2, CacheCalls: 1, Statements: 1})
+	changed := followWork().Add(registry.Work{RowsRead: g + 1, MCKeys: 2 + 2*patchCalls, CacheCalls: 1 + patchCalls, Statements: 1})
 	keep, perFollowee := float64(cfg.Int(OptionHomeLen)), g*d.FolloweeMessages()
 	pushed := d.MeanOverFollowed(func(c registry.UserClass) float64 {
 		if c.Followers >= threshold || perFollowee <= 0 {
@@ -165,7 +175,7 @@ func hybridMemcachedWork(d registry.Demand, cfg registry.Config) (registry.OpWor
 		}
 		return math.Min(keep+1, keep*d.MessagesOf(c)/perFollowee)
 	})
-	follow := changed.Add(registry.Work{RowsRead: counted + patched, RowsWritten: pushed, Statements: 3 * pushed})
+	follow := changed.Add(registry.Work{RowsRead: counted + patched, RowsWritten: pushed, MCKeys: 2 * pushed, CacheCalls: pushed, Statements: 3 * pushed})
 	unfollow := changed
 	return registry.OpWork{Newest: newest, Older: page, Post: post, Follow: follow, Unfollow: unfollow},
 		registry.Footprint{

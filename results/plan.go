@@ -38,6 +38,13 @@ type Calibration struct {
 	DBRowReadUs    float64 `json:"db_row_read_us"`
 	DBRowWrittenUs float64 `json:"db_row_written_us"`
 	DBStatementUs  float64 `json:"db_statement_us"`
+	// DBRebuiltUs is the database CPU of an entry a rebuild writes into
+	// a mailbox (registry.Work.Rebuilt) beyond its rows' at the units
+	// above, AppRebuiltUs the application's beyond its statements', in
+	// µs; 0 in a calibration that predates them (the designs' newest-page
+	// factors took that up).
+	DBRebuiltUs  float64 `json:"db_rebuilt_us,omitempty"`
+	AppRebuiltUs float64 `json:"app_rebuilt_us,omitempty"`
 	// memcached CPU per key and per round trip, Redis CPU per command
 	// and per round trip, in µs.
 	MCKeyUs        float64 `json:"mc_key_us"`
@@ -184,6 +191,7 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 		{"database, per row read", fmtNum(c.DBRowReadUs) + " µs"},
 		{"database, per row written", fmtNum(c.DBRowWrittenUs) + " µs"},
 		{"database, per statement", fmtNum(c.DBStatementUs) + " µs"},
+		{"database, per rebuilt mailbox entry", fmtNum(c.DBRebuiltUs) + " µs"},
 		{"memcached, per key", fmtNum(c.MCKeyUs) + " µs"},
 		{"memcached, per round trip", fmtNum(c.MCCallUs) + " µs"},
 		{"Redis, per command", fmtNum(c.RedisCommandUs) + " µs"},
@@ -192,6 +200,7 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 		{"application, per statement", fmtNum(c.AppStatementUs) + " µs"},
 		{"application, per cache round trip", fmtNum(c.AppCallUs) + " µs"},
 		{"application, per cache key or command", fmtNum(c.AppItemUs) + " µs"},
+		{"application, per rebuilt mailbox entry", fmtNum(c.AppRebuiltUs) + " µs"},
 		{"disk, per message", fmtNum(c.MessageBytes) + " bytes"},
 		{"disk, per follow", fmtNum(c.FollowBytes) + " bytes"},
 		{"disk, per mailbox row", fmtNum(c.MailboxRowBytes) + " bytes"},
@@ -560,6 +569,96 @@ func (c *PlanCheck) Summary() (rows, itemsWithin10, cpuRows, cpuWithin30 int) {
 	return rows, itemsWithin10, cpuRows, cpuWithin30
 }
 
+// RunCPUOffset is one run's CPU measured over predicted, by phase.
+type RunCPUOffset struct {
+	Run    string
+	Phases []PhaseCPUOffset
+}
+
+// PhaseCPUOffset is the median over the designs of one phase's CPU per
+// operation measured over predicted, and how many designs it is of.
+type PhaseCPUOffset struct {
+	Phase   string
+	Median  float64
+	Designs int
+}
+
+// RunCPUOffsets are, for each run and phase of c (in the order they first
+// appear), the median over the designs of measured over predicted CPU per
+// operation, of the rows whose CPU was measured. Runs are told apart by
+// their label (graph and users), so two runs of one label are pooled:
+// check them one at a time to see each. A run whose every phase
+// sits away from 1 by about as much is a run whose machine cost more or
+// less than the calibration's runs across the board (its load, its
+// state): the saved runs differ so by ±10 to 30 % from one another, in
+// every phase alike, which no design's factor or scale term can take up.
+func (c *PlanCheck) RunCPUOffsets() []RunCPUOffset {
+	type key struct{ run, phase string }
+	ratios := map[key][]float64{}
+	var out []RunCPUOffset
+	at := map[string]int{}
+	for _, r := range c.Rows {
+		if !(r.MeasuredCPUUs > 0) || !(r.PredictedCPUUs > 0) {
+			continue
+		}
+		i, ok := at[r.Run]
+		if !ok {
+			i = len(out)
+			at[r.Run] = i
+			out = append(out, RunCPUOffset{Run: r.Run})
+		}
+		k := key{r.Run, r.Phase}
+		if _, seen := ratios[k]; !seen {
+			out[i].Phases = append(out[i].Phases, PhaseCPUOffset{Phase: r.Phase})
+		}
+		ratios[k] = append(ratios[k], r.MeasuredCPUUs/r.PredictedCPUUs)
+	}
+	for i := range out {
+		for j := range out[i].Phases {
+			p := &out[i].Phases[j]
+			v := slices.Sorted(slices.Values(ratios[key{out[i].Run, p.Phase}]))
+			p.Designs = len(v)
+			p.Median = (v[(len(v)-1)/2] + v[len(v)/2]) / 2
+		}
+	}
+	return out
+}
+
+// writeRunCPUOffsets prints c's RunCPUOffsets, a row per run and a column
+// per phase.
+func writeRunCPUOffsets(w io.Writer, c *PlanCheck) error {
+	offsets := c.RunCPUOffsets()
+	if len(offsets) == 0 {
+		return nil
+	}
+	var phases []string
+	for _, o := range offsets {
+		for _, p := range o.Phases {
+			if !slices.Contains(phases, p.Phase) {
+				phases = append(phases, p.Phase)
+			}
+		}
+	}
+	if _, err := fmt.Fprintln(w, "\nCPU measured / predicted, median over the designs (how many), by run and phase:"); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "run\t%s\t\n", strings.Join(phases, "\t"))
+	for _, o := range offsets {
+		cells := make([]string, len(phases))
+		for i, ph := range phases {
+			cells[i] = Dash
+			for _, p := range o.Phases {
+				if p.Phase == ph {
+					cells[i] = fmt.Sprintf("%.2f (%d)", p.Median, p.Designs)
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\n", o.Run, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
 // WritePlanCheck prints a row per run, design and phase: the items per
 // operation measured and predicted (rows read, rows written, memcached
 // keys, Redis commands) and their error, and the CPU per operation.
@@ -604,6 +703,9 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 		if _, err := fmt.Fprintf(w, "not checked, their runs' database counters unreliable: %s.\n", strings.Join(c.Unreliable, "; ")); err != nil {
 			return err
 		}
+	}
+	if err := writeRunCPUOffsets(w, c); err != nil {
+		return err
 	}
 	if len(c.Rates) == 0 {
 		return nil

@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,5 +51,50 @@ func TestPlanCheckRates(t *testing.T) {
 	img, err := png.DecodeConfig(f)
 	if err != nil || img.Width <= 3*img.Height {
 		t.Errorf("plot %dx%d (%v): want three panels side by side", img.Width, img.Height, err)
+	}
+}
+
+// TestRunCPUOffsets: a check gives, per run and phase, the median over
+// the designs of measured over predicted CPU (rows without a measured CPU
+// left out), in the order the runs and phases first appear, and prints
+// it: a figure away from 1 in every phase of one run says that run's
+// machine, not a design, departs from the calibration.
+func TestRunCPUOffsets(t *testing.T) {
+	row := func(run, model, phase string, m, p float64) PlanCheckRow {
+		return PlanCheckRow{Run: run, Model: model, Phase: phase, MeasuredCPUUs: m, PredictedCPUUs: p}
+	}
+	a, b := "uniform, 1,000 users", "uniform, 3,000 users"
+	c := &PlanCheck{Rows: []PlanCheckRow{
+		row(a, "push", "retrieve", 110, 100), row(a, "pull-sp", "retrieve", 990, 900), row(a, "pull-sp", "retrieve", 0, 900),
+		row(a, "push", "submit", 120, 100), row(a, "pull-sp", "submit", 100, 100), row(a, "selective", "submit", 140, 100),
+		row(b, "push", "submit", 80, 100), row(b, "pull-sp", "submit", 90, 100), row(b, "push", "traffic", 60, 100),
+	}}
+	got := c.RunCPUOffsets()
+	want := []RunCPUOffset{
+		{Run: a, Phases: []PhaseCPUOffset{{Phase: "retrieve", Median: 1.1, Designs: 2}, {Phase: "submit", Median: 1.2, Designs: 3}}},
+		{Run: b, Phases: []PhaseCPUOffset{{Phase: "submit", Median: 0.85, Designs: 2}, {Phase: "traffic", Median: 0.6, Designs: 1}}},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("offsets %+v; want %+v", got, want)
+	}
+	for i := range want {
+		if got[i].Run != want[i].Run || len(got[i].Phases) != len(want[i].Phases) {
+			t.Fatalf("offsets %+v; want %+v", got, want)
+		}
+		for j, w := range want[i].Phases {
+			g := got[i].Phases[j]
+			if g.Phase != w.Phase || g.Designs != w.Designs || math.Abs(g.Median-w.Median) > 1e-9 {
+				t.Errorf("%s: %+v; want %+v", want[i].Run, g, w)
+			}
+		}
+	}
+	var out bytes.Buffer
+	if err := WritePlanCheck(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CPU measured / predicted, median over the designs", "1.10 (2)", "1.20 (3)", "0.85 (2)", "0.60 (1)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -69,13 +69,15 @@ Describe the workload:
 The CPU figures come from --calibration (default: the calibration saved
 with pushpull, fitted on this project's machine; make your own with
 --calibrate, about ten minutes of counted runs, or --calibrate-from with
-bench --cost runs you have): CPU per row, key, command, statement and
-round trip, and each design's CPU factors, its measured CPU over those
+bench --cost runs you have): CPU per row, key, command, statement,
+round trip and entry a mailbox rebuild writes, and each design's CPU factors, its measured CPU over those
 units' per kind of operation and mix (the CPU factor column; 1 for a
 design the calibration did not run). --check DIR,... sets the model against saved
 runs and prints and plots predicted against measured: for every design
 and phase of counted runs (pushpull bench --cost --mix default) the rows,
-keys and commands and the CPU per operation; for every design of runs
+keys and commands and the CPU per operation, then by run and phase the
+median over the designs of measured over predicted CPU (a run whose
+machine cost more or less in every phase shows there); for every design of runs
 that searched for their highest rate within the objective (bench
 --find-rate) that rate, predicted for the run's workload, mix, objective
 and CPUs, with the application and every server sharing the cores.

@@ -111,7 +111,8 @@ func TestPlanCalibrateAndCheck(t *testing.T) {
 		t.Fatalf("plan with it: exit %d: %s", r.code, r.stderr)
 	}
 	r = run(t, nil, "plan", "--calibration", cal, "--check", uniform, "--out", out)
-	if r.code != 0 || !strings.Contains(r.stdout, "phases within 10%") || !strings.Contains(r.stdout, "CPU factor") {
+	if r.code != 0 || !strings.Contains(r.stdout, "phases within 10%") || !strings.Contains(r.stdout, "CPU factor") ||
+		!strings.Contains(r.stdout, "median over the designs") {
 		t.Fatalf("check: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
 	saved, _ := filepath.Glob(filepath.Join(out, "check", "*", results.PlanCheckPNGFile))

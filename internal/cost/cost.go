@@ -35,7 +35,8 @@
 // its reads, the snapshot says so
 // (Snapshot.ServerUnsteady) and PerOp leaves the rows out and marks the
 // cost (DBCountersUnreliable) rather than give a short figure. InnoDB's
-// byte counters are the engine's own totals and are kept either way.
+// byte counters and its row lock waits are the engine's own totals and
+// are kept either way.
 package cost
 
 import (
@@ -58,7 +59,7 @@ import (
 // serverCounters are the SHOW GLOBAL STATUS counters a Snapshot takes.
 var serverCounters = []string{
 	"Rows_read", "Handler_read_key", "Handler_write", "Handler_update", "Handler_delete",
-	"Innodb_data_written", "Innodb_os_log_written",
+	"Innodb_data_written", "Innodb_os_log_written", "Innodb_row_lock_waits",
 }
 
 // summedCounters are those of serverCounters that MariaDB adds up over its
@@ -218,6 +219,7 @@ func PerOp(before, after Snapshot, ops int64) Cost {
 		c[DBCountersUnreliable] = 1
 		set(b, a, BytesWritten, "Innodb_data_written")
 		set(b, a, LogBytesWritten, "Innodb_os_log_written")
+		set(b, a, RowLockWaits, "Innodb_row_lock_waits")
 	} else if b != nil && a != nil {
 		set(b, a, RowsRead, "Rows_read")
 		set(b, a, IndexLookups, "Handler_read_key")
@@ -227,6 +229,7 @@ func PerOp(before, after Snapshot, ops int64) Cost {
 		set(b, a, RowsWritten, "Handler_write", "Handler_update", "Handler_delete")
 		set(b, a, BytesWritten, "Innodb_data_written")
 		set(b, a, LogBytesWritten, "Innodb_os_log_written")
+		set(b, a, RowLockWaits, "Innodb_row_lock_waits")
 	}
 	if b, a := before.Memcached, after.Memcached; b != nil && a != nil {
 		set(b, a, MCGets, "cmd_get")

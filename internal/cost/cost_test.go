@@ -235,6 +235,58 @@ func TestDatabaseServerCPU(t *testing.T) {
 	}
 }
 
+// TestRowLockWaits: a statement that waits for a row another open
+// transaction holds is one row lock wait; the same statement with the row
+// free is none. Concurrent posts that update the same followers' rows (a
+// capped mailbox's counts) wait so, and the waits are a count a run keeps
+// beside its CPU.
+func TestRowLockWaits(t *testing.T) {
+	ctx := t.Context()
+	admin := testserver.Admin(t)
+	defer admin.Close()
+	name := testserver.Database(t)
+	for _, q := range []string{"CREATE DATABASE `" + name + "`",
+		"CREATE TABLE `" + name + "`.counts (id INT PRIMARY KEY, n INT NOT NULL) ENGINE=InnoDB",
+		"INSERT INTO `" + name + "`.counts VALUES (1, 0), (2, 0)"} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update := "UPDATE `" + name + "`.counts SET n = n + 1 WHERE id = 1"
+	meter := cost.NewMeter(admin, nil)
+
+	free := measure(t, meter, 3, func(int) error { _, err := admin.ExecContext(ctx, update); return err })
+	if v, ok := free[cost.RowLockWaits]; !ok || v != 0 {
+		t.Errorf("updates of a free row: %v row lock waits a statement (present %v), want 0", v, ok)
+	}
+
+	held := measure(t, meter, 1, func(int) error {
+		tx, err := admin.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, update); err != nil {
+			return err
+		}
+		done := make(chan error, 1)
+		go func() { _, err := admin.ExecContext(ctx, update); done <- err }()
+		// The second update waits for the row: InnoDB lists it so.
+		testserver.Poll(t, 30*time.Second, "the second update waiting for the row", func() bool {
+			var n int
+			err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&n)
+			return err == nil && n > 0
+		})
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		return <-done
+	})
+	if v := held[cost.RowLockWaits]; v != 1 {
+		t.Errorf("an update that waited for a held row: %v row lock waits, want 1 (%v)", v, held)
+	}
+}
+
 // TestCountersThatWentBackward: the servers' counters only grow, so one
 // that is lower after than before (memcached restarted, or MariaDB's sum
 // over its connections came out short) says nothing about the operations

@@ -45,6 +45,11 @@ const (
 	// LogBytesWritten: bytes written to the redo log
 	// (Innodb_os_log_written), which every commit waits for.
 	LogBytesWritten = "log_bytes_written_per_op"
+	// RowLockWaits: statements that waited for a row lock another
+	// transaction held (Innodb_row_lock_waits): concurrent operations
+	// writing the same rows, which costs CPU beyond the rows (the
+	// waiter's thread sleeps and is woken, the holder's commit wakes it).
+	RowLockWaits = "row_lock_waits_per_op"
 	// MCGets: keys asked of memcached (cmd_get, over all servers;
 	// a multi-get of n keys counts n).
 	MCGets = "mc_gets_per_op"

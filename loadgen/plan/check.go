@@ -57,7 +57,7 @@ func check(runs []*results.Result, sources []string, cal *results.Calibration, c
 		c.Rates = append(c.Rates, rates...)
 	}
 	if len(c.Rates) > 0 {
-		c.RateBasis = fmt.Sprintf("predicted on the run's cores, shared by the application and every server, with %s per statement and cache round trip, queued as M/M/1, Redis's commands also on its one thread", LoopbackRTT)
+		c.RateBasis = fmt.Sprintf("predicted on the run's cores, shared by the application and every server: an operation's CPU, plus %s per statement and cache round trip, plus its wait for one of the cores (M/G/c processor sharing: Erlang C, each operation waiting in proportion to its own CPU), and its Redis commands' wait for Redis's one thread", LoopbackRTT)
 	}
 	return c, nil
 }

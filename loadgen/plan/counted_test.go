@@ -93,7 +93,8 @@ func TestCostModelsAgainstCountedRuns(t *testing.T) {
 // the users inactive, 37 of 100, and the load's coins drew 37 ± 5: the
 // newest pages, whose items are mostly rebuilds, came within 9 to 16 %
 // under the race detector on a loaded machine; without the run's history
-// they were off by 90 %.)
+// they were off by 90 %.) The entries push-active's newest pages rebuilt,
+// by the store's own count, are within 20 % of the model's too.
 func TestTransientsAgainstCountedRun(t *testing.T) {
 	spec, err := dataset.PaperSpec().Scaled(0.01)
 	if err != nil {
@@ -105,7 +106,7 @@ func TestTransientsAgainstCountedRun(t *testing.T) {
 		DSN: testserver.DSN(t), Force: true, Spec: spec, Scale: 0.01,
 		Models: []string{"push-active", "push-capped"}, Mix: &mix, Ops: 300, Concurrency: 4, Progress: &progress,
 	}
-	_, c, _ := runAndCheck(t, cfg, &progress)
+	run, c, _ := runAndCheck(t, cfg, &progress)
 	if len(c.Rows) < 6 {
 		t.Fatalf("%d phases counted, want the four of each design but for a few the shared machine lost", len(c.Rows))
 	}
@@ -113,6 +114,29 @@ func TestTransientsAgainstCountedRun(t *testing.T) {
 		if e := r.ItemsErrorPct(); math.Abs(e) > 20 {
 			t.Errorf("%s %s: items off by %+.0f%%", r.Model, r.Phase, e)
 		}
+	}
+	// The entries push-active's newest pages rebuilt, which a calibration
+	// prices in place of the rebuilds' rows: the store's own count
+	// against the model's for the run.
+	phases, err := counted(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var model float64
+	for _, p := range phases {
+		if p.model == "push-active" && p.phase == "retrieve" {
+			model = p.predicted.Rebuilt
+		}
+	}
+	var store float64
+	for _, m := range run.Models {
+		if m.Name == "push-active" {
+			store = m.Extra["newest_rebuild_rows_per_op"]
+		}
+	}
+	t.Logf("push-active's newest pages: %.1f entries rebuilt a page counted, the model %.1f", store, model)
+	if !(model > 0) || math.Abs(store-model) > 0.2*model {
+		t.Errorf("push-active's newest pages rebuilt %.1f entries a page, the model says %.1f", store, model)
 	}
 }
 
@@ -350,5 +374,60 @@ func TestHybridOnPowerLawAgainstCountedRun(t *testing.T) {
 	}
 	if checked != 2 {
 		t.Errorf("%d of the newest-page and post phases checked", checked)
+	}
+}
+
+// TestFollowTrafficAgainstCountedRun runs push-redis's default mix on the
+// test servers, 6,000 operations at 200 users after the warm reads, and
+// sets the model's items per operation against what the servers counted:
+// within 10 %. Its follows and unfollows are a fiftieth of the mix and,
+// charged every one of the followee's ids, were a fifth of its Redis
+// commands; a follow adds to the follower's feed only the followee's ids
+// above the feed's floor, an unfollow none at all (push/redis's
+// TestFollowCommandsMatchWork counts them one by one). Counted 8.30
+// commands an operation, 7.79 predicted (9.49 before). hybrid-memcached's
+// mix is left out: its pages that find the index being patched by another
+// read of the same user read every followee's list instead, cold in a
+// design that reads its index, at a rate that follows the operations'
+// latencies, not their counts (docs/plan.md).
+func TestFollowTrafficAgainstCountedRun(t *testing.T) {
+	spec, err := dataset.PaperSpec().Scaled(0.02) // 200 users, 20,000 messages
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := workload.DefaultMix()
+	var progress bytes.Buffer
+	cfg := loadgen.BenchConfig{
+		DSN: testserver.DSN(t), Redis: testserver.Redis(t), Force: true,
+		Spec: spec, Scale: 0.02, Models: []string{"push-redis"}, Mix: &mix, TrafficOnly: true, Ops: 6000, Concurrency: 4,
+		Progress: &progress,
+	}
+	// A run whose mix rebuilt feeds (far more rows written than a post's
+	// and a follow's one: on a loaded machine, Redis calls that time out
+	// make the store drop feeds) did not measure the steady mix; it is
+	// made once more.
+	for attempt := 1; ; attempt++ {
+		progress.Reset()
+		_, c, _ := runAndCheck(t, cfg, &progress)
+		var rows []results.PlanCheckRow
+		for _, r := range c.Rows {
+			if r.Phase == "traffic" {
+				rows = append(rows, r)
+			}
+		}
+		if len(rows) != 1 {
+			t.Fatalf("%d traffic phases checked, want push-redis's", len(rows))
+		}
+		r := rows[0]
+		if r.Measured.RowsWritten > 1 && attempt < 2 {
+			t.Logf("the mix rebuilt feeds (%.2f rows written an operation): once more", r.Measured.RowsWritten)
+			continue
+		}
+		if e := r.ItemsErrorPct(); math.Abs(e) > 10 {
+			t.Errorf("%s: items per operation %+.0f%% off the count (rows read %.2f / %.2f, written %.2f / %.2f, commands %.2f / %.2f)",
+				r.Model, e, r.Measured.RowsRead, r.Predicted.RowsRead, r.Measured.RowsWritten, r.Predicted.RowsWritten,
+				r.Measured.RedisCommands, r.Predicted.RedisCommands)
+		}
+		return
 	}
 }

@@ -23,7 +23,8 @@ type phaseWork func(shares mixShares, rate float64, h registry.RunHistory) (regi
 // the measured ones), the walk that collects the older pages' cursors
 // (the newest page of each sampled user, then deeper pages; every user
 // when the sample is as large), the older pages, the walk again for the
-// traffic's cursors, the mixed traffic (its warm-up, the measured
+// traffic's cursors (the same users, drawn from the run's seed: new
+// readers only when the older pages did not run), the mixed traffic (its warm-up, the measured
 // stretch, then each step of a rate search with its warm-up at the step's
 // rate), and last the posts. Only newest pages and posts are counted: the older pages read
 // the users the walk read. The graph's churn is left out: the traffic puts
@@ -99,7 +100,13 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 		out["retrieve_older"] = registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, AllRead: all}
 	}
 	if t := m.Traffic; t != nil {
-		walk() // the traffic's cursors, walked again as it begins
+		if m.RetrieveOlder.Skipped {
+			// The traffic's cursors, walked as it begins. After the
+			// older pages' walk it draws the same users again (the same
+			// sample from the run's seed: workload's
+			// TestCollectOlderPagesDrawsTheSameUsers): no one new reads.
+			walk()
+		}
 		n, _, p, _, _, err := mixOf(t.Mix)
 		if err != nil {
 			return nil, err

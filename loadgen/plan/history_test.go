@@ -11,8 +11,10 @@ import (
 
 // TestRunHistories: a run's phases add up in the benchmark's order, each
 // closed loop's warm-up at the pace of its measured stretch, each rate
-// step's at its rate; the older pages' walk, and the traffic's walk of its
-// own cursors, read a newest page of each sampled user.
+// step's at its rate; the older pages' walk reads a newest page of each
+// sampled user, and the traffic's walk of its own cursors, which draws the
+// same sample from the run's seed, reads no one new after it (without the
+// older pages, it is the first walk).
 func TestRunHistories(t *testing.T) {
 	warm := 0.5
 	r := &results.Result{Dataset: results.Dataset{Users: 1000}, Environment: results.Environment{WarmupSeconds: &warm}}
@@ -36,17 +38,28 @@ func TestRunHistories(t *testing.T) {
 	want := map[string]registry.RunHistory{
 		"retrieve":       {ReadsBefore: 250, Reads: 1000},
 		"retrieve_older": {ReadsBefore: 1550},
-		"traffic":        {ReadsBefore: 1550 + 300 + 375, PostsBefore: 125, Reads: 1500, Posts: 500},
+		"traffic":        {ReadsBefore: 1550 + 375, PostsBefore: 125, Reads: 1500, Posts: 500},
 		// The step: 0.5 s at 100/s, then 150 reads and 50 posts.
-		"submit": {ReadsBefore: 1550 + 300 + 1875 + 37.5 + 150, PostsBefore: 625 + 12.5 + 50 + 100, Posts: 400},
+		"submit": {ReadsBefore: 1550 + 1875 + 37.5 + 150, PostsBefore: 625 + 12.5 + 50 + 100, Posts: 400},
 	}
-	for name, w := range want {
-		g := h[name]
-		if math.Abs(g.ReadsBefore-w.ReadsBefore) > 1e-6 || math.Abs(g.PostsBefore-w.PostsBefore) > 1e-6 ||
-			math.Abs(g.Reads-w.Reads) > 1e-6 || math.Abs(g.Posts-w.Posts) > 1e-6 {
-			t.Errorf("%s: %+v, want %+v", name, g, w)
+	check := func(h map[string]registry.RunHistory, want map[string]registry.RunHistory) {
+		t.Helper()
+		for name, w := range want {
+			g := h[name]
+			if math.Abs(g.ReadsBefore-w.ReadsBefore) > 1e-6 || math.Abs(g.PostsBefore-w.PostsBefore) > 1e-6 ||
+				math.Abs(g.Reads-w.Reads) > 1e-6 || math.Abs(g.Posts-w.Posts) > 1e-6 {
+				t.Errorf("%s: %+v, want %+v", name, g, w)
+			}
 		}
 	}
+	check(h, want)
+	// Without the older pages, the traffic's walk is the first.
+	noOlder := *m
+	noOlder.RetrieveOlder = results.Phase{Skipped: true}
+	if h, err = runHistories(r, &noOlder, reg, same); err != nil {
+		t.Fatal(err)
+	}
+	check(h, map[string]registry.RunHistory{"traffic": {ReadsBefore: 1250 + 300 + 375, PostsBefore: 125, Reads: 1500, Posts: 500}})
 	// A first read of each user costs 100 times a later one: the warm-up,
 	// all first reads, makes fewer of them than a quarter of the measured
 	// stretch, whose items are mostly its own first reads.

@@ -92,50 +92,6 @@ func (w Workload) opShares() (rate float64, shares [5]float64) {
 	return rate, shares
 }
 
-// component is a kind of operation with the share of the traffic it
-// takes and its mean service time: what the p99 of the mix is drawn from.
-// redisUs is the part of meanUs that redis-server's one thread serves
-// (the CPU of its commands), which queues at that thread's own
-// utilisation.
-type component struct{ weight, meanUs, redisUs float64 }
-
-// p99Of is the 99th percentile of a mix of exponential times, each
-// component's mean being its service time stretched by queueing (an M/M/1
-// response time: mean S/(1-ρ)): its Redis part at ur, the utilisation of
-// redis-server's thread, the rest at u, the cores'.
-func p99Of(cs []component, u, ur float64) float64 {
-	var total float64
-	for _, c := range cs {
-		total += c.weight
-	}
-	tail := func(t float64) float64 {
-		var s float64
-		for _, c := range cs {
-			if c.meanUs > 0 {
-				mean := (c.meanUs-c.redisUs)/(1-u) + c.redisUs/(1-ur)
-				s += c.weight / total * math.Exp(-t/mean)
-			}
-		}
-		return s
-	}
-	lo, hi := 0.0, 1.0
-	for tail(hi) > 0.01 {
-		hi *= 2
-		if hi > 1e15 {
-			return math.Inf(1)
-		}
-	}
-	for range 100 {
-		mid := (lo + hi) / 2
-		if tail(mid) > 0.01 {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return hi
-}
-
 // distinct is how many of s shards n items spread at random reach.
 func distinct(s, n float64) float64 {
 	if s <= 1 || n <= 0 {
@@ -261,7 +217,10 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 	if err != nil {
 		return results.PlanDesign{}, err
 	}
-	pd.P99Ms = p99Of(lat.comps, u, u) / 1000
+	// Every server's node is busy u; redis-server runs as one instance per
+	// core its commands need, each thread busy u likewise.
+	q := queueing{cores: node.Cores, u: u, ur: u}
+	pd.P99Ms = q.p99(lat.comps) / 1000
 	var whys []string
 	if pd.P99Ms > ms(w.SLO) {
 		whys = append(whys, fmt.Sprintf("p99 %s ms > %s ms", fmtFloat(round2(pd.P99Ms)), fmtFloat(ms(w.SLO))))
@@ -269,7 +228,7 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 	if pd.Async {
 		// One post's fan-out is applied by one worker; the workers of
 		// every application node share the queue.
-		pd.LagP99Ms = p99Of(lat.lags, u, u) / 1000
+		pd.LagP99Ms = q.p99(lat.lags) / 1000
 		pd.LagMaxMs = rs.op(opPost, cpuOf(cal, ow.LargestPost, m.Needs), isMixed(shares)).db / (1 - u) / 1000
 		busy := w.PostsPerSec * lat.laterUs / 1e6
 		workers := math.Max(1, ow.Workers) * float64(pd.AppNodes)
@@ -315,7 +274,7 @@ func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model
 	mixed := isMixed(shares)
 	service := func(share float64, kind int, x registry.Work) component {
 		c := r.op(kind, cpuOf(cal, x, m.Needs), mixed)
-		return component{share, c.all() + float64(w.RTT)/float64(time.Microsecond)*(x.Statements+x.CacheCalls), c.rd}
+		return component{share, c.all(), float64(w.RTT) / float64(time.Microsecond) * (x.Statements + x.CacheCalls), c.rd}
 	}
 	var l latency
 	for b := range dc.followeeBuckets {
@@ -341,7 +300,7 @@ func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model
 		l.comps = append(l.comps, service(shares[2]*postShare[b]/posts, opPost, x.Post))
 		if async {
 			later := r.op(opPost, cpuOf(cal, x.Later, m.Needs), mixed).db
-			l.lags = append(l.lags, component{postShare[b] / posts, later, 0})
+			l.lags = append(l.lags, component{postShare[b] / posts, later, 0, 0})
 			l.laterUs += postShare[b] / posts * later
 		}
 	}
@@ -416,8 +375,8 @@ func describe(w Workload, d registry.Demand) (lines, assumptions []string) {
 	assumptions = []string{
 		"work per operation from each design's cost model (registry.Model.Work) at this workload; checked against counted runs (docs/plan.md)",
 		"CPU per row, key, command, statement and round trip from the calibration on " + "the machine named below, the same per unit at any size (no cache misses on disk, no lock contention), times each design's CPU factors measured there (per kind of operation and mix; 1 for a design it did not run)",
-		fmt.Sprintf("latency: each operation's CPU on every process it passes plus %s per statement and cache round trip, queued as M/M/1 at %.0f%% utilisation (Redis as one instance per core its commands need, each thread filled likewise); p99 over the mix", w.RTT, 100*w.Utilization),
-		"the fan-out lag of an asynchronous design: one post's fan-out applied by one worker, queued likewise",
+		fmt.Sprintf("latency: each operation's CPU on every process it passes, plus %s per statement and cache round trip, plus its wait for one of a node's %s cores at %.0f%% utilisation (M/G/c processor sharing: Erlang C, each operation waiting in proportion to its own CPU); Redis as one instance per core its commands need, each thread a queue of its own filled likewise; p99 over the mix", w.RTT, fmtFloat(w.Node.Cores), 100*w.Utilization),
+		"the fan-out lag of an asynchronous design: one post's fan-out applied by one worker, waiting for a core likewise; the most followed author's post at its CPU over (1 − utilisation)",
 		fmt.Sprintf("storage: messages, follows (%d bytes each) and mailbox rows at the calibrated bytes; buffer pool %.0f%% of the data; memcached %d bytes per id, Redis %d per sorted-set member, %d per key",
 			FollowBytes, 100*DBMemoryShare, MemcachedIDBytes, RedisIDBytes, KeyBytes),
 		"follower and followee counts independent of each other (uniform and powerlaw graphs); an edge file keeps its users' pairs of counts",

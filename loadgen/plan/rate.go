@@ -56,19 +56,20 @@ type RateEstimate struct {
 // messages are w's. It is the plan's own model run the other way round: at
 // a rate R the design's work per operation (its cost model at the
 // workload's rates at R) costs its calibrated CPU, on every process, so
-// the box is busy u = R × CPU per operation ÷ cores; every kind of
-// operation's response time is its service time stretched by queueing at u
-// as in a plan's p99 (p99Of); the answer is the highest R whose p99 is
-// within the objective, found by bisection. The CPU of each kind of
-// operation is scaled by the design's CPU factors in cal. redis-server
-// runs its commands on one thread, whatever the box's cores: it is a
-// queue of its own, busy ur = R × its CPU per operation ÷ 1 core, and an
-// operation's Redis part queues at the larger of ur and u (its thread
-// waits for Redis's other commands, and for a core like every process);
-// so a design whose Redis CPU per operation is a large part of its CPU is
-// bounded by Redis's thread on a box of many cores, where more cores no
-// longer raise its rate. A workload or box a plan cannot be made with is
-// an *InputError.
+// the box's cores are busy u = R × CPU per operation ÷ cores; every kind
+// of operation (of every degree bucket) responds in its round trips plus
+// its CPU plus its wait for one of the box's cores, a multi-server queue
+// with as many servers as the box has cores, the rule of a plan's p99
+// (queueing: Erlang C corrected for the mix's spread of CPU); the answer is
+// the highest R whose p99 is within the objective, found by bisection.
+// The CPU of each kind of operation is scaled by the design's CPU factors
+// in cal. redis-server runs its commands on one thread, whatever the
+// box's cores: it is a queue of its own, one server busy ur = R × its CPU
+// per operation ÷ 1 core, and an operation with a Redis part waits for
+// that thread as well as for a core; so a design whose Redis CPU per
+// operation is a large part of its CPU is bounded by Redis's thread on a
+// box of many cores, where more cores no longer raise its rate. A workload
+// or box a plan cannot be made with is an *InputError.
 func HighestRate(w Workload, cal *results.Calibration, model string, box Box) (RateEstimate, error) {
 	if err := cal.Validate(); err != nil {
 		return RateEstimate{}, &InputError{Field: "calibration", Reason: err.Error()}
@@ -133,7 +134,7 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 		if err != nil {
 			return cpu{}, false, err
 		}
-		return c, p99Of(lat.comps, u, max(u, ur)) <= slo, nil
+		return c, queueing{cores: box.Cores, u: u, ur: ur}.p99(lat.comps) <= slo, nil
 	}
 	ceiling := func(c cpu) float64 {
 		if c.rd > 0 {

@@ -17,15 +17,21 @@ func rateWorkload() Workload {
 }
 
 // TestHighestRateByHand: with a calibration in which every operation
-// costs the application 100 µs and nothing else, and no round trips, every
-// operation's response time is exponential with mean 100 µs/(1-u), so the
-// p99 is 100 µs·ln(100)/(1-u): it reaches 50 ms at u = 1 - 0.0092103, and
-// the highest rate on 2 cores is u × 2 × 10^6/100 = 19,815.8 operations a
-// second; on 4 cores twice that.
+// costs the application 100 µs and nothing else, and no round trips,
+// every operation's CPU is x = 100 µs, so on c cores busy u it waits more
+// than t with probability C(c, cu)·e^(−t·c(1−u)/x) (queue.go), and the
+// p99 is x plus the t at which that is 0.01. The highest rate is where the
+// p99 reaches 50 ms: c(1−u)(50 ms − x)/x = ln(100·C(c, cu)), solved here by
+// fixed-point iteration with Erlang C written out as its sum (u = 0.99539
+// on 2 cores, 19,908 operations a second; 0.99770 and 39,908 on 4),
+// against HighestRate's bisection.
 func TestHighestRateByHand(t *testing.T) {
 	cal := &results.Calibration{AppOpUs: 100}
-	u := 1 - 100*math.Log(100)/50_000
 	for _, cores := range []float64{2, 4} {
+		u := 0.99
+		for range 200 {
+			u = 1 - math.Log(100*erlangCBySum(int(cores), u))*100/(cores*(50_000-100))
+		}
 		for _, model := range []string{"push", "pull-sp", "push-redis", "hybrid-memcached"} {
 			est, err := HighestRate(rateWorkload(), cal, model, Box{Cores: cores, RTT: time.Nanosecond})
 			if err != nil {
@@ -33,10 +39,25 @@ func TestHighestRateByHand(t *testing.T) {
 			}
 			want := u * cores * 1e6 / 100
 			if math.Abs(est.PerSec-want) > 1e-3*want || math.Abs(est.CPUUs-100) > 1e-9 || math.Abs(est.Utilization-u) > 1e-3 {
-				t.Errorf("%s on %g cores: %+v; want %.1f ops/s at 100 µs, utilisation %.4f", model, cores, est, want, u)
+				t.Errorf("%s on %g cores: %+v; want %.1f ops/s at 100 µs, utilisation %.5f", model, cores, est, want, u)
 			}
 		}
 	}
+}
+
+// erlangCBySum is Erlang's C formula as its textbook sum: with a = c·u,
+// (a^c/c!)/(1−u) over Σ_{k<c} a^k/k! + (a^c/c!)/(1−u).
+func erlangCBySum(c int, u float64) float64 {
+	a := float64(c) * u
+	term, sum := 1.0, 0.0
+	for k := range c {
+		if k > 0 {
+			term *= a / float64(k)
+		}
+		sum += term
+	}
+	last := term * a / float64(c) / (1 - u)
+	return last / (sum + last)
 }
 
 // scaled is cal with every CPU figure times f.
@@ -53,9 +74,10 @@ func scaled(cal *results.Calibration, f float64) *results.Calibration {
 // calibration, the predicted rate stays under the rate that fills the
 // cores; it falls as the CPU per unit of work rises (twice the CPU, at
 // most half the rate) and rises with the box's cores (twice the cores, about
-// twice the rate, unless redis-server's one thread fills up first: then
-// more, but less than twice, and within its thread); and a tighter
-// objective lowers it.
+// twice the rate, more for long operations, whose wait shrinks with more
+// cores at the same load; unless redis-server's one thread fills up
+// first: then more, but less than twice, and within its thread); and a
+// tighter objective lowers it.
 func TestHighestRateFollowsCPUAndCores(t *testing.T) {
 	cal := DefaultCalibration()
 	w := rateWorkload()
@@ -94,8 +116,8 @@ func TestHighestRateFollowsCPUAndCores(t *testing.T) {
 				t.Errorf("%s: 4 cores, bounded by Redis's thread (busy %.2f): %.0f ops/s against %.0f on 2 (×%.2f) at %.1f µs of Redis per operation; want more, less than twice, within the thread",
 					model, big.RedisUtilization, big.PerSec, base.PerSec, r, big.RedisUs)
 			}
-		case !(r > 1.8 && r < 2.2):
-			t.Errorf("%s: 4 cores: %.0f ops/s against %.0f on 2 (×%.2f); want about twice", model, big.PerSec, base.PerSec, r)
+		case !(r > 1.99 && r < 2.5):
+			t.Errorf("%s: 4 cores: %.0f ops/s against %.0f on 2 (×%.2f); want twice or a little more", model, big.PerSec, base.PerSec, r)
 		}
 		if tt := rate(tight, cal, 2); !(tt.PerSec < base.PerSec) {
 			t.Errorf("%s: p99 ≤ 2 ms: %.0f ops/s, not below the %.0f of 50 ms", model, tt.PerSec, base.PerSec)

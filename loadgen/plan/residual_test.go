@@ -285,8 +285,10 @@ func TestMissingDesignGetsOne(t *testing.T) {
 
 // TestHighestRateByHandWithFactors: TestHighestRateByHand's design whose
 // every operation costs twice its units (and its mix once more 1.5
-// times) serves the rate of an operation of 100 × 2 × 1.5 = 300 µs: the
-// p99 100·3·ln(100)/(1-u) µs reaches 50 ms at u = 1 - 0.0276, on 2 cores
+// times) serves the rate of an operation of 100 × 2 × 1.5 = 300 µs: at
+// least where the p99 of M/M/1 at 300 µs, 100·3·ln(100)/(1-u) µs, reaches
+// 50 ms (u = 1 - 0.0276; the rule of queue.go, on 2 cores and for a mix
+// of operations of at most 300 µs, waits less), on 2 cores
 // u × 2 × 10^6/300 operations a second.
 func TestHighestRateByHandWithFactors(t *testing.T) {
 	cal := &results.Calibration{AppOpUs: 100, Factors: map[string]results.CPUFactors{
@@ -305,8 +307,8 @@ func TestHighestRateByHandWithFactors(t *testing.T) {
 	if math.Abs(est.CPUUs-opUs) > 1e-9*opUs || math.Abs(est.CPUFactor-opUs/100) > 1e-9 {
 		t.Errorf("CPU %v µs, factor %v; want %v µs", est.CPUUs, est.CPUFactor, opUs)
 	}
-	// The p99 of a mix of exponentials of means 300 and 150 µs (follows)
-	// stretched by 1/(1-u): at most that of all at 300 µs.
+	// The p99 of a mix of 300 and 150 µs (follows): at most that of M/M/1
+	// at 300 µs.
 	if u := 1 - opUs*math.Log(100)/50_000; est.Utilization < u-1e-3 || est.PerSec > 2e6/opUs {
 		t.Errorf("%+v; want at least utilisation %.4f and under the ceiling", est, u)
 	}
@@ -363,5 +365,87 @@ func TestBadFactorRefusedAtLoad(t *testing.T) {
 	}
 	if f, ok := old.Factor("pull-redis"); ok || f != (results.CPUFactors{Newest: 1, Older: 1, Post: 1, Mix: 1}) {
 		t.Errorf("format 1's factors: %+v, %v", f, ok)
+	}
+}
+
+// TestRebuildUnitsFromHandMadePhases: a design whose rebuilds cost 7 µs
+// of database CPU and 2 of application CPU an entry, and nothing per row
+// of theirs (one run's rebuilds read and write 1.8 times the rows of the
+// other's for the same CPU, as the power-law graph's do), beside designs
+// without rebuilds that pin the row and statement units: the fit finds
+// the units of an entry, and the rows' and statements' units, exactly; the
+// design's newest-page factor comes out 1; and a newest page of ten times
+// the rebuilds costs what its entries say. A calibration without the
+// entry's units prices a rebuild's rows as any others.
+func TestRebuildUnitsFromHandMadePhases(t *testing.T) {
+	const dbEntry, appEntry = 7.0, 2.0
+	cal := handCalibration() // 1 µs a row read, 2 written, 10 a statement; 5 an operation
+	cal.AppStatementUs = 3
+	// units is what w costs by hand: rows outside rebuilds, statements,
+	// entries; db and app apart.
+	units := func(w registry.Work) (db, app float64) {
+		db = (w.RowsRead - w.RebuildRowsRead) + 2*(w.RowsWritten-w.RebuildRowsWritten) + 10*w.Statements + dbEntry*w.Rebuilt
+		return db, 5 + 3*w.Statements + appEntry*w.Rebuilt
+	}
+	phase := func(model, name string, ops registry.OpWork, shares [5]float64, measured registry.Work) countedPhase {
+		p := countedPhase{run: "hand", model: model, phase: name, needs: registry.MariaDB,
+			predicted: mixWork(ops, shares), ops: ops, shares: shares}
+		db, app := units(p.predicted)
+		p.measured = cost.Cost{cost.Ops: 100, cost.DBCPU: db, cost.CPU: app,
+			cost.RowsRead: measured.RowsRead, cost.RowsWritten: measured.RowsWritten}
+		return p
+	}
+	steady := registry.Work{RowsRead: 43, Statements: 2}
+	rebuild := registry.Work{RowsRead: 1929, RowsWritten: 1802, Statements: 6, Rebuilt: 800, RebuildRowsRead: 1929, RebuildRowsWritten: 1802}
+	newestAt := func(share float64) registry.OpWork {
+		return registry.OpWork{Newest: steady.Add(rebuild.Scale(share)), Older: steady}
+	}
+	newest := [5]float64{1, 0, 0, 0, 0}
+	var phases []countedPhase
+	for i, x := range []registry.Work{{RowsRead: 40, Statements: 1}, {RowsRead: 200, RowsWritten: 10, Statements: 3},
+		{RowsRead: 5, RowsWritten: 60, Statements: 4}, {RowsRead: 90, RowsWritten: 30, Statements: 2}, {RowsRead: 10, Statements: 8}} {
+		ops := registry.OpWork{Newest: x}
+		phases = append(phases, phase(fmt.Sprintf("plain-%d", i), "retrieve", ops, newest, x))
+	}
+	for _, x := range []struct {
+		share, rows float64 // rebuilds a page; the rows they counted over the model's
+	}{{0.04, 1}, {0.05, 1.8}} {
+		ops := newestAt(x.share)
+		counted := steady.Add(rebuild.Scale(x.share * x.rows))
+		phases = append(phases, phase("rebuilder", "retrieve", ops, newest, counted))
+	}
+	got, err := fitUnits(phases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		what      string
+		got, want float64
+	}{
+		{"database, per row read", got.DBRowReadUs, 1}, {"database, per row written", got.DBRowWrittenUs, 2},
+		{"database, per statement", got.DBStatementUs, 10}, {"database, per rebuilt entry", got.DBRebuiltUs, dbEntry},
+		{"application, per operation", got.AppOpUs, 5}, {"application, per statement", got.AppStatementUs, 3},
+		{"application, per rebuilt entry", got.AppRebuiltUs, appEntry},
+	} {
+		if math.Abs(x.got-x.want) > 1e-6*x.want {
+			t.Errorf("%s: %v µs, want %v", x.what, x.got, x.want)
+		}
+	}
+	if f := fitFactors(got, phases)["rebuilder"]; math.Abs(f.Newest-1) > 1e-6 {
+		t.Errorf("the rebuilding design's newest-page factor %v, want 1", f.Newest)
+	}
+	// Ten times the rebuilds a page: what their entries and statements
+	// cost, not their rows.
+	ops := newestAt(0.4)
+	db, app := units(ops.Newest)
+	if c := cpuOf(got, ops.Newest, registry.MariaDB); math.Abs(c.db-db) > 1e-6*db || math.Abs(c.app-app) > 1e-6*app {
+		t.Errorf("a page of 0.4 rebuilds: %+v, want database %v µs, application %v", c, db, app)
+	}
+	// A calibration that predates the entry's units prices the rows.
+	old := *got
+	old.DBRebuiltUs, old.AppRebuiltUs = 0, 0
+	w := ops.Newest
+	if c, want := cpuOf(&old, w, registry.MariaDB).db, w.RowsRead+2*w.RowsWritten+10*w.Statements; math.Abs(c-want) > 1e-6*want {
+		t.Errorf("without the entry's units: database %v µs, want the rows' %v", c, want)
 	}
 }

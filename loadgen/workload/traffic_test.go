@@ -161,3 +161,51 @@ func TestTrafficOlderPagesFollowReads(t *testing.T) {
 		t.Errorf("%d older reads continued from an earlier cursor than the latest read returned (%d from the latest)", s.stale, s.fresh)
 	}
 }
+
+// TestCollectOlderPagesDrawsTheSameUsers: two walks for older pages'
+// cursors with the run's seed, a sample smaller than the users (as the
+// benchmark walks for the older pages and again for the traffic's
+// cursors), read the newest pages of the same users: the second walk makes
+// no one read who had not (package loadgen/plan's run history counts it
+// so).
+func TestCollectOlderPagesDrawsTheSameUsers(t *testing.T) {
+	ctx := context.Background()
+	d, err := dataset.Generate(dataset.Spec{Users: 200, Messages: 4_000, AvgFollowees: 8, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := timeline.NewMemory()
+	if err := d.Apply(ctx, mem); err != nil {
+		t.Fatal(err)
+	}
+	walk := func(seed int64) map[timeline.UserID]int {
+		t.Helper()
+		w := &whoStore{Store: mem, readers: map[timeline.UserID]int{}, posts: map[timeline.UserID]int{}}
+		if _, err := CollectOlderPages(ctx, w, d, 50, 4, seed); err != nil {
+			t.Fatal(err)
+		}
+		return w.readers
+	}
+	first, again, other := walk(1), walk(1), walk(2)
+	if len(first) < 30 || len(first) >= 200 {
+		t.Fatalf("the walk read %d users' newest pages, want most of a sample of 50 of 200", len(first))
+	}
+	for u := range again {
+		if first[u] == 0 {
+			t.Errorf("the second walk read user %d, whom the first did not", u)
+		}
+	}
+	if len(again) != len(first) {
+		t.Errorf("the walks read %d and %d users", len(first), len(again))
+	}
+	// Another seed draws other users: the test can tell.
+	news := 0
+	for u := range other {
+		if first[u] == 0 {
+			news++
+		}
+	}
+	if news == 0 {
+		t.Errorf("a walk with another seed read no one new either")
+	}
+}

@@ -21,7 +21,11 @@ import (
 // each, their ids interleaved, a rebuild of the default 800 entries), and
 // of the next page, read from the rebuilt mailbox, and sets them against
 // the cost model's newest page for a reader who is inactive (every read a
-// cold one) and its older page (a reader active already).
+// cold one) and its older page (a reader active already); and the entries
+// the rebuild wrote, and its rows (the cold read's beyond the warm one's),
+// against the rebuild's own in the model (registry.Work.Rebuilt,
+// RebuildRowsRead and RebuildRowsWritten), which a calibration prices by
+// the entries instead of the rows.
 func TestRebuildRowsMatchWork(t *testing.T) {
 	const followees, perAuthor, reader = 43, 100, timeline.UserID(1000)
 	s := open(t, 0, 0, nil)
@@ -90,6 +94,11 @@ func TestRebuildRowsMatchWork(t *testing.T) {
 		{"a cold read's rows read", cold[cost.RowsRead], w.Newest.RowsRead},
 		{"a cold read's rows written", cold[cost.RowsWritten], w.Newest.RowsWritten},
 		{"a warm read's rows read", warm[cost.RowsRead], w.Older.RowsRead},
+		// The rebuild's own: its entries, priced by a calibration in
+		// their stead, and its rows, the cold read's beyond the warm one's.
+		{"a cold read's entries rebuilt", float64(s.Counters()[counter.RebuildRows]), w.Newest.Rebuilt},
+		{"a rebuild's rows read", cold[cost.RowsRead] - warm[cost.RowsRead], w.Newest.RebuildRowsRead},
+		{"a rebuild's rows written", cold[cost.RowsWritten] - warm[cost.RowsWritten], w.Newest.RebuildRowsWritten},
 	} {
 		t.Logf("%s: %.0f, the model %.0f", x.what, x.counted, x.model)
 		if math.Abs(x.counted-x.model) > 0.1*x.model {

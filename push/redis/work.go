@@ -19,10 +19,23 @@ import (
 // thousand ids, and 5 more). A post is pull's, then reads its author's
 // followers (f rows), reads the head of each follower's feed and pushes
 // its id onto each active follower's feed, a script per thousand
-// followers (3 commands each besides). A follow backfills the followee's
-// newest cap ids into the follower's feed (a tombstone check an id, and
-// the feed rewritten once), an unfollow removes them: the followee's
-// messages read. The feeds are the active readers' cap newest ids.
+// followers (4 commands each besides: the script, the epoch, the post's
+// and the author's tombstones).
+//
+// A follow clears the edge's tombstone (3 commands) and reads the
+// followee's newest cap ids (a row each); its script (3 commands) stops
+// at a follower with no feed, and otherwise checks for a delete's
+// tombstone each id above the feed's floor and rewrites the feed once (6
+// more). A follower drawn uniformly holds a feed while active within the
+// window; a full feed (its timeline longer than the cap) holds the newest
+// cap of the follower's g·m entries, so that only about cap·m_a/(g·m) of
+// a followee's m_a messages lie above its floor, not all of them
+// (followEntries). An unfollow sets the tombstone (4 commands) and reads
+// the followee's newest cap + cap/8 ids (the most a feed holds); its
+// script (3 commands) removes them from a live feed by rewriting it once
+// (6 more), or one by one when they are 4 or fewer: no command an id.
+// TestFollowCommandsMatchWork counts both. The feeds are the active
+// readers' cap newest ids.
 func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	capN := float64(cfg.Int(OptionCap))
 	window := cfg.Duration(OptionWindow).Seconds()
@@ -35,12 +48,20 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	newest := page.Add(rebuild.Scale(d.ReturningReads(window)))
 	a := d.PostAudience()
 	scripts := math.Max(1, math.Ceil(a/fanOutChunk))
-	post := pull.PostWork().Add(registry.Work{RowsRead: a, RedisCommands: 3*scripts + a*(1+d.ActiveFollowers(window)), Statements: 1, CacheCalls: 1})
-	m := math.Min(d.FollowedMessages(), capN)
-	follow := registry.Work{RowsRead: 1 + m, RowsWritten: 1, RedisCommands: 8 + m, Statements: 3, CacheCalls: 2}
+	post := pull.PostWork().Add(registry.Work{RowsRead: a, RedisCommands: 4*scripts + a*(1+d.ActiveFollowers(window)), Statements: 1, CacheCalls: 1})
+	limit := capN + math.Max(1, math.Floor(capN/8))
+	live := d.ActiveUsers(window)
+	follow := registry.Work{RowsRead: 1 + followedIDs(d, capN), RowsWritten: 1,
+		RedisCommands: 6 + live*(6+followEntries(d, capN)), Statements: 3, CacheCalls: 2}
+	gone := followedIDs(d, limit)
+	remove := 6.0 // the feed read and written again once
+	if gone <= 4 {
+		remove = gone // LREM each
+	}
+	unfollow := registry.Work{RowsRead: 1 + gone, RowsWritten: 1, RedisCommands: 7 + live*remove, Statements: 3, CacheCalls: 2}
 	active := d.ActiveUsers(window) * d.Users
 	timeline := math.Min(capN, g*d.FolloweeMessages())
-	return registry.OpWork{Newest: newest, Older: older, Post: post, Follow: follow, Unfollow: follow},
+	return registry.OpWork{Newest: newest, Older: older, Post: post, Follow: follow, Unfollow: unfollow},
 		registry.Footprint{CacheIDs: active * timeline, CacheKeys: active}
 }
 
@@ -67,3 +88,36 @@ func olderFind(d registry.Demand, capN float64) float64 {
 // cursorLook is how many of a feed's first ids the script's below looks
 // through (LPOS ... MAXLEN) for a page's cursor before it searches.
 const cursorLook = 64
+
+// followedIDs is how many of its newest n ids a follow's followee has,
+// on average over the followees of new follows (Demand.MeanOverFollowed):
+// the rows a follow (n the cap) or an unfollow (n the most a feed holds)
+// reads.
+func followedIDs(d registry.Demand, n float64) float64 {
+	return d.MeanOverFollowed(func(c registry.UserClass) float64 { return math.Min(d.MessagesOf(c), n) })
+}
+
+// followEntries is how many of a new followee's newest capN ids a follow
+// adds to a live feed, on average: those above the feed's floor. A
+// follower drawn uniformly, of class c, follows c.Followees authors of
+// FolloweeMessages each; while that timeline fits in the cap the feed
+// holds all of it (its floor is 0) and takes all the followee's ids, else
+// it holds the newest cap of the timeline's entries, the stretch of time
+// in which a followee of m messages posted m·cap/timeline of them.
+func followEntries(d registry.Demand, capN float64) float64 {
+	m, kept := followedIDs(d, capN), d.MeanOverFollowed(d.MessagesOf)
+	var sum, users float64
+	for _, c := range d.Classes {
+		timeline := c.Followees * d.FolloweeMessages()
+		k := m
+		if timeline > capN {
+			k = math.Min(m, kept*capN/timeline)
+		}
+		sum += c.Users * k
+		users += c.Users
+	}
+	if users == 0 {
+		return 0
+	}
+	return sum / users
+}
