@@ -3,26 +3,23 @@ package hybrid
 import (
 	"math"
 
-	"github.com/pushpull/pushpull/pull/sqlread"
 	"github.com/pushpull/pushpull/push"
 	"github.com/pushpull/pushpull/registry"
 )
 
 // Work is hybrid's cost model (registry.Model.Work): push's, split at the
 // threshold (registry.Demand.SplitAt). A post counts its author's
-// followers up to the threshold (min(f, threshold) rows read); below the
-// threshold it is push's post to them, above it its message and the
-// author's listing as pulled (a row written, whether listed before or
-// not). A page
-// is push's mailbox page, one lookup of the reader's followed celebrities,
-// and for each of them a probe of their newest ids (3 rows each, as the
-// pull merge's step 1), then their ids that fall among the mailbox's
-// entries, each a row of the merge's scratch table with the mailbox's
-// ids; an older page's probes read the pulled authors' messages above
-// the cursor too. Follows and
-// unfollows are push's (a celebrity's followee backfills nothing, which
-// the model does not count). The mailbox holds the posts of the authors
-// below the threshold.
+// followers up to the threshold (min(f, threshold) rows read, the count's
+// LIMIT); below the threshold it is push's post to them, above it its
+// message and the author's listing as pulled (a row written, whether
+// listed before or not). A page is push's mailbox page, one lookup of the
+// reader's followed celebrities in the same statement, for each of them
+// its pull_follows row and a probe of its newest id (2 rows), and the
+// pulled authors' part of the page's last statement (PulledPage); an
+// older page's probes read the pulled authors' messages above the cursor
+// too. Follows and unfollows are push's (a celebrity's followee backfills
+// nothing, which the model does not count). The mailbox holds the posts
+// of the authors below the threshold.
 func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	threshold := float64(cfg.Int(OptionThreshold))
 	split := d.SplitAt(threshold)
@@ -35,20 +32,16 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	page := push.PageWork(d).Add(registry.Work{RowsRead: 1, Statements: 1})
 	older := page
 	if c := split.ReadFolloweesAbove; c > 0 {
-		pulled := sqlread.MergeWork(c, 0, false)
-		pulled.Statements = 1
-		page = page.Add(pulled)
-		// The merge (sqlread.MergeOver) takes as floor the Fetch()-th
-		// newest of the mailbox's Fetch() ids and the c heads: about the
-		// (Fetch() − c)-th mailbox entry. It reads the pulled authors'
-		// ids between their heads and the floor: of the reader's
-		// followees' posts a share q is theirs (followees weighed by
-		// their followers), so (Fetch() − c)·q/(1−q) fall there, the c
-		// heads known already, at most Fetch() an author. Those ids and
-		// the Fetch() known ones are rows of the statement's derived
-		// table, which its window function (the count of the ids)
-		// updates each.
-		fetch := float64(d.Page + 1)
+		// The probes' subqueries and the last statement's UNION
+		// branches are parsed and planned each (about 20µs a branch,
+		// package sqlread's Merge): taken as one statement more.
+		page = page.Add(registry.Work{RowsRead: 2 * c, Statements: 1}).Add(PulledPage(d, threshold))
+		// An older page's probe of each pulled author's newest id below
+		// the cursor walks down from their newest, reading their messages
+		// above the cursor: q of the entries of the OlderDepth − 1 pages
+		// above it, q the pulled authors' share of the followees' posts
+		// (followees weighed by their followers).
+		fetch := d.Fetch()
 		q := 1.0
 		if all := d.MeanOverFollowees(func(u registry.UserClass) float64 { return u.Posts }); all > 0 {
 			q = d.MeanOverFollowees(func(u registry.UserClass) float64 {
@@ -58,17 +51,6 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 				return 0
 			}) / all
 		}
-		ids := c * fetch
-		if q < 1 {
-			ids = math.Min(ids, math.Max(0, (fetch-c)*q/(1-q)-c))
-		}
-		if ids > 0 {
-			page = page.Add(registry.Work{RowsRead: ids, RowsWritten: fetch + ids})
-		}
-		// An older page's probe of each pulled author's newest id below
-		// the cursor walks down from their newest, reading their messages
-		// above the cursor: q of the entries of the OlderDepth − 1 pages
-		// above it.
 		older = page.Add(registry.Work{RowsRead: math.Max(0, d.OlderDepth-1) * fetch * q})
 	}
 	mailbox := d.MailboxRows()
@@ -79,4 +61,114 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	}
 	return registry.OpWork{Newest: page, Older: older, Post: post, Follow: push.FollowWork(d), Unfollow: push.FollowWork(d)},
 		registry.Footprint{MailboxRows: mailbox}
+}
+
+// PulledPage is what a page's pulled authors add to its last statement
+// when their newest messages reach the page (sqlread.MergeOver). The
+// statement's floor is the Fetch()-th newest of the mailbox's Fetch() ids
+// and the pulled authors' heads: below the page's own floor, since the
+// mailbox's ids leave out the pulled authors' messages. Each pulled
+// author whose head lies above that floor is read from its head down to
+// it, at most Fetch()-1 ids (its rank's limit), and one row more where a
+// range ends short of its limit; the statement merges those ids with the
+// mailbox's as a UNION whose rows the window count updates in a scratch
+// table. A page no pulled head reaches reads the mailbox page's bodies
+// only, as push's does.
+//
+// A reader of g followees sees a merged stream of their messages; a
+// followee of class a holds MessagesOf(a) of the g·FolloweeMessages, a
+// share p of each entry, and the pulled followees together a share s. The
+// mailbox's Fetch() ids span Fetch()/(1-s) entries of the stream, of which
+// N ~ Poisson(Fetch()·p/(1-s)) are a pulled author's. The pulled
+// followees of the reader are g times the share of follows whose followee
+// is of a class at or above the threshold; whether any head reaches the
+// page is taken as a Poisson count of them. Expectations are over the
+// readers (weighed by Reads) and the pulled authors' classes, not of the
+// mean reader: on a power-law graph a few celebrities post most of the
+// messages and fill most of their followers' pages.
+func PulledPage(d registry.Demand, threshold float64) registry.Work {
+	fetch := d.Fetch()
+	limit := int(fetch) - 1
+	perFollowee := d.FolloweeMessages()
+	var edges float64
+	for _, c := range d.Classes {
+		edges += c.Users * c.Followers
+	}
+	if edges <= 0 || perFollowee <= 0 {
+		return registry.Work{}
+	}
+	type pulled struct{ share, messages float64 } // of the follows; each one's messages
+	var above []pulled
+	for _, a := range d.Classes {
+		if a.Followers >= threshold && a.Users > 0 {
+			above = append(above, pulled{a.Users * a.Followers / edges, d.MessagesOf(a)})
+		}
+	}
+	// page is, for a reader of class c, the pulled heads above the floor,
+	// the ids read below them, and the range ends read.
+	page := func(c registry.UserClass) (heads, past, ends float64) {
+		total := c.Followees * perFollowee
+		if total <= 0 {
+			return 0, 0, 0
+		}
+		shares := make([]float64, len(above)) // of the reader's stream
+		var s float64
+		for i, a := range above {
+			shares[i] = math.Min(1, a.messages/total)
+			s += c.Followees * a.share * shares[i]
+		}
+		// span solves (1-s)·span + Σ n·P(N ≥ 1 within span) = Fetch():
+		// the known ids newer than the floor.
+		known := func(span float64) float64 {
+			k := math.Max(0, 1-s) * span
+			for i, a := range above {
+				k -= c.Followees * a.share * math.Expm1(-span*shares[i])
+			}
+			return k
+		}
+		lo, hi := 0.0, fetch
+		for known(hi) < fetch && hi < 1e6*fetch {
+			lo, hi = hi, 2*hi
+		}
+		for range 40 {
+			if mid := (lo + hi) / 2; known(mid) < fetch {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		span := hi
+		for i, a := range above {
+			n := c.Followees * a.share
+			h, p, e := pastHead(span*shares[i], limit)
+			heads, past, ends = heads+n*h, past+n*p, ends+n*e
+		}
+		return heads, past, ends
+	}
+	read := d.MeanOverReads(func(c registry.UserClass) float64 {
+		_, past, ends := page(c)
+		return past + ends
+	})
+	written := d.MeanOverReads(func(c registry.UserClass) float64 {
+		heads, past, _ := page(c)
+		return -math.Expm1(-heads)*fetch + past
+	})
+	return registry.Work{RowsRead: read, RowsWritten: written}
+}
+
+// pastHead is, for an author with N ~ Poisson(mu) ids at or above a merge's
+// floor, the chance that their head is above it (N ≥ 1), the expected ids
+// read below the head, min(N-1, limit), and the chance that the scan ends
+// short of its limit (N-1 < limit), reading the row past its range.
+func pastHead(mu float64, limit int) (head, past, end float64) {
+	p := math.Exp(-mu) // P(N = n), from n = 0
+	cum := p           // P(N ≤ n)
+	for n := 1; n <= limit; n++ {
+		p *= mu / float64(n)
+		past += float64(n-1) * p
+		end += p
+		cum += p
+	}
+	past += float64(limit) * math.Max(0, 1-cum) // N-1 ≥ limit
+	return 1 - math.Exp(-mu), past, end
 }

@@ -365,6 +365,50 @@ func TestCachedTrafficAgainstCountedRun(t *testing.T) {
 	}
 }
 
+// TestHybridOnPowerLawAgainstCountedRun runs hybrid on a power-law graph
+// of 300 users with skewed activity and a threshold of 30 followers, which
+// a few celebrities pass: they post most of the messages, and their heads
+// reach most of their followers' pages above the mailbox's floor. Its
+// newest pages and posts must match the model's rows read and written
+// within 10 %: a page reads each celebrity from its head down to the
+// merge's floor and updates the merged ids in the window count's scratch
+// table (rows written on a read), and a post counts its author's
+// followers only up to the threshold.
+func TestHybridOnPowerLawAgainstCountedRun(t *testing.T) {
+	base := dataset.PaperSpec()
+	base.Graph, base.InExponent, base.OutExponent = dataset.GraphPowerLaw, dataset.DefaultInExponent, dataset.DefaultOutExponent
+	base.Activity = dataset.Activity{Mode: dataset.ActivitySkewed, PostExponent: dataset.DefaultPostExponent, ReadExponent: dataset.DefaultReadExponent}
+	spec, err := base.Scaled(0.03)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	cfg := loadgen.BenchConfig{
+		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Redis: testserver.Redis(t), Force: true,
+		Spec: spec, Scale: 0.03, Models: []string{"hybrid"}, Ops: 400, Concurrency: 4,
+		Options: map[string]string{"threshold": "30"}, Progress: &progress,
+	}
+	_, c, _ := runAndCheck(t, cfg, &progress)
+	checked := 0
+	for _, r := range c.Rows {
+		if r.Phase != "retrieve" && r.Phase != "submit" {
+			continue
+		}
+		checked++
+		for _, x := range []struct {
+			what               string
+			counted, predicted float64
+		}{{"rows read", r.Measured.RowsRead, r.Predicted.RowsRead}, {"rows written", r.Measured.RowsWritten, r.Predicted.RowsWritten}} {
+			if !(x.counted > 0) || math.Abs(x.predicted/x.counted-1) > 0.1 {
+				t.Errorf("%s: %s %.2f predicted, %.2f counted; want within 10%%", r.Phase, x.what, x.predicted, x.counted)
+			}
+		}
+	}
+	if checked != 2 {
+		t.Errorf("%d of the newest-page and post phases checked", checked)
+	}
+}
+
 // TestFollowTrafficAgainstCountedRun runs push-redis's default mix on the
 // test servers, 6,000 operations at 200 users after the warm reads, and
 // sets the model's items per operation against what the servers counted:
