@@ -1,6 +1,11 @@
 package registry
 
-import "math"
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"math"
+	"sync"
+)
 
 // MergeScan is what a pull page's merge reads from its followees'
 // messages, newest first, until fetch distinct followees have shown one:
@@ -37,6 +42,48 @@ func (d Demand) MergeScan(fetch, limit float64) MergeScanned {
 	if k < 1 {
 		return MergeScanned{}
 	}
+	if d.readPick != nil {
+		return d.mergeScan(k, limit)
+	}
+	// A plan asks it of the same classes at many rates (the rate
+	// search): keep the answers by the classes, fetch and limit.
+	h := fnv.New64a()
+	var b [8]byte
+	put := func(x float64) { binary.LittleEndian.PutUint64(b[:], math.Float64bits(x)); h.Write(b[:]) }
+	put(float64(k))
+	put(limit)
+	for _, c := range d.Classes {
+		put(c.Users)
+		put(c.Followers)
+		put(c.Followees)
+		put(c.Posts)
+		put(c.Reads)
+	}
+	key := h.Sum64()
+	mergeScans.Lock()
+	v, ok := mergeScans.m[key]
+	mergeScans.Unlock()
+	if ok {
+		return v
+	}
+	v = d.mergeScan(k, limit)
+	mergeScans.Lock()
+	if mergeScans.m == nil || len(mergeScans.m) >= 256 {
+		mergeScans.m = map[uint64]MergeScanned{}
+	}
+	mergeScans.m[key] = v
+	mergeScans.Unlock()
+	return v
+}
+
+// mergeScans keeps MergeScan's answers by a hash of its question.
+var mergeScans struct {
+	sync.Mutex
+	m map[uint64]MergeScanned
+}
+
+// mergeScan is MergeScan without the keeping.
+func (d Demand) mergeScan(k int, limit float64) MergeScanned {
 	auth := d.authorRates()
 	if len(auth) == 0 {
 		return MergeScanned{Few: 1}
@@ -158,7 +205,7 @@ func mergeScanOf(auth []authorRate, n, k int, limit float64) MergeScanned {
 	// Integrate on a geometric grid, through tau, until the integrand is
 	// negligible: capped is the integral up to tau, full to the end.
 	var full, capped float64
-	const steps = 64 // per factor e of t
+	const steps = 32 // per factor e of t
 	t0 := math.Min(tau, 1e-4*float64(k)/float64(n))
 	full = f(0) * t0 // [0, t0]: the integrand is about f(0) there
 	capped = full
@@ -207,14 +254,15 @@ func binomialBelow(n int, p float64, k int) (below, last float64) {
 		}
 		return below, last
 	}
-	lq, lp := math.Log1p(-p), math.Log(p)
-	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
+	// The terms by their ratio: pmf(j+1) = pmf(j)·(n−j)/(j+1)·p/(1−p),
+	// from pmf(0) = (1−p)^n.
+	pm, odds := math.Exp(float64(n)*math.Log1p(-p)), p/(1-p)
 	for j := 0; j < k && j <= n; j++ {
-		pm := math.Exp(lg(n) - lg(j) - lg(n-j) + float64(j)*lp + float64(n-j)*lq)
 		below += pm
 		if j == k-1 {
 			last = pm
 		}
+		pm *= float64(n-j) / float64(j+1) * odds
 	}
 	return math.Min(1, below), last
 }

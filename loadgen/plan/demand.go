@@ -208,11 +208,13 @@ func (dc demandClasses) readsOf(d registry.Demand, b int) registry.Demand {
 // buckets, followers), and it varies from user to user as that sum of
 // chances does (its variance Σ a(1−a)). The ranks are grouped as
 // powerLawBuckets groups them (the top ones alone, then geometric steps
-// of ratio), and each group is parts classes of equal users at the
+// of ratio), and each group that holds a tenth of the users or more (the
+// lowest ranks, the most users) is parts classes of equal users at the
 // quantiles of a normal law of the group's mean and variance (its ranks'
 // spread and each rank's own): a page's work is not linear in the
 // followees (a merge of fewer followees than a page has no floor), so the
-// spread of the low counts matters, not their mean alone.
+// spread of the low counts matters, not their mean alone. The other
+// groups are a class each, at their mean.
 func drawnFolloweeBuckets(n int, authors []degreeBucket, exponent float64, top int, ratio float64, parts int) []degreeBucket {
 	a := 1 / (exponent - 1)
 	// The ranks in steps: one by one up to exactRanks, then geometric
@@ -296,10 +298,14 @@ func drawnFolloweeBuckets(n int, authors []degreeBucket, exponent float64, top i
 		}
 		mean := sum / users
 		sd := math.Sqrt(math.Max(0, sq/users-mean*mean))
-		for i := range parts {
-			q := (float64(i) + 0.5) / float64(parts)
+		k := parts
+		if users < float64(n)/10 {
+			k = 1 // few users: their spread weighs little, and classes cost
+		}
+		for i := range k {
+			q := (float64(i) + 0.5) / float64(k)
 			x := mean + sd*math.Sqrt2*math.Erfinv(2*q-1)
-			out = append(out, degreeBucket{users / float64(parts), math.Min(float64(n-1), math.Max(0, x))})
+			out = append(out, degreeBucket{users / float64(k), math.Min(float64(n-1), math.Max(0, x))})
 		}
 	}
 	return out
