@@ -2,8 +2,10 @@ package plan
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/registry"
@@ -216,6 +218,33 @@ func (dc demandClasses) readsOf(d registry.Demand, b int) registry.Demand {
 // spread of the low counts matters, not their mean alone. The other
 // groups are a class each, at their mean.
 func drawnFolloweeBuckets(n int, authors []degreeBucket, exponent float64, top int, ratio float64, parts int) []degreeBucket {
+	// A check builds the same run's classes at every phase and step:
+	// keep the answers by the question.
+	key := fmt.Sprint(n, authors, exponent, top, ratio, parts)
+	drawnFollowees.Lock()
+	kept, ok := drawnFollowees.m[key]
+	drawnFollowees.Unlock()
+	if ok {
+		return slices.Clone(kept)
+	}
+	out := drawFolloweeBuckets(n, authors, exponent, top, ratio, parts)
+	drawnFollowees.Lock()
+	if drawnFollowees.m == nil || len(drawnFollowees.m) >= 64 {
+		drawnFollowees.m = map[string][]degreeBucket{}
+	}
+	drawnFollowees.m[key] = slices.Clone(out)
+	drawnFollowees.Unlock()
+	return out
+}
+
+// drawnFollowees keeps drawnFolloweeBuckets' answers by their question.
+var drawnFollowees struct {
+	sync.Mutex
+	m map[string][]degreeBucket
+}
+
+// drawFolloweeBuckets is drawnFolloweeBuckets without the keeping.
+func drawFolloweeBuckets(n int, authors []degreeBucket, exponent float64, top int, ratio float64, parts int) []degreeBucket {
 	a := 1 / (exponent - 1)
 	// The ranks in steps: one by one up to exactRanks, then geometric
 	// steps of 1.02 (p varies by under 2 % in one), each step inside one
