@@ -64,10 +64,10 @@ var unionWork = sqlWork(
 		return registry.Work{RowsRead: 3*g + 12.3*d.Fetch(), RowsWritten: 5.4 * g, Statements: 2}
 	})
 
-// mergeWork: sqlread.MergeWork of a page.
+// mergeWork: sqlread.PageWork of a page.
 var mergeWork = sqlWork(
-	func(d registry.Demand, g float64) registry.Work { return sqlread.MergeWork(g, d.Fetch(), false) },
-	func(d registry.Demand, g float64) registry.Work { return sqlread.MergeWork(g, d.Fetch(), true) })
+	func(d registry.Demand, _ float64) registry.Work { return sqlread.PageWork(d, false) },
+	func(d registry.Demand, _ float64) registry.Work { return sqlread.PageWork(d, true) })
 
 // recentReadWork is the database's part of a read of the lists kept in
 // memcached: the followees when the process does not hold them

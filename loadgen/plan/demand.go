@@ -2,8 +2,10 @@ package plan
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/registry"
@@ -191,4 +193,149 @@ func (dc demandClasses) postsOf(d registry.Demand, b int) registry.Demand {
 
 func (dc demandClasses) readsOf(d registry.Demand, b int) registry.Demand {
 	return d.ReadsOf(func(i int) bool { return dc.followeeOf[i] == b })
+}
+
+// drawnFolloweeBuckets are the users of a power-law graph by followee
+// count, as the generator draws them (package dataset's
+// generatePowerLaw): each author's followers are drawn without repeats
+// from a Zipf law over followee ranks, rank k weighing k^-1/(exponent-1).
+// A rank's followee count is then a sum over the authors of the chance
+// that the author's draws took it, not the rank's share of the follows:
+// an author of d followers takes each rank at most once, so the ranks at
+// the top, which the draws would take again and again, fill (at most one
+// follow from each author) and what they would have had goes to the
+// ranks below. Poissonized, an author of d followers takes rank k with
+// chance 1 − e^(−λ·p_k), λ such that these add up to d over the ranks;
+// a rank's count is the sum of them over the authors (in its follower
+// buckets, followers), and it varies from user to user as that sum of
+// chances does (its variance Σ a(1−a)). The ranks are grouped as
+// powerLawBuckets groups them (the top ones alone, then geometric steps
+// of ratio), and each group that holds a tenth of the users or more (the
+// lowest ranks, the most users) is parts classes of equal users at the
+// quantiles of a normal law of the group's mean and variance (its ranks'
+// spread and each rank's own): a page's work is not linear in the
+// followees (a merge of fewer followees than a page has no floor), so the
+// spread of the low counts matters, not their mean alone. The other
+// groups are a class each, at their mean.
+func drawnFolloweeBuckets(n int, authors []degreeBucket, exponent float64, top int, ratio float64, parts int) []degreeBucket {
+	// A check builds the same run's classes at every phase and step:
+	// keep the answers by the question.
+	key := fmt.Sprint(n, authors, exponent, top, ratio, parts)
+	drawnFollowees.Lock()
+	kept, ok := drawnFollowees.m[key]
+	drawnFollowees.Unlock()
+	if ok {
+		return slices.Clone(kept)
+	}
+	out := drawFolloweeBuckets(n, authors, exponent, top, ratio, parts)
+	drawnFollowees.Lock()
+	if drawnFollowees.m == nil || len(drawnFollowees.m) >= 64 {
+		drawnFollowees.m = map[string][]degreeBucket{}
+	}
+	drawnFollowees.m[key] = slices.Clone(out)
+	drawnFollowees.Unlock()
+	return out
+}
+
+// drawnFollowees keeps drawnFolloweeBuckets' answers by their question.
+var drawnFollowees struct {
+	sync.Mutex
+	m map[string][]degreeBucket
+}
+
+// drawFolloweeBuckets is drawnFolloweeBuckets without the keeping.
+func drawFolloweeBuckets(n int, authors []degreeBucket, exponent float64, top int, ratio float64, parts int) []degreeBucket {
+	a := 1 / (exponent - 1)
+	// The ranks in steps: one by one up to exactRanks, then geometric
+	// steps of 1.02 (p varies by under 2 % in one), each step inside one
+	// group.
+	type step struct{ count, p float64 }
+	const exactRanks = 2000
+	var groups [][]step
+	for i := 0; i < n; {
+		end := i + 1
+		if i >= top {
+			end = max(end, int(math.Ceil(float64(i)*ratio)))
+		}
+		end = min(end, n)
+		var g []step
+		for j := i; j < end; {
+			e := j + 1
+			if j >= exactRanks {
+				e = max(e, int(math.Ceil(float64(j)*1.02)))
+			}
+			e = min(e, end)
+			mid := math.Sqrt(float64(j+1) * float64(e)) // ranks j+1..e
+			g = append(g, step{float64(e - j), math.Pow(mid, -a)})
+			j = e
+		}
+		groups = append(groups, g)
+		i = end
+	}
+	var total float64
+	for _, g := range groups {
+		for _, s := range g {
+			total += s.count * s.p
+		}
+	}
+	for _, g := range groups {
+		for i := range g {
+			g[i].p /= total
+		}
+	}
+	// taken is Σ over the ranks of an author's chance to take each at
+	// rate lambda.
+	taken := func(lambda float64) float64 {
+		var sum float64
+		for _, g := range groups {
+			for _, s := range g {
+				sum += s.count * -math.Expm1(-lambda*s.p)
+			}
+		}
+		return sum
+	}
+	lambdas := make([]float64, len(authors))
+	for i, b := range authors {
+		d := math.Min(b.mean, float64(n-1))
+		lo, hi := d, d
+		for taken(hi) < d && hi < 1e30 {
+			hi *= 2
+		}
+		for range 60 {
+			mid := (lo + hi) / 2
+			if taken(mid) < d {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		lambdas[i] = (lo + hi) / 2
+	}
+	var out []degreeBucket
+	for _, g := range groups {
+		var users, sum, sq float64
+		for _, s := range g {
+			var mean, variance float64
+			for i, b := range authors {
+				took := -math.Expm1(-lambdas[i] * s.p)
+				mean += b.n * took
+				variance += b.n * took * (1 - took)
+			}
+			users += s.count
+			sum += s.count * mean
+			sq += s.count * (mean*mean + variance)
+		}
+		mean := sum / users
+		sd := math.Sqrt(math.Max(0, sq/users-mean*mean))
+		k := parts
+		if users < float64(n)/10 {
+			k = 1 // few users: their spread weighs little, and classes cost
+		}
+		for i := range k {
+			q := (float64(i) + 0.5) / float64(k)
+			x := mean + sd*math.Sqrt2*math.Erfinv(2*q-1)
+			out = append(out, degreeBucket{users / float64(k), math.Min(float64(n-1), math.Max(0, x))})
+		}
+	}
+	return out
 }

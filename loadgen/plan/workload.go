@@ -272,7 +272,8 @@ func (w Workload) classes() (demandClasses, error) {
 	case dataset.GraphPowerLaw:
 		in, out := cmpOr(w.InExponent, dataset.DefaultInExponent), cmpOr(w.OutExponent, dataset.DefaultOutExponent)
 		edges := math.Round(users * w.AvgFollowees)
-		return independentClasses(users, powerLawBuckets(w.Users, edges, in, 16, 1.5), powerLawBuckets(w.Users, edges, out, 4, 2), a), nil
+		followers := powerLawBuckets(w.Users, edges, in, 16, 1.5)
+		return independentClasses(users, followers, drawnFolloweeBuckets(w.Users, followers, out, 4, 2, 5), a), nil
 	case dataset.GraphEdges:
 		return sampleClasses(w.EdgeList, users, 1.5, a), nil
 	}
