@@ -97,16 +97,33 @@ func PulledPage(d registry.Demand, threshold float64) registry.Work {
 	if edges <= 0 || perFollowee <= 0 {
 		return registry.Work{}
 	}
+	// The pulled authors, by how many messages each holds: classes that
+	// differ only in what their users follow are one group here.
 	type pulled struct{ share, messages float64 } // of the follows; each one's messages
 	var above []pulled
+	group := map[float64]int{}
 	for _, a := range d.Classes {
 		if a.Followers >= threshold && a.Users > 0 {
-			above = append(above, pulled{a.Users * a.Followers / edges, d.MessagesOf(a)})
+			m := d.MessagesOf(a)
+			i, ok := group[m]
+			if !ok {
+				i = len(above)
+				group[m] = i
+				above = append(above, pulled{0, m})
+			}
+			above[i].share += a.Users * a.Followers / edges
 		}
 	}
 	// page is, for a reader of class c, the pulled heads above the floor,
-	// the ids read below them, and the range ends read.
+	// the ids read below them, and the range ends read; it depends on the
+	// class's followees alone, so each count is worked out once.
+	type pageRows struct{ heads, past, ends float64 }
+	pages := map[float64]pageRows{}
 	page := func(c registry.UserClass) (heads, past, ends float64) {
+		if r, ok := pages[c.Followees]; ok {
+			return r.heads, r.past, r.ends
+		}
+		defer func() { pages[c.Followees] = pageRows{heads, past, ends} }()
 		total := c.Followees * perFollowee
 		if total <= 0 {
 			return 0, 0, 0
