@@ -97,32 +97,21 @@ func (d Demand) mergeScan(k int, limit float64) MergeScanned {
 		cache[n] = v
 		return v
 	}
-	var out MergeScanned
-	out.IDs = d.MeanOverReads(func(c UserClass) float64 {
-		g := c.Followees
-		lo := math.Floor(g)
-		a, b := at(int(lo)), at(int(lo)+1)
-		return a.IDs + (g-lo)*(b.IDs-a.IDs)
-	})
-	out.Limited = d.MeanOverReads(func(c UserClass) float64 {
-		g := c.Followees
-		lo := math.Floor(g)
-		a, b := at(int(lo)), at(int(lo)+1)
-		return a.Limited + (g-lo)*(b.Limited-a.Limited)
-	})
-	out.Few = d.MeanOverReads(func(c UserClass) float64 {
-		g := c.Followees
-		lo := math.Floor(g)
-		a, b := at(int(lo)), at(int(lo)+1)
-		return a.Few + (g-lo)*(b.Few-a.Few)
-	})
-	out.Beyond = d.MeanOverReads(func(c UserClass) float64 {
-		g := c.Followees
-		lo := math.Floor(g)
-		a, b := at(int(lo)), at(int(lo)+1)
-		return a.Beyond + (g-lo)*(b.Beyond-a.Beyond)
-	})
-	return out
+	// Between two whole followee counts, a class's scan is the straight
+	// line between theirs.
+	over := func(field func(MergeScanned) float64) float64 {
+		return d.MeanOverReads(func(c UserClass) float64 {
+			lo := math.Floor(c.Followees)
+			a, b := field(at(int(lo))), field(at(int(lo)+1))
+			return a + (c.Followees-lo)*(b-a)
+		})
+	}
+	return MergeScanned{
+		IDs:     over(func(m MergeScanned) float64 { return m.IDs }),
+		Limited: over(func(m MergeScanned) float64 { return m.Limited }),
+		Few:     over(func(m MergeScanned) float64 { return m.Few }),
+		Beyond:  over(func(m MergeScanned) float64 { return m.Beyond }),
+	}
 }
 
 // MergeScanned is what MergeScan finds of a merge's range scan, over the
