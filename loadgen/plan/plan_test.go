@@ -175,7 +175,7 @@ func TestPlanAtTenMillionUsers(t *testing.T) {
 func TestPlanScales(t *testing.T) {
 	small := Workload{Users: 100_000, Graph: dataset.GraphPowerLaw, NewestPerSec: 1000, PostsPerSec: 20}
 	plan := func(w Workload) map[string]results.PlanDesign {
-		p, err := Make(w, DefaultCalibration(), "")
+		p, err := Make(w, workCalibration(), "")
 		if err != nil {
 			t.Fatal(err)
 		}

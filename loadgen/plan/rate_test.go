@@ -79,7 +79,7 @@ func scaled(cal *results.Calibration, f float64) *results.Calibration {
 // first: then more, but less than twice, and within its thread); and a
 // tighter objective lowers it.
 func TestHighestRateFollowsCPUAndCores(t *testing.T) {
-	cal := DefaultCalibration()
+	cal := workCalibration()
 	w := rateWorkload()
 	tight := w
 	tight.SLO = 2 * time.Millisecond

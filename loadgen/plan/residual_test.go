@@ -224,7 +224,7 @@ func TestFactorsFromHandMadePhases(t *testing.T) {
 // marked so; the plan's CPU for it is the unit costs', and its text says
 // so by name.
 func TestMissingDesignGetsOne(t *testing.T) {
-	cal := DefaultCalibration()
+	cal := workCalibration()
 	delete(cal.Factors, "pull-sp")
 	r := residualOf(cal, "pull-sp")
 	if r.measured || r != (residual{factor: noResidual.factor, mix: 1}) {

@@ -189,3 +189,13 @@ func TestHighestRateWithIdleCPU(t *testing.T) {
 		t.Errorf("with wake-ups %+v; without %+v: the highest rate leaves them out", woke, est)
 	}
 }
+
+// workCalibration is the built-in calibration without each server's idle
+// CPU and the wake-ups below saturation: what the tests of how the work
+// scales with the rate, the cores and the factors use, where those terms,
+// tested above, would add CPU that no operation does.
+func workCalibration() *results.Calibration {
+	c := DefaultCalibration()
+	c.Idle, c.Wake = nil, nil
+	return c
+}
