@@ -269,8 +269,15 @@ func TestRowLockWaits(t *testing.T) {
 		if _, err := tx.ExecContext(ctx, update); err != nil {
 			return err
 		}
+		// The waiter has a connection of its own before it starts, so the
+		// poll below never takes the one it would wait for.
+		waiter, err := admin.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer waiter.Close()
 		done := make(chan error, 1)
-		go func() { _, err := admin.ExecContext(ctx, update); done <- err }()
+		go func() { _, err := waiter.ExecContext(ctx, update); done <- err }()
 		// The second update waits for the row: InnoDB lists it so.
 		testserver.Poll(t, 30*time.Second, "the second update waiting for the row", func() bool {
 			var n int
