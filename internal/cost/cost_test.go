@@ -278,10 +278,12 @@ func TestRowLockWaits(t *testing.T) {
 		defer waiter.Close()
 		done := make(chan error, 1)
 		go func() { _, err := waiter.ExecContext(ctx, update); done <- err }()
-		// The second update waits for the row: InnoDB lists it so.
+		// The second update waits for the row: InnoDB counts it among the
+		// row lock waits going on.
 		testserver.Poll(t, 30*time.Second, "the second update waiting for the row", func() bool {
+			var name string
 			var n int
-			err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&n)
+			err := admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_current_waits'").Scan(&name, &n)
 			return err == nil && n > 0
 		})
 		if err := tx.Commit(); err != nil {
