@@ -143,18 +143,7 @@ func PulledPage(d registry.Demand, threshold float64) registry.Work {
 			}
 			return k
 		}
-		lo, hi := 0.0, fetch
-		for known(hi) < fetch && hi < 1e6*fetch {
-			lo, hi = hi, 2*hi
-		}
-		for range 40 {
-			if mid := (lo + hi) / 2; known(mid) < fetch {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
-		span := hi
+		span := registry.SolveIncreasing(known, fetch, fetch, 1e6*fetch, 40)
 		for i, a := range above {
 			n := c.Followees * a.share
 			h, p, e := pastHead(span*shares[i], limit)

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/cost/costtest"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull/redisindex"
 	"github.com/pushpull/pushpull/registry"
@@ -26,20 +26,9 @@ func TestPostCommandsMatchWork(t *testing.T) {
 		timelinetest.Follow(t, s, timeline.UserID(2+f), author)
 	}
 	timelinetest.PostN(t, s, author, 3)
-	commands := func() float64 {
-		t.Helper()
-		st, err := cost.RedisStats(testserver.Redis(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return float64(st["commands"])
-	}
-	// perPost is the commands of a post, less the INFO that reads the
-	// count.
+	// perPost is the commands of a post.
 	perPost := func() float64 {
-		before := commands()
-		timelinetest.PostN(t, s, author, posts)
-		return (commands() - before - 1) / posts
+		return costtest.RedisCommands(t, testserver.Redis(t), func() { timelinetest.PostN(t, s, author, posts) }) / posts
 	}
 	m, err := registry.Lookup(redisindex.ModelName)
 	if err != nil {

@@ -170,18 +170,7 @@ const maxMergeCache = 1 << 14
 func followChances(fs, fu, gs, gu []float64) (c, w []float64) {
 	c, w = slices.Clone(fs), slices.Clone(gs)
 	solve := func(target float64, over func(x float64) float64) float64 {
-		lo, hi := 0.0, 1e-9
-		for over(hi) < target && hi < 1e12 {
-			lo, hi = hi, 2*hi
-		}
-		for range 50 {
-			if mid := (lo + hi) / 2; over(mid) < target {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
-		return hi
+		return registry.SolveIncreasing(over, target, 1e-9, 1e12, 50)
 	}
 	for range 20 {
 		for i, f := range fs {

@@ -107,8 +107,9 @@ func followedIDs(d registry.Demand, n float64) float64 {
 func followEntries(d registry.Demand, capN float64) float64 {
 	m, kept := followedIDs(d, capN), d.MeanOverFollowed(d.MessagesOf)
 	var sum, users float64
+	perFollowee := d.FolloweeMessages()
 	for _, c := range d.Classes {
-		timeline := c.Followees * d.FolloweeMessages()
+		timeline := c.Followees * perFollowee
 		k := m
 		if timeline > capN {
 			k = math.Min(m, kept*capN/timeline)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/cost/costtest"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/timeline"
@@ -35,22 +35,13 @@ func TestPageCommandsMatchWork(t *testing.T) {
 	timelinetest.PostN(t, s, 2, capN/2)
 	timelinetest.PostN(t, s, 3, capN/2)
 	timelinetest.Newest(t, s, 1) // builds the feed
-	commands := func() float64 {
-		t.Helper()
-		st, err := cost.RedisStats(testserver.Redis(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return float64(st["commands"])
-	}
-	// measure is the commands of n calls of read, less the INFO that
-	// reads the count.
+	// measure is the commands of each of n calls of read.
 	measure := func(n int, read func()) float64 {
-		before := commands()
-		for range n {
-			read()
-		}
-		return (commands() - before - 1) / float64(n)
+		return costtest.RedisCommands(t, testserver.Redis(t), func() {
+			for range n {
+				read()
+			}
+		}) / float64(n)
 	}
 	const page, reads = 20, 20
 	newest := measure(reads, func() { timelinetest.Newest(t, s, 1) })
@@ -110,27 +101,15 @@ func TestFollowCommandsMatchWork(t *testing.T) {
 		timelinetest.PostN(t, s, followed, 1)
 	}
 	timelinetest.Newest(t, s, reader) // builds the reader's feed; idle has none
-	commands := func() float64 {
-		t.Helper()
-		st, err := cost.RedisStats(testserver.Redis(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return float64(st["commands"])
-	}
-	// count is the commands of op, less the INFO that reads the count.
+	// count is the commands of op.
 	count := func(op func()) float64 {
 		t.Helper()
-		before := commands()
-		op()
-		return commands() - before - 1
+		return costtest.RedisCommands(t, testserver.Redis(t), op)
 	}
 	// posts is the commands of a post by author, over 5 of them.
 	posts := func(author timeline.UserID) float64 {
 		t.Helper()
-		before := commands()
-		timelinetest.PostN(t, s, author, 5)
-		return (commands() - before - 1) / 5
+		return count(func() { timelinetest.PostN(t, s, author, 5) }) / 5
 	}
 	unfollow := func(follower timeline.UserID) func() {
 		return func() {

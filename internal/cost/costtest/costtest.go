@@ -24,3 +24,22 @@ func Counted(t testing.TB, db *sql.DB, n int, do func()) cost.Cost {
 	}
 	return c
 }
+
+// RedisCommands is the commands the Redis server at addr runs while do
+// runs, by its own count (cost.RedisStats' "commands"), less the INFO
+// that reads the count: divide by the operations do makes for each
+// one's. t fails at once when the count cannot be read.
+func RedisCommands(t testing.TB, addr string, do func()) float64 {
+	t.Helper()
+	commands := func() float64 {
+		t.Helper()
+		st, err := cost.RedisStats(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(st["commands"])
+	}
+	before := commands()
+	do()
+	return commands() - before - 1
+}
