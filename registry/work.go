@@ -130,6 +130,9 @@ type Demand struct {
 	// page reads (newest and older), over all users; OlderPerSec is the
 	// part of ReadsPerSec that reads older pages.
 	PostsPerSec, ReadsPerSec, OlderPerSec float64
+	// UnfollowsPerSec is the planned rate of unfollows, over all users,
+	// each of a followee drawn as a new follow's (Followed).
+	UnfollowsPerSec float64
 	// ActiveShare is the share of users who read within a design's
 	// window of activity (1: everyone reads often enough).
 	ActiveShare float64
@@ -447,6 +450,34 @@ type RunHistory struct {
 	AllRead bool
 	// Reads and Posts are the phase's own.
 	Reads, Posts float64
+}
+
+// UnfollowedAudience is the share of a post's audience whose author was
+// unfollowed within ttl seconds: posts weighed by who posts and by their
+// followers, an author of class c unfollowed at UnfollowsPerSec·q, where
+// q is c's share of the followees unfollows draw (Followed over Σ
+// Users·Followed), so within ttl with chance 1 − exp(−UnfollowsPerSec·
+// ttl·q). In a run (Run set) it is 0: which authors a benchmark's churn
+// leaves unfollowed depends on the order of its follows and unfollows
+// (an unfollow that a later follow of the same edge undoes leaves
+// nothing), which a run does not record.
+func (d Demand) UnfollowedAudience(ttl float64) float64 {
+	n := d.UnfollowsPerSec * ttl
+	if d.Run != nil {
+		n = 0
+	}
+	var total float64
+	for _, c := range d.Classes {
+		total += c.Users * c.Followed
+	}
+	if !(n > 0) || total == 0 {
+		return 0
+	}
+	audience := d.MeanOverPosts(followers)
+	if audience == 0 {
+		return 0
+	}
+	return d.MeanOverPosts(func(c UserClass) float64 { return -c.Followers * math.Expm1(-n*c.Followed/total) }) / audience
 }
 
 // readShare is the share of all newest-page reads that one user of class

@@ -242,3 +242,19 @@ func TestFirstReadsAgainstDraws(t *testing.T) {
 		t.Errorf("the steady state has first reads: %v", d.FirstReads())
 	}
 }
+
+// TestUnfollowedAudience: an author is unfollowed by its share of the
+// followees unfollows draw (Followed), within the tombstones' life at
+// the planned rate; the share is the audience's, posts weighed by their
+// followers; a run counts none, and no unfollows none.
+func TestUnfollowedAudience(t *testing.T) {
+	d := twoClasses()
+	d.Classes[1].Followed = 9 // the 10 celebrities draw half the unfollows
+	near(t, "no unfollows", d.UnfollowedAudience(600), 0)
+	d.UnfollowsPerSec = 0.5
+	// 300 unfollows in 600 s: 150 over 90 users and 150 over 10.
+	low, high := -math.Expm1(-150.0/90), -math.Expm1(-150.0/10)
+	near(t, "unfollowed audience", d.UnfollowedAudience(600), (90*10*low+40*1000*high)/(90*10+40*1000))
+	d.Run = &RunHistory{PostsBefore: 100}
+	near(t, "in a run", d.UnfollowedAudience(600), 0)
+}

@@ -294,7 +294,7 @@ func (w Workload) demand() (registry.Demand, demandClasses, error) {
 	d := registry.Demand{
 		Users: float64(w.Users), Messages: w.Messages(), Page: w.Page, OlderDepth: w.OlderDepth,
 		PostsPerSec: w.PostsPerSec, ReadsPerSec: w.NewestPerSec + w.OlderPerSec, OlderPerSec: w.OlderPerSec,
-		ActiveShare: w.ActiveShare, Classes: dc.classes,
+		UnfollowsPerSec: w.FollowsPerSec / 2, ActiveShare: w.ActiveShare, Classes: dc.classes,
 	}
 	d = d.Prepared()
 	if err := d.Check(); err != nil {

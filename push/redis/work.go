@@ -20,7 +20,16 @@ import (
 // followers (f rows), reads the head of each follower's feed and pushes
 // its id onto each active follower's feed, a script per thousand
 // followers (4 commands each besides: the script, the epoch, the post's
-// and the author's tombstones).
+// and the author's tombstones). A post by an author unfollowed within
+// the tombstones' life (tombstoneTTL; Demand.UnfollowedAudience) also
+// asks, for each live feed, whether its follower is one who unfollowed
+// (a command each), and a full feed is trimmed back to cap, 5 commands,
+// at every cap/8+1-th id pushed onto it (feedTrims). An id that reaches a
+// feed after a newer one is inserted in its place by a scan from the
+// head (2 commands more): it depends on how many posts are in flight at
+// once, which the model leaves out (4 to 10 % of the ids pushed in the
+// benchmark's posts phase, evidence/plan/redis-posts).
+// TestPostCommandsMatchWork counts the trims and the tombstones' checks.
 //
 // A follow clears the edge's tombstone (3 commands) and reads the
 // followee's newest cap ids (a row each); its script (3 commands) stops
@@ -48,7 +57,8 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 	newest := page.Add(rebuild.Scale(d.ReturningReads(window)))
 	a := d.PostAudience()
 	scripts := math.Max(1, math.Ceil(a/fanOutChunk))
-	post := pull.PostWork().Add(registry.Work{RowsRead: a, RedisCommands: 4*scripts + a*(1+d.ActiveFollowers(window)), Statements: 1, CacheCalls: 1})
+	perLive := 1 + d.UnfollowedAudience(tombstoneTTL.Seconds()) + feedTrims(d, capN, float64(max(1, cfg.Int(OptionCap)/8)+1))
+	post := pull.PostWork().Add(registry.Work{RowsRead: a, RedisCommands: 4*scripts + a*(1+d.ActiveFollowers(window)*perLive), Statements: 1, CacheCalls: 1})
 	limit := capN + math.Max(1, math.Floor(capN/8))
 	live := d.ActiveUsers(window)
 	follow := registry.Work{RowsRead: 1 + followedIDs(d, capN), RowsWritten: 1,
@@ -121,4 +131,35 @@ func followEntries(d registry.Demand, capN float64) float64 {
 		return 0
 	}
 	return sum / users
+}
+
+// trimCommands are the commands of a feed's trim (the script's trim: its
+// sentinel, its length, the id at the cap, LTRIM, the new sentinel).
+const trimCommands = 5
+
+// feedTrims is the trims' commands per id pushed onto a live feed: a
+// feed whose timeline outgrows the cap (its follower's followees'
+// FolloweeMessages, as in followEntries) is trimmed back to cap ids at
+// every every-th id pushed onto it, and one that fits is never trimmed;
+// followers weigh by how many they follow (as a post's audience). A run's
+// feeds (Demand.Run) start at the cap, rebuilt by the reads before the
+// posts, and are first trimmed at their every-th push: a follower of g
+// followees had, by the middle of the phase, (PostsBefore + Posts/2)·
+// g·PostAudience/Edges ids pushed onto its feed, and is counted with the
+// trims of the steady state once that reaches every, else none.
+func feedTrims(d registry.Demand, capN, every float64) float64 {
+	per := trimCommands / every
+	pushed := math.Inf(1)
+	if d.Run != nil {
+		if edges := d.Edges(); edges > 0 {
+			pushed = (d.Run.PostsBefore + d.Run.Posts/2) * d.PostAudience() / edges
+		}
+	}
+	m := d.FolloweeMessages()
+	return d.MeanOverFollowers(func(c registry.UserClass) float64 {
+		if c.Followees*m <= capN || c.Followees*pushed < every {
+			return 0
+		}
+		return per
+	})
 }

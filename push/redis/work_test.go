@@ -134,32 +134,19 @@ func TestFollowCommandsMatchWork(t *testing.T) {
 	}
 	counted["post after an unfollow"] = posts(100)
 
-	model, err := registry.Lookup(ModelName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const users = 1000
-	d := registry.Demand{Users: users, Messages: users * m, Page: timeline.DefaultLimit, OlderDepth: 3.5,
-		PostsPerSec: 1, ReadsPerSec: 100, ActiveShare: 1,
-		Classes: []registry.UserClass{{Users: users, Followers: 1, Followees: g, Posts: 1, Reads: 1, Followed: 1}}}
-	opts := map[string]string{OptionCap: strconv.Itoa(capN)}
-	live, _, _, err := model.WorkFor(d.Prepared(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := oneFollowerDemand(g, m)
+	live := workFor(t, d, capN)
 	d.ActiveShare = 0 // no reader holds a feed
-	none, _, _, err := model.WorkFor(d.Prepared(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	none := workFor(t, d, capN)
 	want := map[string]float64{
 		"follow with a feed":    live.Follow.RedisCommands,
 		"post with a feed":      live.Post.RedisCommands,
 		"unfollow with a feed":  live.Unfollow.RedisCommands,
 		"follow with no feed":   none.Follow.RedisCommands,
 		"unfollow with no feed": none.Unfollow.RedisCommands,
-		// The model leaves the tombstones out: one command more a live
-		// follower (docs/plan.md).
+		// A workload with no unfollows has no tombstones: the model
+		// checks none, one command less a live follower
+		// (TestPostCommandsMatchWork counts them).
 		"post after an unfollow": live.Post.RedisCommands + 1,
 	}
 	for what, n := range counted {
@@ -168,4 +155,91 @@ func TestFollowCommandsMatchWork(t *testing.T) {
 			t.Errorf("%s ran %.0f commands, the model says %.1f", what, n, want[what])
 		}
 	}
+}
+
+// TestPostCommandsMatchWork counts the Redis commands of posts onto a
+// full feed, which is trimmed back to the cap at every cap/8+1-th id
+// pushed onto it (5 commands), and of posts by an author unfollowed
+// lately, whose fan-out asks of each live feed whether its follower is the
+// one who unfollowed (a command), and sets them against the cost model's
+// Post: for a workload whose feeds outgrow the cap, and one whose
+// unfollows reach every author within the tombstones' life.
+func TestPostCommandsMatchWork(t *testing.T) {
+	ctx := context.Background()
+	const capN, g, m = 16, 4, 10 // a timeline of 40 ids, more than the cap
+	every := max(1, capN/8) + 1
+	s, err := Open(ctx, Config{DSN: testserver.DSN(t), Database: testserver.Database(t), Redis: testserver.Redis(t), Cap: capN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	const reader, other = 1, 2
+	for a := range g {
+		timelinetest.Follow(t, s, reader, timeline.UserID(100+a))
+		timelinetest.PostN(t, s, timeline.UserID(100+a), m)
+	}
+	timelinetest.Newest(t, s, reader) // builds the feed: the newest cap ids
+	// posts is the commands of n posts by author, per post, less the
+	// INFO that reads the count.
+	posts := func(author timeline.UserID, n int) float64 {
+		t.Helper()
+		before := redisCommands(t)
+		timelinetest.PostN(t, s, author, n)
+		return (redisCommands(t) - before - 1) / float64(n)
+	}
+	full := posts(100, 4*every) // four trims
+	// other follows and unfollows the reader's author 101: its posts
+	// then check the reader's feed against the tombstone.
+	timelinetest.Follow(t, s, other, 101)
+	if err := s.Unfollow(ctx, other, 101); err != nil {
+		t.Fatal(err)
+	}
+	unfollowed := posts(101, 4*every)
+
+	d := oneFollowerDemand(g, m)
+	quiet := workFor(t, d, capN)
+	d.UnfollowsPerSec = 1e6 // every author unfollowed within the tombstones' life
+	churned := workFor(t, d, capN)
+	for _, c := range []struct {
+		what           string
+		counted, model float64
+	}{{"post onto a full feed", full, quiet.Post.RedisCommands}, {"post after an unfollow", unfollowed, churned.Post.RedisCommands}} {
+		t.Logf("%s: %.2f commands, the model %.2f", c.what, c.counted, c.model)
+		if math.Abs(c.counted-c.model) > 0.05 {
+			t.Errorf("%s ran %.2f commands, the model says %.2f", c.what, c.counted, c.model)
+		}
+	}
+}
+
+// redisCommands is the commands the test's Redis has run.
+func redisCommands(t *testing.T) float64 {
+	t.Helper()
+	st, err := cost.RedisStats(testserver.Redis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(st["commands"])
+}
+
+// oneFollowerDemand is a workload of 1,000 users, each following g
+// authors of m messages and followed by one reader, all active.
+func oneFollowerDemand(g, m float64) registry.Demand {
+	const users = 1000
+	return registry.Demand{Users: users, Messages: users * m, Page: timeline.DefaultLimit, OlderDepth: 3.5,
+		PostsPerSec: 1, ReadsPerSec: 100, ActiveShare: 1,
+		Classes: []registry.UserClass{{Users: users, Followers: 1, Followees: g, Posts: 1, Reads: 1, Followed: 1}}}
+}
+
+// workFor is the model's work for d with a cap of capN.
+func workFor(t *testing.T, d registry.Demand, capN int) registry.OpWork {
+	t.Helper()
+	model, err := registry.Lookup(ModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _, _, err := model.WorkFor(d.Prepared(), map[string]string{OptionCap: strconv.Itoa(capN)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
