@@ -179,13 +179,10 @@ func TestPostCommandsMatchWork(t *testing.T) {
 		timelinetest.PostN(t, s, timeline.UserID(100+a), m)
 	}
 	timelinetest.Newest(t, s, reader) // builds the feed: the newest cap ids
-	// posts is the commands of n posts by author, per post, less the
-	// INFO that reads the count.
+	// posts is the commands of n posts by author, per post.
 	posts := func(author timeline.UserID, n int) float64 {
 		t.Helper()
-		before := redisCommands(t)
-		timelinetest.PostN(t, s, author, n)
-		return (redisCommands(t) - before - 1) / float64(n)
+		return costtest.RedisCommands(t, testserver.Redis(t), func() { timelinetest.PostN(t, s, author, n) }) / float64(n)
 	}
 	full := posts(100, 4*every) // four trims
 	// other follows and unfollows the reader's author 101: its posts
@@ -209,16 +206,6 @@ func TestPostCommandsMatchWork(t *testing.T) {
 			t.Errorf("%s ran %.2f commands, the model says %.2f", c.what, c.counted, c.model)
 		}
 	}
-}
-
-// redisCommands is the commands the test's Redis has run.
-func redisCommands(t *testing.T) float64 {
-	t.Helper()
-	st, err := cost.RedisStats(testserver.Redis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return float64(st["commands"])
 }
 
 // oneFollowerDemand is a workload of 1,000 users, each following g
