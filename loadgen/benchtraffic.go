@@ -222,6 +222,7 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 	warm := m.Bench.WarmReads && !own
 	var stepCounts []map[string]int64
 	var stepCosts []stepCost
+	var stepSettles []stepSettle
 	start := t.Total.OpsPerSec
 	if t.Open != nil {
 		start = t.Open.AchievedPerSec
@@ -233,6 +234,24 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 	sr, err := openloop.FindRate(ctx, openloop.SearchConfig{
 		SLO: b.cfg.SLO, Start: start, MaxSteps: b.cfg.SearchSteps, MaxErrorRate: workload.MaxErrorRate,
 	}, func(ctx context.Context, rate float64) (openloop.Result, error) {
+		// Every step but the first starts on a settled box (settleBox).
+		var settled stepSettle
+		if len(stepCosts) > 0 {
+			d, ok, err := b.settleBox(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return openloop.Result{}, ctx.Err()
+				}
+				b.res.Notes = append(b.res.Notes, fmt.Sprintf("%s: the box's CPU could not be read before a step: %v", m.Name, err))
+			}
+			settled = stepSettle{d.Seconds(), !ok}
+			if !ok {
+				b.logf("  the box had not settled after %.1fs (CPU above the idle CPU and %.0f µs/s); the step at %.0f/s runs anyway", d.Seconds(), float64(SettleMarginUs), rate)
+			} else if d >= time.Second {
+				b.logf("  the box settled in %.1fs", d.Seconds())
+			}
+		}
+		stepSettles = append(stepSettles, settled)
 		if warm {
 			if err := b.warm(ctx, s); err != nil {
 				return openloop.Result{}, fmt.Errorf("%s: %w", m.Name, err)
@@ -257,6 +276,9 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 		if i < len(stepCounts) {
 			t.Search.Steps[i].Counted = stepCounts[i]
 		}
+		if i < len(stepSettles) {
+			t.Search.Steps[i].SettleS, t.Search.Steps[i].Unsettled = stepSettles[i].seconds, stepSettles[i].unsettled
+		}
 		if i < len(stepCosts) && stepCosts[i].cost != nil {
 			st := &t.Search.Steps[i]
 			st.Cost = stepCosts[i].cost
@@ -274,6 +296,13 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 type stepCost struct {
 	cost    cost.Cost
 	seconds float64
+}
+
+// stepSettle is how long a step of a rate search waited for the box to
+// settle, and whether it did not (settleBox).
+type stepSettle struct {
+	seconds   float64
+	unsettled bool
 }
 
 // countedSince is what a store counted (timeline.Counting) between two

@@ -230,6 +230,14 @@ func TestRateSearchStepsStartWarm(t *testing.T) {
 		t.Errorf("%d steps in the progress, %d in the result:\n%s", steps, len(m.Traffic.Search.Steps), search)
 	}
 	for i, st := range m.Traffic.Search.Steps {
+		// Every step but the first waited for the box to settle, at
+		// least one look at its CPU (settleBox).
+		if i == 0 && (st.SettleS != 0 || st.Unsettled) {
+			t.Errorf("the first step waited %.2fs to settle (unsettled %v)", st.SettleS, st.Unsettled)
+		}
+		if i > 0 && st.SettleS < SettleWindow.Seconds() {
+			t.Errorf("step %d waited %.3fs for the box to settle, less than one look at its CPU", i+1, st.SettleS)
+		}
 		_, fences := st.Counted[counter.Fences]
 		_, rebuilds := st.Counted[counter.Rebuilds]
 		if !fences || !rebuilds || st.Counted[counter.FeedPages] <= 0 {

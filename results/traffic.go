@@ -165,6 +165,14 @@ type RateStep struct {
 	// costs, and from results that predate them.
 	Cost cost.Cost   `json:"cost,omitempty"`
 	CPU  *ProcessCPU `json:"cpu_per_sec,omitempty"`
+	// SettleS is how long the search waited before the step for the box
+	// to settle: its processes back near the run's idle CPU, the
+	// background work of the step before finished; Unsettled that it had
+	// not after the wait's bound, and the step ran anyway. Both absent for
+	// the first step, a run that measured no costs and results that
+	// predate them.
+	SettleS   float64 `json:"settle_s,omitempty"`
+	Unsettled bool    `json:"unsettled,omitempty"`
 }
 
 // RateOp is one operation type's share of a RateStep: its completed
