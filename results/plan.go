@@ -95,22 +95,44 @@ type Calibration struct {
 // find the next request waiting and rarely sleep; at a lower rate each
 // round trip wakes the server that answers it and the client that waits
 // for it (futex and epoll wake-ups, the scheduler, timers), each of
-// them asleep a share 1 − u of the time, u its busy share. So a process
-// needs, a second, at rate R:
+// them asleep a share 1 − u^k of the time, u the busy share of the cores
+// it runs on and k its exponent. So a process needs, a second, at rate R:
 //
-//	idle + R × (CPU per operation at saturation + wake × round trips × (1 − u))
+//	idle + R × (CPU per operation at saturation + wake × round trips × (1 − u^k))
 //
 // with the database's round trips its statements, memcached's and
 // Redis's their round trips, and the application's every statement and
 // cache round trip and the operation's own start (the load generator's
-// timer).
+// timer). An exponent of 1 is a process that sleeps as much as the cores
+// are idle; one above 1 a process that still sleeps for most of its
+// requests on a box that is mostly busy (a server whose own share of the
+// cores is small finds its queue empty even when the others' is not),
+// so it keeps paying wake-ups until the cores are nearly full.
 type WakeCPU struct {
 	DBStatementUs float64 `json:"db_statement_us"`
 	MCCallUs      float64 `json:"mc_call_us"`
 	RedisCallUs   float64 `json:"redis_call_us"`
 	AppTripUs     float64 `json:"app_trip_us"`
+	// DBExp, MCExp, RedisExp and AppExp are the processes' exponents k
+	// of the share of the time they sleep, 1 − u^k, fitted on the steps
+	// of rate searches below saturation; 0 (a calibration made before
+	// them) is read as 1.
+	DBExp    float64 `json:"db_exp,omitempty"`
+	MCExp    float64 `json:"mc_exp,omitempty"`
+	RedisExp float64 `json:"redis_exp,omitempty"`
+	AppExp   float64 `json:"app_exp,omitempty"`
 	// Observations are the open-loop phases and rate steps fitted on.
 	Observations int `json:"observations"`
+}
+
+// Exp is the sleep exponent of process i (0 the database, 1 memcached,
+// 2 Redis, 3 the application): 1 when the calibration has none.
+func (k *WakeCPU) Exp(i int) float64 {
+	e := [4]float64{k.DBExp, k.MCExp, k.RedisExp, k.AppExp}[i]
+	if e == 0 {
+		return 1
+	}
+	return e
 }
 
 // CPUFactors are one design's CPU factors: its measured CPU per
@@ -220,7 +242,8 @@ func (c *Calibration) Validate() error {
 		terms = append(terms, []struct {
 			name string
 			v    float64
-		}{{"database wake-up", k.DBStatementUs}, {"memcached wake-up", k.MCCallUs}, {"Redis wake-up", k.RedisCallUs}, {"application wake-up", k.AppTripUs}}...)
+		}{{"database wake-up", k.DBStatementUs}, {"memcached wake-up", k.MCCallUs}, {"Redis wake-up", k.RedisCallUs}, {"application wake-up", k.AppTripUs},
+			{"database sleep exponent", k.DBExp}, {"memcached sleep exponent", k.MCExp}, {"Redis sleep exponent", k.RedisExp}, {"application sleep exponent", k.AppExp}}...)
 	}
 	for _, t := range terms {
 		if !(t.v >= 0) || math.IsInf(t.v, 0) {
@@ -284,8 +307,10 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 		fmt.Fprintf(tw, "  idle\tnot measured: none added\n")
 	}
 	if k := c.Wake; k != nil {
-		fmt.Fprintf(tw, "  wake-up below saturation, × (1 − busy share), over %d phases and steps\t%s µs a statement on the database, %s a memcached and %s a Redis round trip, %s a round trip or operation start in the application\n",
+		fmt.Fprintf(tw, "  wake-up below saturation, × (1 − busy share^k), over %d phases and steps\t%s µs a statement on the database, %s a memcached and %s a Redis round trip, %s a round trip or operation start in the application\n",
 			k.Observations, fmtNum(k.DBStatementUs), fmtNum(k.MCCallUs), fmtNum(k.RedisCallUs), fmtNum(k.AppTripUs))
+		fmt.Fprintf(tw, "  sleep exponent k\t%s database, %s memcached, %s Redis, %s application\n",
+			fmtNum(k.Exp(0)), fmtNum(k.Exp(1)), fmtNum(k.Exp(2)), fmtNum(k.Exp(3)))
 	} else {
 		fmt.Fprintf(tw, "  wake-up below saturation\tnot measured: none added\n")
 	}
@@ -584,7 +609,8 @@ type PlanRateRow struct {
 	MeasuredPerSec float64 `json:"measured_per_sec"`
 	FailedPerSec   float64 `json:"failed_per_sec,omitempty"`
 	// PredictedPerSec is the plan's highest rate; PredictedCPUUs the CPU
-	// per operation of the mix it predicts there, on every process, and
+	// per operation of the mix it predicts there, on every process, the
+	// wake-ups of processes that sleep at that busy share included, and
 	// CeilingPerSec the rate that would fill every core at it.
 	PredictedPerSec float64 `json:"predicted_per_sec"`
 	PredictedCPUUs  float64 `json:"predicted_cpu_us"`

@@ -80,7 +80,9 @@ design the calibration did not run), and, when its runs measured them,
 each server's idle CPU and the CPU of waking the processes a round trip
 passes below saturation (from runs at a planned rate: bench --cost
 --rate R, recommend's runs, or rate searches), which a low rate's
-servers need beside the work. --check DIR,... sets the model against saved
+servers need beside the work, and, from the steps of rate searches (bench
+--cost --find-rate), how much of the time each process still sleeps as
+the cores fill, which the highest rate within the objective carries. --check DIR,... sets the model against saved
 runs and prints and plots predicted against measured: for every design
 and phase of counted runs (pushpull bench --cost --mix default) the rows,
 keys and commands and the CPU per operation, then by run and phase the
@@ -88,7 +90,8 @@ median over the designs of measured over predicted CPU (a run whose
 machine cost more or less in every phase shows there); for every design of runs
 that searched for their highest rate within the objective (bench
 --find-rate) that rate, predicted for the run's workload, mix, objective
-and CPUs, with the application and every server sharing the cores.
+and CPUs, with the application and every server sharing the cores, and
+the CPU per operation predicted there, wake-ups included.
 
 A bad flag or workload is refused (exit 2) before anything is computed.`
 

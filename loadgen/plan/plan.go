@@ -183,7 +183,7 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 	u := w.Utilization
 	// Below saturation an operation also wakes the processes it passes,
 	// and each server burns its idle CPU whatever the rate.
-	busy := c.add(wakeCPU(cal, perOp, m.Needs, asleep(c, rate, u)))
+	busy := c.add(wakeCPU(cal, perOp, m.Needs, asleep(cal, c, rate, u)))
 	pd.DBUs, pd.CacheUs, pd.AppUs = busy.db, busy.cache(), busy.app
 	idle := idleCPU(cal, m.Needs)
 	cores := func(us, idle float64) float64 { return (rate*us + idle) / 1e6 / u }

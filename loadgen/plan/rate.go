@@ -31,17 +31,19 @@ type RateEstimate struct {
 	// holds the objective; 0 when it does not hold even on an idle box.
 	PerSec float64
 	// CPUUs is the CPU of an operation of the mix at that rate, on every
-	// process (the application's too), µs; Utilization the share of the
-	// box's cores it fills there, with the servers' idle CPU.
+	// process (the application's too), with the wake-ups of processes
+	// that sleep there, µs; Utilization the share of the box's cores it
+	// fills there, with the servers' idle CPU.
 	CPUUs       float64
 	Utilization float64
 	// CeilingPerSec is the rate that would fill every core at that CPU
 	// per operation, or redis-server's one thread at its CPU per
 	// operation if that comes first.
 	CeilingPerSec float64
-	// CPUFactor is CPUUs over what the work costs at the calibration's
-	// unit costs alone: the design's CPU factors (results.CPUFactors)
-	// for this mix; 1 for a design the calibration did not run.
+	// CPUFactor is CPUUs without the wake-ups over what the work costs
+	// at the calibration's unit costs alone: the design's CPU factors
+	// (results.CPUFactors) for this mix; 1 for a design the calibration
+	// did not run.
 	CPUFactor float64
 	// RedisUs is redis-server's part of CPUUs, µs; RedisUtilization the
 	// share of its one thread it fills at PerSec (0 for a design without
@@ -70,11 +72,16 @@ type RateEstimate struct {
 // operation is a large part of its CPU is bounded by Redis's thread on a
 // box of many cores, where more cores no longer raise its rate. When cal
 // measured it (results.Calibration.Idle), every server's idle CPU keeps the
-// box and Redis's thread that much busier. The wake-ups of processes that
-// sleep between operations (results.Calibration.Wake) are left out: the
-// highest rate is where the cores are nearly full, and the counted phases
-// there show none. A workload or box a plan cannot be made with is an
-// *InputError.
+// box and Redis's thread that much busier. Below saturation the processes
+// sleep between requests and each round trip wakes them
+// (results.Calibration.Wake): at R an operation costs its CPU at
+// saturation plus those wake-ups at the share of the time each process
+// sleeps at the box's busy share u, and u depends on that CPU, so it is
+// the fixed point of both (boxBusy). The processes keep sleeping for much
+// of their requests up to high busy shares (a sleep exponent above 1),
+// so the highest rate falls where the operation costs more than in the
+// closed loop the unit costs come from. A workload or box a plan cannot
+// be made with is an *InputError.
 func HighestRate(w Workload, cal *results.Calibration, model string, box Box) (RateEstimate, error) {
 	if err := cal.Validate(); err != nil {
 		return RateEstimate{}, &InputError{Field: "calibration", Reason: err.Error()}
@@ -123,6 +130,7 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 	// at is the CPU per operation at rate and whether the p99 holds
 	// there.
 	var units float64 // the CPU per operation at the unit costs alone, at the last rate tried
+	var sat cpu       // the CPU per operation at saturation, at the last rate tried
 	quiet := idleCPU(cal, allServers)
 	at := func(rate float64) (c cpu, held bool, err error) {
 		d.ReadsPerSec, d.OlderPerSec, d.PostsPerSec = rate*(shares[0]+shares[1]), rate*shares[1], rate*shares[2]
@@ -130,11 +138,13 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 		if err != nil {
 			return cpu{}, false, &InputError{Field: "option", Reason: err.Error()}
 		}
-		c = designCPU(cal, r, ow, shares, m.Needs)
-		units = cpuOf(cal, mixWork(ow, shares), m.Needs).all()
-		// Every server burns its idle CPU too (when cal measured it).
-		// The wake-ups are left out: the highest rate sits where the
-		// cores are nearly full, where the counted phases show none.
+		perOp := mixWork(ow, shares)
+		sat = designCPU(cal, r, ow, shares, m.Needs)
+		units = cpuOf(cal, perOp, m.Needs).all()
+		// Every server burns its idle CPU too, and below saturation
+		// each round trip wakes the processes it passes as often as
+		// they sleep at the box's busy share (when cal measured them).
+		c = sat.add(wakeCPU(cal, perOp, m.Needs, boxAsleep(cal, perOp, m.Needs, sat, rate, box.Cores, quiet)))
 		u, ur := (rate*c.all()+quiet.all())/capacity, (rate*c.rd+quiet.rd)/1e6
 		if !(c.all() > 0) || u >= 1 || ur >= 1 {
 			return c, false, nil
@@ -190,5 +200,5 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 		return RateEstimate{}, err
 	}
 	return RateEstimate{PerSec: lo, CPUUs: c.all(), Utilization: (lo*c.all() + quiet.all()) / capacity, CeilingPerSec: ceiling(c),
-		CPUFactor: c.all() / units, RedisUs: c.rd, RedisUtilization: (lo*c.rd + quiet.rd) / 1e6}, nil
+		CPUFactor: sat.all() / units, RedisUs: c.rd, RedisUtilization: (lo*c.rd + quiet.rd) / 1e6}, nil
 }

@@ -77,25 +77,70 @@ func trips(w registry.Work, needs registry.Servers) cpu {
 	return cpu{db: w.Statements, mc: mc, rd: rd, app: w.Statements + w.CacheCalls + 1}
 }
 
-// asleep is the share of the time each process of a planned server
-// sleeps at rate operations a second of saturated CPU c per operation: 1
-// less its busy share of one core (a server has one at least), which is
-// at most maxBusy (a planned server is sized to be busy at most its
-// utilisation).
-func asleep(c cpu, rate, maxBusy float64) cpu {
-	f := func(us float64) float64 { return 1 - math.Min(maxBusy, math.Max(0, rate*us/1e6)) }
-	return cpu{f(c.db), f(c.mc), f(c.rd), f(c.app)}
+// sleeping is the share of the time each process sleeps on cores busy
+// the shares busy (clamped to 0 to 1), by k's law: 1 − u^e, e the
+// process's exponent (results.WakeCPU.Exp; 1 without k).
+func sleeping(k *results.WakeCPU, busy cpu) cpu {
+	f := func(i int, u float64) float64 {
+		e := 1.0
+		if k != nil {
+			e = k.Exp(i)
+		}
+		return 1 - math.Pow(math.Min(1, math.Max(0, u)), e)
+	}
+	return cpu{f(0, busy.db), f(1, busy.mc), f(2, busy.rd), f(3, busy.app)}
 }
 
-// boxAsleep is the share of the time the processes of one box of cores
-// that all of them share, as in a benchmark run here, sleep at rate
-// operations a second of saturated CPU c per operation, with the
-// servers' idle CPU quiet a second: 1 less the box's busy share. Near
-// saturation the cores always have work waiting, and a process finds
-// its next request queued instead of sleeping for it.
-func boxAsleep(c cpu, rate, cores float64, quiet cpu) cpu {
-	s := 1 - math.Min(1, math.Max(0, (rate*c.all()+quiet.all())/(cores*1e6)))
-	return cpu{s, s, s, s}
+// everywhere is u on every process.
+func everywhere(u float64) cpu { return cpu{u, u, u, u} }
+
+// asleep is the share of the time each process of a planned server
+// sleeps at rate operations a second of saturated CPU c per operation,
+// by cal's law (sleeping) of its busy share of one core (a server has
+// one at least), which is at most maxBusy (a planned server is sized to
+// be busy at most its utilisation).
+func asleep(cal *results.Calibration, c cpu, rate, maxBusy float64) cpu {
+	f := func(us float64) float64 { return math.Min(maxBusy, math.Max(0, rate*us/1e6)) }
+	return sleeping(cal.Wake, cpu{f(c.db), f(c.mc), f(c.rd), f(c.app)})
+}
+
+// boxBusy is the busy share of one box of cores that the processes of a
+// design all share, as in a benchmark run here, at rate operations a
+// second of work w (of a design needing needs) whose CPU at saturation
+// is sat, with the servers' idle CPU quiet a second: the operations' CPU
+// with their wake-ups (wakeCPU) and the idle CPU, over the cores, at
+// most 1. The wake-ups depend on the busy share and the busy share on
+// them: it is the fixed point, found by bisection (the CPU falls as the
+// share rises, so there is one).
+func boxBusy(cal *results.Calibration, w registry.Work, needs registry.Servers, sat cpu, rate, cores, quiet float64) float64 {
+	at := func(u float64) float64 {
+		c := sat.add(wakeCPU(cal, w, needs, sleeping(cal.Wake, everywhere(u))))
+		return (rate*c.all() + quiet) / (cores * 1e6)
+	}
+	if at(1) >= 1 {
+		return 1
+	}
+	lo, hi := 0.0, 1.0
+	for range 60 {
+		mid := (lo + hi) / 2
+		if at(mid) > mid {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return math.Max(0, (lo+hi)/2)
+}
+
+// boxAsleep is the share of the time each process of one box of cores
+// that all of a design's processes share, as in a benchmark run here,
+// sleeps at rate operations a second of work w and saturated CPU sat,
+// with the servers' idle CPU quiet a second: cal's law (sleeping) at the
+// box's busy share (boxBusy). Near saturation the cores always have work
+// waiting, and a process finds its next request queued instead of
+// sleeping for it.
+func boxAsleep(cal *results.Calibration, w registry.Work, needs registry.Servers, sat cpu, rate, cores float64, quiet cpu) cpu {
+	return sleeping(cal.Wake, everywhere(boxBusy(cal, w, needs, sat, rate, cores, quiet.all())))
 }
 
 // wakeCPU is what an operation of work w costs beyond its CPU at
@@ -129,44 +174,109 @@ func idleCPU(cal *results.Calibration, needs registry.Servers) cpu {
 	return c
 }
 
-// fitWake fits each process's wake-up CPU (results.WakeCPU) on designs'
-// traffic below saturation, after cal's unit costs, factors and idle
-// CPU: what a process used a second beyond its idle CPU and the rate
-// times its CPU per operation at saturation (the design's work at the
-// unit costs, times its factors) is set against the rate times the round
-// trips it served times the share of the time it slept, by least squares
-// through 0 in relative error, at least 0; the processes of a run share
-// its box, and sleep as much as its cores are idle (boxAsleep). nil when
-// nothing ran below saturation.
+// fitWake fits each process's wake-up CPU and sleep exponent
+// (results.WakeCPU) on designs' traffic below saturation, after cal's
+// unit costs, factors and idle CPU: what a process used a second beyond
+// its idle CPU and the rate times its CPU per operation at saturation
+// (the design's work at the unit costs, times its factors) is set
+// against the rate times the round trips it served times the share of
+// the time it slept, 1 − u^k at the box's measured busy share u (the
+// processes of a run share its box), by least squares through 0 in
+// relative error, at least 0. The exponent k is the one of wakeExponents
+// whose fit leaves the least error (1, the share of the time the cores
+// are idle, unless another does better), fitted when the process ran at
+// a busy share of wakeSpread or more twice at least: traffic at low busy
+// shares alone, where every exponent sleeps nearly always, cannot tell
+// them apart. nil when nothing ran below saturation.
 func fitWake(cal *results.Calibration, below []belowSaturation) *results.WakeCPU {
 	if len(below) == 0 {
 		return nil
 	}
-	var num, den [4]float64
+	type obs struct{ measured, base, x, u [4]float64 }
+	var obsv []obs
 	for _, b := range below {
 		sat := designCPU(cal, residualOf(cal, b.p.model), b.p.ops, b.p.shares, b.p.needs)
 		idle := idleCPU(cal, b.p.needs)
-		t, s := trips(b.p.predicted, b.p.needs), boxAsleep(sat, b.rate, b.cores, idleCPU(cal, allServers))
-		measured := [4]float64{b.cpu.DBUs, b.cpu.MCUs, b.cpu.RedisUs, b.cpu.AppUs}
-		base := [4]float64{idle.db + b.rate*sat.db, idle.mc + b.rate*sat.mc, idle.rd + b.rate*sat.rd, idle.app + b.rate*sat.app}
-		x := [4]float64{b.rate * t.db * s.db, b.rate * t.mc * s.mc, b.rate * t.rd * s.rd, b.rate * t.app * s.app}
-		for i := range 4 {
-			if !(x[i] > 0) || !(measured[i] > 0) {
+		t := trips(b.p.predicted, b.p.needs)
+		u := (b.cpu.DBUs + b.cpu.MCUs + b.cpu.RedisUs + b.cpu.AppUs) / (b.cores * 1e6)
+		obsv = append(obsv, obs{
+			measured: [4]float64{b.cpu.DBUs, b.cpu.MCUs, b.cpu.RedisUs, b.cpu.AppUs},
+			base:     [4]float64{idle.db + b.rate*sat.db, idle.mc + b.rate*sat.mc, idle.rd + b.rate*sat.rd, idle.app + b.rate*sat.app},
+			x:        [4]float64{b.rate * t.db, b.rate * t.mc, b.rate * t.rd, b.rate * t.app},
+			u:        [4]float64{u, u, u, u},
+		})
+	}
+	// fit is process i's wake-up CPU at exponent k and its weighted
+	// squared error.
+	fit := func(i int, k float64) (coef, sse float64) {
+		var num, den float64
+		for _, o := range obsv {
+			x := o.x[i] * (1 - math.Pow(math.Min(1, o.u[i]), k))
+			if !(o.x[i] > 0) || !(o.measured[i] > 0) {
 				continue
 			}
-			w := 1 / (measured[i] * measured[i])
-			num[i] += w * x[i] * (measured[i] - base[i])
-			den[i] += w * x[i] * x[i]
+			w := 1 / (o.measured[i] * o.measured[i])
+			num += w * x * (o.measured[i] - o.base[i])
+			den += w * x * x
+		}
+		if den > 0 {
+			coef = math.Max(0, num/den)
+		}
+		for _, o := range obsv {
+			if !(o.x[i] > 0) || !(o.measured[i] > 0) {
+				continue
+			}
+			d := o.measured[i] - o.base[i] - coef*o.x[i]*(1-math.Pow(math.Min(1, o.u[i]), k))
+			sse += d * d / (o.measured[i] * o.measured[i])
+		}
+		return coef, sse
+	}
+	// busy counts process i's observations at a busy share of
+	// wakeSpread or more: fewer than two cannot tell the exponents apart.
+	busy := func(i int) int {
+		n := 0
+		for _, o := range obsv {
+			if o.x[i] > 0 && o.measured[i] > 0 && o.u[i] >= wakeSpread {
+				n++
+			}
+		}
+		return n
+	}
+	var coef, exp [4]float64
+	for i := range 4 {
+		var best float64
+		coef[i], best = fit(i, 1)
+		exp[i] = 1
+		if busy(i) < 2 {
+			continue
+		}
+		for _, k := range wakeExponents {
+			if c, sse := fit(i, k); sse < best*(1-1e-9) {
+				coef[i], exp[i], best = c, k, sse
+			}
+		}
+		if coef[i] == 0 {
+			exp[i] = 1
 		}
 	}
-	coef := func(i int) float64 {
-		if !(den[i] > 0) {
-			return 0
-		}
-		return math.Max(0, num[i]/den[i])
-	}
-	return &results.WakeCPU{DBStatementUs: coef(0), MCCallUs: coef(1), RedisCallUs: coef(2), AppTripUs: coef(3), Observations: len(below)}
+	return &results.WakeCPU{DBStatementUs: coef[0], MCCallUs: coef[1], RedisCallUs: coef[2], AppTripUs: coef[3],
+		DBExp: exp[0], MCExp: exp[1], RedisExp: exp[2], AppExp: exp[3], Observations: len(below)}
 }
+
+// wakeSpread is the busy share at or above which fitWake needs two
+// observations of a process to fit its sleep exponent; with fewer (runs
+// at a low rate alone) it is 1.
+const wakeSpread = 0.4
+
+// wakeExponents are the sleep exponents fitWake tries: 1/4 to 32, each
+// 2^(1/8) (9 %) above the last.
+var wakeExponents = func() []float64 {
+	var ks []float64
+	for j := -16; j <= 40; j++ {
+		ks = append(ks, math.Pow(2, float64(j)/8))
+	}
+	return ks
+}()
 
 // allServers are every server a run measures the CPU of, whichever its
 // designs need: a run's counters take each one's idle CPU.
@@ -182,5 +292,5 @@ func offSaturation(cal *results.Calibration, p countedPhase, sat cpu, cores floa
 		return cpu{}
 	}
 	quiet := idleCPU(cal, allServers)
-	return wakeCPU(cal, p.predicted, p.needs, boxAsleep(sat, p.rate, cores, quiet)).add(quiet.scale(1 / p.rate))
+	return wakeCPU(cal, p.predicted, p.needs, boxAsleep(cal, p.predicted, p.needs, sat, p.rate, cores, quiet)).add(quiet.scale(1 / p.rate))
 }

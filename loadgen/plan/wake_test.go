@@ -13,11 +13,13 @@ import (
 	"github.com/pushpull/pushpull/results"
 )
 
-// TestWakeFromHandMadeSteps: traffic measured at three rates below
-// saturation, made by hand from known idle and wake-up CPU (every
-// process's CPU a second = idle + rate × (CPU at saturation + wake × round
-// trips × (1 − busy share))), gives back those figures; the idle CPU is
-// the mean of the runs'; nothing below saturation gives none.
+// TestWakeFromHandMadeSteps: traffic measured at five rates below
+// saturation, made by hand from known idle and wake-up CPU and sleep
+// exponents (every process's CPU a second = idle + rate × (CPU at
+// saturation + wake × round trips × (1 − u^k)), u the box's busy share
+// with those wake-ups, k the process's exponent), gives back those
+// figures; the idle CPU is the mean of the runs'; nothing below
+// saturation gives none.
 func TestWakeFromHandMadeSteps(t *testing.T) {
 	cal := handCalibration()
 	cal.MCKeyUs, cal.MCCallUs = 1, 4
@@ -30,7 +32,6 @@ func TestWakeFromHandMadeSteps(t *testing.T) {
 	if i := cal.Idle; i == nil || i.AppUs != 2000 || i.DBUs != 8000 || i.MCUs != 300 || i.RedisUs != 0 || i.Seconds != 2 {
 		t.Fatalf("idle %+v; want the mean of the two runs that measured it", i)
 	}
-	want := results.WakeCPU{DBStatementUs: 30, MCCallUs: 12, AppTripUs: 20}
 	ops := registry.OpWork{
 		Newest: registry.Work{RowsRead: 40, Statements: 1, MCKeys: 3, CacheCalls: 2},
 		Post:   registry.Work{RowsRead: 10, RowsWritten: 10, Statements: 2, MCKeys: 2, CacheCalls: 2},
@@ -43,29 +44,51 @@ func TestWakeFromHandMadeSteps(t *testing.T) {
 	if tr.db != 1.1 || tr.mc != 2 || math.Abs(tr.app-4.1) > 1e-12 || tr.rd != 0 {
 		t.Fatalf("round trips %+v", tr)
 	}
-	var below []belowSaturation
 	quiet := idleCPU(cal, allServers)
-	for _, rate := range []float64{100, 300, 1000, 5000} {
-		s := boxAsleep(sat, rate, 2, quiet)
-		below = append(below, belowSaturation{p, rate, 2, results.ProcessCPU{Seconds: 2,
-			DBUs:  cal.Idle.DBUs + rate*(sat.db+want.DBStatementUs*tr.db*s.db),
-			MCUs:  cal.Idle.MCUs + rate*(sat.mc+want.MCCallUs*tr.mc*s.mc),
-			AppUs: cal.Idle.AppUs + rate*(sat.app+want.AppTripUs*tr.app*s.app),
-		}})
+	for _, want := range []results.WakeCPU{
+		{DBStatementUs: 30, MCCallUs: 12, AppTripUs: 20, DBExp: 1, MCExp: 1, RedisExp: 1, AppExp: 1},
+		{DBStatementUs: 30, MCCallUs: 12, AppTripUs: 20, DBExp: 2, MCExp: 8, RedisExp: 1, AppExp: math.Sqrt2},
+	} {
+		made := *cal
+		made.Wake = &want
+		var below []belowSaturation
+		for _, f := range []float64{0.005, 0.2, 0.5, 0.7, 0.85} {
+			rate := f * 2e6 / sat.all()
+			s := boxAsleep(&made, p.predicted, p.needs, sat, rate, 2, quiet)
+			m := results.ProcessCPU{Seconds: 2,
+				DBUs:  cal.Idle.DBUs + rate*(sat.db+want.DBStatementUs*tr.db*s.db),
+				MCUs:  cal.Idle.MCUs + rate*(sat.mc+want.MCCallUs*tr.mc*s.mc),
+				AppUs: cal.Idle.AppUs + rate*(sat.app+want.AppTripUs*tr.app*s.app),
+			}
+			// The box's busy share is the fixed point: what its
+			// processes use a second over its cores, wake-ups and all.
+			if u := boxBusy(&made, p.predicted, p.needs, sat, rate, 2, quiet.all()); math.Abs(u-(m.DBUs+m.MCUs+m.AppUs)/2e6) > 1e-9 || !(u > f) {
+				t.Fatalf("busy share %.6f at %.0f a second; its processes use %.6f of the cores", u, rate, (m.DBUs+m.MCUs+m.AppUs)/2e6)
+			}
+			below = append(below, belowSaturation{p, rate, 2, m})
+		}
+		got := fitWake(cal, below)
+		if got == nil || got.Observations != 5 || math.Abs(got.DBStatementUs-want.DBStatementUs) > 1e-6 ||
+			math.Abs(got.MCCallUs-want.MCCallUs) > 1e-6 || math.Abs(got.AppTripUs-want.AppTripUs) > 1e-6 || got.RedisCallUs != 0 ||
+			math.Abs(got.DBExp-want.DBExp) > 1e-9 || math.Abs(got.MCExp-want.MCExp) > 1e-9 || math.Abs(got.AppExp-want.AppExp) > 1e-9 || got.RedisExp != 1 {
+			t.Errorf("wake-ups %+v; want %+v", got, want)
+		}
+		// Steps at low busy shares alone cannot tell the exponents
+		// apart: they stay 1.
+		if low := fitWake(cal, below[:2]); low.DBExp != 1 || low.MCExp != 1 || low.AppExp != 1 || low.RedisExp != 1 {
+			t.Errorf("exponents from steps at busy shares below %g: %+v", wakeSpread, low)
+		}
 	}
-	got := fitWake(cal, below)
-	if got == nil || got.Observations != 4 || math.Abs(got.DBStatementUs-want.DBStatementUs) > 1e-6 ||
-		math.Abs(got.MCCallUs-want.MCCallUs) > 1e-6 || math.Abs(got.AppTripUs-want.AppTripUs) > 1e-6 || got.RedisCallUs != 0 {
-		t.Errorf("wake-ups %+v; want %+v", got, want)
-	}
-	// The busy share matters: at 5,000 a second the box's 2 cores are
-	// busy 5,000 times the operation's CPU and the idle CPU, and its
-	// processes sleep through the rest of the round trips.
-	if s := boxAsleep(sat, 5000, 2, quiet); math.Abs(s.db-(1-(5000*sat.all()+quiet.all())/2e6)) > 1e-12 || !(s.db < 0.9) || s.app != s.db {
+	// The busy share matters: at 5,000 a second without wake-ups the
+	// box's 2 cores are busy 5,000 times the operation's CPU and the idle
+	// CPU, and its processes sleep through the rest of the round trips.
+	if s := boxAsleep(cal, p.predicted, p.needs, sat, 5000, 2, quiet); math.Abs(s.db-(1-(5000*sat.all()+quiet.all())/2e6)) > 1e-12 || !(s.db < 0.9) || s.app != s.db {
 		t.Errorf("asleep %+v at 5,000 a second, CPU %+v", s, sat)
 	}
-	// A planned server has a core at least, busy at most its utilisation.
-	if s := asleep(sat, 5000, 0.5); s.db != 1-math.Min(0.5, 5000*sat.db/1e6) || s.app != 1-math.Min(0.5, 5000*sat.app/1e6) {
+	// A planned server has a core at least, busy at most its utilisation;
+	// it sleeps 1 − busy^k of the time.
+	cal.Wake = &results.WakeCPU{DBExp: 3}
+	if s := asleep(cal, sat, 5000, 0.5); s.db != 1-math.Pow(math.Min(0.5, 5000*sat.db/1e6), 3) || s.app != 1-math.Min(0.5, 5000*sat.app/1e6) {
 		t.Errorf("a planned server's asleep %+v at 5,000 a second, CPU %+v", s, sat)
 	}
 	if fitWake(cal, nil) != nil || fitIdle([]*results.Result{{}}) != nil {
@@ -164,7 +187,6 @@ func TestCalibrationWithoutTermsLoads(t *testing.T) {
 // burning half a core while idle: the busy share u of the 2 cores at which
 // the p99 reaches 50 ms is the same as without them, but half a core of it
 // is the idle CPU's, so the highest rate is (u × 2 − 0.5) × 10^6/100.
-// Wake-ups, paid below saturation, are left out there.
 func TestHighestRateWithIdleCPU(t *testing.T) {
 	bare, err := HighestRate(rateWorkload(), &results.Calibration{AppOpUs: 100}, "push", Box{Cores: 2, RTT: time.Nanosecond})
 	if err != nil {
@@ -180,13 +202,43 @@ func TestHighestRateWithIdleCPU(t *testing.T) {
 	if math.Abs(est.PerSec-want) > 1e-3*want || math.Abs(est.Utilization-u) > 1e-3 || math.Abs(est.CeilingPerSec-15_000) > 1e-6 {
 		t.Errorf("%+v; want %.1f ops/s, utilisation %.4f with the idle CPU, ceiling 15,000", est, want, u)
 	}
-	cal.Wake = &results.WakeCPU{AppTripUs: 30, DBStatementUs: 100}
-	woke, err := HighestRate(rateWorkload(), cal, "push", Box{Cores: 2, RTT: time.Nanosecond})
+	// With wake-ups, an operation at the rate costs its 100 µs plus its
+	// round trips' wake-ups times the share of the time its processes
+	// sleep at the box's busy share there, 1 − u^k; the queue still
+	// reaches the objective at u, so the rate falls to
+	// (u × 2 − 0.5) × 10^6 over that CPU; more so when the processes keep
+	// sleeping at higher busy shares (k above 1).
+	m, err := registry.Lookup("push")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if woke != est {
-		t.Errorf("with wake-ups %+v; without %+v: the highest rate leaves them out", woke, est)
+	w := rateWorkload().WithDefaults()
+	w.Models = []string{"push"}
+	d, _, err := w.demand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, shares := w.opShares()
+	last := est.PerSec
+	for _, k := range []float64{1, 4} {
+		cal.Wake = &results.WakeCPU{AppTripUs: 30, DBStatementUs: 100, AppExp: k, DBExp: k}
+		woke, err := HighestRate(rateWorkload(), cal, "push", Box{Cores: 2, RTT: time.Nanosecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.ReadsPerSec, d.OlderPerSec, d.PostsPerSec = woke.PerSec*(shares[0]+shares[1]), woke.PerSec*shares[1], woke.PerSec*shares[2]
+		ow, _, _, err := m.WorkFor(d, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := trips(mixWork(ow, shares), m.Needs)
+		wantCPU := 100 + (30*tr.app+100*tr.db)*(1-math.Pow(u, k))
+		want := (u*2 - 0.5) * 1e6 / wantCPU
+		if math.Abs(woke.Utilization-u) > 1e-3 || math.Abs(woke.CPUUs-wantCPU) > 1e-2*(wantCPU-100) || math.Abs(woke.PerSec-want) > 1e-3*want ||
+			!(woke.PerSec < last) || math.Abs(woke.CPUFactor-1) > 1e-9 {
+			t.Errorf("k %g: with wake-ups %+v; want %.1f ops/s at %.3f µs an operation, utilisation %.4f, below %.1f", k, woke, want, wantCPU, u, last)
+		}
+		last = woke.PerSec
 	}
 }
 
