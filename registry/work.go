@@ -592,6 +592,59 @@ func (d Demand) FollowerShareOver(n float64) float64 {
 	})
 }
 
+// HeavyFollowersOfPost is the followers of a post's author who follow
+// more than n authors, posts weighed by who posts. A user of c followees
+// follows c distinct authors, each drawn by its followers: an author of a
+// followers is among them with chance 1 − exp(−λ·a), λ such that these
+// chances over all authors add up to c (drawing without repeats, the
+// draws a popular author would take again go to the others). Below
+// saturation it is c·a/E (E = Edges), which makes it
+// PostAudience·FollowerShareOver(n); an author followed by most users is
+// followed by at most every such user, and the draws the most followed
+// authors cannot take go to the others.
+func (d Demand) HeavyFollowersOfPost(n float64) float64 {
+	type heavy struct{ users, lambda float64 }
+	var hs []heavy
+	for _, c := range d.Classes {
+		if c.Followees > n && c.Users > 0 {
+			hs = append(hs, heavy{c.Users, d.drawRate(c.Followees)})
+		}
+	}
+	return d.MeanOverPosts(func(a UserClass) float64 {
+		var sum float64
+		for _, h := range hs {
+			sum += h.users * -math.Expm1(-h.lambda*a.Followers)
+		}
+		return sum
+	})
+}
+
+// drawRate is the λ at which Σ Users·(1 − exp(−λ·Followers)) over the
+// classes is k: a user who follows k distinct authors drawn by their
+// followers follows an author of a followers with chance 1 − exp(−λ·a).
+func (d Demand) drawRate(k float64) float64 {
+	drawn := func(lambda float64) float64 {
+		var sum float64
+		for _, c := range d.Classes {
+			sum += c.Users * -math.Expm1(-lambda*c.Followers)
+		}
+		return sum
+	}
+	lo, hi := 0.0, 1.0
+	for drawn(hi) < k && hi < 1e12 {
+		lo, hi = hi, hi*2
+	}
+	for range 100 {
+		mid := (lo + hi) / 2
+		if drawn(mid) < k {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
 // Fetch is the entries a page read asks for: Page+1, the one past the
 // page telling whether there is a next.
 func (d Demand) Fetch() float64 { return float64(d.Page + 1) }
