@@ -603,26 +603,22 @@ func (d Demand) FollowerShareOver(n float64) float64 {
 // followed by at most every such user, and the draws the most followed
 // authors cannot take go to the others.
 func (d Demand) HeavyFollowersOfPost(n float64) float64 {
-	type heavy struct{ users, lambda float64 }
-	var hs []heavy
+	// The heavy users' λ are read off a grid of drawRateSteps rates,
+	// log-spaced, each heavy class's users shared between the two rates
+	// about its own: a few times the classes' work, not their square.
+	var kMin, kMax, weight float64
 	for _, c := range d.Classes {
+		weight += c.Users * c.Followers
 		if c.Followees > n && c.Users > 0 {
-			hs = append(hs, heavy{c.Users, d.drawRate(c.Followees)})
+			if kMin == 0 || c.Followees < kMin {
+				kMin = c.Followees
+			}
+			kMax = math.Max(kMax, c.Followees)
 		}
 	}
-	return d.MeanOverPosts(func(a UserClass) float64 {
-		var sum float64
-		for _, h := range hs {
-			sum += h.users * -math.Expm1(-h.lambda*a.Followers)
-		}
-		return sum
-	})
-}
-
-// drawRate is the λ at which Σ Users·(1 − exp(−λ·Followers)) over the
-// classes is k: a user who follows k distinct authors drawn by their
-// followers follows an author of a followers with chance 1 − exp(−λ·a).
-func (d Demand) drawRate(k float64) float64 {
+	if kMax == 0 || weight <= 0 {
+		return 0
+	}
 	drawn := func(lambda float64) float64 {
 		var sum float64
 		for _, c := range d.Classes {
@@ -630,19 +626,56 @@ func (d Demand) drawRate(k float64) float64 {
 		}
 		return sum
 	}
-	lo, hi := 0.0, 1.0
-	for drawn(hi) < k && hi < 1e12 {
-		lo, hi = hi, hi*2
+	lo, hi := kMin/weight, kMax/weight // drawn(λ) ≤ λ·weight: λ ≥ k/weight
+	for drawn(hi) < kMax && hi < 1e12*lo {
+		hi *= 2
 	}
-	for range 100 {
-		mid := (lo + hi) / 2
-		if drawn(mid) < k {
-			lo = mid
+	rates := make([]float64, drawRateSteps)
+	counts := make([]float64, drawRateSteps)
+	for i := range rates {
+		rates[i] = lo * math.Pow(hi/lo, float64(i)/float64(drawRateSteps-1))
+		counts[i] = drawn(rates[i])
+	}
+	users := make([]float64, drawRateSteps)
+	for _, c := range d.Classes {
+		if !(c.Followees > n && c.Users > 0) {
+			continue
+		}
+		i := min(max(1, sortSearch(counts, c.Followees)), drawRateSteps-1)
+		f := 1.0
+		if span := counts[i] - counts[i-1]; span > 0 {
+			f = math.Min(1, math.Max(0, (c.Followees-counts[i-1])/span))
+		}
+		users[i-1] += c.Users * (1 - f)
+		users[i] += c.Users * f
+	}
+	return d.MeanOverPosts(func(a UserClass) float64 {
+		var sum float64
+		for i, u := range users {
+			if u > 0 {
+				sum += u * -math.Expm1(-rates[i]*a.Followers)
+			}
+		}
+		return sum
+	})
+}
+
+// drawRateSteps is the size of HeavyFollowersOfPost's grid of rates.
+const drawRateSteps = 64
+
+// sortSearch is the first index of ascending xs at or above x (len(xs)
+// if none).
+func sortSearch(xs []float64, x float64) int {
+	i, j := 0, len(xs)
+	for i < j {
+		h := (i + j) / 2
+		if xs[h] < x {
+			i = h + 1
 		} else {
-			hi = mid
+			j = h
 		}
 	}
-	return (lo + hi) / 2
+	return i
 }
 
 // Fetch is the entries a page read asks for: Page+1, the one past the
