@@ -98,18 +98,44 @@ func recentWork(d registry.Demand, cfg registry.Config) (registry.OpWork, regist
 
 // activeWork is pull-active's: pull-recent's, except that a reader who
 // follows more than twice active_len authors reads an index of the
-// followees who posted last and only Fetch() of their lists, and that a
-// post also fetches its author's hint targets and appends a hint to the
-// index of each of its followers who has one.
+// followees who posted last, and that a post also fetches its author's
+// hint targets and appends a hint to the index of each of its followers
+// who has one.
+//
+// A page is counted reader by reader: a reader of c followees below the
+// index's threshold reads c+2 keys, one above it the index, the follow
+// token and a key more, then the lists of the Fetch() authors the index
+// puts first on a newest page, and of every author it holds (active_len)
+// on an older one, whose cursor the index cannot cut. On a skewed graph
+// the readers above the threshold follow several times the mean, so the
+// keys they leave out are theirs, not g each.
+//
+// A post hints the followers above the threshold: an author of a
+// followers has, among the u users of a class of c followees, about
+// u·(1 − exp(−c·a/E)) followers (E follows in all), each follow of the
+// class's users landing on the author with chance a/E and no user
+// following an author twice. Below saturation it is the author's
+// followers times the share of follows made by those users
+// (FollowerShareOver), but the most followed authors of a power-law graph
+// are followed by nearly every heavy follower there is, far fewer than
+// that product. TestActiveKeysOnPowerLawAgainstCountedRun counts both.
 func activeWork(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	w, f := recentWork(d, cfg)
 	l := float64(cfg.Int(OptionActiveLen))
 	heavy := d.FolloweesOver(2 * l)
 	g := d.ReadFollowees()
-	page := recentReadWork(d, cfg, g).Add(registry.Work{MCKeys: (1-heavy)*(g+2) + heavy*(d.Fetch()+3), CacheCalls: 1 + heavy})
-	w.Newest, w.Older = page, page
-	hinted := d.FollowerShareOver(2*l) * d.PostAudience()
-	w.Post = w.Post.Add(registry.Work{MCKeys: 1 + hinted, CacheCalls: 1})
+	pageKeys := func(indexed float64) float64 {
+		return d.MeanOverReads(func(c registry.UserClass) float64 {
+			if c.Followees > 2*l {
+				return indexed + 3
+			}
+			return c.Followees + 2
+		})
+	}
+	calls := registry.Work{CacheCalls: 1 + heavy}
+	w.Newest = recentReadWork(d, cfg, g).Add(calls).Add(registry.Work{MCKeys: pageKeys(d.Fetch())})
+	w.Older = recentReadWork(d, cfg, g).Add(calls).Add(registry.Work{MCKeys: pageKeys(l)})
+	w.Post = w.Post.Add(registry.Work{MCKeys: 1 + d.HeavyFollowersOfPost(2*l), CacheCalls: 1})
 	f.CacheIDs += d.Users * heavy * l
 	return w, f
 }

@@ -623,6 +623,92 @@ func (d Demand) FollowerShareOver(n float64) float64 {
 	})
 }
 
+// HeavyFollowersOfPost is the followers of a post's author who follow
+// more than n authors, posts weighed by who posts. A user of c followees
+// follows c distinct authors, each drawn by its followers: an author of a
+// followers is among them with chance 1 − exp(−λ·a), λ such that these
+// chances over all authors add up to c (drawing without repeats, the
+// draws a popular author would take again go to the others). Below
+// saturation it is c·a/E (E = Edges), which makes it
+// PostAudience·FollowerShareOver(n); an author followed by most users is
+// followed by at most every such user, and the draws the most followed
+// authors cannot take go to the others.
+func (d Demand) HeavyFollowersOfPost(n float64) float64 {
+	// The heavy users' λ are read off a grid of drawRateSteps rates,
+	// log-spaced, each heavy class's users shared between the two rates
+	// about its own: a few times the classes' work, not their square.
+	var kMin, kMax, weight float64
+	for _, c := range d.Classes {
+		weight += c.Users * c.Followers
+		if c.Followees > n && c.Users > 0 {
+			if kMin == 0 || c.Followees < kMin {
+				kMin = c.Followees
+			}
+			kMax = math.Max(kMax, c.Followees)
+		}
+	}
+	if kMax == 0 || weight <= 0 {
+		return 0
+	}
+	drawn := func(lambda float64) float64 {
+		var sum float64
+		for _, c := range d.Classes {
+			sum += c.Users * -math.Expm1(-lambda*c.Followers)
+		}
+		return sum
+	}
+	lo, hi := kMin/weight, kMax/weight // drawn(λ) ≤ λ·weight: λ ≥ k/weight
+	for drawn(hi) < kMax && hi < 1e12*lo {
+		hi *= 2
+	}
+	rates := make([]float64, drawRateSteps)
+	counts := make([]float64, drawRateSteps)
+	for i := range rates {
+		rates[i] = lo * math.Pow(hi/lo, float64(i)/float64(drawRateSteps-1))
+		counts[i] = drawn(rates[i])
+	}
+	users := make([]float64, drawRateSteps)
+	for _, c := range d.Classes {
+		if !(c.Followees > n && c.Users > 0) {
+			continue
+		}
+		i := min(max(1, sortSearch(counts, c.Followees)), drawRateSteps-1)
+		f := 1.0
+		if span := counts[i] - counts[i-1]; span > 0 {
+			f = math.Min(1, math.Max(0, (c.Followees-counts[i-1])/span))
+		}
+		users[i-1] += c.Users * (1 - f)
+		users[i] += c.Users * f
+	}
+	return d.MeanOverPosts(func(a UserClass) float64 {
+		var sum float64
+		for i, u := range users {
+			if u > 0 {
+				sum += u * -math.Expm1(-rates[i]*a.Followers)
+			}
+		}
+		return sum
+	})
+}
+
+// drawRateSteps is the size of HeavyFollowersOfPost's grid of rates.
+const drawRateSteps = 64
+
+// sortSearch is the first index of ascending xs at or above x (len(xs)
+// if none).
+func sortSearch(xs []float64, x float64) int {
+	i, j := 0, len(xs)
+	for i < j {
+		h := (i + j) / 2
+		if xs[h] < x {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	return i
+}
+
 // Fetch is the entries a page read asks for: Page+1, the one past the
 // page telling whether there is a next.
 func (d Demand) Fetch() float64 { return float64(d.Page + 1) }

@@ -258,3 +258,26 @@ func TestUnfollowedAudience(t *testing.T) {
 	d.Run = &RunHistory{PostsBefore: 100}
 	near(t, "in a run", d.UnfollowedAudience(600), 0)
 }
+
+// TestHeavyFollowersOfPostSaturates sets HeavyFollowersOfPost against the
+// draws it stands for: a heavy user's chances over all authors add up to
+// the authors they follow; on a sparse graph it is PostAudience times
+// FollowerShareOver; and an author followed by everyone has every heavy
+// user among its followers, not more.
+func TestHeavyFollowersOfPostSaturates(t *testing.T) {
+	sparse := Demand{Users: 10000, Classes: []UserClass{
+		{Users: 9900, Followers: 4, Followees: 4, Posts: 1, Reads: 1},
+		{Users: 100, Followers: 20, Followees: 20, Posts: 1, Reads: 1},
+	}}
+	got, want := sparse.HeavyFollowersOfPost(10), sparse.PostAudience()*sparse.FollowerShareOver(10)
+	if math.Abs(got-want) > 0.02*want {
+		t.Errorf("sparse graph: %.3f heavy followers a post, want about %.3f", got, want)
+	}
+	dense := Demand{Users: 100, Classes: []UserClass{
+		{Users: 90, Followers: 10, Followees: 10, Posts: 0, Reads: 1},
+		{Users: 10, Followers: 99, Followees: 99, Posts: 1, Reads: 1},
+	}}
+	if got, product := dense.HeavyFollowersOfPost(50), dense.PostAudience()*dense.FollowerShareOver(50); !(got <= 10) || !(got > 9) || !(product > 10) {
+		t.Errorf("an author followed by everyone: %.2f heavy followers (product %.2f), want at most the 10 heavy users", got, product)
+	}
+}
