@@ -86,10 +86,14 @@ func sleeping(k *results.WakeCPU, busy cpu) cpu {
 		if k != nil {
 			e = k.Exp(i)
 		}
-		return 1 - math.Pow(math.Min(1, math.Max(0, u)), e)
+		return asleepAt(u, e)
 	}
 	return cpu{f(0, busy.db), f(1, busy.mc), f(2, busy.rd), f(3, busy.app)}
 }
+
+// asleepAt is the share of the time a process of sleep exponent k
+// sleeps on cores busy u (clamped to 0 to 1): 1 − u^k.
+func asleepAt(u, k float64) float64 { return 1 - math.Pow(math.Min(1, math.Max(0, u)), k) }
 
 // everywhere is u on every process.
 func everywhere(u float64) cpu { return cpu{u, u, u, u} }
@@ -192,29 +196,36 @@ func fitWake(cal *results.Calibration, below []belowSaturation) *results.WakeCPU
 	if len(below) == 0 {
 		return nil
 	}
-	type obs struct{ measured, base, x, u [4]float64 }
+	// An observation of process i: the CPU it used a second, what its
+	// idle CPU and CPU at saturation account for, its round trips a
+	// second, and the box's busy share.
+	type obs struct {
+		measured, base, x [4]float64
+		u                 float64
+	}
 	var obsv []obs
 	for _, b := range below {
 		sat := designCPU(cal, residualOf(cal, b.p.model), b.p.ops, b.p.shares, b.p.needs)
 		idle := idleCPU(cal, b.p.needs)
 		t := trips(b.p.predicted, b.p.needs)
-		u := (b.cpu.DBUs + b.cpu.MCUs + b.cpu.RedisUs + b.cpu.AppUs) / (b.cores * 1e6)
 		obsv = append(obsv, obs{
 			measured: [4]float64{b.cpu.DBUs, b.cpu.MCUs, b.cpu.RedisUs, b.cpu.AppUs},
 			base:     [4]float64{idle.db + b.rate*sat.db, idle.mc + b.rate*sat.mc, idle.rd + b.rate*sat.rd, idle.app + b.rate*sat.app},
 			x:        [4]float64{b.rate * t.db, b.rate * t.mc, b.rate * t.rd, b.rate * t.app},
-			u:        [4]float64{u, u, u, u},
+			u:        b.cpu.All() / (b.cores * 1e6),
 		})
 	}
+	// usable is whether o says anything of process i.
+	usable := func(o obs, i int) bool { return o.x[i] > 0 && o.measured[i] > 0 }
 	// fit is process i's wake-up CPU at exponent k and its weighted
 	// squared error.
 	fit := func(i int, k float64) (coef, sse float64) {
 		var num, den float64
 		for _, o := range obsv {
-			x := o.x[i] * (1 - math.Pow(math.Min(1, o.u[i]), k))
-			if !(o.x[i] > 0) || !(o.measured[i] > 0) {
+			if !usable(o, i) {
 				continue
 			}
+			x := o.x[i] * asleepAt(o.u, k)
 			w := 1 / (o.measured[i] * o.measured[i])
 			num += w * x * (o.measured[i] - o.base[i])
 			den += w * x * x
@@ -223,10 +234,10 @@ func fitWake(cal *results.Calibration, below []belowSaturation) *results.WakeCPU
 			coef = math.Max(0, num/den)
 		}
 		for _, o := range obsv {
-			if !(o.x[i] > 0) || !(o.measured[i] > 0) {
+			if !usable(o, i) {
 				continue
 			}
-			d := o.measured[i] - o.base[i] - coef*o.x[i]*(1-math.Pow(math.Min(1, o.u[i]), k))
+			d := o.measured[i] - o.base[i] - coef*o.x[i]*asleepAt(o.u, k)
 			sse += d * d / (o.measured[i] * o.measured[i])
 		}
 		return coef, sse
@@ -236,7 +247,7 @@ func fitWake(cal *results.Calibration, below []belowSaturation) *results.WakeCPU
 	busy := func(i int) int {
 		n := 0
 		for _, o := range obsv {
-			if o.x[i] > 0 && o.measured[i] > 0 && o.u[i] >= wakeSpread {
+			if usable(o, i) && o.u >= wakeSpread {
 				n++
 			}
 		}
