@@ -107,7 +107,8 @@ type Calibration struct {
 // are idle; one above 1 a process that still sleeps for most of its
 // requests on a box that is mostly busy (a server whose own share of the
 // cores is small finds its queue empty even when the others' is not),
-// so it keeps paying wake-ups until the cores are nearly full.
+// so it keeps paying wake-ups until the cores are nearly full; one below
+// 1 a process whose wake-ups fade while the cores are still mostly idle.
 type WakeCPU struct {
 	DBStatementUs float64 `json:"db_statement_us"`
 	MCCallUs      float64 `json:"mc_call_us"`

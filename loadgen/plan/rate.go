@@ -77,10 +77,10 @@ type RateEstimate struct {
 // (results.Calibration.Wake): at R an operation costs its CPU at
 // saturation plus those wake-ups at the share of the time each process
 // sleeps at the box's busy share u, and u depends on that CPU, so it is
-// the fixed point of both (boxBusy). The processes keep sleeping for much
-// of their requests up to high busy shares (a sleep exponent above 1),
-// so the highest rate falls where the operation costs more than in the
-// closed loop the unit costs come from. A workload or box a plan cannot
+// the fixed point of both (boxBusy). How long the processes keep
+// sleeping as the cores fill is the calibration's sleep exponent per
+// process: while they do, the highest rate falls where an operation costs
+// more than in the closed loop the unit costs come from. A workload or box a plan cannot
 // be made with is an *InputError.
 func HighestRate(w Workload, cal *results.Calibration, model string, box Box) (RateEstimate, error) {
 	if err := cal.Validate(); err != nil {
