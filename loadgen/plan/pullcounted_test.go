@@ -9,6 +9,7 @@ import (
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/loadgen/workload"
+	"github.com/pushpull/pushpull/results"
 )
 
 // TestMergePagesOnPowerLawAgainstCountedRun runs pull-merge and
@@ -24,18 +25,7 @@ import (
 // (registry.Demand.MergeScan). Priced at the uniform graph's 1.35 ids an
 // entry, the pages came 20 to 30 % under in the held-out runs.
 func TestMergePagesOnPowerLawAgainstCountedRun(t *testing.T) {
-	spec, err := dataset.PaperSpec().Scaled(0.05) // 500 users, 50,000 messages
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Graph = dataset.GraphPowerLaw
-	mix := workload.DefaultMix()
-	var progress bytes.Buffer
-	cfg := loadgen.BenchConfig{
-		DSN: testserver.DSN(t), Redis: testserver.Redis(t), Force: true, Spec: spec, Scale: 0.05,
-		Models: []string{"pull-merge", "pull-redis"}, Mix: &mix, Ops: 300, Concurrency: 4, Progress: &progress,
-	}
-	_, c, _ := runAndCheck(t, cfg, &progress)
+	_, c := powerLawRun(t, 0.05, 300, false, "pull-merge", "pull-redis") // 500 users, 50,000 messages
 	checked := 0
 	for _, r := range c.Rows {
 		if !(r.Model == "pull-merge" && (r.Phase == "retrieve" || r.Phase == "retrieve_older") ||
@@ -63,18 +53,7 @@ func TestMergePagesOnPowerLawAgainstCountedRun(t *testing.T) {
 // the heavy followers' share of follows, the pages came 16 % and the
 // hints 40 % over in the calibration run at this size.
 func TestActiveKeysOnPowerLawAgainstCountedRun(t *testing.T) {
-	spec, err := dataset.PaperSpec().Scaled(0.1) // 1,000 users, 100,000 messages
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Graph = dataset.GraphPowerLaw
-	mix := workload.DefaultMix()
-	var progress bytes.Buffer
-	cfg := loadgen.BenchConfig{
-		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Redis: testserver.Redis(t), Force: true,
-		Spec: spec, Scale: 0.1, Models: []string{"pull-active"}, Mix: &mix, Ops: 600, Concurrency: 4, Progress: &progress,
-	}
-	run, c, _ := runAndCheck(t, cfg, &progress)
+	run, c := powerLawRun(t, 0.1, 600, true, "pull-active") // 1,000 users, 100,000 messages
 	hints, ok := run.Models[0].Extra["hints_per_post"]
 	if !ok || !(hints > 0) {
 		t.Fatalf("no hints counted: %v", run.Models[0].Extra)
@@ -100,4 +79,28 @@ func TestActiveKeysOnPowerLawAgainstCountedRun(t *testing.T) {
 	if checked < 2 {
 		t.Errorf("%d of the 2 phases counted", checked)
 	}
+}
+
+// powerLawRun runs models on a power-law graph at scale of the paper's
+// users on the test servers (MariaDB, Redis, and memcached when
+// memcache), ops operations a phase and the default mix, and checks them
+// (runAndCheck).
+func powerLawRun(t *testing.T, scale float64, ops int64, memcache bool, models ...string) (*results.Result, *results.PlanCheck) {
+	t.Helper()
+	spec, err := dataset.PaperSpec().Scaled(scale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Graph = dataset.GraphPowerLaw
+	mix := workload.DefaultMix()
+	var progress bytes.Buffer
+	cfg := loadgen.BenchConfig{
+		DSN: testserver.DSN(t), Redis: testserver.Redis(t), Force: true,
+		Spec: spec, Scale: scale, Models: models, Mix: &mix, Ops: ops, Concurrency: 4, Progress: &progress,
+	}
+	if memcache {
+		cfg.Memcache = []string{testserver.Memcache(t)}
+	}
+	run, c, _ := runAndCheck(t, cfg, &progress)
+	return run, c
 }
