@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"math"
+	"sort"
 )
 
 // Work is the work one operation asks of the servers, in the items their
@@ -672,7 +673,7 @@ func (d Demand) HeavyFollowersOfPost(n float64) float64 {
 		if !(c.Followees > n && c.Users > 0) {
 			continue
 		}
-		i := min(max(1, sortSearch(counts, c.Followees)), drawRateSteps-1)
+		i := min(max(1, sort.SearchFloat64s(counts, c.Followees)), drawRateSteps-1)
 		f := 1.0
 		if span := counts[i] - counts[i-1]; span > 0 {
 			f = math.Min(1, math.Max(0, (c.Followees-counts[i-1])/span))
@@ -693,21 +694,6 @@ func (d Demand) HeavyFollowersOfPost(n float64) float64 {
 
 // drawRateSteps is the size of HeavyFollowersOfPost's grid of rates.
 const drawRateSteps = 64
-
-// sortSearch is the first index of ascending xs at or above x (len(xs)
-// if none).
-func sortSearch(xs []float64, x float64) int {
-	i, j := 0, len(xs)
-	for i < j {
-		h := (i + j) / 2
-		if xs[h] < x {
-			i = h + 1
-		} else {
-			j = h
-		}
-	}
-	return i
-}
 
 // Fetch is the entries a page read asks for: Page+1, the one past the
 // page telling whether there is a next.
