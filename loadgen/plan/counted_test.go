@@ -243,15 +243,26 @@ func TestCheckReadsRateSearches(t *testing.T) {
 // within 10 % of the counted, where the same run checked as if it had
 // recorded nothing (the default threshold, 1,000, above every author:
 // every post fans out, no page pulls) misses both by more than 30 %.
+//
+// The run's graph is the paper's uniform one at 100 users, given as an
+// edge file, so that Check predicts from the graph the run had rather
+// than from the uniform graph's expected degrees. A threshold at the
+// mean, 44, is where one graph of 100 users strays most from those: this
+// one's authors at or above 44 followers are 51 of the 100 against 45
+// expected (16 of them have exactly 44), and its posts below the threshold
+// reach 19.1 followers against 21.6 expected, a tenth fewer rows written
+// that the model of the graph does not owe. 600 posts: a post writes
+// either no mailbox row or about 40, so the mean of 200 would stray by
+// 7 % (one standard deviation) on its own.
 func TestCheckUsesRecordedOptions(t *testing.T) {
-	spec, err := dataset.PaperSpec().Scaled(0.01)
+	spec, err := ownGraph(t, 0.01)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var progress bytes.Buffer
 	cfg := loadgen.BenchConfig{
 		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Redis: testserver.Redis(t), Force: true,
-		Spec: spec, Scale: 0.01, Models: []string{"hybrid"}, Ops: 200, Concurrency: 4,
+		Spec: spec, Scale: 0.01, Models: []string{"hybrid"}, Ops: 600, Concurrency: 4,
 		Options: map[string]string{"threshold": "44"}, Progress: &progress,
 	}
 	run, c, _ := runAndCheck(t, cfg, &progress)
@@ -305,6 +316,42 @@ func TestCheckUsesRecordedOptions(t *testing.T) {
 		}
 		t.Logf("%s: %s %.2f counted; predicted %.2f with the recorded threshold, %.2f with the default", x.phase, x.what, m, x.of(with.Predicted), x.of(without.Predicted))
 	}
+}
+
+// ownGraph is the paper's dataset at scale with its graph written to an
+// edge file, as bench --graph edges:FILE reads it: the same users,
+// follows and messages, checked by Check against the graph itself.
+func ownGraph(t *testing.T, scale float64) (dataset.Spec, error) {
+	t.Helper()
+	spec, err := dataset.PaperSpec().Scaled(scale)
+	if err != nil {
+		return spec, err
+	}
+	ds, err := dataset.Generate(spec)
+	if err != nil {
+		return spec, err
+	}
+	var b strings.Builder
+	for u, fs := range ds.Followees {
+		for _, f := range fs {
+			fmt.Fprintf(&b, "%d %d\n", u+1, f)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "edges.txt")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return spec, err
+	}
+	el, err := dataset.ReadEdgeList(path, dataset.SelfFollowsReject)
+	if err != nil {
+		return spec, err
+	}
+	if el.Users != spec.Users {
+		return spec, fmt.Errorf("edge file of %d users from a graph of %d: a user follows no one and is followed by no one", el.Users, spec.Users)
+	}
+	own := el.Spec()
+	own.Messages = spec.Messages
+	own.Activity = dataset.Activity{Mode: dataset.ActivityUniform} // an edge file's default is skewed
+	return own, nil
 }
 
 // runAndCheck runs cfg's benchmark and checks the run against the

@@ -126,11 +126,19 @@ func independentClasses(users float64, followers, followees []degreeBucket, a da
 	return dc
 }
 
+// exactFollowers is the follower count below which a sample's users keep
+// their exact count in its classes (sampleClasses): a threshold among the
+// small counts, where geometric bins hold many counts each and a sample
+// of hundreds of users piles many users on one count, then splits them
+// where the designs do.
+const exactFollowers = 64
+
 // sampleClasses are the users of an edge list taken as a sample of a
 // graph of users users: each user of the file stands for users/len of
 // them, with the same follower and followee counts (a sample that keeps
-// degrees). Users are binned jointly by the two counts in geometric bins
-// of ratio, so that their correlation is kept.
+// degrees). Users are binned jointly by the two counts, so that their
+// correlation is kept: follower counts below exactFollowers each a bin of
+// their own, larger ones and followee counts in geometric bins of ratio.
 func sampleClasses(el *dataset.EdgeList, users float64, ratio float64, a dataset.Activity) demandClasses {
 	n := el.Users
 	followers := make([]int, n)
@@ -145,11 +153,17 @@ func sampleClasses(el *dataset.EdgeList, users float64, ratio float64, a dataset
 		}
 		return 1 + int(math.Floor(math.Log(float64(d))/math.Log(ratio)))
 	}
+	followerBin := func(d int) int {
+		if d < exactFollowers {
+			return d
+		}
+		return exactFollowers + bin(d)
+	}
 	type key struct{ f, g int }
 	type acc struct{ n, f, g float64 }
 	bins := map[key]*acc{}
 	for u := range n {
-		k := key{bin(followers[u]), bin(len(el.Followees[u]))}
+		k := key{followerBin(followers[u]), bin(len(el.Followees[u]))}
 		b := bins[k]
 		if b == nil {
 			b = &acc{}

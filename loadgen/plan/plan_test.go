@@ -2,6 +2,7 @@ package plan
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -320,6 +321,44 @@ func TestEdgeFileAsSample(t *testing.T) {
 	near("users", users, 4_000_000)
 	near("follows per user", d.Edges()/d.Users, 1.5)
 	near("most followers", d.MostFollowers(), 3)
+}
+
+// TestEdgeFileSplitsAtExactCounts: an edge file's users with few
+// followers keep their exact counts, so a threshold among them (hybrid's
+// threshold=44 on a 100-user graph, whose users have 30 to 55 followers)
+// splits them where the designs do, not at a bin's edge. Eleven authors
+// have 40 to 50 followers, drawn from 50 readers with none, and all
+// post alike.
+func TestEdgeFileSplitsAtExactCounts(t *testing.T) {
+	var b strings.Builder
+	for a := 1; a <= 11; a++ {
+		for r := 12; r < 12+39+a; r++ {
+			fmt.Fprintf(&b, "%d %d\n", r, a)
+		}
+	}
+	path := t.TempDir() + "/edges.txt"
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	el, err := dataset.ReadEdgeList(path, dataset.SelfFollowsReject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := Workload{Users: el.Users, Graph: dataset.GraphEdges, EdgeList: el, AvgFollowees: el.AvgFollowees(),
+		Activity: dataset.Activity{Mode: dataset.ActivityUniform}, NewestPerSec: 100, PostsPerSec: 1}
+	d, err := w.Demand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := float64(el.Users)
+	s := d.SplitAt(44)
+	// 44 to 50 followers: 7 of the authors; 40 to 43 fan out.
+	if want := 7 / users; math.Abs(s.PostShare-want) > 1e-9 {
+		t.Errorf("%d users: share of posts at or above 44 followers %.4f, want %.4f", el.Users, s.PostShare, want)
+	}
+	if want := (40 + 41 + 42 + 43) / users; math.Abs(s.AudienceBelow-want) > 1e-9 {
+		t.Errorf("followers a post reaches below 44 %.4f, want %.4f", s.AudienceBelow, want)
+	}
 }
 
 // TestUnreliablePhasesAreNotChecked: a phase whose run could not trust
