@@ -586,7 +586,7 @@ func dataSize(ctx context.Context, admin *sql.DB, name string, local bool) (data
 // environment records what the figures depend on.
 func environment(ctx context.Context, admin *sql.DB, cfg BenchConfig, sandboxed bool) (results.Environment, error) {
 	env := results.Environment{
-		CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+		CPUs: runtime.NumCPU(), CPUModel: results.LocalCPUModel(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		Sandbox: sandboxed, Concurrency: cfg.Concurrency, PhaseSeconds: cfg.Duration.Seconds(),
 		GitCommit: gitCommit(), InnoDB: map[string]string{},
 	}

@@ -18,6 +18,8 @@
 package results
 
 import (
+	"os"
+	"strings"
 	"time"
 
 	"github.com/pushpull/pushpull/registry"
@@ -140,10 +142,13 @@ type Environment struct {
 	Durability    string            `json:"durability"` // Durable or Relaxed
 	InnoDB        map[string]string `json:"innodb,omitempty"`
 	CPUs          int               `json:"cpus"`
-	GoVersion     string            `json:"go_version"`
-	GitCommit     string            `json:"git_commit"`
-	OS            string            `json:"os"`
-	Arch          string            `json:"arch"`
+	// CPUModel is the processor's model name (LocalCPUModel); empty
+	// where the system does not say, and in runs that predate it.
+	CPUModel  string `json:"cpu_model,omitempty"`
+	GoVersion string `json:"go_version"`
+	GitCommit string `json:"git_commit"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
 	// Sandbox is set when the server ran in a throwaway sandbox (e.g. a
 	// container or tmpfs) whose I/O is unlike a real disk.
 	Sandbox      bool    `json:"sandbox"`
@@ -152,6 +157,22 @@ type Environment struct {
 	// WarmupSeconds is the unmeasured time before each phase, whose
 	// operations a design's state saw too; nil in runs that predate it.
 	WarmupSeconds *float64 `json:"warmup_seconds,omitempty"`
+}
+
+// LocalCPUModel is this machine's processor model name, as
+// /proc/cpuinfo's first "model name" line gives it; empty where there is
+// none.
+func LocalCPUModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // DataLoad records the bulk load of the dataset into each model's database

@@ -406,14 +406,9 @@ func machine(runs []*results.Result) string {
 	if len(runs) > 0 && runs[0].Environment.CPUs > 0 {
 		cpus = runs[0].Environment.CPUs
 	}
-	model := ""
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(data), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
+	model := results.LocalCPUModel()
+	if len(runs) > 0 && runs[0].Environment.CPUModel != "" {
+		model = runs[0].Environment.CPUModel
 	}
 	return strings.TrimSpace(fmt.Sprintf("%s, %d CPUs %s", host, cpus, model))
 }

@@ -251,3 +251,17 @@ func workCalibration() *results.Calibration {
 	c.Idle, c.Wake = nil, nil
 	return c
 }
+
+// TestMachineIsTheRunsOne: a calibration names the processor its runs
+// recorded, not the one of the machine that fits it; runs that predate
+// the record name this machine's.
+func TestMachineIsTheRunsOne(t *testing.T) {
+	run := &results.Result{Environment: results.Environment{CPUs: 64, CPUModel: "Imaginary CPU 9000"}}
+	if got := machine([]*results.Result{run}); !strings.HasSuffix(got, ", 64 CPUs Imaginary CPU 9000") {
+		t.Errorf("machine of a run on 64 Imaginary CPU 9000: %q", got)
+	}
+	run.Environment.CPUModel = ""
+	if got, want := machine([]*results.Result{run}), results.LocalCPUModel(); !strings.HasSuffix(got, " "+want) {
+		t.Errorf("machine of a run that recorded no processor: %q, want this machine's %q", got, want)
+	}
+}
