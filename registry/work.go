@@ -451,6 +451,9 @@ type RunHistory struct {
 	AllRead bool
 	// Reads and Posts are the phase's own.
 	Reads, Posts float64
+	// UnfollowsBefore and Unfollows are the unfollows made since the
+	// load before the phase, and the phase's own (UnfollowedAudience).
+	UnfollowsBefore, Unfollows float64
 }
 
 // UnfollowedAudience is the share of a post's audience whose author was
@@ -458,14 +461,23 @@ type RunHistory struct {
 // followers, an author of class c unfollowed at UnfollowsPerSec·q, where
 // q is c's share of the followees unfollows draw (Followed over Σ
 // Users·Followed), so within ttl with chance 1 − exp(−UnfollowsPerSec·
-// ttl·q). In a run (Run set) it is 0: which authors a benchmark's churn
-// leaves unfollowed depends on the order of its follows and unfollows
-// (an unfollow that a later follow of the same edge undoes leaves
-// nothing), which a run does not record.
+// ttl·q).
+//
+// In a run (Run set) the planned rate does not count: the tombstones are
+// half the unfollows made before the phase (a run is shorter than ttl)
+// and half those of the phase, made half-way through it on average. The
+// benchmark's churn (package loadgen/workload's Churn) keeps the graph
+// the dataset's: an unfollow undoes an edge an earlier follow added,
+// whose tombstone stays, or else removes an edge of the dataset, which a
+// later follow restores, clearing its tombstone. Follows and unfollows
+// drawn alike walk the edges added up and down, and half the unfollows
+// fall on each side in expectation; in a single run the share can be far
+// from half (the time such a walk spends above zero follows the arcsine
+// law). The followees of added edges are drawn by Followed, as q says.
 func (d Demand) UnfollowedAudience(ttl float64) float64 {
 	n := d.UnfollowsPerSec * ttl
 	if d.Run != nil {
-		n = 0
+		n = (d.Run.UnfollowsBefore + d.Run.Unfollows/2) / 2
 	}
 	var total float64
 	for _, c := range d.Classes {

@@ -246,7 +246,11 @@ func TestFirstReadsAgainstDraws(t *testing.T) {
 // TestUnfollowedAudience: an author is unfollowed by its share of the
 // followees unfollows draw (Followed), within the tombstones' life at
 // the planned rate; the share is the audience's, posts weighed by their
-// followers; a run counts none, and no unfollows none.
+// followers, and no unfollows none. In a run, half the unfollows made
+// before a phase leave their tombstone (the benchmark's churn restores
+// the rest), and half those of the phase itself, made half-way through
+// it on average: the same 300 unfollowed from 600 before, or from 400
+// before and 400 during; and its planned rate does not count.
 func TestUnfollowedAudience(t *testing.T) {
 	d := twoClasses()
 	d.Classes[1].Followed = 9 // the 10 celebrities draw half the unfollows
@@ -254,9 +258,14 @@ func TestUnfollowedAudience(t *testing.T) {
 	d.UnfollowsPerSec = 0.5
 	// 300 unfollows in 600 s: 150 over 90 users and 150 over 10.
 	low, high := -math.Expm1(-150.0/90), -math.Expm1(-150.0/10)
-	near(t, "unfollowed audience", d.UnfollowedAudience(600), (90*10*low+40*1000*high)/(90*10+40*1000))
+	want := (90*10*low + 40*1000*high) / (90*10 + 40*1000)
+	near(t, "unfollowed audience", d.UnfollowedAudience(600), want)
 	d.Run = &RunHistory{PostsBefore: 100}
-	near(t, "in a run", d.UnfollowedAudience(600), 0)
+	near(t, "in a run without unfollows", d.UnfollowedAudience(600), 0)
+	d.Run = &RunHistory{PostsBefore: 100, UnfollowsBefore: 600}
+	near(t, "in a run, after 600 unfollows", d.UnfollowedAudience(600), want)
+	d.Run = &RunHistory{UnfollowsBefore: 400, Unfollows: 400}
+	near(t, "in a run, 400 unfollows before and 400 during", d.UnfollowedAudience(600), want)
 }
 
 // TestHeavyFollowersOfPostSaturates sets HeavyFollowersOfPost against the

@@ -26,9 +26,10 @@ type phaseWork func(shares mixShares, rate float64, h registry.RunHistory) (regi
 // traffic's cursors (the same users, drawn from the run's seed: new
 // readers only when the older pages did not run), the mixed traffic (its warm-up, the measured
 // stretch, then each step of a rate search with its warm-up at the step's
-// rate), and last the posts. Only newest pages and posts are counted: the older pages read
-// the users the walk read. The graph's churn is left out: the traffic puts
-// back the follows it changed.
+// rate), and last the posts. Newest pages, posts and unfollows are
+// counted: the older pages read the users the walk read, and the traffic
+// puts back the follows it changed (only the unfollows leave something
+// behind, their tombstones: registry.Demand.UnfollowedAudience).
 //
 // A closed loop's warm-up is not counted by the run. Its workers go at
 // the pace of the work they do, so a warm-up of warm seconds before a
@@ -41,21 +42,22 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 	warm := runWarmup(r)
 	users := float64(r.Dataset.Users)
 	out := map[string]registry.RunHistory{}
-	var reads, posts float64
+	var reads, posts, unfollows float64
 	// all: every user read a newest page (warm reads, or a walk of every
 	// user), as no number of drawn reads says.
 	all := reg.Bench.WarmReads
 	// closed records a closed-loop phase of ops operations drawn by
-	// shares over secs seconds, after its warm-up of warmOps operations
-	// (0: not recorded).
-	closed := func(name string, shares mixShares, ops int64, secs float64, warmOps int64) error {
+	// shares, a share u of them unfollows, over secs seconds, after its
+	// warm-up of warmOps operations (0: not recorded).
+	closed := func(name string, shares mixShares, u float64, ops int64, secs float64, warmOps int64) error {
 		if ops <= 0 || secs <= 0 {
 			return nil
 		}
-		at := registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, AllRead: all}
+		at := registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, UnfollowsBefore: unfollows, AllRead: all}
 		after := func(before, n float64) registry.RunHistory {
 			return registry.RunHistory{ReadsBefore: at.ReadsBefore + before*shares[0], PostsBefore: at.PostsBefore + before*shares[2],
-				AllRead: all, Reads: n * shares[0], Posts: n * shares[2]}
+				UnfollowsBefore: at.UnfollowsBefore + before*u,
+				AllRead:         all, Reads: n * shares[0], Posts: n * shares[2], Unfollows: n * u}
 		}
 		var err error
 		items := func(before, n float64) float64 {
@@ -75,10 +77,11 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 		out[name] = after(w, float64(ops))
 		reads += (w + float64(ops)) * shares[0]
 		posts += (w + float64(ops)) * shares[2]
+		unfollows += (w + float64(ops)) * u
 		return nil
 	}
 	if !m.Retrieve.Skipped {
-		if err := closed("retrieve", mixShares{1, 0, 0, 0, 0}, m.Retrieve.Ops, m.Retrieve.Seconds, m.Retrieve.WarmupOps); err != nil {
+		if err := closed("retrieve", mixShares{1, 0, 0, 0, 0}, 0, m.Retrieve.Ops, m.Retrieve.Seconds, m.Retrieve.WarmupOps); err != nil {
 			return nil, err
 		}
 	}
@@ -97,7 +100,7 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 	}
 	if !m.RetrieveOlder.Skipped {
 		walk()
-		out["retrieve_older"] = registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, AllRead: all}
+		out["retrieve_older"] = registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, UnfollowsBefore: unfollows, AllRead: all}
 	}
 	if t := m.Traffic; t != nil {
 		if m.RetrieveOlder.Skipped {
@@ -107,29 +110,31 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 			// TestCollectOlderPagesDrawsTheSameUsers): no one new reads.
 			walk()
 		}
-		n, _, p, _, _, err := mixOf(t.Mix)
+		n, _, p, _, u, err := mixOf(t.Mix)
 		if err != nil {
 			return nil, err
 		}
 		shares := mixShares{n, 0, p, 0, 0}
 		if t.Loop == results.LoopOpen {
 			at := warm * t.Total.OpsPerSec
-			out["traffic"] = registry.RunHistory{ReadsBefore: reads + at*n, PostsBefore: posts + at*p, AllRead: all,
-				Reads: float64(t.Total.Ops) * n, Posts: float64(t.Total.Ops) * p}
+			out["traffic"] = registry.RunHistory{ReadsBefore: reads + at*n, PostsBefore: posts + at*p, UnfollowsBefore: unfollows + at*u, AllRead: all,
+				Reads: float64(t.Total.Ops) * n, Posts: float64(t.Total.Ops) * p, Unfollows: float64(t.Total.Ops) * u}
 			reads += (at + float64(t.Total.Ops)) * n
 			posts += (at + float64(t.Total.Ops)) * p
-		} else if err := closed("traffic", shares, t.Total.Ops, t.Total.Seconds, t.Total.WarmupOps); err != nil {
+			unfollows += (at + float64(t.Total.Ops)) * u
+		} else if err := closed("traffic", shares, u, t.Total.Ops, t.Total.Seconds, t.Total.WarmupOps); err != nil {
 			return nil, err
 		}
 		if s := t.Search; s != nil {
 			for _, st := range s.Steps {
 				reads += warm*st.RatePerSec*n + float64(st.Ops[workload.OpNewest].Ops)
 				posts += warm*st.RatePerSec*p + float64(st.Ops[workload.OpPost].Ops)
+				unfollows += warm*st.RatePerSec*u + float64(st.Ops[workload.OpUnfollow].Ops)
 			}
 		}
 	}
 	if !m.Submit.Skipped {
-		if err := closed("submit", mixShares{0, 0, 1, 0, 0}, m.Submit.Ops, m.Submit.Seconds, m.Submit.WarmupOps); err != nil {
+		if err := closed("submit", mixShares{0, 0, 1, 0, 0}, 0, m.Submit.Ops, m.Submit.Seconds, m.Submit.WarmupOps); err != nil {
 			return nil, err
 		}
 	}

@@ -83,6 +83,49 @@ func TestRunHistories(t *testing.T) {
 	}
 }
 
+// TestRunHistoriesCountUnfollows: the unfollows before each phase add
+// up as the reads and posts do: the traffic's warm-up, its measured
+// stretch, each rate step's warm-up at the step's rate and its own; the
+// closed and the open loop alike.
+func TestRunHistoriesCountUnfollows(t *testing.T) {
+	warm := 0.5
+	r := &results.Result{Dataset: results.Dataset{Users: 1000}, Environment: results.Environment{WarmupSeconds: &warm}}
+	step := results.RateStep{RatePerSec: 100, Ops: map[string]results.RateOp{"newest": {Ops: 40}, "unfollow": {Ops: 5}, "follow": {Ops: 5}}}
+	m := &results.Model{
+		Retrieve:      results.Phase{Skipped: true},
+		RetrieveOlder: results.Phase{Skipped: true},
+		Submit:        results.Phase{Ops: 400, Seconds: 2},
+		Traffic: &results.Traffic{Mix: "newest=8,follow=1,unfollow=1", Loop: results.LoopClosed,
+			Total:  results.Phase{Ops: 1000, Seconds: 2, WarmupOps: 200},
+			Search: &results.RateSearch{Steps: []results.RateStep{step}}},
+	}
+	reg := registry.Model{Bench: registry.Bench{OlderSample: 300}}
+	same := func(mixShares, float64, registry.RunHistory) (registry.Work, error) {
+		return registry.Work{RowsRead: 10}, nil
+	}
+	// want is each phase's unfollows before it and during it.
+	check := func(loop string, want map[string][2]float64) {
+		t.Helper()
+		h, err := runHistories(r, m, reg, same)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, w := range want {
+			if g := h[name]; math.Abs(g.UnfollowsBefore-w[0]) > 1e-9 || math.Abs(g.Unfollows-w[1]) > 1e-9 {
+				t.Errorf("%s loop, %s: %v unfollows before, %v during; want %v and %v", loop, name, g.UnfollowsBefore, g.Unfollows, w[0], w[1])
+			}
+		}
+	}
+	// 20 in the warm-up, 100 measured; the step's 5 in its warm-up (0.5 s
+	// at 100/s) and 5.
+	check("closed", map[string][2]float64{"traffic": {20, 100}, "submit": {130, 0}})
+	// The open loop's warm-up: 0.5 s at 400/s.
+	open := *m.Traffic
+	open.Loop, open.Total.OpsPerSec = results.LoopOpen, 400
+	m.Traffic = &open
+	check("open", map[string][2]float64{"traffic": {20, 100}, "submit": {130, 0}})
+}
+
 // TestSelectivePostsAgainstSavedRuns: selective's posts in the saved
 // counted runs on a quiet machine (uniform graph, 1,000 and 3,000 users)
 // read what its model predicts for the run within 10 %: the flusher,
