@@ -93,3 +93,35 @@ func TestHybridMemcachedFollowRows(t *testing.T) {
 		}
 	}
 }
+
+// TestClientQueriesOverlap: pull-client's page sends its g queries
+// concurrency at a time, so all but g/concurrency of them overlap others
+// (registry.Work.Overlapped); one at a time, none do. (pull-client+memcache
+// reads its misses as pull-client does: memcache's model adds and scales
+// the work, Overlapped with the rest.)
+func TestClientQueriesOverlap(t *testing.T) {
+	const users, g = 1000, 40.0
+	d := registry.Demand{Users: users, Messages: users * 100, Page: timeline.DefaultLimit, OlderDepth: 3.5,
+		PostsPerSec: 1, ReadsPerSec: 100, ActiveShare: 1,
+		Classes: []registry.UserClass{{Users: users, Followers: g, Followees: g, Posts: 1, Reads: 1, Followed: 1}}}
+	for _, c := range []struct {
+		model, concurrency string
+		want               float64
+	}{{"pull-client", "8", g * 7 / 8}, {"pull-client", "1", 0}, {"pull-client", "", g * 7 / 8}} {
+		model, err := registry.Lookup(c.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := map[string]string{}
+		if c.concurrency != "" {
+			opts[pull.OptionConcurrency] = c.concurrency
+		}
+		w, _, _, err := model.WorkFor(d.Prepared(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(w.Newest.Overlapped-c.want) > 1e-9 || math.Abs(w.Older.Overlapped-c.want) > 1e-9 {
+			t.Errorf("%s with concurrency %q: %v and %v of a page's queries overlapped, want %v", c.model, c.concurrency, w.Newest.Overlapped, w.Older.Overlapped, c.want)
+		}
+	}
+}

@@ -44,14 +44,15 @@ var spWork = sqlWork(
 	})
 
 // clientWork: a query per followee reading its newest entries, then the
-// merge in the client.
-var clientWork = sqlWork(
-	func(_ registry.Demand, g float64) registry.Work {
-		return registry.Work{RowsRead: 12.5 * g, Statements: g + 1}
-	},
-	func(_ registry.Demand, g float64) registry.Work {
-		return registry.Work{RowsRead: 12.5 * g, Statements: g + 1}
-	})
+// merge in the client. The queries go concurrency (the option) at a time,
+// so all but g/concurrency of them overlap others.
+func clientWork(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
+	lanes := float64(max(1, cfg.Int(OptionConcurrency)))
+	page := func(_ registry.Demand, g float64) registry.Work {
+		return registry.Work{RowsRead: 12.5 * g, Statements: g + 1, Overlapped: g * (1 - 1/lanes)}
+	}
+	return sqlWork(page, page)(d, cfg)
+}
 
 // unionWork: the newest id of each followee (3 rows each), then one UNION
 // ALL of the top followees' newest entries (about 10 rows per entry of a

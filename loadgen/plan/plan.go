@@ -276,9 +276,19 @@ func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model
 		posts += c.Users * c.Posts
 	}
 	mixed := isMixed(shares)
+	// An operation's round trips follow one another but for those it
+	// overlaps with others (registry.Work.Overlapped), whose CPU runs
+	// beside theirs: its trips over the serial ones are the cores it can
+	// use at once.
 	service := func(share float64, kind int, x registry.Work) component {
 		c := r.op(kind, cpuOf(cal, x, m.Needs), mixed)
-		return component{share, c.all(), float64(w.RTT) / float64(time.Microsecond) * (x.Statements + x.CacheCalls), c.rd}
+		trips := x.Statements + x.CacheCalls
+		serial := math.Max(0, trips-x.Overlapped)
+		spread := 1.0
+		if serial > 0 && trips > serial {
+			spread = trips / serial
+		}
+		return component{share, c.all(), float64(w.RTT) / float64(time.Microsecond) * serial, c.rd, spread}
 	}
 	var l latency
 	for b := range dc.followeeBuckets {
@@ -304,7 +314,7 @@ func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model
 		l.comps = append(l.comps, service(shares[2]*postShare[b]/posts, opPost, x.Post))
 		if async {
 			later := r.op(opPost, cpuOf(cal, x.Later, m.Needs), mixed).db
-			l.lags = append(l.lags, component{postShare[b] / posts, later, 0, 0})
+			l.lags = append(l.lags, component{postShare[b] / posts, later, 0, 0, 1})
 			l.laterUs += postShare[b] / posts * later
 		}
 	}

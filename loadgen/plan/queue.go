@@ -7,8 +7,12 @@ import "math"
 // its CPU on every process it passes, in sequence, each a burst that
 // needs a core; delayUs the round trips between those processes, which
 // wait for an answer but hold no core; redisUs the part of cpuUs that
-// redis-server's one thread serves (the CPU of its commands).
-type component struct{ weight, cpuUs, delayUs, redisUs float64 }
+// redis-server's one thread serves (the CPU of its commands); spread the
+// bursts of it that run at once, on as many cores (an operation that sends
+// its queries a few at a time; 0 or 1: one after another), so that its
+// CPU takes cpuUs over min(spread, cores) of its response and of its
+// share of the wait.
+type component struct{ weight, cpuUs, delayUs, redisUs, spread float64 }
 
 // queueing is where the operations of a mix wait: for one of cores cores
 // that every process shares, busy u, and, for the part of an operation
@@ -140,9 +144,10 @@ func (q queueing) p99(cs []component) float64 {
 	ws := make([]at, len(cs))
 	for i, c := range cs {
 		total += c.weight
-		ws[i] = at{weight: c.weight, fixed: c.delayUs + c.cpuUs, queued: c.cpuUs > 0}
+		x := c.cpuUs / math.Max(1, math.Min(c.spread, q.cores))
+		ws[i] = at{weight: c.weight, fixed: c.delayUs + x, queued: c.cpuUs > 0}
 		if ws[i].queued {
-			ws[i].core = q.wait(cc, math.Max(q.cores, 1), q.u, c.cpuUs)
+			ws[i].core = q.wait(cc, math.Max(q.cores, 1), q.u, x)
 			ws[i].redis = q.wait(q.ur, 1, q.ur, c.redisUs)
 		}
 	}

@@ -169,3 +169,16 @@ func TestMoreCoresServeLongOperationsBetter(t *testing.T) {
 	t.Logf("pull-client at %.0f µs: %.1f, %.1f, %.1f ops/s on 1, 2, 4 cores (busy %.3f, %.3f, %.3f)",
 		two.CPUUs, one.PerSec, two.PerSec, four.PerSec, one.Utilization, two.Utilization, four.Utilization)
 }
+
+// TestSpreadOperationUsesTheCores: an operation whose CPU runs on several
+// cores at once (pull-client's queries, sent eight at a time) responds in
+// its CPU over the cores it can use, at most the box's: 60 ms of CPU
+// spread over 8 lanes takes 30 ms on 2 cores, 7.5 on 8, on an idle box.
+func TestSpreadOperationUsesTheCores(t *testing.T) {
+	for _, c := range []struct{ cores, spread, want float64 }{{2, 1, 60_000}, {2, 0, 60_000}, {2, 8, 30_000}, {8, 8, 7_500}, {16, 8, 7_500}} {
+		q := queueing{cores: c.cores, u: 1e-9}
+		if got := q.p99([]component{{weight: 1, cpuUs: 60_000, spread: c.spread}}); math.Abs(got-c.want) > 1e-3*c.want {
+			t.Errorf("%g cores, spread over %g: p99 %.0f µs, want %.0f", c.cores, c.spread, got, c.want)
+		}
+	}
+}
