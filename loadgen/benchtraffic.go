@@ -127,9 +127,10 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		}
 		return v
 	}
+	var undone results.Undone
 	if b.cfg.Rate > 0 {
 		var before map[string]int64
-		r, c, err := b.openPhase(ctx, name, b.cfg.Rate, dur, b.cfg.Ops, newOp, func() { before = counts(s); startProbe() })
+		r, c, err := b.openPhase(ctx, name, b.cfg.Rate, dur, b.cfg.Ops, newOp, func() { before = counts(s); undone.AtStart = churn.Undone(); startProbe() })
 		vis := stopProbe()
 		if err != nil {
 			return err
@@ -145,7 +146,7 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		}
 	} else {
 		var before map[string]int64
-		p, kinds, err := b.phaseKinds(ctx, name, dur, workload.MixOps, workload.ClosedOp(newOp), func() { before = counts(s); startProbe() })
+		p, kinds, err := b.phaseKinds(ctx, name, dur, workload.MixOps, workload.ClosedOp(newOp), func() { before = counts(s); undone.AtStart = churn.Undone(); startProbe() })
 		vis := stopProbe()
 		if err != nil {
 			return err
@@ -155,6 +156,7 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		maps.Copy(rm.Extra, results.IndexFigures("traffic_", before, counts(s), p.Ops))
 	}
 	rm.Traffic.Mix = mix.String()
+	undone.AtEnd = churn.Undone()
 	if b.cfg.FindRate {
 		if err := b.searchRate(ctx, m, s, rm.Traffic, newOp); err != nil {
 			return err
@@ -163,6 +165,8 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 	if err := churn.Restore(ctx, s); err != nil {
 		return fmt.Errorf("%s: %w", m.Name, err)
 	}
+	undone.Total = churn.Undone()
+	rm.Traffic.Undone = &undone
 	if err := b.settle(ctx, m, s, "traffic_", rm); err != nil {
 		return err
 	}

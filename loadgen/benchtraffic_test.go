@@ -91,6 +91,12 @@ func TestTrafficEveryModel(t *testing.T) {
 			if c := tr.Total.Cost; c == nil || c[cost.Ops] != 40 || !(c[cost.CPU] > 0) {
 				t.Fatalf("%s: traffic cost %v", name, c)
 			}
+			// The unfollows of edges the traffic's follows had added,
+			// counted as they grow (workload's TestChurnCountsUndoneFollows
+			// checks the count).
+			if u := tr.Undone; u == nil || !(0 <= u.AtStart && u.AtStart <= u.AtEnd && u.AtEnd <= u.Total) {
+				t.Fatalf("%s: undone follows %+v", name, u)
+			}
 			if c := m.Retrieve.Cost; c == nil || c[cost.Ops] != 40 {
 				t.Fatalf("%s: retrieval cost %v", name, c)
 			}

@@ -461,6 +461,12 @@ type RunHistory struct {
 	// UnfollowsBefore and Unfollows are the unfollows made since the
 	// load before the phase, and the phase's own (UnfollowedAudience).
 	UnfollowsBefore, Unfollows float64
+	// UndoneKnown is set when the run counted which of those unfollows
+	// removed an edge that a follow of its own had added (the benchmark's
+	// churn): UndoneBefore and Undone are those before the phase and
+	// during it.
+	UndoneKnown          bool
+	UndoneBefore, Undone float64
 }
 
 // UnfollowedAudience is the share of a post's audience whose author was
@@ -480,10 +486,15 @@ type RunHistory struct {
 // drawn alike walk the edges added up and down, and half the unfollows
 // fall on each side in expectation; in a single run the share can be far
 // from half (the time such a walk spends above zero follows the arcsine
-// law). The followees of added edges are drawn by Followed, as q says.
+// law), so a run that counted them (Run.UndoneKnown) gives the
+// tombstones as they were: those before the phase and half the phase's
+// own. The followees of added edges are drawn by Followed, as q says.
 func (d Demand) UnfollowedAudience(ttl float64) float64 {
 	n := d.UnfollowsPerSec * ttl
-	if d.Run != nil {
+	switch {
+	case d.Run != nil && d.Run.UndoneKnown:
+		n = d.Run.UndoneBefore + d.Run.Undone/2
+	case d.Run != nil:
 		n = (d.Run.UnfollowsBefore + d.Run.Unfollows/2) / 2
 	}
 	var total float64

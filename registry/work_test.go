@@ -250,7 +250,8 @@ func TestFirstReadsAgainstDraws(t *testing.T) {
 // before a phase leave their tombstone (the benchmark's churn restores
 // the rest), and half those of the phase itself, made half-way through
 // it on average: the same 300 unfollowed from 600 before, or from 400
-// before and 400 during; and its planned rate does not count.
+// before and 400 during; and its planned rate does not count. A run that
+// counted its churn's unfollows of added edges has those tombstones.
 func TestUnfollowedAudience(t *testing.T) {
 	d := twoClasses()
 	d.Classes[1].Followed = 9 // the 10 celebrities draw half the unfollows
@@ -266,6 +267,10 @@ func TestUnfollowedAudience(t *testing.T) {
 	near(t, "in a run, after 600 unfollows", d.UnfollowedAudience(600), want)
 	d.Run = &RunHistory{UnfollowsBefore: 400, Unfollows: 400}
 	near(t, "in a run, 400 unfollows before and 400 during", d.UnfollowedAudience(600), want)
+	// A run that counted the unfollows of edges its follows had added
+	// gives the tombstones as they were, whatever the unfollows.
+	d.Run = &RunHistory{UnfollowsBefore: 5000, Unfollows: 80, UndoneKnown: true, UndoneBefore: 200, Undone: 200}
+	near(t, "in a run that counted 200 undone follows before and 200 during", d.UnfollowedAudience(600), want)
 }
 
 // TestHeavyFollowersOfPostSaturates sets HeavyFollowersOfPost against the

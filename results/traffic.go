@@ -44,6 +44,22 @@ type Traffic struct {
 	// Visibility is what a probe beside the phase measured: how soon and
 	// how completely posts showed, how soon deletes took effect.
 	Visibility *Visibility `json:"visibility,omitempty"`
+	// Undone counts the traffic's unfollows of edges its follows had
+	// added (package loadgen/workload's Churn.Undone); nil in runs that
+	// predate it.
+	Undone *Undone `json:"undone,omitempty"`
+}
+
+// Undone is how many of a traffic's unfollows had removed an edge one of
+// its follows added, at three points: when its measured stretch began
+// (the warm-up's), when it ended, and after the rate search and the
+// follow graph's restore (all of the traffic's). A store that marks an
+// unfollow until the edge is followed again (push-redis's tombstones)
+// keeps a mark of each.
+type Undone struct {
+	AtStart int64 `json:"at_start"`
+	AtEnd   int64 `json:"at_end"`
+	Total   int64 `json:"total"`
 }
 
 // Searched reports whether the traffic searched for its highest rate

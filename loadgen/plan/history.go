@@ -43,6 +43,10 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 	users := float64(r.Dataset.Users)
 	out := map[string]registry.RunHistory{}
 	var reads, posts, unfollows float64
+	// undone is the unfollows of added edges before the phase
+	// (results.Undone), undoneKnown whether the run counted every one.
+	var undone float64
+	undoneKnown := true
 	// all: every user read a newest page (warm reads, or a walk of every
 	// user), as no number of drawn reads says.
 	all := reg.Bench.WarmReads
@@ -132,10 +136,26 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 				unfollows += warm*st.RatePerSec*u + float64(st.Ops[workload.OpUnfollow].Ops)
 			}
 		}
+		// The unfollows of edges the traffic's follows had added, where
+		// the run counted them (results.Undone).
+		switch {
+		case t.Undone != nil:
+			if h, ok := out["traffic"]; ok {
+				h.UndoneKnown, h.UndoneBefore, h.Undone = true, float64(t.Undone.AtStart), float64(t.Undone.AtEnd-t.Undone.AtStart)
+				out["traffic"] = h
+			}
+			undone = float64(t.Undone.Total)
+		case u > 0:
+			undoneKnown = false
+		}
 	}
 	if !m.Submit.Skipped {
 		if err := closed("submit", mixShares{0, 0, 1, 0, 0}, 0, m.Submit.Ops, m.Submit.Seconds, m.Submit.WarmupOps); err != nil {
 			return nil, err
+		}
+		if h, ok := out["submit"]; ok {
+			h.UndoneKnown, h.UndoneBefore = undoneKnown, undone
+			out["submit"] = h
 		}
 	}
 	return out, nil

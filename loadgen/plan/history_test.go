@@ -86,7 +86,8 @@ func TestRunHistories(t *testing.T) {
 // TestRunHistoriesCountUnfollows: the unfollows before each phase add
 // up as the reads and posts do: the traffic's warm-up, its measured
 // stretch, each rate step's warm-up at the step's rate and its own; the
-// closed and the open loop alike.
+// closed and the open loop alike. Where the run counted the unfollows of
+// edges its follows had added (results.Undone), the phases carry them.
 func TestRunHistoriesCountUnfollows(t *testing.T) {
 	warm := 0.5
 	r := &results.Result{Dataset: results.Dataset{Users: 1000}, Environment: results.Environment{WarmupSeconds: &warm}}
@@ -124,6 +125,27 @@ func TestRunHistoriesCountUnfollows(t *testing.T) {
 	open.Loop, open.Total.OpsPerSec = results.LoopOpen, 400
 	m.Traffic = &open
 	check("open", map[string][2]float64{"traffic": {20, 100}, "submit": {130, 0}})
+	// A run that counted the unfollows of edges its follows had added:
+	// 3 in the warm-up, 10 measured, 20 with the rate search and the
+	// restore.
+	open.Undone = &results.Undone{AtStart: 3, AtEnd: 13, Total: 20}
+	h, err := runHistories(r, m, reg, same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := h["traffic"]; !g.UndoneKnown || g.UndoneBefore != 3 || g.Undone != 10 {
+		t.Errorf("traffic: %+v; want 3 undone follows before and 10 during, known", g)
+	}
+	if g := h["submit"]; !g.UndoneKnown || g.UndoneBefore != 20 || g.Undone != 0 {
+		t.Errorf("submit: %+v; want 20 undone follows before, known", g)
+	}
+	open.Undone = nil
+	if h, err = runHistories(r, m, reg, same); err != nil {
+		t.Fatal(err)
+	}
+	if h["traffic"].UndoneKnown || h["submit"].UndoneKnown {
+		t.Errorf("a run that did not count them: traffic %+v, submit %+v; want neither known", h["traffic"], h["submit"])
+	}
 }
 
 // TestSelectivePostsAgainstSavedRuns: selective's posts in the saved

@@ -38,6 +38,7 @@ type Churn struct {
 	added   []edge        // edges follows added that the dataset lacks
 	removed []edge        // dataset edges that unfollows removed
 	busy    map[edge]bool // claimed, added or removed: not to be chosen afresh
+	undone  int64         // unfollows of added edges (Undone)
 }
 
 type edge struct{ follower, followee uint32 }
@@ -89,6 +90,7 @@ func (c *Churn) Unfollow(ctx context.Context, s timeline.Store, rng *rand.Rand) 
 		delete(c.busy, e)
 	case undoing:
 		delete(c.busy, e)
+		c.undone++
 	default:
 		c.removed = append(c.removed, e)
 	}
@@ -147,6 +149,18 @@ func (c *Churn) claimUnfollow(rng *rand.Rand) (e edge, undoing, ok bool) {
 	return edge{}, false, false
 }
 
+// Undone is how many unfollows so far removed an edge that a follow of
+// the Churn had added (Restore's included): the edges the graph gained
+// for a while and lost, where the other unfollows removed edges of the
+// dataset that a later follow (or Restore) puts back. A store that leaves
+// a mark of an unfollow until the edge is followed again (push-redis's
+// tombstones) keeps one for each of these.
+func (c *Churn) Undone() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.undone
+}
+
 // Drift is the number of edges by which the graph differs from the
 // dataset's now: edges added plus edges removed.
 func (c *Churn) Drift() int {
@@ -168,6 +182,7 @@ func (c *Churn) Restore(ctx context.Context, s timeline.Store) error {
 		}
 		c.added = c.added[:len(c.added)-1]
 		delete(c.busy, e)
+		c.undone++
 	}
 	for len(c.removed) > 0 {
 		e := c.removed[len(c.removed)-1]

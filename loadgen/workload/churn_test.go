@@ -163,3 +163,60 @@ func TestFollowsPreferThePopular(t *testing.T) {
 		}
 	}
 }
+
+// lossStore counts the unfollows of edges that a follow made through it
+// had added to the dataset's graph.
+type lossStore struct {
+	edgeStore
+	dataset map[edge]bool
+	lost    int
+}
+
+func (s *lossStore) Unfollow(ctx context.Context, a, b timeline.UserID) error {
+	s.mu.Lock()
+	e := edge{uint32(a), uint32(b)}
+	added := s.edges[e] && !s.dataset[e]
+	s.mu.Unlock()
+	err := s.edgeStore.Unfollow(ctx, a, b)
+	if err == nil && added {
+		s.mu.Lock()
+		s.lost++
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// TestChurnCountsUndoneFollows: Undone counts the unfollows of edges the
+// Churn's follows had added, those Restore makes included, as the store
+// sees them; failed ones are not counted.
+func TestChurnCountsUndoneFollows(t *testing.T) {
+	d, err := dataset.Generate(dataset.Spec{Users: 200, Messages: 10, AvgFollowees: 10, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &lossStore{edgeStore: edgeStore{edges: map[edge]bool{}}, dataset: map[edge]bool{}}
+	d.EachFollow(func(a, b uint32) error { s.edges[edge{a, b}], s.dataset[edge{a, b}] = true, true; return nil })
+	c := NewChurn(d)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(4, 2))
+	for i := range 2000 {
+		op := c.Follow
+		if rng.IntN(2) == 0 {
+			op = c.Unfollow
+		}
+		if i%97 == 0 {
+			s.fail = true
+		}
+		op(ctx, s, rng)
+		s.fail = false
+	}
+	if s.lost == 0 || c.Undone() != int64(s.lost) {
+		t.Errorf("before Restore: Undone %d, the store lost %d added edges", c.Undone(), s.lost)
+	}
+	if err := c.Restore(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if c.Undone() != int64(s.lost) {
+		t.Errorf("after Restore: Undone %d, the store lost %d added edges", c.Undone(), s.lost)
+	}
+}
