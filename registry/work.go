@@ -458,15 +458,11 @@ type RunHistory struct {
 	AllRead bool
 	// Reads and Posts are the phase's own.
 	Reads, Posts float64
-	// UnfollowsBefore and Unfollows are the unfollows made since the
-	// load before the phase, and the phase's own (UnfollowedAudience).
-	UnfollowsBefore, Unfollows float64
-	// UndoneKnown is set when the run counted which of those unfollows
-	// removed an edge that a follow of its own had added (the benchmark's
-	// churn): UndoneBefore and Undone are those before the phase and
-	// during it.
-	UndoneKnown          bool
-	UndoneBefore, Undone float64
+	// UnfollowedBefore and Unfollowed are the unfollows made since the
+	// load before the phase, and the phase's own, that leave a mark until
+	// the edge is followed again (push-redis's tombstones): the others
+	// the run followed again itself (UnfollowedAudience).
+	UnfollowedBefore, Unfollowed float64
 }
 
 // UnfollowedAudience is the share of a post's audience whose author was
@@ -477,25 +473,15 @@ type RunHistory struct {
 // ttl·q).
 //
 // In a run (Run set) the planned rate does not count: the tombstones are
-// half the unfollows made before the phase (a run is shorter than ttl)
-// and half those of the phase, made half-way through it on average. The
-// benchmark's churn (package loadgen/workload's Churn) keeps the graph
-// the dataset's: an unfollow undoes an edge an earlier follow added,
-// whose tombstone stays, or else removes an edge of the dataset, which a
-// later follow restores, clearing its tombstone. Follows and unfollows
-// drawn alike walk the edges added up and down, and half the unfollows
-// fall on each side in expectation; in a single run the share can be far
-// from half (the time such a walk spends above zero follows the arcsine
-// law), so a run that counted them (Run.UndoneKnown) gives the
-// tombstones as they were: those before the phase and half the phase's
-// own. The followees of added edges are drawn by Followed, as q says.
+// the run's unfollows that left one (Run.UnfollowedBefore; a run is
+// shorter than ttl) and half those of the phase, made half-way through
+// it on average. The followees of the edges a benchmark unfollows for
+// good are the ones its follows added, drawn by Followed as q says
+// (package loadgen/plan's check sets Run from what the run did).
 func (d Demand) UnfollowedAudience(ttl float64) float64 {
 	n := d.UnfollowsPerSec * ttl
-	switch {
-	case d.Run != nil && d.Run.UndoneKnown:
-		n = d.Run.UndoneBefore + d.Run.Undone/2
-	case d.Run != nil:
-		n = (d.Run.UnfollowsBefore + d.Run.Unfollows/2) / 2
+	if d.Run != nil {
+		n = d.Run.UnfollowedBefore + d.Run.Unfollowed/2
 	}
 	var total float64
 	for _, c := range d.Classes {

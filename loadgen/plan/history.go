@@ -26,10 +26,21 @@ type phaseWork func(shares mixShares, rate float64, h registry.RunHistory) (regi
 // traffic's cursors (the same users, drawn from the run's seed: new
 // readers only when the older pages did not run), the mixed traffic (its warm-up, the measured
 // stretch, then each step of a rate search with its warm-up at the step's
-// rate), and last the posts. Newest pages, posts and unfollows are
-// counted: the older pages read the users the walk read, and the traffic
-// puts back the follows it changed (only the unfollows leave something
-// behind, their tombstones: registry.Demand.UnfollowedAudience).
+// rate), and last the posts. Newest pages, posts and the unfollows that
+// leave a mark are counted: the older pages read the users the walk read,
+// and the traffic puts back the follows it changed, but an unfollow of an
+// edge one of its follows had added stays marked where a store marks
+// unfollows (push-redis's tombstones: registry.Demand.UnfollowedAudience).
+//
+// The benchmark's churn (package loadgen/workload's Churn) keeps the
+// graph the dataset's: an unfollow undoes an edge an earlier follow added,
+// whose mark stays, or else removes an edge of the dataset, which a later
+// follow restores, clearing its mark. A run counts the first kind
+// (results.Undone); for one that predates the count they are taken as
+// half the unfollows: follows and unfollows drawn alike walk the edges
+// added up and down, and half the unfollows fall on each side in
+// expectation, though in a single run the share can be far from half (the
+// time such a walk spends above zero follows the arcsine law).
 //
 // A closed loop's warm-up is not counted by the run. Its workers go at
 // the pace of the work they do, so a warm-up of warm seconds before a
@@ -42,26 +53,23 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 	warm := runWarmup(r)
 	users := float64(r.Dataset.Users)
 	out := map[string]registry.RunHistory{}
-	var reads, posts, unfollows float64
-	// undone is the unfollows of added edges before the phase
-	// (results.Undone), undoneKnown whether the run counted every one.
-	var undone float64
-	undoneKnown := true
+	// marked is the unfollows that leave a mark, before the phase.
+	var reads, posts, marked float64
 	// all: every user read a newest page (warm reads, or a walk of every
 	// user), as no number of drawn reads says.
 	all := reg.Bench.WarmReads
 	// closed records a closed-loop phase of ops operations drawn by
-	// shares, a share u of them unfollows, over secs seconds, after its
-	// warm-up of warmOps operations (0: not recorded).
-	closed := func(name string, shares mixShares, u float64, ops int64, secs float64, warmOps int64) error {
+	// shares, a share m of them unfollows that leave a mark, over secs
+	// seconds, after its warm-up of warmOps operations (0: not recorded).
+	closed := func(name string, shares mixShares, m float64, ops int64, secs float64, warmOps int64) error {
 		if ops <= 0 || secs <= 0 {
 			return nil
 		}
-		at := registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, UnfollowsBefore: unfollows, AllRead: all}
+		at := registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, UnfollowedBefore: marked, AllRead: all}
 		after := func(before, n float64) registry.RunHistory {
 			return registry.RunHistory{ReadsBefore: at.ReadsBefore + before*shares[0], PostsBefore: at.PostsBefore + before*shares[2],
-				UnfollowsBefore: at.UnfollowsBefore + before*u,
-				AllRead:         all, Reads: n * shares[0], Posts: n * shares[2], Unfollows: n * u}
+				UnfollowedBefore: at.UnfollowedBefore + before*m,
+				AllRead:          all, Reads: n * shares[0], Posts: n * shares[2], Unfollowed: n * m}
 		}
 		var err error
 		items := func(before, n float64) float64 {
@@ -81,7 +89,7 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 		out[name] = after(w, float64(ops))
 		reads += (w + float64(ops)) * shares[0]
 		posts += (w + float64(ops)) * shares[2]
-		unfollows += (w + float64(ops)) * u
+		marked += (w + float64(ops)) * m
 		return nil
 	}
 	if !m.Retrieve.Skipped {
@@ -104,7 +112,7 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 	}
 	if !m.RetrieveOlder.Skipped {
 		walk()
-		out["retrieve_older"] = registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, UnfollowsBefore: unfollows, AllRead: all}
+		out["retrieve_older"] = registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, UnfollowedBefore: marked, AllRead: all}
 	}
 	if t := m.Traffic; t != nil {
 		if m.RetrieveOlder.Skipped {
@@ -119,43 +127,37 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 			return nil, err
 		}
 		shares := mixShares{n, 0, p, 0, 0}
+		before := marked // the marks before the traffic
+		half := u / 2    // the share of operations that leave a mark, by expectation
 		if t.Loop == results.LoopOpen {
 			at := warm * t.Total.OpsPerSec
-			out["traffic"] = registry.RunHistory{ReadsBefore: reads + at*n, PostsBefore: posts + at*p, UnfollowsBefore: unfollows + at*u, AllRead: all,
-				Reads: float64(t.Total.Ops) * n, Posts: float64(t.Total.Ops) * p, Unfollows: float64(t.Total.Ops) * u}
+			out["traffic"] = registry.RunHistory{ReadsBefore: reads + at*n, PostsBefore: posts + at*p, UnfollowedBefore: marked + at*half, AllRead: all,
+				Reads: float64(t.Total.Ops) * n, Posts: float64(t.Total.Ops) * p, Unfollowed: float64(t.Total.Ops) * half}
 			reads += (at + float64(t.Total.Ops)) * n
 			posts += (at + float64(t.Total.Ops)) * p
-			unfollows += (at + float64(t.Total.Ops)) * u
-		} else if err := closed("traffic", shares, u, t.Total.Ops, t.Total.Seconds, t.Total.WarmupOps); err != nil {
+			marked += (at + float64(t.Total.Ops)) * half
+		} else if err := closed("traffic", shares, half, t.Total.Ops, t.Total.Seconds, t.Total.WarmupOps); err != nil {
 			return nil, err
 		}
 		if s := t.Search; s != nil {
 			for _, st := range s.Steps {
 				reads += warm*st.RatePerSec*n + float64(st.Ops[workload.OpNewest].Ops)
 				posts += warm*st.RatePerSec*p + float64(st.Ops[workload.OpPost].Ops)
-				unfollows += warm*st.RatePerSec*u + float64(st.Ops[workload.OpUnfollow].Ops)
+				marked += (warm*st.RatePerSec*u + float64(st.Ops[workload.OpUnfollow].Ops)) / 2
 			}
 		}
-		// The unfollows of edges the traffic's follows had added, where
-		// the run counted them (results.Undone).
-		switch {
-		case t.Undone != nil:
+		if c := t.Undone; c != nil {
+			// Counted, not expected.
 			if h, ok := out["traffic"]; ok {
-				h.UndoneKnown, h.UndoneBefore, h.Undone = true, float64(t.Undone.AtStart), float64(t.Undone.AtEnd-t.Undone.AtStart)
+				h.UnfollowedBefore, h.Unfollowed = before+float64(c.AtStart), float64(c.AtEnd-c.AtStart)
 				out["traffic"] = h
 			}
-			undone = float64(t.Undone.Total)
-		case u > 0:
-			undoneKnown = false
+			marked = before + float64(c.Total)
 		}
 	}
 	if !m.Submit.Skipped {
 		if err := closed("submit", mixShares{0, 0, 1, 0, 0}, 0, m.Submit.Ops, m.Submit.Seconds, m.Submit.WarmupOps); err != nil {
 			return nil, err
-		}
-		if h, ok := out["submit"]; ok {
-			h.UndoneKnown, h.UndoneBefore = undoneKnown, undone
-			out["submit"] = h
 		}
 	}
 	return out, nil
