@@ -88,7 +88,7 @@ func (b *bench) halfRate(ctx context.Context, m registry.Model, s timeline.Store
 		return nil
 	}
 	name := m.Name + "/" + string(registry.PhaseHalfRate)
-	post := workload.Submit(s, b.data, b.cfg.Spec.Seed)
+	post := workload.Submit(s, b.data, b.cfg.Spec.Seed, workload.Writes{})
 	newOp := func(worker int) openloop.Op {
 		op := post(worker)
 		return func(ctx context.Context) (int, error) { return 0, op(ctx, nil) }

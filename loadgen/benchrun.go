@@ -184,6 +184,22 @@ func (b *bench) phaseKinds(ctx context.Context, name string, dur time.Duration, 
 	return p, pr.Kinds, nil
 }
 
+// submitPhase is a phase of posts to s (workload.Submit), with the mean
+// audience of its measured posts (results.Phase.PostAudience); onMeasure
+// as phase's.
+func (b *bench) submitPhase(ctx context.Context, name string, dur time.Duration, s timeline.Store, onMeasure func()) (results.Phase, error) {
+	var a workload.Audience
+	var mark workload.AudienceMark
+	p, err := b.phase(ctx, name, dur, workload.Submit(s, b.data, b.cfg.Spec.Seed, workload.Writes{Audience: &a}), func() {
+		mark = a.Mark()
+		if onMeasure != nil {
+			onMeasure()
+		}
+	})
+	p.PostAudience, _ = a.Since(mark)
+	return p, err
+}
+
 // checkErrors records a failure of the run when a phase's error rate is
 // above workload.MaxErrorRate.
 func (b *bench) checkErrors(name string, rate float64, samples []string) {
@@ -675,7 +691,6 @@ func (b *bench) readWhileWriting(ctx context.Context, m registry.Model) error {
 
 // modelWrites measures m's submission (see writes).
 func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[string]*results.Phase, sharedBy map[string][]string, databases *[]string) error {
-	seed := b.cfg.Spec.Seed
 	rm, s := b.res.Model(m.Name), b.open[m.Name]
 	if m.Bench.Has(registry.PhaseCacheMixed) {
 		return b.cachedWrites(ctx, m, rm)
@@ -688,7 +703,7 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 		// Its submission is a goal figure against the plain one's:
 		// the phases get the same length.
 		before := map[string]int64{}
-		p, err := b.phase(ctx, m.Name+"/submit", b.cfg.Duration, workload.Submit(s, b.data, seed), func() {
+		p, err := b.submitPhase(ctx, m.Name+"/submit", b.cfg.Duration, s, func() {
 			before = counts(s)
 			forgetLag(s)
 		})
@@ -711,7 +726,7 @@ func (b *bench) modelWrites(ctx context.Context, m registry.Model, shared map[st
 		}
 	case shared[m.Database] == nil:
 		var before map[string]int64
-		p, err := b.phase(ctx, string(m.Family)+"/submit", b.cfg.Duration, workload.Submit(s, b.data, seed), func() { before = counts(s) })
+		p, err := b.submitPhase(ctx, string(m.Family)+"/submit", b.cfg.Duration, s, func() { before = counts(s) })
 		if err != nil {
 			return err
 		}
@@ -740,7 +755,7 @@ func (b *bench) cachedWrites(ctx context.Context, m registry.Model, rm *results.
 	seed, dur := b.cfg.Spec.Seed, b.duration(m)
 	s, ttl := b.fresh[m.Name][0], b.fresh[m.Name][1]
 	var err error
-	if rm.Submit, err = b.phase(ctx, m.Name+"/submit", dur, workload.Submit(s, b.data, seed), nil); err != nil {
+	if rm.Submit, err = b.submitPhase(ctx, m.Name+"/submit", dur, s, nil); err != nil {
 		return err
 	}
 	// The cache the mixed phase reads is filled during its warm-up, after

@@ -102,6 +102,7 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		w.Probe = workload.NewProbe(ctx, s, b.data, *b.cfg.Probe)
 	}
 	book := w.Book
+	w.Audience = &workload.Audience{} // of the measured stretch's posts, from posted on
 	// A seed of the design's own: designs that share a database read
 	// each other's traffic's posts, which are to be as spread over the
 	// authors as the activity spreads independent draws (see
@@ -128,9 +129,10 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		return v
 	}
 	var undone results.Undone
+	var posted workload.AudienceMark
 	if b.cfg.Rate > 0 {
 		var before map[string]int64
-		r, c, err := b.openPhase(ctx, name, b.cfg.Rate, dur, b.cfg.Ops, newOp, func() { before = counts(s); undone.AtStart = churn.Undone(); startProbe() })
+		r, c, err := b.openPhase(ctx, name, b.cfg.Rate, dur, b.cfg.Ops, newOp, func() { before = counts(s); undone.AtStart = churn.Undone(); posted = w.Audience.Mark(); startProbe() })
 		vis := stopProbe()
 		if err != nil {
 			return err
@@ -146,7 +148,7 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		}
 	} else {
 		var before map[string]int64
-		p, kinds, err := b.phaseKinds(ctx, name, dur, workload.MixOps, workload.ClosedOp(newOp), func() { before = counts(s); undone.AtStart = churn.Undone(); startProbe() })
+		p, kinds, err := b.phaseKinds(ctx, name, dur, workload.MixOps, workload.ClosedOp(newOp), func() { before = counts(s); undone.AtStart = churn.Undone(); posted = w.Audience.Mark(); startProbe() })
 		vis := stopProbe()
 		if err != nil {
 			return err
@@ -157,6 +159,7 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 	}
 	rm.Traffic.Mix = mix.String()
 	undone.AtEnd = churn.Undone()
+	rm.Traffic.Total.PostAudience, _ = w.Audience.Since(posted)
 	if b.cfg.FindRate {
 		if err := b.searchRate(ctx, m, s, rm.Traffic, newOp); err != nil {
 			return err

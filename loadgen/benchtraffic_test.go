@@ -97,6 +97,15 @@ func TestTrafficEveryModel(t *testing.T) {
 			if u := tr.Undone; u == nil || !(0 <= u.AtStart && u.AtStart <= u.AtEnd && u.AtEnd <= u.Total) {
 				t.Fatalf("%s: undone follows %+v", name, u)
 			}
+			// The followers the measured posts went to (workload's
+			// TestAudienceCountsPostedAuthors checks the count): every
+			// user of this graph has some.
+			if tr.Ops[workload.OpPost].Ops > 0 != (tr.Total.PostAudience > 0) {
+				t.Fatalf("%s: traffic of %d posts to %.1f followers each", name, tr.Ops[workload.OpPost].Ops, tr.Total.PostAudience)
+			}
+			if m.Submit.Ops > 0 != (m.Submit.PostAudience > 0) {
+				t.Fatalf("%s: %d posts to %.1f followers each", name, m.Submit.Ops, m.Submit.PostAudience)
+			}
 			if c := m.Retrieve.Cost; c == nil || c[cost.Ops] != 40 {
 				t.Fatalf("%s: retrieval cost %v", name, c)
 			}

@@ -278,8 +278,15 @@ func one(UserClass) float64         { return 1 }
 func (d Demand) Edges() float64 { return d.Users * d.mean(one, followees) }
 
 // PostAudience is the mean follower count of a post's author, posts
-// weighted by who posts: the mailbox rows a post fans out to.
-func (d Demand) PostAudience() float64 { return d.MeanOverPosts(followers) }
+// weighted by who posts: the mailbox rows a post fans out to. In a run's
+// phase that counted its posts' audience (Run.Audience above 0), and over
+// all posts (no PostsOf), it is that count.
+func (d Demand) PostAudience() float64 {
+	if d.Run != nil && d.Run.Audience > 0 && d.postPick == nil {
+		return d.Run.Audience
+	}
+	return d.MeanOverPosts(followers)
+}
 
 // ReadFollowees is the mean followee count of a page's reader, pages
 // weighted by who reads: the authors a pull read merges.
@@ -463,6 +470,14 @@ type RunHistory struct {
 	// the edge is followed again (push-redis's tombstones): the others
 	// the run followed again itself (UnfollowedAudience).
 	UnfollowedBefore, Unfollowed float64
+	// Audience, when above 0, is the mean follower count of the authors
+	// of the phase's own posts, as the run counted it: on a skewed graph
+	// a phase's few thousand posts can reach several per cent more or
+	// fewer followers than the activity's expectation, by the luck of how
+	// many fell on the most followed authors. PostAudience takes it; the
+	// models that split posts by their author's class (a hybrid's
+	// threshold) keep the expectation.
+	Audience float64
 }
 
 // UnfollowedAudience is the share of a post's audience whose author was

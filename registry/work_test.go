@@ -48,6 +48,13 @@ func TestDemandMeans(t *testing.T) {
 		only := d.PostsOf(func(i int) bool { return i == 0 })
 		near(t, "audience of the first class's posts", only.PostAudience(), 10)
 		near(t, "its post rate", only.PostRate(only.Classes[1]), 13*4/130.0)
+		// A run's phase that counted its posts' followers: all its
+		// posts reach that many; one class's posts still their own.
+		d.Run = &RunHistory{Audience: 500}
+		near(t, "counted audience", d.PostAudience(), 500)
+		near(t, "audience of the first class's posts in the run", d.PostsOf(func(i int) bool { return i == 0 }).PostAudience(), 10)
+		d.Run.Audience = 0
+		near(t, "audience of a run that did not count", d.PostAudience(), (90*10+40*1000)/130.0)
 	}
 }
 

@@ -24,6 +24,10 @@ type Phase struct {
 	// WarmupOps are the operations a closed-loop phase ran in its
 	// unmeasured warm-up (0 in runs that predate the count).
 	WarmupOps int64 `json:"warmup_ops,omitempty"`
+	// PostAudience is the mean follower count, in the dataset's graph, of
+	// the authors of the phase's measured posts (package loadgen/workload's
+	// Audience): 0 when it made none, or in runs that predate the count.
+	PostAudience float64 `json:"post_audience,omitempty"`
 	// Cost is what an operation cost the servers and the client, when
 	// measured.
 	Cost cost.Cost `json:"cost,omitempty"`

@@ -198,6 +198,7 @@ func counted(r *results.Result) ([]countedPhase, error) {
 				return nil, err
 			}
 			if h, ok := hist[name]; ok {
+				h.Audience = ph.PostAudience // the phase's own posts' followers, where counted
 				d.Run = &h
 			}
 			if name == "traffic" && reg.Bench.Has(registry.PhaseCacheMixed) {

@@ -168,3 +168,42 @@ func TestSelectivePostsAgainstSavedRuns(t *testing.T) {
 		t.Errorf("%d of %d runs have selective's posts", n, len(runs))
 	}
 }
+
+// TestCheckTakesCountedAudience: where a phase counted the followers its
+// posts went to (results.Phase.PostAudience), the check predicts its
+// posts for that audience, not the activity's expectation: on the saved
+// power-law run at 3,000 users push-compressed's posts wrote 105.7 rows
+// (one a follower), where the expectation is 111.
+func TestCheckTakesCountedAudience(t *testing.T) {
+	dir := filepath.Join("..", "..", "evidence", "plan", "validation-xeon", "runs", "powerlaw-3000-rate")
+	r, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := func() (measured, predicted float64) {
+		t.Helper()
+		c, err := Check([]*results.Result{r}, []string{dir}, DefaultCalibration(), "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range c.Rows {
+			if row.Model == "push-compressed" && row.Phase == "submit" {
+				return row.Measured.RowsWritten, row.Predicted.RowsWritten
+			}
+		}
+		t.Fatal("no push-compressed posts in the check")
+		return 0, 0
+	}
+	measured, expected := written()
+	if math.Abs(expected-measured) < 0.04*measured {
+		t.Fatalf("the expectation (%.1f rows a post) is already near the count (%.1f): the test shows nothing", expected, measured)
+	}
+	m := r.Model("push-compressed")
+	if m.Submit.PostAudience != 0 {
+		t.Fatalf("the saved run predates the count, yet says %.1f", m.Submit.PostAudience)
+	}
+	m.Submit.PostAudience = measured
+	if _, counted := written(); math.Abs(counted-measured) > 0.01*measured {
+		t.Errorf("with the counted audience of %.1f the posts are predicted to write %.1f rows", measured, counted)
+	}
+}

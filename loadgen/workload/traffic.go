@@ -76,7 +76,7 @@ func Traffic(s timeline.Store, d *dataset.Dataset, mix Mix, pool []OlderPage, ch
 				author := d.PickAuthor(rng)
 				var m timeline.Message
 				if m, err = s.Post(ctx, author, string(buf)); err == nil {
-					w.posted(author, m.ID)
+					w.posted(d, author, m.ID)
 				}
 			case OpDelete:
 				if w.Book == nil {
@@ -94,15 +94,17 @@ func Traffic(s timeline.Store, d *dataset.Dataset, mix Mix, pool []OlderPage, ch
 	}
 }
 
-// Writes are what Traffic tells of the writes it made: Book keeps its
-// posts for its deletes, Probe watches some of its posts and deletes.
-// Either may be nil.
+// Writes are what Traffic and Submit tell of the writes they made: Book
+// keeps the posts for the deletes, Probe watches some of the posts and
+// deletes, Audience counts the posts' authors' followers. Any may be nil.
 type Writes struct {
-	Book  *PostBook
-	Probe *Probe
+	Book     *PostBook
+	Probe    *Probe
+	Audience *Audience
 }
 
-func (w Writes) posted(author timeline.UserID, id timeline.MessageID) {
+func (w Writes) posted(d *dataset.Dataset, author timeline.UserID, id timeline.MessageID) {
+	w.Audience.add(d, author)
 	if w.Probe != nil {
 		w.Probe.Posted(author, id, time.Now())
 	}

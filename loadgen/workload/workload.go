@@ -57,14 +57,19 @@ func NewestPage(s timeline.Store, d *dataset.Dataset, seed int64) func(worker in
 }
 
 // Submit posts a message by an author drawn by d's activity
-// (Dataset.PickAuthor), with a body drawn like the dataset's.
-func Submit(s timeline.Store, d *dataset.Dataset, seed int64) func(worker int) Op {
+// (Dataset.PickAuthor), with a body drawn like the dataset's, and tells w
+// of each post made.
+func Submit(s timeline.Store, d *dataset.Dataset, seed int64, w Writes) func(worker int) Op {
 	return func(worker int) Op {
 		rng := workerRand(seed, "submit", worker)
 		var buf []byte
 		return func(ctx context.Context, _ *Clock) error {
 			buf = d.AppendBody(buf[:0], rng.Uint64N(1<<40)+1)
-			_, err := s.Post(ctx, d.PickAuthor(rng), string(buf))
+			author := d.PickAuthor(rng)
+			m, err := s.Post(ctx, author, string(buf))
+			if err == nil {
+				w.posted(d, author, m.ID)
+			}
 			return err
 		}
 	}
@@ -73,7 +78,7 @@ func Submit(s timeline.Store, d *dataset.Dataset, seed int64) func(worker int) O
 // Mixed reads the newest page with probability readRatio and posts
 // otherwise.
 func Mixed(s timeline.Store, d *dataset.Dataset, readRatio float64, seed int64) func(worker int) Op {
-	read, write := NewestPage(s, d, seed), Submit(s, d, seed)
+	read, write := NewestPage(s, d, seed), Submit(s, d, seed, Writes{})
 	return func(worker int) Op {
 		rng := workerRand(seed, "mixed", worker)
 		r, w := read(worker), write(worker)

@@ -84,6 +84,10 @@ func runDeletes(d registry.Demand, capN, slack, a float64) float64 {
 	if edges == 0 {
 		return 0
 	}
+	// The posts before the phase reach the activity's expected audience;
+	// the phase's own reach a (the phase's count, where the run made one:
+	// registry.RunHistory.Audience).
+	expected := d.MeanOverPosts(func(c registry.UserClass) float64 { return c.Followers })
 	var total float64
 	for _, c := range d.Classes {
 		if c.Users == 0 || c.Followees == 0 {
@@ -91,7 +95,7 @@ func runDeletes(d registry.Demand, capN, slack, a float64) float64 {
 		}
 		per := a * c.Followees / edges
 		shift := capN - math.Min(c.Followees*d.FolloweeMessages(), capN)
-		before := d.Run.PostsBefore * per
+		before := d.Run.PostsBefore * expected * c.Followees / edges
 		total += c.Users * k * (trimsAfter(before+posts*per, shift, k) - trimsAfter(before, shift, k))
 	}
 	return total / posts
