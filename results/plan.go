@@ -36,6 +36,11 @@ type Calibration struct {
 	// directories. Machine says what they ran on.
 	Sources []string `json:"sources"`
 	Machine string   `json:"machine"`
+	// CPUModel is the processor the runs recorded
+	// (Environment.CPUModel), when they all recorded the same one: what
+	// a plan on another processor tells apart (empty for runs that
+	// predate the record).
+	CPUModel string `json:"cpu_model,omitempty"`
 	// Database CPU: per row read, per row written, per statement, in µs.
 	DBRowReadUs    float64 `json:"db_row_read_us"`
 	DBRowWrittenUs float64 `json:"db_row_written_us"`

@@ -70,10 +70,13 @@ Describe the workload:
   prices      --price-core, --price-memory-gb, --price-disk-gb (default 1,
               0.125, 0.005: relative to a core)
 
-The CPU figures come from --calibration (default: the calibration saved
-with pushpull, fitted on this project's machine; make your own with
---calibrate, about thirteen minutes of counted runs, or --calibrate-from with
-bench --cost runs you have): CPU per row, key, command, statement,
+The CPU figures come from --calibration (default: the one --calibrate
+saved on this machine, else the one built in for this machine's
+processor, else the first machine's, builtin:amd-epyc; builtin:NAME
+picks one of those built in; make your own with --calibrate, about
+thirteen minutes of counted runs, or --calibrate-from with bench --cost
+runs you have; a plan whose calibration was made on another processor
+says so): CPU per row, key, command, statement,
 round trip and entry a mailbox rebuild writes, and each design's CPU factors, its measured CPU over those
 units' per kind of operation and mix (the CPU factor column; 1 for a
 design the calibration did not run), and, when its runs measured them,
@@ -132,6 +135,9 @@ func newPlanCmd() *cobra.Command {
 				return usagef("--calibrate, --calibrate-from and --check go one at a time")
 			}
 			if calibrate || len(calibrateFrom) > 0 {
+				if strings.HasPrefix(calibration, builtinPrefix) {
+					return usagef("--calibration %s: a built-in calibration is not saved over; name a directory", calibration)
+				}
 				dirs := calibrateFrom
 				if calibrate {
 					var err error
@@ -254,6 +260,10 @@ func newPlanCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if note := plan.CalibrationNote(cal, results.LocalCPUModel()); note != "" {
+				p.Assumptions = append(p.Assumptions, note)
+				fmt.Fprintln(stderr, "note: "+note)
+			}
 			dir := results.RunDir(out, p.CreatedAt)
 			if err := results.SavePlan(dir, p); err != nil {
 				return err
@@ -299,7 +309,7 @@ func newPlanCmd() *cobra.Command {
 	f.Float64Var(&priceGB, "price-disk-gb", results.DefaultPrices.DiskGB, "price of a GB of disk")
 	f.StringArrayVar(&options, "option", nil, "model option, name=value (repeatable), given to every planned model that declares it")
 	f.StringSliceVar(&w.Models, "models", nil, "designs to plan, comma-separated (default: recommend's candidates: "+strings.Join(recommend.Candidates(), ",")+")")
-	f.StringVar(&calibration, "calibration", "", "directory (or file) of the calibration to use, or to save with --calibrate (default: "+defaultCalibrationDir()+" if saved there, else the one built in)")
+	f.StringVar(&calibration, "calibration", "", "directory (or file) of the calibration to use, or to save with --calibrate, or builtin:NAME for one built in ("+strings.Join(plan.BuiltInCalibrations(), ", ")+"; default: "+defaultCalibrationDir()+" if saved there, else the one built in for this machine's processor, else "+plan.ReferenceCalibration+")")
 	f.BoolVar(&calibrate, "calibrate", false, "measure a calibration here: counted runs of the candidates at scale "+calibrationScale+" on the uniform and the powerlaw graph (about ten minutes), fitted and saved")
 	f.StringSliceVar(&calibrateFrom, "calibrate-from", nil, "fit the calibration on these saved runs (pushpull bench --cost directories) instead")
 	f.StringSliceVar(&check, "check", nil, "set the model against these saved runs (bench --cost: work and CPU per operation; bench --find-rate: highest rate within the objective) and save the table and plot under --out/check")
@@ -316,9 +326,20 @@ func defaultCalibrationDir() string {
 	return filepath.Join("results", "calibration")
 }
 
-// loadCalibration reads the calibration at path, else the one saved by
-// --calibrate on this machine, else the one built in.
+// builtinPrefix names a built-in calibration in --calibration.
+const builtinPrefix = "builtin:"
+
+// loadCalibration reads the calibration at path (builtin:NAME: that one
+// built in), else the one saved by --calibrate on this machine, else the
+// one built in for this machine (plan.DefaultCalibration).
 func loadCalibration(path string) (*results.Calibration, error) {
+	if name, ok := strings.CutPrefix(path, builtinPrefix); ok {
+		if c := plan.BuiltInCalibration(name); c != nil {
+			return c, nil
+		}
+		return nil, &usageError{fmt.Errorf("--calibration: no calibration %q is built in (built in: %s%s)",
+			name, builtinPrefix, strings.Join(plan.BuiltInCalibrations(), ", "+builtinPrefix))}
+	}
 	if path != "" {
 		c, err := results.LoadCalibration(path)
 		if err != nil {

@@ -4,9 +4,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/pushpull/pushpull/loadgen/plan"
 	"github.com/pushpull/pushpull/results"
 )
 
@@ -50,6 +52,8 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{"--check", "/no/such/run"}, "no/such/run"},
 		{[]string{"--calibrate-from", "/no/such/run"}, "no/such/run"},
 		{[]string{"--calibrate", "--check", "x"}, "one at a time"},
+		{append([]string{"--calibration", "builtin:nope"}, rates...), `no calibration "nope" is built in (built in: builtin:amd-epyc`},
+		{[]string{"--calibrate-from", "/no/such/run", "--calibration", "builtin:" + plan.ReferenceCalibration}, "not saved over"},
 	} {
 		args := append([]string{"plan", "--out", out}, c.args...)
 		r := run(t, nil, args...)
@@ -83,6 +87,34 @@ func TestPlanTenMillionUsers(t *testing.T) {
 	p, err := results.LoadPlan(dirs[0])
 	if err != nil || p.Verdict.Best == "" || !strings.Contains(r.stdout, "verdict: "+p.Verdict.Best) {
 		t.Errorf("loaded %v: %+v", err, p)
+	}
+}
+
+// TestPlanBuiltInCalibrations: --calibration builtin:NAME plans with
+// that built-in calibration, and a plan whose calibration was not made on
+// this machine's processor says so, on stderr and in its assumptions.
+func TestPlanBuiltInCalibrations(t *testing.T) {
+	local := results.LocalCPUModel()
+	for _, name := range plan.BuiltInCalibrations() {
+		c := plan.BuiltInCalibration(name)
+		out := t.TempDir()
+		r := run(t, nil, "plan", "--calibration", "builtin:"+name, "--users", "5000", "--rate", "100", "--out", out)
+		if r.code != 0 || !strings.Contains(r.stdout, "calibration: "+c.Machine) {
+			t.Fatalf("%s: exit %d, %s\n%s", name, r.code, r.stderr, r.stdout)
+		}
+		dirs, _ := filepath.Glob(filepath.Join(out, "*"))
+		if len(dirs) != 1 {
+			t.Fatalf("%s: saved %v", name, dirs)
+		}
+		p, err := results.LoadPlan(dirs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		noted := slices.ContainsFunc(p.Assumptions, func(a string) bool { return strings.Contains(a, "the calibration's runs ran on "+c.Machine) })
+		other := c.CPUModel == "" || c.CPUModel != local
+		if noted != other || strings.Contains(r.stderr, "note: the calibration's runs ran on") != other {
+			t.Errorf("%s (made on %q) on %q: noted in the plan %v, stderr %q", name, c.CPUModel, local, noted, r.stderr)
+		}
 	}
 }
 

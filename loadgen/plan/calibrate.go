@@ -316,6 +316,7 @@ func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, 
 		return nil, err
 	}
 	cal.Version, cal.CreatedAt, cal.Sources, cal.Machine = results.CalibrationFormatVersion, time.Now(), sources, machine(runs)
+	cal.CPUModel = runsCPUModel(runs)
 	cal.FollowBytes = FollowBytes
 	cal.MessageBytes, cal.MailboxRowBytes = fitBytes(runs)
 	cal.Factors = fitFactors(cal, phases)
@@ -412,6 +413,21 @@ func machine(runs []*results.Result) string {
 		model = runs[0].Environment.CPUModel
 	}
 	return strings.TrimSpace(fmt.Sprintf("%s, %d CPUs %s", host, cpus, model))
+}
+
+// runsCPUModel is the processor every one of runs recorded, or "" when
+// one did not record it or they differ.
+func runsCPUModel(runs []*results.Result) string {
+	if len(runs) == 0 {
+		return ""
+	}
+	model := runs[0].Environment.CPUModel
+	for _, r := range runs[1:] {
+		if r.Environment.CPUModel != model {
+			return ""
+		}
+	}
+	return model
 }
 
 // fitBytes derives the bytes per message and per mailbox row from the

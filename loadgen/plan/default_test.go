@@ -1,0 +1,52 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestBuiltInCalibrations: every built-in calibration parses and holds
+// (BuiltInCalibration panics otherwise), each one made on a recorded
+// processor names it, and a plan on a processor takes that processor's,
+// else the reference one.
+func TestBuiltInCalibrations(t *testing.T) {
+	names := BuiltInCalibrations()
+	if !slices.Contains(names, ReferenceCalibration) || len(names) < 2 {
+		t.Fatalf("built in: %v, want %s and at least one more", names, ReferenceCalibration)
+	}
+	seen := map[string]string{}
+	for _, name := range names {
+		c := BuiltInCalibration(name)
+		if c == nil || len(c.Sources) == 0 || c.Machine == "" {
+			t.Fatalf("%s: %+v", name, c)
+		}
+		if c.CPUModel == "" {
+			if name != ReferenceCalibration {
+				t.Errorf("%s names no processor", name)
+			}
+			continue
+		}
+		if !strings.Contains(c.Machine, c.CPUModel) {
+			t.Errorf("%s: machine %q, processor %q", name, c.Machine, c.CPUModel)
+		}
+		if other, ok := seen[c.CPUModel]; ok {
+			t.Errorf("%s and %s both made on %s", name, other, c.CPUModel)
+		}
+		seen[c.CPUModel] = name
+		if got := calibrationFor(c.CPUModel); got != name {
+			t.Errorf("a plan on %s takes %s, want %s", c.CPUModel, got, name)
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatal("no built-in calibration names its processor")
+	}
+	for _, model := range []string{"", "a processor never calibrated"} {
+		if got := calibrationFor(model); got != ReferenceCalibration {
+			t.Errorf("a plan on %q takes %s, want %s", model, got, ReferenceCalibration)
+		}
+	}
+	if BuiltInCalibration("no-such") != nil {
+		t.Error("an unknown name gave a calibration")
+	}
+}
