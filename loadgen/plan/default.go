@@ -90,5 +90,8 @@ func CalibrationNote(cal *results.Calibration, model string) string {
 	if model != "" {
 		here = model
 	}
+	if cal.CPUModel == "" {
+		return fmt.Sprintf("the calibration's runs (%s) did not record their processor, this machine runs on %s: if theirs was another, its CPU figures are that machine's (pushpull plan --calibrate measures this one's)", cal.Machine, here)
+	}
 	return fmt.Sprintf("the calibration's runs ran on %s, this machine on %s: its CPU figures are that machine's (pushpull plan --calibrate measures this one's)", cal.Machine, here)
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pushpull/pushpull/results"
 )
 
 // TestBuiltInCalibrations: every built-in calibration parses and holds
@@ -48,5 +50,25 @@ func TestBuiltInCalibrations(t *testing.T) {
 	}
 	if BuiltInCalibration("no-such") != nil {
 		t.Error("an unknown name gave a calibration")
+	}
+}
+
+// TestCalibrationNote: a plan says when its calibration's runs ran on
+// another processor, or did not say which, and nothing when they ran on
+// this one.
+func TestCalibrationNote(t *testing.T) {
+	made := &results.Calibration{Machine: "vm, 2 CPUs X", CPUModel: "X"}
+	if n := CalibrationNote(made, "X"); n != "" {
+		t.Errorf("on its own processor: %q", n)
+	}
+	if n := CalibrationNote(made, "Y"); !strings.Contains(n, "ran on vm, 2 CPUs X, this machine on Y") {
+		t.Errorf("on another: %q", n)
+	}
+	if n := CalibrationNote(made, ""); !strings.Contains(n, "does not name") {
+		t.Errorf("on an unnamed one: %q", n)
+	}
+	old := &results.Calibration{Machine: "vm, 2 CPUs X"}
+	if n := CalibrationNote(old, "X"); !strings.Contains(n, "did not record their processor") {
+		t.Errorf("a calibration that names no processor: %q", n)
 	}
 }
