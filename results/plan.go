@@ -774,7 +774,42 @@ func writeRunCPUOffsets(w io.Writer, c *PlanCheck) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t\n", o.Run, strings.Join(cells, "\t"))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, o := range offsets {
+		if lo, hi, ok := o.Drift(); ok {
+			than := "slower"
+			if hi < 1 {
+				than = "faster"
+			}
+			if _, err := fmt.Fprintf(w, "%s: every phase cost %.2f to %.2f times the CPU predicted: its machine ran %s than the calibration's runs, and CPU and rate errors of that size are the machine's, not the designs' (calibrate just before a check)\n",
+				o.Run, lo, hi, than); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// DriftFactor is how far from 1, as a factor, the median of every phase
+// of a run must sit, all on one side, for RunCPUOffset.Drift to call the
+// run's machine off its calibration's: the designs' own misses spread the
+// medians by less (0.88 to 1.12 in the saved validations whose runs kept
+// the calibration's pace), a machine that changed speed moves them all.
+const DriftFactor = 1.15
+
+// Drift returns the lowest and highest of o's medians, and whether every
+// one of them sits beyond DriftFactor on the same side of 1.
+func (o RunCPUOffset) Drift() (lo, hi float64, ok bool) {
+	if len(o.Phases) == 0 {
+		return 0, 0, false
+	}
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, p := range o.Phases {
+		lo, hi = math.Min(lo, p.Median), math.Max(hi, p.Median)
+	}
+	return lo, hi, lo >= DriftFactor || hi <= 1/DriftFactor
 }
 
 // WritePlanCheck prints a row per run, design and phase: the items per

@@ -92,9 +92,15 @@ func TestRunCPUOffsets(t *testing.T) {
 	if err := WritePlanCheck(&out, c); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"CPU measured / predicted, median over the designs", "1.10 (2)", "1.20 (3)", "0.85 (2)", "0.60 (1)"} {
+	for _, want := range []string{"CPU measured / predicted, median over the designs", "1.10 (2)", "1.20 (3)", "0.85 (2)", "0.60 (1)",
+		b + ": every phase cost 0.60 to 0.85 times the CPU predicted: its machine ran faster"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
+	}
+	// Run a's phases sit at 1.10 and 1.20: one within the designs'
+	// spread, so its machine is not called off.
+	if strings.Contains(out.String(), a+": every phase") {
+		t.Errorf("run %s called off its calibration:\n%s", a, out.String())
 	}
 }
