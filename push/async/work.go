@@ -23,11 +23,11 @@ import (
 // (Demand.MeanOverPosts), the rest at the posts' audience. The store runs
 // option workers of them.
 //
-// Behind a backlog a chunk claims more jobs than fit its budget, and
-// counts the followers of those it leaves queued too, again at each
-// claim: on the power-law graph at 3,000 users, whose largest authors
-// fill most of a chunk, the posts phase read 2.6 rows a follower where
-// the model says 2. That queue is not modelled.
+// Behind a backlog a chunk claims more jobs than fit its budget and
+// counts, in up to three rounds, only as many as the budget left would fit
+// by their average (Worker, plan): the jobs it leaves queued are counted
+// at most once a round, and not at all once the budget is filled
+// (TestBacklogRowsMatchWork).
 func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	w, f := push.Work(d, cfg)
 	chunk := math.Max(1, float64(cfg.Int(OptionChunk)))
