@@ -694,7 +694,7 @@ func (st *State) pageFromHome(ctx context.Context, r timeline.Request, fs *follo
 	before, floor := uint64(r.Before), idx.floor
 	if before != 0 && before <= floor+1 {
 		// Every message below the cursor is at or below the floor.
-		return nil, rows, errNotProven
+		return nil, rows, errBelowFloor
 	}
 
 	// The pulled authors' page, from their lists.
@@ -755,7 +755,7 @@ func (st *State) pageFromHome(ctx context.Context, r timeline.Request, fs *follo
 	}
 	if floor > 0 && (k+p < fetch || last <= floor) {
 		// The page reaches where the index may lack messages.
-		return nil, rows, errNotProven
+		return nil, rows, errBelowFloor
 	}
 	ids, authors = ids[:k], authors[:k]
 
