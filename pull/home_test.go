@@ -3,6 +3,7 @@ package pull_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -289,5 +290,48 @@ func TestHomeDeepPagesReadTheDatabase(t *testing.T) {
 	if st.Rebuilds != before.Rebuilds || st.CacheMisses != before.CacheMisses || st.CacheErrors != before.CacheErrors {
 		t.Fatalf("pages below the index rebuilt %d lists (%d missing, %d cache errors): %+v",
 			st.Rebuilds-before.Rebuilds, st.CacheMisses-before.CacheMisses, st.CacheErrors-before.CacheErrors, st)
+	}
+}
+
+// TestHomeBuildUnderWayReadsTheDatabase: a read that finds its reader's
+// index being built or patched by another read of this process takes its
+// page from the database too, not from the cold lists of every followee
+// (which it rebuilt, some 1,800 rows at 3,000 users). Reads of one reader
+// race a patch after each follow or unfollow until one of them finds the
+// build under way.
+func TestHomeBuildUnderWayReadsTheDatabase(t *testing.T) {
+	f := newIndexFixture(t, "", recent.Home{Keep: 64})
+	ctx := context.Background()
+	f.newest(t, "first read") // builds the index
+	before := f.s.Stats()
+	want := f.want()[:2]
+	for round := 0; round < 200 && f.s.Stats().IndexFallbacks == before.IndexFallbacks; round++ {
+		f.follow(t, timeline.UserID(20+round%2), round/2%2 == 0) // authors who never post
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Go(func() {
+				p, err := f.s.Timeline(ctx, 1, timeline.Query{Limit: 2})
+				if err == nil && (len(p.Messages) != 2 || p.Messages[0].ID != want[0] || p.Messages[1].ID != want[1]) {
+					err = fmt.Errorf("newest page %v, want %v", p.Messages, want)
+				}
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st := f.s.Stats()
+	if st.IndexFallbacks == before.IndexFallbacks {
+		t.Fatalf("no read found a build under way in 200 rounds: %+v", st)
+	}
+	if st.Rebuilds != before.Rebuilds || st.CacheErrors != before.CacheErrors {
+		t.Fatalf("reads during a build rebuilt %d lists (%d cache errors): %+v",
+			st.Rebuilds-before.Rebuilds, st.CacheErrors-before.CacheErrors, st)
 	}
 }

@@ -274,14 +274,16 @@ func (st *State) compactIndex(ctx context.Context, it *memcached.Item, idx activ
 // read takes every followee's list instead.
 var errNotProven = errors.New("the index cannot prove this page")
 
-// errBelowFloor means a page of Home's reaches below its index's floor,
-// where the index may lack messages: the read takes the page from the
-// database (State.fallback, the keyset merge), with the caller's whole
-// deadline. Every followee's list, Active's answer, would be cold here:
-// Home's pages read no list of an author below its threshold, so such a
-// page rebuilt them all (TestHomeDeepPagesReadTheDatabase), some 1,800
-// rows at 3,000 users where the merge reads about 200.
-var errBelowFloor = fmt.Errorf("%w: the page reaches below the index's floor", errNotProven)
+// errFromDatabase means Home's index cannot prove a page: the page
+// reaches below the index's floor, where it may lack messages, or a build
+// or patch of the index is under way in this process. The read takes the
+// page from the database (State.fallback, the keyset merge), with the
+// caller's whole deadline. Every followee's list, Active's answer, would
+// be cold here: Home's pages read no list of an author below its
+// threshold, so such a page rebuilt them all
+// (TestHomeDeepPagesReadTheDatabase, TestHomeBuildUnderWayReadsTheDatabase),
+// some 1,800 rows at 3,000 users where the merge reads about 200.
+var errFromDatabase = fmt.Errorf("%w: Home reads it from the database", errNotProven)
 
 func (st *State) readActive(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
 	now := time.Now()
@@ -307,12 +309,12 @@ func (st *State) cachedFollowSet(ctx context.Context, user timeline.UserID, now 
 
 // readThroughIndex runs read, a read through an index (Active's or
 // Home's), and counts it; a page the index cannot prove (errNotProven)
-// is read from every followee's list, one below Home's floor
-// (errBelowFloor) from the database by the caller (reader.Read).
+// is read from every followee's list, one of Home's (errFromDatabase)
+// from the database by the caller (reader.Read).
 func (st *State) readThroughIndex(ctx context.Context, r timeline.Request, fs *followSet, now time.Time,
 	read func(context.Context, timeline.Request, *followSet, time.Time) ([]timeline.Message, int64, error)) ([]timeline.Message, error) {
 	msgs, rows, err := read(ctx, r, fs, now)
-	if errors.Is(err, errBelowFloor) {
+	if errors.Is(err, errFromDatabase) {
 		st.stats.indexFallbacks.Add(1)
 		return nil, err
 	}

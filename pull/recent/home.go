@@ -473,7 +473,7 @@ func (st *State) compactHome(ctx context.Context, it *memcached.Item, idx homeIn
 }
 
 // readHome is Home's read: from the user's index when it proves the page,
-// else from every followee's list.
+// else from the database (errFromDatabase).
 func (st *State) readHome(ctx context.Context, r timeline.Request) ([]timeline.Message, error) {
 	now := time.Now()
 	fs, err := st.cachedFollowSet(ctx, r.User, now)
@@ -487,7 +487,7 @@ func (st *State) readHome(ctx context.Context, r timeline.Request) ([]timeline.M
 }
 
 // readHomeIndex reads the page from user's home index and the lists of the
-// authors it pulls, or returns errNotProven.
+// authors it pulls, or returns errFromDatabase.
 func (st *State) readHomeIndex(ctx context.Context, r timeline.Request, fs *followSet, now time.Time) (_ []timeline.Message, rows int64, err error) {
 	key := st.indexKey(r.User)
 	// The lists of the followees that are celebrities now: usually the
@@ -536,11 +536,11 @@ func (st *State) readHomeIndex(ctx context.Context, r timeline.Request, fs *foll
 // missing, unreadable or retired (old, if decodable), and reads the page
 // from it; when old is only retired by a follow or unfollow (patchable),
 // it patches old instead if it can. A build of the same user already
-// running in this process sends this read to every list instead: one
-// database read per user and follow change is enough.
+// running in this process sends this read to the database instead
+// (errFromDatabase): one build per user and follow change is enough.
 func (st *State) rebuildHome(ctx context.Context, r timeline.Request, fs *followSet, items []*memcached.Item, guess []timeline.UserID, old *homeIndex, patchable bool, rows int64, now time.Time) ([]timeline.Message, int64, error) {
 	if _, busy := st.home.building.LoadOrStore(r.User, true); busy {
-		return nil, rows, errNotProven
+		return nil, rows, errFromDatabase
 	}
 	defer st.home.building.Delete(r.User)
 	cur := items[0]
@@ -688,13 +688,13 @@ func mergeSorted(a, b []timeline.UserID) []timeline.UserID {
 }
 
 // pageFromHome reads r's page from idx and the lists of the authors it
-// pulls (items[2:] hold guess's), or returns errNotProven.
+// pulls (items[2:] hold guess's), or returns errFromDatabase.
 func (st *State) pageFromHome(ctx context.Context, r timeline.Request, fs *followSet, idx homeIndex, items []*memcached.Item, guess []timeline.UserID, rows int64, now time.Time) (_ []timeline.Message, _ int64, err error) {
 	key := st.indexKey(r.User)
 	before, floor := uint64(r.Before), idx.floor
 	if before != 0 && before <= floor+1 {
 		// Every message below the cursor is at or below the floor.
-		return nil, rows, errBelowFloor
+		return nil, rows, errFromDatabase
 	}
 
 	// The pulled authors' page, from their lists.
@@ -755,7 +755,7 @@ func (st *State) pageFromHome(ctx context.Context, r timeline.Request, fs *follo
 	}
 	if floor > 0 && (k+p < fetch || last <= floor) {
 		// The page reaches where the index may lack messages.
-		return nil, rows, errBelowFloor
+		return nil, rows, errFromDatabase
 	}
 	ids, authors = ids[:k], authors[:k]
 

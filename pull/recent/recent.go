@@ -162,7 +162,7 @@ func (rd *reader) Read(ctx context.Context, r timeline.Request) ([]timeline.Mess
 	defer cancel()
 	msgs, err := rd.read(mctx, r)
 	if err != nil && ctx.Err() == nil {
-		if !errors.Is(err, errSuspect) && !errors.Is(err, errCacheDown) && !errors.Is(err, errBelowFloor) && mctx.Err() == nil {
+		if !errors.Is(err, errSuspect) && !errors.Is(err, errCacheDown) && !errors.Is(err, errFromDatabase) && mctx.Err() == nil {
 			rd.st.stats.cacheErrors.Add(1) // counted nowhere else
 		}
 		return rd.st.fallback.Read(ctx, r)

@@ -31,7 +31,7 @@ type Stats struct {
 	IndexReads     int64 // pages read from the lists of the authors a user's index named
 	IndexBuilds    int64 // indexes built from the database
 	IndexPatches   int64 // home indexes brought up to date after a follow or unfollow without a build (Home)
-	IndexFallbacks int64 // indexed reads whose page the index could not prove (read from every list instead; below Home's floor, from the database)
+	IndexFallbacks int64 // indexed reads whose page the index could not prove (read from every list instead; Home's from the database)
 	Hints          int64 // hints that posts appended to their followers' indexes
 	HintErrors     int64 // posts whose hints could not be delivered (this process then distrusts older indexes)
 }
