@@ -171,7 +171,10 @@ const homeWindow = 11 * 60.0
 // index holds the newest home_len of the follower's followees' messages,
 // so about home_len·m_a/(g·m) of an author of m_a messages among
 // followees of m each. TestHybridMemcachedFollowRows counts the rows and
-// keys of both.
+// keys of both. A page the index cannot prove (below its floor, or met
+// while another read patches it) is read from the database, about 200
+// rows, and left out: 0.0002 to 0.0007 of the default mix's operations
+// in rate searches at 3,000 users.
 func hybridMemcachedWork(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	threshold := float64(cfg.Int(OptionThreshold))
 	split := d.SplitAt(threshold)
