@@ -94,9 +94,18 @@ machine cost more or less in every phase shows there); for every design of runs
 that searched for their highest rate within the objective (bench
 --find-rate) that rate, predicted for the run's workload, mix, objective
 and CPUs, with the application and every server sharing the cores, and
-the CPU per operation predicted there, wake-ups included.
+the CPU per operation predicted there, wake-ups included. --validate
+makes such a check here from nothing: counted runs with rate searches of
+the designs (--models) at the first of --validate-scales on the uniform
+and the powerlaw graph, and their mix at 100 operations a second, a
+calibration fitted on those, then the same runs at the second scale,
+which it has not seen, checked against it; the runs, the calibration and
+the check are saved under --out/validation/<time>. At the default scales
+(1,000 and 3,000 users) and phases of 2 s the candidates take about 45
+minutes.
 
-A bad flag or workload is refused (exit 2) before anything is computed.`
+A bad flag or workload is refused (exit 2) before anything is computed
+or run.`
 
 func newPlanCmd() *cobra.Command {
 	var (
@@ -107,8 +116,10 @@ func newPlanCmd() *cobra.Command {
 		mixSpec                         string
 		options                         []string
 		calibration, out                string
-		calibrate                       bool
+		calibrate, validate             bool
 		calibrateFrom, check            []string
+		validateScales                  string
+		validateDuration                time.Duration
 		quiet                           bool
 		priceCore, priceMemory, priceGB float64
 	)
@@ -120,19 +131,33 @@ func newPlanCmd() *cobra.Command {
   pushpull plan --users 100000 --rate 2000 --mix newest=80,older=10,post=8,follow=1,unfollow=1
   pushpull plan --users 5000000 --graph edges:sample.txt --newest-per-sec 20000 --posts-per-sec 400
   pushpull plan --calibrate                                   # counted runs here, then saved as the calibration
-  pushpull plan --check results/runs/A,results/runs/B          # predicted against measured`,
+  pushpull plan --check results/runs/A,results/runs/B          # predicted against measured
+  pushpull plan --validate                                    # calibrate at 1,000 users, predict and measure 3,000 (about 45 minutes)`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			modes := 0
-			for _, on := range []bool{calibrate, len(calibrateFrom) > 0, len(check) > 0} {
+			for _, on := range []bool{calibrate, len(calibrateFrom) > 0, len(check) > 0, validate} {
 				if on {
 					modes++
 				}
 			}
 			if modes > 1 {
-				return usagef("--calibrate, --calibrate-from and --check go one at a time")
+				return usagef("--calibrate, --calibrate-from, --check and --validate go one at a time")
+			}
+			if !validate && (f.Changed("validate-scales") || f.Changed("validate-duration")) {
+				return usagef("--validate-scales and --validate-duration go with --validate")
+			}
+			if validate {
+				if f.Changed("calibration") {
+					return usagef("--validate fits and saves its own calibration, under --out; leave --calibration out")
+				}
+				v := validation{given: validateScales, phase: validateDuration, models: w.Models, slo: w.SLO, out: out, quiet: quiet}
+				if err := v.check(); err != nil {
+					return err
+				}
+				return v.run(cmd)
 			}
 			if calibrate || len(calibrateFrom) > 0 {
 				if strings.HasPrefix(calibration, builtinPrefix) {
@@ -312,6 +337,9 @@ func newPlanCmd() *cobra.Command {
 	f.StringVar(&calibration, "calibration", "", "directory (or file) of the calibration to use, or to save with --calibrate, or builtin:NAME for one built in ("+strings.Join(plan.BuiltInCalibrations(), ", ")+"; default: "+defaultCalibrationDir()+" if saved there, else the one built in for this machine's processor, else "+plan.ReferenceCalibration+")")
 	f.BoolVar(&calibrate, "calibrate", false, "measure a calibration here: counted runs of the candidates at scale "+calibrationScale+" on the uniform and the powerlaw graph (about ten minutes), fitted and saved")
 	f.StringSliceVar(&calibrateFrom, "calibrate-from", nil, "fit the calibration on these saved runs (pushpull bench --cost directories) instead")
+	f.BoolVar(&validate, "validate", false, "validate the model here: calibrate on counted runs with rate searches at the first of --validate-scales, then predict and measure the second, on the uniform and the powerlaw graph, and save the runs, the calibration and the check under --out/validation (--models: the designs; --slo: the rate searches' objective)")
+	f.StringVar(&validateScales, "validate-scales", "0.1,0.3", "--validate: the scale calibrated at and the larger one held out, relative to the paper's size")
+	f.DurationVar(&validateDuration, "validate-duration", 2*time.Second, "--validate: each counted phase and each step of a rate search")
 	f.StringSliceVar(&check, "check", nil, "set the model against these saved runs (bench --cost: work and CPU per operation; bench --find-rate: highest rate within the objective) and save the table and plot under --out/check")
 	f.StringVar(&out, "out", "results/plans", "directory under which the plan's (or the check's) directory is made")
 	f.BoolVar(&quiet, "quiet", false, "print no table (the files are still saved)")
@@ -404,14 +432,20 @@ func calibrationRuns(cmd *cobra.Command) ([]string, error) {
 // calibrationRun runs pushpull with args and --out out, and returns the
 // directory of the one run it saved there; what names the run in errors.
 func calibrationRun(cmd *cobra.Command, out, what string, args ...string) (string, error) {
+	return runPushpull(cmd, out, "calibration run "+what, args...)
+}
+
+// runPushpull runs pushpull with args and --out out, announced on stderr
+// as what, and returns the directory of the one run it saved there.
+func runPushpull(cmd *cobra.Command, out, what string, args ...string) (string, error) {
 	args = append(args, "--out", out)
-	fmt.Fprintf(cmd.ErrOrStderr(), "calibration run: pushpull %s\n", strings.Join(args, " "))
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s: pushpull %s\n", what, strings.Join(args, " "))
 	if code := execute(cmd.Context(), args, cmd.ErrOrStderr(), cmd.ErrOrStderr(), os.Getenv); code != exitOK {
-		return "", fmt.Errorf("calibration run %s failed (exit %d)", what, code)
+		return "", fmt.Errorf("%s failed (exit %d)", what, code)
 	}
 	entries, err := os.ReadDir(out)
 	if err != nil || len(entries) != 1 {
-		return "", fmt.Errorf("calibration run %s saved no run in %s", what, out)
+		return "", fmt.Errorf("%s saved no run in %s", what, out)
 	}
 	return filepath.Join(out, entries[0].Name()), nil
 }

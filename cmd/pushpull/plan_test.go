@@ -52,6 +52,14 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{"--check", "/no/such/run"}, "no/such/run"},
 		{[]string{"--calibrate-from", "/no/such/run"}, "no/such/run"},
 		{[]string{"--calibrate", "--check", "x"}, "one at a time"},
+		{[]string{"--validate", "--check", "x"}, "one at a time"},
+		{[]string{"--validate", "--validate-scales", "0.3,0.1"}, "larger than the one calibrated at"},
+		{[]string{"--validate", "--validate-scales", "0.1"}, "want two scales"},
+		{[]string{"--validate", "--validate-scales", "0.1,20"}, "at most 10"},
+		{[]string{"--validate", "--validate-duration", "0s"}, "--validate-duration"},
+		{[]string{"--validate", "--models", "nope"}, "nope"},
+		{[]string{"--validate", "--calibration", "/tmp/x"}, "leave --calibration out"},
+		{append([]string{"--validate-scales", "0.1,0.3"}, rates...), "go with --validate"},
 		{append([]string{"--calibration", "builtin:nope"}, rates...), `no calibration "nope" is built in (built in: builtin:amd-epyc`},
 		{[]string{"--calibrate-from", "/no/such/run", "--calibration", "builtin:" + plan.ReferenceCalibration}, "not saved over"},
 	} {
@@ -179,5 +187,62 @@ func TestPlanCalibrateAndCheck(t *testing.T) {
 		if m.Traffic.Searched() && !strings.Contains(r.stdout, m.Name+"  50.0 ms") {
 			t.Errorf("the rate table lacks %s:\n%s", m.Name, r.stdout)
 		}
+	}
+}
+
+// TestPlanValidate: plan --validate makes the calibration's runs at the
+// smaller scale and the held-out runs at the larger one, on both graphs,
+// fits the calibration on the first three, and checks the model against
+// the two it has not seen: work, CPU and the highest rate of each design,
+// all saved under --out/validation.
+func TestPlanValidate(t *testing.T) {
+	out := t.TempDir()
+	r := run(t, nil, "plan", "--validate", "--validate-scales", "0.005,0.01", "--validate-duration", "100ms",
+		"--models", "push", "--out", out, "--quiet")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	dirs, err := filepath.Glob(filepath.Join(out, "validation", "*"))
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("want one validation directory, got %v (%v)", dirs, err)
+	}
+	dir := dirs[0]
+	for _, run := range []string{"uniform-50", "powerlaw-50", "rate-100", "uniform-100", "powerlaw-100"} {
+		if got, _ := filepath.Glob(filepath.Join(dir, "runs", run, "*", results.JSONFile)); len(got) != 1 {
+			t.Errorf("runs/%s: %d saved runs, want 1", run, len(got))
+		}
+	}
+	cal, err := results.LoadCalibration(filepath.Join(dir, "calibration"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cal.Sources) != 3 || !strings.Contains(cal.Sources[0], "uniform-50") || !strings.Contains(cal.Sources[1], "powerlaw-50") ||
+		!strings.Contains(cal.Sources[2], "rate-100") || cal.Fit.Phases < 8 || cal.Factors["push"].Phases == 0 {
+		t.Errorf("the calibration was not fitted on the three runs at 50 users: %v, %d phases, push's factors %+v", cal.Sources, cal.Fit.Phases, cal.Factors["push"])
+	}
+	c, err := results.LoadPlanCheck(filepath.Join(dir, "check"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	phases := map[string]int{}
+	for _, row := range c.Rows {
+		if row.Model != "push" || !(row.MeasuredCPUUs > 0) || !(row.PredictedCPUUs > 0) || !(row.Predicted.Items() > 0) {
+			t.Errorf("check row %+v: want push's, measured and predicted", row)
+		}
+		phases[row.Run]++
+	}
+	if len(phases) != 2 || phases["uniform, 100 users"] != 4 || phases["powerlaw, 100 users"] != 4 {
+		t.Errorf("checked phases by run %v, want push's four in each run at 100 users", phases)
+	}
+	if len(c.Rates) != 2 {
+		t.Errorf("%d rates checked, want push's on both graphs", len(c.Rates))
+	}
+	for _, rate := range c.Rates {
+		if !(rate.MeasuredPerSec > 0) || !(rate.PredictedPerSec > 0) {
+			t.Errorf("rate row %+v: want measured and predicted", rate)
+		}
+	}
+	if !strings.Contains(r.stderr, "validation run 5 of 5: pushpull bench") {
+		t.Errorf("no progress on stderr: %q", r.stderr)
 	}
 }
