@@ -106,18 +106,25 @@ func (v validation) run(cmd *cobra.Command) error {
 			"bench", "--cost", "--find-rate", "--slo", slo, "--step", d, "--mix", "default", "--duration", d, "--extra-duration", d,
 			"--scale", strconv.FormatFloat(scale, 'g', -1, 64), "--graph", graph, "--models", list)
 	}
-	small, large := v.scales[0], v.scales[1]
-	var calDirs, heldDirs []string
-	for _, graph := range []string{dataset.GraphUniform, dataset.GraphPowerLaw} {
-		r, err := bench(small, graph)
-		if err != nil {
-			return err
+	// both makes the runs at scale on both graphs.
+	both := func(scale float64) ([]string, error) {
+		var dirs []string
+		for _, graph := range []string{dataset.GraphUniform, dataset.GraphPowerLaw} {
+			r, err := bench(scale, graph)
+			if err != nil {
+				return nil, err
+			}
+			dirs = append(dirs, r)
 		}
-		calDirs = append(calDirs, r)
+		return dirs, nil
+	}
+	calDirs, err := both(v.scales[0])
+	if err != nil {
+		return err
 	}
 	step++
 	low, err := runPushpull(cmd, filepath.Join(dir, "runs", "rate-"+calibrationLowRate), fmt.Sprintf("validation run %d of %d", step, steps),
-		"recommend", "--scale", strconv.FormatFloat(small, 'g', -1, 64), "--rate", calibrationLowRate, "--duration", d, "--slo", slo, "--models", list)
+		"recommend", "--scale", strconv.FormatFloat(v.scales[0], 'g', -1, 64), "--rate", calibrationLowRate, "--duration", d, "--slo", slo, "--models", list)
 	if err != nil {
 		return err
 	}
@@ -139,12 +146,9 @@ func (v validation) run(cmd *cobra.Command) error {
 		}
 		fmt.Fprintln(stdout)
 	}
-	for _, graph := range []string{dataset.GraphUniform, dataset.GraphPowerLaw} {
-		r, err := bench(large, graph)
-		if err != nil {
-			return err
-		}
-		heldDirs = append(heldDirs, r)
+	heldDirs, err := both(v.scales[1])
+	if err != nil {
+		return err
 	}
 	held, err := loadRuns(heldDirs)
 	if err != nil {

@@ -41,14 +41,7 @@ func TestCelebrityFanOutRowsMatchWork(t *testing.T) {
 			{Users: 1, Followers: followers, Posts: 1},
 			{Users: followers, Followees: 1, Reads: 1},
 		}}
-	m, err := registry.Lookup(ModelName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _, _, err := m.WorkFor(d, map[string]string{OptionChunk: strconv.Itoa(chunk)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := workFor(t, d, chunk)
 	t.Logf("the fan-out read %.0f rows and wrote %.0f; the model: %.0f, %.0f", c[cost.RowsRead], c[cost.RowsWritten], w.Later.RowsRead, w.Later.RowsWritten)
 	for _, x := range []struct {
 		what           string
@@ -99,14 +92,7 @@ func TestBacklogRowsMatchWork(t *testing.T) {
 			{Users: authors, Followers: followers, Posts: 1},
 			{Users: followers, Followees: authors, Reads: 1},
 		}}
-	m, err := registry.Lookup(ModelName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _, _, err := m.WorkFor(d, map[string]string{OptionChunk: strconv.Itoa(chunk)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := workFor(t, d, chunk)
 	read, written := authors*w.Later.RowsRead, authors*w.Later.RowsWritten
 	t.Logf("the backlog read %.0f rows and wrote %.0f; the model: %.0f, %.0f", c[cost.RowsRead], c[cost.RowsWritten], read, written)
 	if math.Abs(c[cost.RowsRead]-read) > 0.1*read {
@@ -115,4 +101,18 @@ func TestBacklogRowsMatchWork(t *testing.T) {
 	if math.Abs(c[cost.RowsWritten]-written) > 0.1*written {
 		t.Errorf("the backlog wrote %.0f rows, the model says %.0f", c[cost.RowsWritten], written)
 	}
+}
+
+// workFor is push-async's cost model for d with chunks of chunk followers.
+func workFor(t *testing.T, d registry.Demand, chunk int) registry.OpWork {
+	t.Helper()
+	m, err := registry.Lookup(ModelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _, _, err := m.WorkFor(d, map[string]string{OptionChunk: strconv.Itoa(chunk)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
