@@ -314,12 +314,11 @@ func (st *State) cachedFollowSet(ctx context.Context, user timeline.UserID, now 
 func (st *State) readThroughIndex(ctx context.Context, r timeline.Request, fs *followSet, now time.Time,
 	read func(context.Context, timeline.Request, *followSet, time.Time) ([]timeline.Message, int64, error)) ([]timeline.Message, error) {
 	msgs, rows, err := read(ctx, r, fs, now)
-	if errors.Is(err, errFromDatabase) {
-		st.stats.indexFallbacks.Add(1)
-		return nil, err
-	}
 	if errors.Is(err, errNotProven) {
 		st.stats.indexFallbacks.Add(1)
+		if errors.Is(err, errFromDatabase) {
+			return nil, err
+		}
 		return st.readLists(ctx, r, fs, now)
 	}
 	if err != nil {

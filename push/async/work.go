@@ -27,7 +27,9 @@ import (
 // counts, in up to three rounds, only as many as the budget left would fit
 // by their average (Worker, plan): the jobs it leaves queued are counted
 // at most once a round, and not at all once the budget is filled
-// (TestBacklogRowsMatchWork).
+// (TestBacklogRowsMatchWork). What a backlog still reads beyond the model
+// is left out: in a posts phase on the power-law graph at 3,000 users,
+// 2.5 rows a row written where the model says 2.
 func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Footprint) {
 	w, f := push.Work(d, cfg)
 	chunk := math.Max(1, float64(cfg.Int(OptionChunk)))

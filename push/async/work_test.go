@@ -23,19 +23,7 @@ func TestCelebrityFanOutRowsMatchWork(t *testing.T) {
 	s, _ := open(t, Options{Workers: -1})
 	celebrity(t, s, followers)
 	timelinetest.Post(t, s, 1, "to everyone")
-	ctx := context.Background()
-	// The statistics of the tables just filled, now: recomputed in the
-	// background, they would count 9,000 rows read in the middle.
-	if _, err := s.DB().ExecContext(ctx, `ANALYZE TABLE follows, mailbox, fanout_jobs`); err != nil {
-		t.Fatal(err)
-	}
-	c, err := cost.NewMeter(s.DB(), nil).Measure(ctx, 1, func() { drain(t, &Worker{DB: s.DB(), Chunk: chunk}) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.CountersUnreliable() {
-		t.Fatalf("the counters could not be trusted: %v", c)
-	}
+	c := measureDrain(t, s, &Worker{DB: s.DB(), Chunk: chunk})
 	d := registry.Demand{Users: followers + 1, Messages: 1000, Page: 20, OlderDepth: 3.5,
 		PostsPerSec: 1, ReadsPerSec: 1, ActiveShare: 1, Classes: []registry.UserClass{
 			{Users: 1, Followers: followers, Posts: 1},
@@ -72,18 +60,8 @@ func TestBacklogRowsMatchWork(t *testing.T) {
 	for a := timeline.UserID(1); a <= authors; a++ {
 		timelinetest.Post(t, s, a, "hello")
 	}
-	ctx := context.Background()
-	if _, err := s.DB().ExecContext(ctx, `ANALYZE TABLE follows, mailbox, fanout_jobs`); err != nil {
-		t.Fatal(err)
-	}
 	st := NewStats()
-	c, err := cost.NewMeter(s.DB(), nil).Measure(ctx, 1, func() { drain(t, &Worker{DB: s.DB(), Chunk: chunk, Stats: st}) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.CountersUnreliable() {
-		t.Fatalf("the counters could not be trusted: %v", c)
-	}
+	c := measureDrain(t, s, &Worker{DB: s.DB(), Chunk: chunk, Stats: st})
 	if n := st.Counters()["fanout_rows"]; n != authors*followers {
 		t.Fatalf("the fan-out wrote %d rows, want %d", n, authors*followers)
 	}
@@ -115,4 +93,24 @@ func workFor(t *testing.T, d registry.Demand, chunk int) registry.OpWork {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// measureDrain counts what w does to drain s's queue, on the database's
+// counters. The statistics of the tables just filled are taken first:
+// recomputed in the background, they counted 9,000 rows read in the
+// middle of a drain.
+func measureDrain(t *testing.T, s *Store, w *Worker) cost.Cost {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.DB().ExecContext(ctx, `ANALYZE TABLE follows, mailbox, fanout_jobs`); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cost.NewMeter(s.DB(), nil).Measure(ctx, 1, func() { drain(t, w) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CountersUnreliable() {
+		t.Fatalf("the counters could not be trusted: %v", c)
+	}
+	return c
 }
