@@ -192,9 +192,10 @@ func TestPlanCalibrateAndCheck(t *testing.T) {
 
 // TestPlanValidate: plan --validate makes the calibration's runs at the
 // smaller scale and the held-out runs at the larger one, on both graphs,
-// fits the calibration on the first three, and checks the model against
-// the two it has not seen: work, CPU and the highest rate of each design,
-// all saved under --out/validation.
+// each design's two runs on a graph one after the other, fits the
+// calibration on the runs at the smaller scale alone, and checks the
+// model against the two it has not seen: work, CPU and the highest rate of
+// each design, all saved under --out/validation.
 func TestPlanValidate(t *testing.T) {
 	out := t.TempDir()
 	r := run(t, nil, "plan", "--validate", "--validate-scales", "0.005,0.01", "--validate-duration", "100ms",
@@ -207,7 +208,7 @@ func TestPlanValidate(t *testing.T) {
 		t.Fatalf("want one validation directory, got %v (%v)", dirs, err)
 	}
 	dir := dirs[0]
-	for _, run := range []string{"uniform-50", "powerlaw-50", "rate-100", "uniform-100", "powerlaw-100"} {
+	for _, run := range []string{"rate-100", "uniform-50/push", "powerlaw-50/push", "uniform-100/push", "powerlaw-100/push"} {
 		if got, _ := filepath.Glob(filepath.Join(dir, "runs", run, "*", results.JSONFile)); len(got) != 1 {
 			t.Errorf("runs/%s: %d saved runs, want 1", run, len(got))
 		}
@@ -216,8 +217,8 @@ func TestPlanValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cal.Sources) != 3 || !strings.Contains(cal.Sources[0], "uniform-50") || !strings.Contains(cal.Sources[1], "powerlaw-50") ||
-		!strings.Contains(cal.Sources[2], "rate-100") || cal.Fit.Phases < 8 || cal.Factors["push"].Phases == 0 {
+	if len(cal.Sources) != 3 || !strings.Contains(cal.Sources[0], "rate-100") || !strings.Contains(cal.Sources[1], "uniform-50") ||
+		!strings.Contains(cal.Sources[2], "powerlaw-50") || cal.Fit.Phases < 8 || cal.Factors["push"].Phases == 0 {
 		t.Errorf("the calibration was not fitted on the three runs at 50 users: %v, %d phases, push's factors %+v", cal.Sources, cal.Fit.Phases, cal.Factors["push"])
 	}
 	c, err := results.LoadPlanCheck(filepath.Join(dir, "check"))
@@ -244,5 +245,23 @@ func TestPlanValidate(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "validation run 5 of 5: pushpull bench") {
 		t.Errorf("no progress on stderr: %q", r.stderr)
+	}
+	// A design's held-out run follows its run at the smaller scale on
+	// the same graph.
+	for i, want := range []string{"validation run 1 of 5: pushpull recommend --scale 0.005",
+		"validation run 2 of 5: pushpull bench", "--scale 0.005 --graph uniform --models push",
+		"validation run 3 of 5: pushpull bench", "--scale 0.01 --graph uniform --models push",
+		"validation run 4 of 5: pushpull bench", "--scale 0.005 --graph powerlaw --models push",
+		"validation run 5 of 5: pushpull bench", "--scale 0.01 --graph powerlaw --models push"} {
+		at := strings.Index(r.stderr, want)
+		if at < 0 {
+			t.Fatalf("progress line %d %q not on stderr, or out of order: %q", i, want, r.stderr)
+		}
+		r.stderr = r.stderr[at+len(want):]
+	}
+	for _, src := range cal.Sources {
+		if strings.Contains(src, "-100") && !strings.Contains(src, "rate-100") {
+			t.Errorf("the calibration was fitted on a held-out run: %s", src)
+		}
 	}
 }

@@ -26,17 +26,22 @@ const maxValidateScale = 10
 // power-law graph, every run made here and saved with the calibration and
 // the check under out/validation/<time>:
 //
-//   - runs/uniform-N, runs/powerlaw-N at the smaller scale (N users):
-//     counted runs of the designs with their default mix and a rate
-//     search within the objective, whose steps below saturation give the
-//     processes' wake-ups;
-//   - runs/rate-100: the designs' mix at 100 operations a second, for
-//     the servers' idle CPU (as plan --calibrate);
-//   - calibration/: fitted on those three;
-//   - runs/uniform-M, runs/powerlaw-M at the larger scale, the same runs;
-//   - check/: the model set against them (plan --check): rows and keys,
-//     CPU per operation, and the highest rate within the objective,
-//     predicted against measured, printed and plotted.
+//   - runs/rate-100: the designs' mix at 100 operations a second at the
+//     smaller scale, for the servers' idle CPU (as plan --calibrate);
+//   - runs/uniform-N/<design>, runs/powerlaw-N/<design> at the smaller
+//     scale (N users): a counted run of the design with its default mix
+//     and a rate search within the objective, whose steps below
+//     saturation give the processes' wake-ups;
+//   - runs/uniform-M/<design>, runs/powerlaw-M/<design> at the larger
+//     scale, the same run, made right after the design's run at N on the
+//     same graph: a design's two runs are a minute or two apart, where
+//     the machine's speed drifts by up to a fifth in an hour (so the
+//     design's CPU factors are fitted at the speed its held-out runs
+//     meet, and the check measures the model, not the hour);
+//   - calibration/: fitted on rate-100 and the runs at N alone;
+//   - check/: the model set against the runs at M (plan --check): rows
+//     and keys, CPU per operation, and the highest rate within the
+//     objective, predicted against measured, printed and plotted.
 type validation struct {
 	given  string        // --validate-scales
 	scales []float64     // the scale calibrated at, and the one held out (check parses given)
@@ -97,38 +102,33 @@ func (v validation) run(cmd *cobra.Command) error {
 	}
 	list := strings.Join(models, ",")
 	d, slo := v.phase.String(), v.slo.String()
-	step := 0
-	const steps = 5
-	bench := func(scale float64, graph string) (string, error) {
-		step++
-		name := fmt.Sprintf("%s-%d", graph, v.users(scale))
-		return runPushpull(cmd, filepath.Join(dir, "runs", name), fmt.Sprintf("validation run %d of %d", step, steps),
-			"bench", "--cost", "--find-rate", "--slo", slo, "--step", d, "--mix", "default", "--duration", d, "--extra-duration", d,
-			"--scale", strconv.FormatFloat(scale, 'g', -1, 64), "--graph", graph, "--models", list)
-	}
-	// both makes the runs at scale on both graphs.
-	both := func(scale float64) ([]string, error) {
-		var dirs []string
-		for _, graph := range []string{dataset.GraphUniform, dataset.GraphPowerLaw} {
-			r, err := bench(scale, graph)
-			if err != nil {
-				return nil, err
-			}
-			dirs = append(dirs, r)
-		}
-		return dirs, nil
-	}
-	calDirs, err := both(v.scales[0])
-	if err != nil {
-		return err
-	}
-	step++
-	low, err := runPushpull(cmd, filepath.Join(dir, "runs", "rate-"+calibrationLowRate), fmt.Sprintf("validation run %d of %d", step, steps),
+	step, steps := 0, 1+4*len(models)
+	progress := func() string { step++; return fmt.Sprintf("validation run %d of %d", step, steps) }
+	low, err := runPushpull(cmd, filepath.Join(dir, "runs", "rate-"+calibrationLowRate), progress(),
 		"recommend", "--scale", strconv.FormatFloat(v.scales[0], 'g', -1, 64), "--rate", calibrationLowRate, "--duration", d, "--slo", slo, "--models", list)
 	if err != nil {
 		return err
 	}
-	calDirs = append(calDirs, low)
+	calDirs := []string{low}
+	var heldDirs []string
+	// Each design's runs at both scales on a graph, one after the other.
+	for _, m := range models {
+		for _, graph := range []string{dataset.GraphUniform, dataset.GraphPowerLaw} {
+			for i, scale := range v.scales {
+				r, err := runPushpull(cmd, filepath.Join(dir, "runs", fmt.Sprintf("%s-%d", graph, v.users(scale)), m), progress(),
+					"bench", "--cost", "--find-rate", "--slo", slo, "--step", d, "--mix", "default", "--duration", d, "--extra-duration", d,
+					"--scale", strconv.FormatFloat(scale, 'g', -1, 64), "--graph", graph, "--models", m)
+				if err != nil {
+					return err
+				}
+				if i == 0 {
+					calDirs = append(calDirs, r)
+				} else {
+					heldDirs = append(heldDirs, r)
+				}
+			}
+		}
+	}
 	runs, err := loadRuns(calDirs)
 	if err != nil {
 		return err
@@ -145,10 +145,6 @@ func (v validation) run(cmd *cobra.Command) error {
 			return err
 		}
 		fmt.Fprintln(stdout)
-	}
-	heldDirs, err := both(v.scales[1])
-	if err != nil {
-		return err
 	}
 	held, err := loadRuns(heldDirs)
 	if err != nil {
