@@ -600,7 +600,7 @@ func (b *bench) warm(ctx context.Context, s timeline.Store) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	b.logf("  warmed memcached: %d newest pages read in %.1fs", b.users, time.Since(start).Seconds())
+	b.logf("  warmed: %d newest pages read in %.1fs", b.users, time.Since(start).Seconds())
 	return nil
 }
 

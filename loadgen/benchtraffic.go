@@ -223,7 +223,10 @@ func (b *bench) openPhase(ctx context.Context, name string, rate float64, dur ti
 // phase's end could have changed, and pays its fence, which drops every
 // feed, when a Redis write timed out in an overloaded step; each dropped
 // feed is rebuilt on its next read), and every later step would measure
-// that instead of its rate.
+// that instead of its rate. A model that builds state by its reads but
+// measures them cold (Bench.WarmSearch) has every user's newest page read
+// once before the first step instead, so that the search measures the
+// rate with that state built, not its building.
 func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Store, t *results.Traffic, newOp func(int) openloop.Op) error {
 	_, own := b.traffic[m.Name]
 	warm := m.Bench.WarmReads && !own
@@ -238,6 +241,11 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 		start = 1
 	}
 	b.logf("search %s: the highest rate at p99 ≤ %v, from %.0f/s, %d steps of %v at most", m.Name, b.cfg.SLO, start, b.cfg.SearchSteps, b.cfg.StepDuration)
+	if m.Bench.WarmSearch && !warm {
+		if err := b.warm(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", m.Name, err)
+		}
+	}
 	sr, err := openloop.FindRate(ctx, openloop.SearchConfig{
 		SLO: b.cfg.SLO, Start: start, MaxSteps: b.cfg.SearchSteps, MaxErrorRate: workload.MaxErrorRate,
 	}, func(ctx context.Context, rate float64) (openloop.Result, error) {

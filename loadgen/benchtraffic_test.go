@@ -232,7 +232,7 @@ func TestRateSearchStepsStartWarm(t *testing.T) {
 	warm, steps := 0, 0
 	for line := range strings.Lines(search) {
 		switch {
-		case strings.Contains(line, "warmed memcached: 100 newest pages"):
+		case strings.Contains(line, "warmed: 100 newest pages"):
 			warm++
 		case strings.HasPrefix(line, "phase push-redis/slo@"):
 			if warm != steps+1 {
@@ -258,6 +258,43 @@ func TestRateSearchStepsStartWarm(t *testing.T) {
 		if !fences || !rebuilds || st.Counted[counter.FeedPages] <= 0 {
 			t.Errorf("step %d counted %v; want push-redis's fences, rebuilds and the pages its feeds served", i+1, st.Counted)
 		}
+	}
+}
+
+// TestRateSearchStartsWithReadersActive: a rate search of push-active,
+// whose reads are measured cold but build the mailboxes of the readers
+// they make active (Bench.WarmSearch), starts after every user's newest
+// page was read once: its first step rebuilds no mailbox, where after a
+// short traffic phase at 500 users most readers had not read yet and
+// the first steps would measure their rebuilds instead of the rate.
+func TestRateSearchStartsWithReadersActive(t *testing.T) {
+	spec, err := dataset.PaperSpec().Scaled(0.05) // 500 users
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := workload.DefaultMix()
+	var progress bytes.Buffer
+	cfg := BenchConfig{
+		DSN: testserver.DSN(t), Force: true, Spec: spec, Scale: 0.05, Models: []string{"push-active"}, Mix: &mix, TrafficOnly: true,
+		Duration: 100 * time.Millisecond, Warmup: 50 * time.Millisecond, Concurrency: 2, Progress: &progress,
+		FindRate: true, SLO: 50 * time.Millisecond, StepDuration: 300 * time.Millisecond, SearchSteps: 2,
+	}
+	res, err := RunBench(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	m := res.Model("push-active")
+	if m == nil || m.Traffic == nil || m.Traffic.Search == nil || len(m.Traffic.Search.Steps) == 0 {
+		t.Fatalf("no rate search: %+v\n%s", m, progress.String())
+	}
+	_, search, _ := strings.Cut(progress.String(), "search push-active")
+	warmed, _, ok := strings.Cut(search, "phase push-active/slo@")
+	if !ok || !strings.Contains(warmed, "warmed: 500 newest pages") {
+		t.Errorf("the search's first step did not follow a read of every user's newest page:\n%s", progress.String())
+	}
+	first := m.Traffic.Search.Steps[0]
+	if n, ok := first.Counted[counter.Rebuilds]; !ok || n != 0 {
+		t.Errorf("the first step counted %d rebuilds (%v); want none, every reader active", n, first.Counted)
 	}
 }
 
@@ -291,7 +328,7 @@ func TestTrafficOnlyIsWarm(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
 	}
-	if n := strings.Count(progress.String(), "warmed memcached: 500 newest pages"); n != len(models) {
+	if n := strings.Count(progress.String(), "warmed: 500 newest pages"); n != len(models) {
 		t.Errorf("%d warm-ups for %d models %v:\n%s", n, len(models), models, progress.String())
 	}
 	measured := 0

@@ -242,13 +242,13 @@ func (c *Calibration) Validate() error {
 		terms = append(terms, []struct {
 			name string
 			v    float64
-		}{{"idle application", i.AppUs}, {"idle database", i.DBUs}, {"idle memcached", i.MCUs}, {"idle Redis", i.RedisUs}}...)
+		}{{"idle application CPU", i.AppUs}, {"idle database CPU", i.DBUs}, {"idle memcached CPU", i.MCUs}, {"idle Redis CPU", i.RedisUs}}...)
 	}
 	if k := c.Wake; k != nil {
 		terms = append(terms, []struct {
 			name string
 			v    float64
-		}{{"database wake-up", k.DBStatementUs}, {"memcached wake-up", k.MCCallUs}, {"Redis wake-up", k.RedisCallUs}, {"application wake-up", k.AppTripUs},
+		}{{"database wake-up CPU", k.DBStatementUs}, {"memcached wake-up CPU", k.MCCallUs}, {"Redis wake-up CPU", k.RedisCallUs}, {"application wake-up CPU", k.AppTripUs},
 			{"database sleep exponent", k.DBExp}, {"memcached sleep exponent", k.MCExp}, {"Redis sleep exponent", k.RedisExp}, {"application sleep exponent", k.AppExp}}...)
 	}
 	for _, t := range terms {
@@ -259,15 +259,16 @@ func (c *Calibration) Validate() error {
 	return nil
 }
 
-// TermError reports a calibration's idle or wake-up CPU that is not a
-// finite number, 0 or more: a calibration carrying it is refused.
+// TermError reports a calibration's idle or wake-up CPU or sleep
+// exponent that is not a finite number, 0 or more: a calibration carrying
+// it is refused.
 type TermError struct {
 	Term  string
 	Value float64
 }
 
 func (e *TermError) Error() string {
-	return fmt.Sprintf("calibration: the %s CPU is %v: want a finite number, 0 or more", e.Term, e.Value)
+	return fmt.Sprintf("calibration: the %s is %v: want a finite number, 0 or more", e.Term, e.Value)
 }
 
 // Factor returns model's CPU factors and whether the calibration

@@ -95,14 +95,16 @@ that searched for their highest rate within the objective (bench
 --find-rate) that rate, predicted for the run's workload, mix, objective
 and CPUs, with the application and every server sharing the cores, and
 the CPU per operation predicted there, wake-ups included. --validate
-makes such a check here from nothing: counted runs with rate searches of
-the designs (--models) at the first of --validate-scales on the uniform
-and the powerlaw graph, and their mix at 100 operations a second, a
-calibration fitted on those, then the same runs at the second scale,
+makes such a check here from nothing: the designs' (--models) mix at 100
+operations a second, then for each design on the uniform and the
+powerlaw graph a counted run with a rate search at the first of
+--validate-scales and the same run at the second right after it (so a
+design's two runs meet the machine at the same speed), a calibration
+fitted on the runs at the first scale alone, and the runs at the second,
 which it has not seen, checked against it; the runs, the calibration and
 the check are saved under --out/validation/<time>. At the default scales
-(1,000 and 3,000 users) and phases of 2 s the candidates take about 45
-minutes.
+(1,000 and 3,000 users) and phases of 2 s the candidates take about an
+hour.
 
 A bad flag or workload is refused (exit 2) before anything is computed
 or run.`
@@ -132,7 +134,7 @@ func newPlanCmd() *cobra.Command {
   pushpull plan --users 5000000 --graph edges:sample.txt --newest-per-sec 20000 --posts-per-sec 400
   pushpull plan --calibrate                                   # counted runs here, then saved as the calibration
   pushpull plan --check results/runs/A,results/runs/B          # predicted against measured
-  pushpull plan --validate                                    # calibrate at 1,000 users, predict and measure 3,000 (about 45 minutes)`,
+  pushpull plan --validate                                    # calibrate at 1,000 users, predict and measure 3,000 (about an hour)`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()

@@ -160,8 +160,11 @@ func TestCalibrationWithoutTermsLoads(t *testing.T) {
 	if err != nil || old.Version != 2 || old.Idle != nil || old.Wake != nil || len(old.Factors) == 0 {
 		t.Fatalf("format 2: %v, version %d, idle %v, wake %v", err, old.Version, old.Idle, old.Wake)
 	}
-	for _, bad := range []string{`"wake_cpu":{"db_statement_us":-1,"mc_call_us":0,"redis_call_us":0,"app_trip_us":0,"observations":1}`,
-		`"idle_cpu":{"seconds":1,"app_us_per_sec":10,"db_us_per_sec":-5}`} {
+	for bad, name := range map[string]string{
+		`"wake_cpu":{"db_statement_us":-1,"mc_call_us":0,"redis_call_us":0,"app_trip_us":0,"observations":1}`:            "the database wake-up CPU is -1",
+		`"idle_cpu":{"seconds":1,"app_us_per_sec":10,"db_us_per_sec":-5}`:                                                "the idle database CPU is -5",
+		`"wake_cpu":{"db_statement_us":1,"mc_call_us":0,"redis_call_us":0,"app_trip_us":0,"observations":1,"db_exp":-2}`: "the database sleep exponent is -2",
+	} {
 		dir := t.TempDir()
 		data, err := os.ReadFile(filepath.Join("..", "..", "evidence", "plan", "held-out", "calibration", results.CalibrationFile))
 		if err != nil {
@@ -176,7 +179,7 @@ func TestCalibrationWithoutTermsLoads(t *testing.T) {
 		}
 		_, err = results.LoadCalibration(dir)
 		var te *results.TermError
-		if !errors.As(err, &te) || !(te.Value < 0) || !strings.Contains(err.Error(), "want a finite number, 0 or more") {
+		if !errors.As(err, &te) || !(te.Value < 0) || !strings.Contains(err.Error(), name+": want a finite number, 0 or more") {
 			t.Errorf("%s: %v; want a TermError", bad, err)
 		}
 	}

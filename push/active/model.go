@@ -35,7 +35,7 @@ func init() {
 		Work:      Work,
 		Reconcile: Checker,
 		Open:      openModel,
-		Bench:     registry.Bench{Phases: registry.AllPhases, WriteRank: 2},
+		Bench:     registry.Bench{Phases: registry.AllPhases, WriteRank: 2, WarmSearch: true},
 	})
 }
 
