@@ -346,8 +346,8 @@ type Bench struct {
 	// measure its building instead of the rate: at 3,000 users on the
 	// power-law graph, 194 rebuilds in a first step of 2 s at 1,026/s,
 	// whose p99 of 73 ms failed it, and every step after it searched
-	// below (962/s found, where the model holds its objective near 6,000
-	// once built). A WarmReads model's steps each start warm already.
+	// below (962/s found, where 5,241/s held once the readers were
+	// active). A WarmReads model's steps each start warm already.
 	WarmSearch bool
 	// OwnSubmission: the model's posts write more than its database's
 	// plain post (a memcached list, hints, a cache invalidation), so its
