@@ -24,7 +24,10 @@ import "github.com/pushpull/pushpull/registry"
 // reader's first since, which Since counts, and then also adds the
 // reader's generation (registry.Demand.FirstReads). A reader's own follows
 // and unfollows, which bump the generation too, are left out: a user
-// follows far less often than the user's followees post.
+// follows far less often than the user's followees post. The share of
+// newest pages that miss, and what a miss adds (the base's page and the
+// set), are OpWork.NewestMiss and NewestMissWork, which a plan queues
+// apart from the hits.
 //
 // Under invalidate a post also reads its author's followers and bumps
 // each one's generation (f incrs and the fence, one round trip), and a
@@ -61,7 +64,8 @@ func work(_ registry.Model, w registry.OpWork, f registry.Footprint, d registry.
 		read.MCKeys = 3 // and the generation
 		first = d.FirstReads()
 	}
-	w.Newest = read.Add(w.Newest.Add(store).Scale(miss)).Add(store.Scale(first))
+	w.NewestMiss, w.NewestMissWork = miss, w.Newest.Add(store)
+	w.Newest = read.Add(w.NewestMissWork.Scale(miss)).Add(store.Scale(first))
 	if invalidate {
 		a := d.PostAudience()
 		w.Post = w.Post.Add(registry.Work{RowsRead: a, MCKeys: 1 + a, Statements: 1, CacheCalls: 1})

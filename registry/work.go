@@ -78,6 +78,16 @@ type OpWork struct {
 	// LargestPost is the Later work of a post by the most followed user,
 	// for the fan-out lag of asynchronous designs (0 otherwise).
 	LargestPost Work
+	// NewestMiss is the share of newest pages that miss a cache in front
+	// of the design's base (a variant's, registry.Variant), and
+	// NewestMissWork what such a miss does beyond a hit: the base's page
+	// and the store that keeps it. Newest is their mean, the hits' work
+	// plus NewestMiss times NewestMissWork; a plan queues hits and
+	// misses apart, for their CPU differ a hundredfold and the p99 of a
+	// mix lies among its misses. Both 0 for a design without such a
+	// cache.
+	NewestMiss     float64
+	NewestMissWork Work
 	// Workers is how many posts' Later work an asynchronous store
 	// applies at once (its fan-out workers); one post's is applied by one
 	// worker at a time.

@@ -299,8 +299,16 @@ func latencyOf(w Workload, d registry.Demand, dc demandClasses, m registry.Model
 		if err != nil {
 			return latency{}, err
 		}
-		l.comps = append(l.comps, service(shares[0]*readShare[b]/reads, opNewest, x.Newest),
-			service(shares[1]*readShare[b]/reads, opOlder, x.Older))
+		newest := shares[0] * readShare[b] / reads
+		if miss := x.NewestMiss; miss > 0 && miss < 1 {
+			// A cache's hits and misses queue apart (OpWork.NewestMiss).
+			hit := x.Newest.Add(x.NewestMissWork.Scale(-miss))
+			l.comps = append(l.comps, service(newest*(1-miss), opNewest, hit),
+				service(newest*miss, opNewest, hit.Add(x.NewestMissWork)))
+		} else {
+			l.comps = append(l.comps, service(newest, opNewest, x.Newest))
+		}
+		l.comps = append(l.comps, service(shares[1]*readShare[b]/reads, opOlder, x.Older))
 	}
 	async := m.Traits.Has(registry.Async)
 	for b := range dc.followerBuckets {

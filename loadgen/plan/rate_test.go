@@ -197,3 +197,91 @@ func TestHighestRateRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheHitsAndMissesQueueApart: a cache in front of a base serves a
+// newest page in one of two ways, a hit (a few keys) or a miss (the base's
+// page and a store), whose CPU differ a hundredfold for
+// pull-client+memcache. They wait in the queue as what they are, two
+// components with their shares of the newest pages (OpWork.NewestMiss),
+// not as one of their mean CPU, which would put the p99 of a mix whose
+// misses are its slowest third below every miss. Their mean is still the
+// newest page's work: in each bucket of readers, the two components'
+// CPU, weighted, is the bucket's newest page's.
+func TestCacheHitsAndMissesQueueApart(t *testing.T) {
+	cal := workCalibration()
+	w := rateWorkload()
+	w.Models = []string{"pull-client+memcache"}
+	w = w.WithDefaults()
+	d, dc, err := w.demand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	models, err := w.models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := models[0]
+	_, shares := w.opShares()
+	ow, _, _, err := m.WorkFor(d, w.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(ow.NewestMiss > 0.05 && ow.NewestMiss < 0.95) {
+		t.Fatalf("pull-client+memcache misses %.3f of its newest pages at the benchmark's rates; want a share between hits and misses", ow.NewestMiss)
+	}
+	lat, err := latencyOf(w, d, dc, m, cal, noResidual, shares, ow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpuIs := func(c component, want float64) bool { return math.Abs(c.cpuUs-want) <= 1e-9*want }
+	var readers, total, buckets float64
+	for b := range dc.followeeBuckets {
+		for i, c := range d.Classes {
+			if dc.followeeOf[i] == b {
+				readers += c.Users * c.Reads
+			}
+		}
+	}
+	for b := range dc.followeeBuckets {
+		x, _, _, err := m.WorkFor(dc.readsOf(d, b), w.Options)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var share float64
+		for i, c := range d.Classes {
+			if dc.followeeOf[i] == b {
+				share += c.Users * c.Reads / readers
+			}
+		}
+		if share == 0 {
+			continue
+		}
+		buckets++
+		hitWork := x.Newest.Add(x.NewestMissWork.Scale(-x.NewestMiss))
+		hit := cpuOf(cal, hitWork, m.Needs).all()
+		miss := cpuOf(cal, hitWork.Add(x.NewestMissWork), m.Needs).all()
+		if !(miss > 20*hit) {
+			t.Errorf("bucket %d: a hit costs %.1f µs and a miss %.1f µs; want a miss far dearer", b, hit, miss)
+		}
+		// The bucket's hit and miss, one after the other (a hit's CPU
+		// is every bucket's).
+		var hits, misses, mean float64
+		for i := 1; i < len(lat.comps); i++ {
+			if h, m := lat.comps[i-1], lat.comps[i]; cpuIs(h, hit) && cpuIs(m, miss) {
+				hits, misses, mean = hits+h.weight, misses+m.weight, mean+h.weight*h.cpuUs+m.weight*m.cpuUs
+			}
+		}
+		newest := shares[0] * share
+		if math.Abs(hits-newest*(1-x.NewestMiss)) > 1e-9 || math.Abs(misses-newest*x.NewestMiss) > 1e-9 {
+			t.Errorf("bucket %d: components of a hit's CPU (%.1f µs) weigh %.5f and of a miss's (%.1f µs) %.5f; want %.5f and %.5f",
+				b, hit, hits, miss, misses, newest*(1-x.NewestMiss), newest*x.NewestMiss)
+		}
+		if want := newest * cpuOf(cal, x.Newest, m.Needs).all(); math.Abs(mean-want) > 1e-9*want {
+			t.Errorf("bucket %d: its newest pages' components weigh %.4f µs; want its newest page's %.4f", b, mean, want)
+		}
+		total += hits + misses
+	}
+	if buckets < 2 || math.Abs(total-shares[0]) > 1e-9 {
+		t.Errorf("%g buckets of readers whose hits and misses weigh %.5f; want several, and the newest pages' share %.5f", buckets, total, shares[0])
+	}
+}
