@@ -203,8 +203,8 @@ func TestHighestRateRefusesBadInput(t *testing.T) {
 // page and a store), whose CPU differ a hundredfold for
 // pull-client+memcache. They wait in the queue as what they are, two
 // components with their shares of the newest pages (OpWork.NewestMiss),
-// not as one of their mean CPU, which would put the p99 of a mix whose
-// misses are its slowest third below every miss. Their mean is still the
+// not as one of their mean CPU, which would price every page below any
+// miss. Their mean is still the
 // newest page's work: in each bucket of readers, the two components'
 // CPU, weighted, is the bucket's newest page's.
 func TestCacheHitsAndMissesQueueApart(t *testing.T) {
@@ -267,8 +267,8 @@ func TestCacheHitsAndMissesQueueApart(t *testing.T) {
 		// is every bucket's).
 		var hits, misses, mean float64
 		for i := 1; i < len(lat.comps); i++ {
-			if h, m := lat.comps[i-1], lat.comps[i]; cpuIs(h, hit) && cpuIs(m, miss) {
-				hits, misses, mean = hits+h.weight, misses+m.weight, mean+h.weight*h.cpuUs+m.weight*m.cpuUs
+			if h, ms := lat.comps[i-1], lat.comps[i]; cpuIs(h, hit) && cpuIs(ms, miss) {
+				hits, misses, mean = hits+h.weight, misses+ms.weight, mean+h.weight*h.cpuUs+ms.weight*ms.cpuUs
 			}
 		}
 		newest := shares[0] * share
