@@ -165,6 +165,13 @@ type Demand struct {
 	// of its own, which fills in the phase's warm-up). Its zero value is
 	// the steady state of a service whose caches are warm.
 	Cold ColdStart
+	// SerialRowsPerSec, when above 0, is the rows a second one connection
+	// reads running statements one after another on the machine of a run,
+	// under the run's load: a calibration's measure
+	// (results.Calibration.SerialRowsPerSec). A design whose run waits on
+	// one background worker that falls behind (selective's flusher) paces
+	// the worker by it; 0 leaves each design its own figure.
+	SerialRowsPerSec float64
 
 	// sumPosts and sumReads are Σ Users·Posts and Σ Users·Reads, kept
 	// by Prepared (0: computed at each use).

@@ -92,6 +92,14 @@ type Calibration struct {
 	// the processes it passes sleep between operations; nil when no run
 	// measured CPU below saturation: a plan then adds none.
 	Wake *WakeCPU `json:"wake_cpu,omitempty"`
+	// SerialRowsPerSec is the rows a second one connection reads running
+	// statements one after another on the runs' machine under their load
+	// (registry.Demand.SerialRowsPerSec): the pace of a background worker
+	// that falls behind, fitted on the counted phases whose rows it
+	// decides (selective's posts and newest pages, where its flusher
+	// cannot keep up). 0 when no phase decided it, or in a calibration
+	// made before it: the designs then use their own figures.
+	SerialRowsPerSec float64 `json:"serial_rows_per_sec,omitempty"`
 }
 
 // WakeCPU is the CPU of waking a process that slept, µs each, fitted on
@@ -234,10 +242,10 @@ func (c *Calibration) Validate() error {
 			}
 		}
 	}
-	var terms []struct {
+	terms := []struct {
 		name string
 		v    float64
-	}
+	}{{"serial pace in rows a second", c.SerialRowsPerSec}}
 	if i := c.Idle; i != nil {
 		terms = append(terms, []struct {
 			name string
@@ -320,6 +328,11 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 			fmtNum(k.Exp(0)), fmtNum(k.Exp(1)), fmtNum(k.Exp(2)), fmtNum(k.Exp(3)))
 	} else {
 		fmt.Fprintf(tw, "  wake-up below saturation\tnot measured: none added\n")
+	}
+	if c.SerialRowsPerSec > 0 {
+		fmt.Fprintf(tw, "  one connection's statements back to back\t%s rows a second (a background worker behind: selective's flusher)\n", fmtNum(c.SerialRowsPerSec))
+	} else {
+		fmt.Fprintf(tw, "  one connection's statements back to back\tnot measured: the designs' own figures\n")
 	}
 	if len(c.Factors) > 0 {
 		if err := tw.Flush(); err != nil {

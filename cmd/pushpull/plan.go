@@ -85,7 +85,10 @@ passes below saturation (from runs at a planned rate: bench --cost
 --rate R, recommend's runs, or rate searches), which a low rate's
 servers need beside the work, and, from the steps of rate searches (bench
 --cost --find-rate), how much of the time each process still sleeps as
-the cores fill, which the highest rate within the objective carries. --check DIR,... sets the model against saved
+the cores fill, which the highest rate within the objective carries;
+and the rows a second one connection reads running statements back to
+back, the pace of selective's flusher when a counted run outruns it,
+which a check of runs takes. --check DIR,... sets the model against saved
 runs and prints and plots predicted against measured: for every design
 and phase of counted runs (pushpull bench --cost --mix default) the rows,
 keys and commands and the CPU per operation, then by run and phase the

@@ -32,9 +32,8 @@ import (
 // flusher that keeps up does that for the distinct authors and readers of
 // a flush's events (distinctAuthors, perFlush). The flusher is one
 // goroutine: one that cannot keep up, in a benchmark that reads or posts
-// as fast as it can, flushes back to back at its own pace, about
-// flusherRowsPerSec rows a second of authors and flusherReaderRowsPerSec
-// of readers whatever the traffic; its batches grow, and in a run
+// as fast as it can, flushes back to back at its own pace (flusherPace)
+// whatever the traffic; its batches grow, and in a run
 // (Demand.Run) each event's share of the re-decisions is cut to what the
 // flusher's second holds. The plan's steady state is a flusher that keeps
 // up with the posts; its newest pages leave the readers' re-decisions out
@@ -129,7 +128,8 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 		// In a run, the flusher's second: the share of it the
 		// re-decisions take at its pace; past one, its batches grow and
 		// each event gets less.
-		if busy := d.PostsPerSec*flush/flusherRowsPerSec + newest*reader/flusherReaderRowsPerSec; d.Run != nil && busy > 1 {
+		authorPace, readerPace := flusherPace(d)
+		if busy := d.PostsPerSec*flush/authorPace + newest*reader/readerPace; d.Run != nil && busy > 1 {
 			flush, reader, redecisions = flush/busy, reader/busy, redecisions/busy
 		}
 	}
@@ -146,17 +146,33 @@ func Work(d registry.Demand, cfg registry.Config) (registry.OpWork, registry.Foo
 		registry.Footprint{MailboxRows: mailbox}
 }
 
+// flusherPace is the rows a flusher that cannot keep up reads a second
+// re-deciding authors and re-deciding readers: the run's machine's pace
+// of one connection (Demand.SerialRowsPerSec) when a calibration measured
+// it, else flusherRowsPerSec; readers at flusherReaderRowsPerSec's share
+// of it.
+func flusherPace(d registry.Demand) (authors, readers float64) {
+	authors = flusherRowsPerSec
+	if d.SerialRowsPerSec > 0 {
+		authors = d.SerialRowsPerSec
+	}
+	return authors, authors * flusherReaderRowsPerSec / flusherRowsPerSec
+}
+
 // flusherRowsPerSec is the rows a flusher that cannot keep up reads a
 // second re-deciding authors: one goroutine's statements, one after
-// another. Counted on this machine's quiet runs of the benchmark, which
-// post at 3,300 to 4,000 a second (100,000 to 112,000; 70,000 on a
-// machine loaded by other work).
+// another. Counted on quiet runs of the benchmark on one 2-core machine,
+// which post at 3,300 to 4,000 a second (100,000 to 112,000; 70,000 on
+// the same machine loaded by other work; about 55,000 on a slower one).
+// It belongs to the machine and its load: a calibration measures it
+// (Demand.SerialRowsPerSec), and this is the figure without one.
 const flusherRowsPerSec = 100_000
 
 // flusherReaderRowsPerSec is the rows a flusher that cannot keep up
 // reads a second re-deciding readers: a reader's rows cost it an index
 // lookup each (the followee's rates, the edge's pull_edges row), an
-// author's one every other row, so it reads them slower. Counted on the
+// author's one every other row, so it reads them slower (on another
+// machine, at the same share of its pace for authors). Counted on the
 // newest pages of the calibration's runs at 1,000 users on a quiet
 // machine (evidence/plan/held-out/runs: 49,000 on the uniform graph,
 // 62,700 on the power-law graph, 4.44 and 4.49 rows a page more than an

@@ -207,3 +207,26 @@ func TestRunSplitsEdgesAsLoaded(t *testing.T) {
 		}
 	}
 }
+
+// TestFlusherBehindReadsAtTheMachinesPace: in a run that posts faster than
+// the flusher re-decides, a post's share of the re-decisions is the
+// flusher's pace over the post rate: selective's own figure without a
+// measured pace, the machine's (Demand.SerialRowsPerSec) with one.
+func TestFlusherBehindReadsAtTheMachinesPace(t *testing.T) {
+	const posts = 10_000
+	for _, pace := range []float64{0, 40_000, 70_000} {
+		d := registry.Demand{Users: 1_000_000, Messages: 1e7, Page: 20, OlderDepth: 3.5,
+			PostsPerSec: posts, ActiveShare: 1, Run: &registry.RunHistory{Posts: 1000}, SerialRowsPerSec: pace,
+			Classes: []registry.UserClass{{Users: 1_000_000, Followers: 50, Followees: 50, Posts: 1, Reads: 1}}}
+		w := modelWork(t, d)
+		want := pace / posts
+		if pace == 0 {
+			want = 100_000.0 / posts
+		}
+		// A post reads its pushed edges, the message's 2 rows and its
+		// share of the flush; it writes 1 row and a row per pushed edge.
+		if flush := w.Post.RowsRead - w.Post.RowsWritten - 1; math.Abs(flush-want) > 1e-6*want {
+			t.Errorf("pace %.0f: a post's share of the flush is %.3f rows, want %.3f", pace, flush, want)
+		}
+	}
+}

@@ -48,6 +48,9 @@ type countedPhase struct {
 	// (results.OpenLoop.Saturated).
 	open, saturated bool
 	rate, seconds   float64
+	// workAt is predicted with the pace of one connection
+	// (registry.Demand.SerialRowsPerSec) set to serial instead.
+	workAt func(serial float64) (registry.Work, error)
 }
 
 // runLabel names a run in tables: its graph and users.
@@ -123,9 +126,11 @@ func mixOf(spec string) (newest, older, post, follow, unfollow float64, err erro
 }
 
 // counted returns every phase of r that carries costs, for the models
-// that declare a cost model, with the prediction for it; those whose
-// database counters the run could not trust come marked unreliable.
-func counted(r *results.Result) ([]countedPhase, error) {
+// that declare a cost model, with the prediction for it at the pace of
+// one connection serial (registry.Demand.SerialRowsPerSec; 0: each
+// design's own); those whose database counters the run could not trust
+// come marked unreliable.
+func counted(r *results.Result, serial float64) ([]countedPhase, error) {
 	base, err := runWorkload(r)
 	if err != nil {
 		return nil, err
@@ -149,6 +154,7 @@ func counted(r *results.Result) ([]countedPhase, error) {
 				w.NewestPerSec = m.Retrieve.OpsPerSec
 			}
 			d, _, err := w.demand()
+			d.SerialRowsPerSec = serial
 			return d, err
 		}
 		// work is the model's work per operation of a phase of rate
@@ -215,11 +221,17 @@ func counted(r *results.Result) ([]countedPhase, error) {
 			if err != nil {
 				return nil, fmt.Errorf("plan: run %s: %s with the options it recorded: %w", r.Command, m.Name, err)
 			}
+			workAt := func(serial float64) (registry.Work, error) {
+				d := d
+				d.SerialRowsPerSec = serial
+				ow, _, _, err := reg.WorkFor(d, m.Options)
+				return mixWork(ow, shares), err
+			}
 			out = append(out, countedPhase{
 				run: runLabel(r), model: m.Name, phase: name, needs: reg.Needs, measured: ph.Cost,
 				predicted: mixWork(ow, shares), ops: ow, shares: shares, unreliable: unreliable,
 				open: name == "traffic" && m.Traffic.Loop == results.LoopOpen, rate: ph.OpsPerSec, seconds: ph.Seconds,
-				saturated: name == "traffic" && m.Traffic.Open != nil && m.Traffic.Open.Saturated,
+				saturated: name == "traffic" && m.Traffic.Open != nil && m.Traffic.Open.Saturated, workAt: workAt,
 			})
 		}
 	}
@@ -286,12 +298,28 @@ func cacheCalls(p countedPhase) (mc, rd float64) {
 // (fitFactors). Phases at a planned rate (open loop, and the steps of rate
 // searches that kept up) fit no unit cost: with the runs' idle CPU they
 // fit each server's idle CPU (fitIdle) and the CPU of the wake-ups below
-// saturation (fitWake). sources name the runs.
+// saturation (fitWake). First of all, the pace of one connection
+// (results.Calibration.SerialRowsPerSec) that the phases at saturation
+// whose rows it decides show (fitSerial): every phase is predicted at it.
+// sources name the runs.
 func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, error) {
+	var atSaturation []countedPhase
+	for _, r := range runs {
+		ps, err := counted(r, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			if !p.unreliable && !p.open {
+				atSaturation = append(atSaturation, p)
+			}
+		}
+	}
+	serial := fitSerial(atSaturation)
 	var phases []countedPhase
 	var below []belowSaturation
 	for _, r := range runs {
-		ps, err := counted(r)
+		ps, err := counted(r, serial)
 		if err != nil {
 			return nil, err
 		}
@@ -317,6 +345,7 @@ func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, 
 	}
 	cal.Version, cal.CreatedAt, cal.Sources, cal.Machine = results.CalibrationFormatVersion, time.Now(), sources, machine(runs)
 	cal.CPUModel = runsCPUModel(runs)
+	cal.SerialRowsPerSec = serial
 	cal.FollowBytes = FollowBytes
 	cal.MessageBytes, cal.MailboxRowBytes = fitBytes(runs)
 	cal.Factors = fitFactors(cal, phases)
@@ -339,6 +368,57 @@ func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, 
 	}
 	return cal, nil
 }
+
+// fitSerial is the pace of one connection running statements one after
+// another (registry.Demand.SerialRowsPerSec) that the phases show whose
+// rows read it decides: those whose predicted rows read move by a tenth
+// of their measured ones or more between a pace of serialLow and one of
+// serialHigh rows a second (a background worker that falls behind: its
+// share of the rows is its pace over the phase's rate), and whose
+// measured rows lie between the two. Each gives the pace at which its
+// predicted rows are its measured ones (the rows grow with the pace);
+// the fit is their median, 0 when no phase decides it.
+func fitSerial(phases []countedPhase) float64 {
+	var paces []float64
+	for _, p := range phases {
+		measured := measuredWork(p.measured).RowsRead
+		if p.workAt == nil || !(measured > 0) {
+			continue
+		}
+		rows := func(pace float64) float64 {
+			w, err := p.workAt(pace)
+			if err != nil {
+				return math.NaN()
+			}
+			return w.RowsRead
+		}
+		low, high := rows(serialLow), rows(serialHigh)
+		if !(high-low >= measured/10) || !(measured > low && measured < high) {
+			continue
+		}
+		lo, hi := math.Log(serialLow), math.Log(serialHigh)
+		for range 50 {
+			mid := (lo + hi) / 2
+			if rows(math.Exp(mid)) < measured {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		paces = append(paces, math.Exp((lo+hi)/2))
+	}
+	if len(paces) == 0 {
+		return 0
+	}
+	slices.Sort(paces)
+	n := len(paces)
+	return math.Round((paces[(n-1)/2] + paces[n/2]) / 2)
+}
+
+// serialLow and serialHigh bound the pace of one connection fitSerial
+// looks for, in rows a second: a worker far behind, and one that keeps up
+// with any counted run.
+const serialLow, serialHigh = 1e3, 1e7
 
 // fitUnits fits the unit costs on counted phases (see Calibrate): each
 // server's CPU per operation as a weighted least squares, coefficients at

@@ -33,7 +33,7 @@ func check(runs []*results.Result, sources []string, cal *results.Calibration, c
 	c := &results.PlanCheck{Version: results.PlanCheckFormatVersion, CreatedAt: time.Now(), Command: command,
 		Calibration: *cal, Runs: sources}
 	for _, r := range runs {
-		phases, err := counted(r)
+		phases, err := counted(r, cal.SerialRowsPerSec)
 		if err != nil {
 			return nil, err
 		}

@@ -119,7 +119,7 @@ func TestTransientsAgainstCountedRun(t *testing.T) {
 	// The entries push-active's newest pages rebuilt, which a calibration
 	// prices in place of the rebuilds' rows: the store's own count
 	// against the model's for the run.
-	phases, err := counted(run)
+	phases, err := counted(run, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

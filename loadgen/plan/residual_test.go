@@ -97,7 +97,7 @@ func TestResidualForms(t *testing.T) {
 	}
 	var phases []countedPhase
 	for _, r := range fit {
-		ps, err := counted(r)
+		ps, err := counted(r, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -164,6 +164,7 @@ func TestCalibrationWithoutTermsLoads(t *testing.T) {
 		`"wake_cpu":{"db_statement_us":-1,"mc_call_us":0,"redis_call_us":0,"app_trip_us":0,"observations":1}`:            "the database wake-up CPU is -1",
 		`"idle_cpu":{"seconds":1,"app_us_per_sec":10,"db_us_per_sec":-5}`:                                                "the idle database CPU is -5",
 		`"wake_cpu":{"db_statement_us":1,"mc_call_us":0,"redis_call_us":0,"app_trip_us":0,"observations":1,"db_exp":-2}`: "the database sleep exponent is -2",
+		`"serial_rows_per_sec":-55000`: "the serial pace in rows a second is -55000",
 	} {
 		dir := t.TempDir()
 		data, err := os.ReadFile(filepath.Join("..", "..", "evidence", "plan", "held-out", "calibration", results.CalibrationFile))
