@@ -107,7 +107,11 @@ fitted on the runs at the first scale alone, and the runs at the second,
 which it has not seen, checked against it; the runs, the calibration and
 the check are saved under --out/validation/<time>. At the default scales
 (1,000 and 3,000 users) and phases of 2 s the candidates take about an
-hour.
+hour. --set gives the database of every run --validate or --calibrate
+makes a mariadbd option: --set thread_handling=pool-of-threads runs it
+with MariaDB's thread pool, under which the stalls that a thread per
+connection has under the rate searches' 64 operations in flight on a
+small box are gone (see docs/plan.md).
 
 A bad flag or workload is refused (exit 2) before anything is computed
 or run.`
@@ -125,6 +129,7 @@ func newPlanCmd() *cobra.Command {
 		calibrateFrom, check            []string
 		validateScales                  string
 		validateDuration                time.Duration
+		sets                            []string
 		quiet                           bool
 		priceCore, priceMemory, priceGB float64
 	)
@@ -154,11 +159,19 @@ func newPlanCmd() *cobra.Command {
 			if !validate && (f.Changed("validate-scales") || f.Changed("validate-duration")) {
 				return usagef("--validate-scales and --validate-duration go with --validate")
 			}
+			if len(sets) > 0 {
+				if !validate && !calibrate {
+					return usagef("--set goes with --validate or --calibrate: it is an option of the database their runs start")
+				}
+				if _, err := parseSettings(sets); err != nil {
+					return err
+				}
+			}
 			if validate {
 				if f.Changed("calibration") {
 					return usagef("--validate fits and saves its own calibration, under --out; leave --calibration out")
 				}
-				v := validation{given: validateScales, phase: validateDuration, models: w.Models, slo: w.SLO, out: out, quiet: quiet}
+				v := validation{given: validateScales, phase: validateDuration, models: w.Models, slo: w.SLO, sets: sets, out: out, quiet: quiet}
 				if err := v.check(); err != nil {
 					return err
 				}
@@ -171,7 +184,7 @@ func newPlanCmd() *cobra.Command {
 				dirs := calibrateFrom
 				if calibrate {
 					var err error
-					if dirs, err = calibrationRuns(cmd); err != nil {
+					if dirs, err = calibrationRuns(cmd, sets); err != nil {
 						return err
 					}
 				}
@@ -345,6 +358,7 @@ func newPlanCmd() *cobra.Command {
 	f.BoolVar(&validate, "validate", false, "validate the model here: calibrate on counted runs with rate searches at the first of --validate-scales, then predict and measure the second, on the uniform and the powerlaw graph, and save the runs, the calibration and the check under --out/validation (--models: the designs; --slo: the rate searches' objective)")
 	f.StringVar(&validateScales, "validate-scales", "0.1,0.3", "--validate: the scale calibrated at and the larger one held out, relative to the paper's size")
 	f.DurationVar(&validateDuration, "validate-duration", 2*time.Second, "--validate: each counted phase and each step of a rate search")
+	f.StringArrayVar(&sets, "set", nil, "--validate, --calibrate: a mariadbd option for the sandbox of each of their runs, key=value (repeatable), e.g. --set thread_handling=pool-of-threads")
 	f.StringSliceVar(&check, "check", nil, "set the model against these saved runs (bench --cost: work and CPU per operation; bench --find-rate: highest rate within the objective) and save the table and plot under --out/check")
 	f.StringVar(&out, "out", "results/plans", "directory under which the plan's (or the check's) directory is made")
 	f.BoolVar(&quiet, "quiet", false, "print no table (the files are still saved)")
@@ -409,8 +423,9 @@ func runSources(runs []*results.Result, dirs []string) []string {
 }
 
 // calibrationRuns makes the runs of --calibrate, with pushpull bench and
-// pushpull recommend, and returns their directories.
-func calibrationRuns(cmd *cobra.Command) ([]string, error) {
+// pushpull recommend, each with the mariadbd options sets (--set), and
+// returns their directories.
+func calibrationRuns(cmd *cobra.Command, sets []string) ([]string, error) {
 	tmp, err := os.MkdirTemp("", "pushpull-calibrate-")
 	if err != nil {
 		return nil, err
@@ -419,19 +434,27 @@ func calibrationRuns(cmd *cobra.Command) ([]string, error) {
 	var dirs []string
 	for _, graph := range []string{dataset.GraphUniform, dataset.GraphPowerLaw} {
 		dir, err := calibrationRun(cmd, filepath.Join(tmp, graph), "on the "+graph+" graph",
-			"bench", "--cost", "--scale", calibrationScale, "--graph", graph, "--mix", "default",
-			"--duration", calibrationDuration, "--extra-duration", calibrationDuration, "--models", models)
+			withSets(sets, "bench", "--cost", "--scale", calibrationScale, "--graph", graph, "--mix", "default",
+				"--duration", calibrationDuration, "--extra-duration", calibrationDuration, "--models", models)...)
 		if err != nil {
 			return nil, err
 		}
 		dirs = append(dirs, dir)
 	}
 	dir, err := calibrationRun(cmd, filepath.Join(tmp, "low-rate"), "at "+calibrationLowRate+" operations a second",
-		"recommend", "--scale", calibrationScale, "--rate", calibrationLowRate, "--duration", calibrationDuration, "--models", models)
+		withSets(sets, "recommend", "--scale", calibrationScale, "--rate", calibrationLowRate, "--duration", calibrationDuration, "--models", models)...)
 	if err != nil {
 		return nil, err
 	}
 	return append(dirs, dir), nil
+}
+
+// withSets is args followed by a --set for each of sets.
+func withSets(sets []string, args ...string) []string {
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	return args
 }
 
 // calibrationRun runs pushpull with args and --out out, and returns the

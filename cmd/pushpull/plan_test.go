@@ -60,6 +60,10 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{"--validate", "--models", "nope"}, "nope"},
 		{[]string{"--validate", "--calibration", "/tmp/x"}, "leave --calibration out"},
 		{append([]string{"--validate-scales", "0.1,0.3"}, rates...), "go with --validate"},
+		{append([]string{"--set", "thread_handling=pool-of-threads"}, rates...), "--set goes with --validate or --calibrate"},
+		{[]string{"--check", "/no/such/run", "--set", "thread_handling=pool-of-threads"}, "--set goes with --validate or --calibrate"},
+		{[]string{"--validate", "--set", "thread_handling"}, "want key=value"},
+		{[]string{"--calibrate", "--set", "datadir=/tmp/x"}, "the sandbox sets this option itself"},
 		{append([]string{"--calibration", "builtin:nope"}, rates...), `no calibration "nope" is built in (built in: builtin:amd-epyc`},
 		{[]string{"--calibrate-from", "/no/such/run", "--calibration", "builtin:" + plan.ReferenceCalibration}, "not saved over"},
 	} {
@@ -195,11 +199,13 @@ func TestPlanCalibrateAndCheck(t *testing.T) {
 // each design's two runs on a graph one after the other, fits the
 // calibration on the runs at the smaller scale alone, and checks the
 // model against the two it has not seen: work, CPU and the highest rate of
-// each design, all saved under --out/validation.
+// each design, all saved under --out/validation. Every run starts its
+// database with the mariadbd option --set gives (here MariaDB's thread
+// pool).
 func TestPlanValidate(t *testing.T) {
 	out := t.TempDir()
 	r := run(t, nil, "plan", "--validate", "--validate-scales", "0.005,0.01", "--validate-duration", "100ms",
-		"--models", "push", "--out", out, "--quiet")
+		"--models", "push", "--set", "thread_handling=pool-of-threads", "--out", out, "--quiet")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -209,8 +215,18 @@ func TestPlanValidate(t *testing.T) {
 	}
 	dir := dirs[0]
 	for _, run := range []string{"rate-100", "uniform-50/push", "powerlaw-50/push", "uniform-100/push", "powerlaw-100/push"} {
-		if got, _ := filepath.Glob(filepath.Join(dir, "runs", run, "*", results.JSONFile)); len(got) != 1 {
+		got, _ := filepath.Glob(filepath.Join(dir, "runs", run, "*", results.JSONFile))
+		if len(got) != 1 {
 			t.Errorf("runs/%s: %d saved runs, want 1", run, len(got))
+			continue
+		}
+		// Every run's database had the option --set gave.
+		saved, err := results.Load(filepath.Dir(got[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(saved.Command, "--set=[thread_handling=pool-of-threads]") {
+			t.Errorf("runs/%s: command %q: want the --set it was given", run, saved.Command)
 		}
 	}
 	cal, err := results.LoadCalibration(filepath.Join(dir, "calibration"))

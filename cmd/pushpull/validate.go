@@ -48,6 +48,7 @@ type validation struct {
 	phase  time.Duration // each counted phase and rate-search step
 	models []string      // the designs; none: recommend's candidates
 	slo    time.Duration // the rate searches' objective
+	sets   []string      // mariadbd options of every run (--set)
 	out    string
 	quiet  bool
 }
@@ -105,7 +106,7 @@ func (v validation) run(cmd *cobra.Command) error {
 	step, steps := 0, 1+4*len(models)
 	progress := func() string { step++; return fmt.Sprintf("validation run %d of %d", step, steps) }
 	low, err := runPushpull(cmd, filepath.Join(dir, "runs", "rate-"+calibrationLowRate), progress(),
-		"recommend", "--scale", strconv.FormatFloat(v.scales[0], 'g', -1, 64), "--rate", calibrationLowRate, "--duration", d, "--slo", slo, "--models", list)
+		withSets(v.sets, "recommend", "--scale", strconv.FormatFloat(v.scales[0], 'g', -1, 64), "--rate", calibrationLowRate, "--duration", d, "--slo", slo, "--models", list)...)
 	if err != nil {
 		return err
 	}
@@ -116,8 +117,8 @@ func (v validation) run(cmd *cobra.Command) error {
 		for _, graph := range []string{dataset.GraphUniform, dataset.GraphPowerLaw} {
 			for i, scale := range v.scales {
 				r, err := runPushpull(cmd, filepath.Join(dir, "runs", fmt.Sprintf("%s-%d", graph, v.users(scale)), m), progress(),
-					"bench", "--cost", "--find-rate", "--slo", slo, "--step", d, "--mix", "default", "--duration", d, "--extra-duration", d,
-					"--scale", strconv.FormatFloat(scale, 'g', -1, 64), "--graph", graph, "--models", m)
+					withSets(v.sets, "bench", "--cost", "--find-rate", "--slo", slo, "--step", d, "--mix", "default", "--duration", d, "--extra-duration", d,
+						"--scale", strconv.FormatFloat(scale, 'g', -1, 64), "--graph", graph, "--models", m)...)
 				if err != nil {
 					return err
 				}
