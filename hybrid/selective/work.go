@@ -161,9 +161,10 @@ func flusherPace(d registry.Demand) (authors, readers float64) {
 
 // flusherRowsPerSec is the rows a flusher that cannot keep up reads a
 // second re-deciding authors: one goroutine's statements, one after
-// another. Counted on quiet runs of the benchmark on one 2-core machine,
-// which post at 3,300 to 4,000 a second (100,000 to 112,000; 70,000 on
-// the same machine loaded by other work; about 55,000 on a slower one).
+// another. Counted on quiet runs of the benchmark on the first 2-core
+// machine, which post at 3,300 to 4,000 a second (100,000 to 112,000;
+// 70,000 on the same machine loaded by other work); the slower Intel
+// Xeon's calibrations measure about 64,000.
 // It belongs to the machine and its load: a calibration measures it
 // (Demand.SerialRowsPerSec), and this is the figure without one.
 const flusherRowsPerSec = 100_000

@@ -9,7 +9,7 @@ import (
 // validation-xeon-4's selective runs at 1,000 users, on both graphs, and
 // predicts the run at 3,000 users on the uniform graph with it: the rows
 // read of every phase within 10 % of the counted ones. Its posts read
-// the flusher's re-decisions at the machine's pace, about 55,000 rows a
+// the flusher's re-decisions at the machine's pace, about 64,000 rows a
 // second there, not the 100,000 selective's own figure says (83.8 rows a
 // post predicted at that figure against 68.0 counted).
 func TestSerialPaceFromHeldOutRuns(t *testing.T) {
