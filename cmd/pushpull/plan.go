@@ -108,10 +108,11 @@ which it has not seen, checked against it; the runs, the calibration and
 the check are saved under --out/validation/<time>. At the default scales
 (1,000 and 3,000 users) and phases of 2 s the candidates take about an
 hour. --set gives the database of every run --validate or --calibrate
-makes a mariadbd option: --set thread_handling=pool-of-threads runs it
-with MariaDB's thread pool, under which the stalls that a thread per
-connection has under the rate searches' 64 operations in flight on a
-small box are gone (see docs/plan.md).
+makes a mariadbd option over the sandbox's: --set
+thread_handling=one-thread-per-connection runs it with MariaDB's own
+default instead of the sandbox's thread pool, and shows the stalls a
+thread per connection has under the rate searches' 64 operations in
+flight on a small box (see docs/plan.md).
 
 A bad flag or workload is refused (exit 2) before anything is computed
 or run.`
@@ -358,7 +359,7 @@ func newPlanCmd() *cobra.Command {
 	f.BoolVar(&validate, "validate", false, "validate the model here: calibrate on counted runs with rate searches at the first of --validate-scales, then predict and measure the second, on the uniform and the powerlaw graph, and save the runs, the calibration and the check under --out/validation (--models: the designs; --slo: the rate searches' objective)")
 	f.StringVar(&validateScales, "validate-scales", "0.1,0.3", "--validate: the scale calibrated at and the larger one held out, relative to the paper's size")
 	f.DurationVar(&validateDuration, "validate-duration", 2*time.Second, "--validate: each counted phase and each step of a rate search")
-	f.StringArrayVar(&sets, "set", nil, "--validate, --calibrate: a mariadbd option for the sandbox of each of their runs, key=value (repeatable), e.g. --set thread_handling=pool-of-threads")
+	f.StringArrayVar(&sets, "set", nil, "--validate, --calibrate: a mariadbd option for the sandbox of each of their runs, key=value (repeatable), e.g. --set thread_handling=one-thread-per-connection")
 	f.StringSliceVar(&check, "check", nil, "set the model against these saved runs (bench --cost: work and CPU per operation; bench --find-rate: highest rate within the objective) and save the table and plot under --out/check")
 	f.StringVar(&out, "out", "results/plans", "directory under which the plan's (or the check's) directory is made")
 	f.BoolVar(&quiet, "quiet", false, "print no table (the files are still saved)")

@@ -41,7 +41,8 @@ system service is touched. The servers come from the mariadb-server,
 memcached and redis-server packages ('make deps' installs them).
 
 MariaDB runs with the benchmark's settings (internal/sandbox.DefaultSettings:
-a 6G buffer pool, a 2G redo log, durable commits); --set overrides one
+a 6G buffer pool, a 2G redo log, durable commits, MariaDB's thread pool:
+thread_handling=pool-of-threads); --set overrides one
 mariadbd option, and may be repeated. Option names may use '-' or '_'. The
 settings in effect are printed at start. If the directory is on tmpfs and
 mariadbd fails to start, add --set innodb_flush_method=fsync: some kernels do

@@ -31,8 +31,8 @@ func TestStartStop(t *testing.T) {
 	conn, _ := mysql.NewConnector(cfg)
 	db := sql.OpenDB(conn)
 	defer db.Close()
-	var version, pool string
-	if err := db.QueryRowContext(ctx, "SELECT VERSION(), @@innodb_buffer_pool_size").Scan(&version, &pool); err != nil {
+	var version, pool, threads string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION(), @@innodb_buffer_pool_size, @@thread_handling").Scan(&version, &pool, &threads); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(version, "MariaDB") {
@@ -40,6 +40,9 @@ func TestStartStop(t *testing.T) {
 	}
 	if pool != "268435456" {
 		t.Fatalf("innodb_buffer_pool_size = %s, want the 256M TestSettings asked for", pool)
+	}
+	if threads != "pool-of-threads" {
+		t.Fatalf("thread_handling = %s, want the thread pool DefaultSettings ask for", threads)
 	}
 	if pid, err := MemcachedPid(sb.MemcacheAddr); err != nil || pid != sb.Memcached(0).Pid() {
 		t.Fatalf("memcached at %s: pid %d, %v; want pid %d", sb.MemcacheAddr, pid, err, sb.Memcached(0).Pid())
