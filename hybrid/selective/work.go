@@ -164,7 +164,8 @@ func flusherPace(d registry.Demand) (authors, readers float64) {
 // another. Counted on quiet runs of the benchmark on the first 2-core
 // machine, which post at 3,300 to 4,000 a second (100,000 to 112,000;
 // 70,000 on the same machine loaded by other work); the slower Intel
-// Xeon's calibrations measure about 64,000.
+// Xeon's calibrations measure about 64,000 with a thread per connection
+// and 53,000 with MariaDB's thread pool.
 // It belongs to the machine and its load: a calibration measures it
 // (Demand.SerialRowsPerSec), and this is the figure without one.
 const flusherRowsPerSec = 100_000
