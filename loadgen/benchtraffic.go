@@ -130,9 +130,16 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 	}
 	var undone results.Undone
 	var posted workload.AudienceMark
+	var churned workload.ChurnMark
 	if b.cfg.Rate > 0 {
 		var before map[string]int64
-		r, c, err := b.openPhase(ctx, name, b.cfg.Rate, dur, b.cfg.Ops, newOp, func() { before = counts(s); undone.AtStart = churn.Undone(); posted = w.Audience.Mark(); startProbe() })
+		r, c, err := b.openPhase(ctx, name, b.cfg.Rate, dur, b.cfg.Ops, newOp, func() {
+			before = counts(s)
+			undone.AtStart = churn.Undone()
+			posted = w.Audience.Mark()
+			churned = churn.Mark()
+			startProbe()
+		})
 		vis := stopProbe()
 		if err != nil {
 			return err
@@ -148,7 +155,13 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 		}
 	} else {
 		var before map[string]int64
-		p, kinds, err := b.phaseKinds(ctx, name, dur, workload.MixOps, workload.ClosedOp(newOp), func() { before = counts(s); undone.AtStart = churn.Undone(); posted = w.Audience.Mark(); startProbe() })
+		p, kinds, err := b.phaseKinds(ctx, name, dur, workload.MixOps, workload.ClosedOp(newOp), func() {
+			before = counts(s)
+			undone.AtStart = churn.Undone()
+			posted = w.Audience.Mark()
+			churned = churn.Mark()
+			startProbe()
+		})
 		vis := stopProbe()
 		if err != nil {
 			return err
@@ -160,6 +173,7 @@ func (b *bench) trafficPhases(ctx context.Context, m registry.Model) error {
 	rm.Traffic.Mix = mix.String()
 	undone.AtEnd = churn.Undone()
 	rm.Traffic.Total.PostAudience, _ = w.Audience.Since(posted)
+	rm.Traffic.Total.FolloweeMessages, _ = churn.FolloweeMessages(churned)
 	if b.cfg.FindRate {
 		if err := b.searchRate(ctx, m, s, rm.Traffic, newOp); err != nil {
 			return err

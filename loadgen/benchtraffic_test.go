@@ -103,6 +103,13 @@ func TestTrafficEveryModel(t *testing.T) {
 			if tr.Ops[workload.OpPost].Ops > 0 != (tr.Total.PostAudience > 0) {
 				t.Fatalf("%s: traffic of %d posts to %.1f followers each", name, tr.Ops[workload.OpPost].Ops, tr.Total.PostAudience)
 			}
+			// And the messages of its follows' and unfollows' followees
+			// (workload's TestChurnCountsFolloweeMessages; package plan's
+			// TestPushFollowsOnPowerLawAgainstCountedRun takes them):
+			// none without a follow or an unfollow.
+			if churned := tr.Ops[workload.OpFollow].Ops + tr.Ops[workload.OpUnfollow].Ops; churned == 0 && tr.Total.FolloweeMessages != 0 {
+				t.Fatalf("%s: traffic of %d follows and unfollows of followees of %.1f messages each", name, churned, tr.Total.FolloweeMessages)
+			}
 			if m.Submit.Ops > 0 != (m.Submit.PostAudience > 0) {
 				t.Fatalf("%s: %d posts to %.1f followers each", name, m.Submit.Ops, m.Submit.PostAudience)
 			}

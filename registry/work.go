@@ -241,10 +241,29 @@ func (d Demand) MeanOverFollowees(value func(UserClass) float64) float64 {
 	return d.mean(followers, value)
 }
 
-// MeanOverFollowed is the mean of value over the followees of new
-// follows (users weighed by Followed).
+// MeanOverFollowed is the mean of value over the followees that follows
+// and unfollows touch, as many follows as unfollows: half of them a new
+// follow's followee (newFollowWeight), half an existing follow's (users
+// weighed by their followers). That is a planned workload's follows and
+// unfollows together, and also each kind of the benchmark's, whose
+// unfollows undo its follows' edges about as often as they remove the
+// graph's, and whose follows restore about as many edges as they add
+// (package loadgen/workload's Churn).
 func (d Demand) MeanOverFollowed(value func(UserClass) float64) float64 {
-	return d.mean(func(c UserClass) float64 { return c.Followed }, value)
+	return (d.mean(d.newFollowWeight, value) + d.mean(followers, value)) / 2
+}
+
+// newFollowWeight is a class's weight as the followee of a new follow:
+// Followed, less the share of the other users who follow it already, whom
+// a new follow cannot come from. On a skewed graph that keeps new follows
+// off the most followed authors: at 1,000 users the benchmark's follows
+// reach the top ones, followed by nearly everyone, a fraction as often as
+// Followed alone says.
+func (d Demand) newFollowWeight(c UserClass) float64 {
+	if d.Users <= 1 {
+		return c.Followed
+	}
+	return c.Followed * math.Max(0, 1-c.Followers/(d.Users-1))
 }
 
 // meanPicked is mean over the classes pick keeps (all when nil).
@@ -324,9 +343,14 @@ func (d Demand) MessagesOf(c UserClass) float64 {
 func (d Demand) FolloweeMessages() float64 { return d.mean(followers, d.MessagesOf) }
 
 // FollowedMessages is the mean number of messages of the followee of a
-// new follow (chosen by Followed).
+// follow or an unfollow (MeanOverFollowed). In a run's phase that counted
+// its follows' and unfollows' followees (Run.FolloweeMessages above 0), it
+// is that count.
 func (d Demand) FollowedMessages() float64 {
-	return d.mean(func(c UserClass) float64 { return c.Followed }, d.MessagesOf)
+	if d.Run != nil && d.Run.FolloweeMessages > 0 {
+		return d.Run.FolloweeMessages
+	}
+	return d.MeanOverFollowed(d.MessagesOf)
 }
 
 // MailboxRows is the rows push's mailbox holds: every message copied to
@@ -495,6 +519,12 @@ type RunHistory struct {
 	// models that split posts by their author's class (a hybrid's
 	// threshold) keep the expectation.
 	Audience float64
+	// FolloweeMessages, when above 0, is the mean number of messages of the
+	// followees of the phase's own follows and unfollows, as the run
+	// counted them: on a skewed graph a phase's few hundred of them draw
+	// that mean a fifth or more above or below its expectation.
+	// FollowedMessages takes it; MeanOverFollowed keeps the expectation.
+	FolloweeMessages float64
 }
 
 // UnfollowedAudience is the share of a post's audience whose author was

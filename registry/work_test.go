@@ -55,6 +55,14 @@ func TestDemandMeans(t *testing.T) {
 		near(t, "audience of the first class's posts in the run", d.PostsOf(func(i int) bool { return i == 0 }).PostAudience(), 10)
 		d.Run.Audience = 0
 		near(t, "audience of a run that did not count", d.PostAudience(), (90*10+40*1000)/130.0)
+		// One that counted its follows' and unfollows' followees'
+		// messages: every follow's backfill is that many.
+		d.Run = nil
+		expected := d.FollowedMessages()
+		d.Run = &RunHistory{FolloweeMessages: 3 * expected}
+		near(t, "counted followee messages", d.FollowedMessages(), 3*expected)
+		d.Run.FolloweeMessages = 0
+		near(t, "followee messages of a run that did not count", d.FollowedMessages(), expected)
 	}
 }
 
@@ -295,4 +303,29 @@ func TestHeavyFollowersOfPostSaturates(t *testing.T) {
 	if got, product := dense.HeavyFollowersOfPost(50), dense.PostAudience()*dense.FollowerShareOver(50); !(got <= 10) || !(got > 9) || !(product > 10) {
 		t.Errorf("an author followed by everyone: %.2f heavy followers (product %.2f), want at most the 10 heavy users", got, product)
 	}
+}
+
+// TestFollowsAndUnfollowsTouch: the followee of a follow or an unfollow
+// is half a new follow's, drawn by Followed among the authors its
+// follower does not follow yet (a user followed by 45 of the 99 others
+// is open to the 54 who do not), and half an edge's, by followers.
+func TestFollowsAndUnfollowsTouch(t *testing.T) {
+	d := Demand{Users: 100, Messages: 1000, Page: 20, ActiveShare: 1,
+		Classes: []UserClass{
+			{Users: 90, Followers: 10, Followees: 14.5, Posts: 1, Reads: 1, Followed: 1},
+			{Users: 10, Followers: 45, Followees: 14.5, Posts: 3, Reads: 1, Followed: 2},
+		},
+	}
+	fresh0, fresh1 := 90*1*(1-10/99.0), 10*2*(1-45/99.0)
+	newFollow := (fresh0*10 + fresh1*45) / (fresh0 + fresh1)
+	edge := (90*10*10 + 10*45*45) / (90*10 + 10*45.0)
+	near(t, "followers of a followed or unfollowed author", d.MeanOverFollowed(followers), (newFollow+edge)/2)
+	// Messages: 1000 shared out 90:30 by posts, 1000/120 and 3000/120.
+	m0, m1 := 1000/120.0, 3000/120.0
+	near(t, "messages backfilled or removed", d.FollowedMessages(),
+		((fresh0*m0+fresh1*m1)/(fresh0+fresh1)+(90*10*m0+10*45*m1)/(90*10+10*45.0))/2)
+	// An author followed by everyone else takes no new follow.
+	d.Classes[1].Followers = 99
+	near(t, "followers of a new follow's followee, the second class followed by all",
+		d.mean(d.newFollowWeight, followers), 10)
 }

@@ -28,6 +28,12 @@ type Phase struct {
 	// the authors of the phase's measured posts (package loadgen/workload's
 	// Audience): 0 when it made none, or in runs that predate the count.
 	PostAudience float64 `json:"post_audience,omitempty"`
+	// FolloweeMessages is the mean number of messages, in the dataset, of
+	// the followees of the phase's measured follows and unfollows (package
+	// loadgen/workload's Churn.FolloweeMessages): what push backfills or
+	// removes for each. 0 when it made none, or in runs that predate the
+	// count.
+	FolloweeMessages float64 `json:"followee_messages,omitempty"`
 	// Cost is what an operation cost the servers and the client, when
 	// measured.
 	Cost cost.Cost `json:"cost,omitempty"`

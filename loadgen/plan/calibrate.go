@@ -204,7 +204,8 @@ func counted(r *results.Result, serial float64) ([]countedPhase, error) {
 				return nil, err
 			}
 			if h, ok := hist[name]; ok {
-				h.Audience = ph.PostAudience // the phase's own posts' followers, where counted
+				h.Audience = ph.PostAudience             // the phase's own posts' followers, where counted
+				h.FolloweeMessages = ph.FolloweeMessages // and its follows' followees' messages
 				d.Run = &h
 			}
 			if name == "traffic" && reg.Bench.Has(registry.PhaseCacheMixed) {

@@ -510,3 +510,45 @@ func TestFollowTrafficAgainstCountedRun(t *testing.T) {
 		return
 	}
 }
+
+// TestPushFollowsOnPowerLawAgainstCountedRun runs push's default mix on
+// the power-law graph at 300 users, 6,000 operations, and sets the model's
+// rows written against the count: within 5 %. A few hundred follows and
+// unfollows each backfill or remove all their followee's messages, and
+// on this graph a phase's draw of them strays a fifth or more from its
+// expectation (TestChurnFolloweesMessages); the phase counts the messages
+// of the followees it touched (results.Phase.FolloweeMessages) as it
+// counts its posts' audience, and the check takes both.
+func TestPushFollowsOnPowerLawAgainstCountedRun(t *testing.T) {
+	base := dataset.PaperSpec()
+	base.Graph, base.InExponent, base.OutExponent = dataset.GraphPowerLaw, dataset.DefaultInExponent, dataset.DefaultOutExponent
+	base.Activity = dataset.Activity{Mode: dataset.ActivitySkewed, PostExponent: dataset.DefaultPostExponent, ReadExponent: dataset.DefaultReadExponent}
+	spec, err := base.Scaled(0.03)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := workload.DefaultMix()
+	var progress bytes.Buffer
+	cfg := loadgen.BenchConfig{
+		DSN: testserver.DSN(t), Force: true, Spec: spec, Scale: 0.03, Models: []string{"push"},
+		Mix: &mix, TrafficOnly: true, Ops: 6000, Concurrency: 4, Progress: &progress,
+	}
+	res, c, _ := runAndCheck(t, cfg, &progress)
+	tr := res.Model("push").Traffic
+	if tr == nil || !(tr.Total.FolloweeMessages > 0) {
+		t.Fatalf("the mix counted no followees' messages: %+v", tr)
+	}
+	for _, r := range c.Rows {
+		if r.Phase != "traffic" {
+			continue
+		}
+		t.Logf("rows written an operation: %.2f predicted, %.2f counted (%d follows and unfollows of followees of %.1f messages, posts to %.1f followers)",
+			r.Predicted.RowsWritten, r.Measured.RowsWritten, tr.Ops[workload.OpFollow].Ops+tr.Ops[workload.OpUnfollow].Ops,
+			tr.Total.FolloweeMessages, tr.Total.PostAudience)
+		if math.Abs(r.Predicted.RowsWritten/r.Measured.RowsWritten-1) > 0.05 {
+			t.Errorf("rows written an operation: %.2f predicted, %.2f counted", r.Predicted.RowsWritten, r.Measured.RowsWritten)
+		}
+		return
+	}
+	t.Fatal("no traffic phase checked")
+}

@@ -32,19 +32,65 @@ import (
 // An edge is claimed while its operation runs, so that two operations
 // never race on one edge, and is recorded only when its operation
 // succeeded. A Churn is safe for concurrent use.
+//
+// It also counts the messages, in the dataset, of the followees its
+// follows and unfollows touched (FolloweeMessages): what push backfills
+// into a mailbox or removes from it. On a skewed graph a phase's few
+// hundred follows and unfollows draw that mean far from its expectation
+// (a restore touches the followee its unfollow did, and a few authors hold
+// hundreds of messages each), so a check of a cost model against a phase
+// takes the phase's own, as it does Audience's.
 type Churn struct {
-	d       *dataset.Dataset
-	mu      sync.Mutex
-	added   []edge        // edges follows added that the dataset lacks
-	removed []edge        // dataset edges that unfollows removed
-	busy    map[edge]bool // claimed, added or removed: not to be chosen afresh
-	undone  int64         // unfollows of added edges (Undone)
+	d        *dataset.Dataset
+	messages []int32 // the dataset's messages by author, indexed by user id
+	mu       sync.Mutex
+	added    []edge        // edges follows added that the dataset lacks
+	removed  []edge        // dataset edges that unfollows removed
+	busy     map[edge]bool // claimed, added or removed: not to be chosen afresh
+	undone   int64         // unfollows of added edges (Undone)
+	touched  ChurnMark     // follows and unfollows that succeeded, and their followees' messages
 }
+
+// ChurnMark is a Churn's count of follows and unfollows at one moment
+// (Churn.Mark).
+type ChurnMark struct{ ops, messages int64 }
 
 type edge struct{ follower, followee uint32 }
 
 // NewChurn returns a Churn over d's follow graph.
-func NewChurn(d *dataset.Dataset) *Churn { return &Churn{d: d, busy: map[edge]bool{}} }
+func NewChurn(d *dataset.Dataset) *Churn {
+	messages := make([]int32, d.Spec.Users+1)
+	for _, a := range d.Authors {
+		messages[a]++
+	}
+	return &Churn{d: d, messages: messages, busy: map[edge]bool{}}
+}
+
+// touch counts a follow or unfollow of e that succeeded; c.mu is held.
+func (c *Churn) touch(e edge) {
+	c.touched.ops++
+	c.touched.messages += int64(c.messages[e.followee])
+}
+
+// Mark returns the counts so far, for FolloweeMessages.
+func (c *Churn) Mark() ChurnMark {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.touched
+}
+
+// FolloweeMessages returns the mean number of messages, in the dataset,
+// of the followees of the follows and unfollows that succeeded since m,
+// and how many those were (0 and 0 when none). Restore's are counted too:
+// take the mark after it, or none.
+func (c *Churn) FolloweeMessages(m ChurnMark) (mean float64, ops int64) {
+	now := c.Mark()
+	ops = now.ops - m.ops
+	if ops <= 0 {
+		return 0, 0
+	}
+	return float64(now.messages-m.messages) / float64(ops), ops
+}
 
 // inDataset reports whether the dataset has e.
 func (c *Churn) inDataset(e edge) bool {
@@ -61,6 +107,9 @@ func (c *Churn) Follow(ctx context.Context, s timeline.Store, rng *rand.Rand) er
 	err := s.Follow(ctx, timeline.UserID(e.follower), timeline.UserID(e.followee))
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err == nil {
+		c.touch(e)
+	}
 	switch {
 	case err != nil && restoring:
 		c.removed = append(c.removed, e)
@@ -83,6 +132,9 @@ func (c *Churn) Unfollow(ctx context.Context, s timeline.Store, rng *rand.Rand) 
 	err := s.Unfollow(ctx, timeline.UserID(e.follower), timeline.UserID(e.followee))
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err == nil {
+		c.touch(e)
+	}
 	switch {
 	case err != nil && undoing:
 		c.added = append(c.added, e)
@@ -183,6 +235,7 @@ func (c *Churn) Restore(ctx context.Context, s timeline.Store) error {
 		c.added = c.added[:len(c.added)-1]
 		delete(c.busy, e)
 		c.undone++
+		c.touch(e)
 	}
 	for len(c.removed) > 0 {
 		e := c.removed[len(c.removed)-1]
@@ -191,6 +244,7 @@ func (c *Churn) Restore(ctx context.Context, s timeline.Store) error {
 		}
 		c.removed = c.removed[:len(c.removed)-1]
 		delete(c.busy, e)
+		c.touch(e)
 	}
 	return nil
 }

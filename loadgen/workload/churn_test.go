@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -219,4 +220,74 @@ func TestChurnCountsUndoneFollows(t *testing.T) {
 	if c.Undone() != int64(s.lost) {
 		t.Errorf("after Restore: Undone %d, the store lost %d added edges", c.Undone(), s.lost)
 	}
+}
+
+// followeeLog is an edgeStore that notes the followee of every follow and
+// unfollow that succeeded.
+type followeeLog struct {
+	edgeStore
+	followees []timeline.UserID
+}
+
+func (s *followeeLog) Follow(ctx context.Context, a, b timeline.UserID) error {
+	err := s.edgeStore.Follow(ctx, a, b)
+	if err == nil {
+		s.followees = append(s.followees, b)
+	}
+	return err
+}
+
+func (s *followeeLog) Unfollow(ctx context.Context, a, b timeline.UserID) error {
+	err := s.edgeStore.Unfollow(ctx, a, b)
+	if err == nil {
+		s.followees = append(s.followees, b)
+	}
+	return err
+}
+
+// TestChurnCountsFolloweeMessages: FolloweeMessages gives the mean number
+// of messages, in the dataset, of the followees of the follows and
+// unfollows that succeeded since a mark, and how many those were; the ones
+// before the mark and the failed ones count nothing.
+func TestChurnCountsFolloweeMessages(t *testing.T) {
+	d, err := dataset.Generate(dataset.Spec{Users: 500, Messages: 20_000, AvgFollowees: 20, Graph: dataset.GraphPowerLaw, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	messages := map[timeline.UserID]int{}
+	for _, a := range d.Authors {
+		messages[timeline.UserID(a)]++
+	}
+	s := &followeeLog{edgeStore: edgeStore{edges: map[edge]bool{}}}
+	c := NewChurn(d)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 1))
+	churn := func(n int) {
+		for i := range n {
+			op := c.Follow
+			if rng.IntN(2) == 0 {
+				op = c.Unfollow
+			}
+			s.fail = i%13 == 0
+			op(ctx, s, rng)
+		}
+		s.fail = false
+	}
+	churn(300)
+	mark := c.Mark()
+	s.followees = nil
+	if mean, ops := c.FolloweeMessages(mark); mean != 0 || ops != 0 {
+		t.Fatalf("right after the mark: %v messages over %d operations, want none", mean, ops)
+	}
+	churn(1000)
+	var sum int
+	for _, f := range s.followees {
+		sum += messages[f]
+	}
+	want := float64(sum) / float64(len(s.followees))
+	mean, ops := c.FolloweeMessages(mark)
+	if ops != int64(len(s.followees)) || math.Abs(mean-want) > 1e-9 {
+		t.Errorf("since the mark: %v messages over %d operations, want %v over %d", mean, ops, want, len(s.followees))
+	}
+	t.Logf("%d follows and unfollows since the mark, their followees' messages %.1f on average", ops, mean)
 }
