@@ -210,3 +210,74 @@ func TestCheckTakesCountedAudience(t *testing.T) {
 		t.Errorf("with the counted audience of %.1f the posts are predicted to write %.1f rows", measured, counted)
 	}
 }
+
+// TestCheckTakesCountedMix: the check predicts a mix's phase for the
+// operations it made, by kind, not for the mix's shares: push's mix on
+// the power-law graph at 3,000 users in validation-xeon-5 drew 232
+// follows and unfollows in 12,948 operations (1.8 %, the mix asks 2 %),
+// each of which writes a few hundred rows. With its follows and
+// unfollows counted twice as many, push's mix must be predicted to write
+// that many more rows.
+func TestCheckTakesCountedMix(t *testing.T) {
+	dir := filepath.Join("..", "..", "evidence", "plan", "validation-xeon-5", "runs", "powerlaw-3000", "push")
+	r, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traffic := func() (predicted registry.Work) {
+		t.Helper()
+		c, err := Check([]*results.Result{r}, []string{dir}, DefaultCalibration(), "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range c.Rows {
+			if row.Model == "push" && row.Phase == "traffic" {
+				return registry.Work{RowsRead: row.Predicted.RowsRead, RowsWritten: row.Predicted.RowsWritten}
+			}
+		}
+		t.Fatal("no push traffic in the check")
+		return registry.Work{}
+	}
+	tr := r.Model("push").Traffic
+	ops := func() (all, churned float64) {
+		for kind, p := range tr.Ops {
+			all += float64(p.Ops)
+			if kind == "follow" || kind == "unfollow" {
+				churned += float64(p.Ops)
+			}
+		}
+		return all, churned
+	}
+	all, churned := ops()
+	if share := churned / all; math.Abs(share-0.02) < 0.001 {
+		t.Fatalf("the run's follows and unfollows are %.4f of its operations, the mix's share: the test shows nothing", share)
+	}
+	before := traffic()
+	// Each follow or unfollow writes about 1+m rows, m the followees'
+	// messages; a newest page, the share they take from it, none.
+	for _, kind := range []string{"follow", "unfollow"} {
+		p := tr.Ops[kind]
+		p.Ops *= 2
+		tr.Ops[kind] = p
+	}
+	all2, churned2 := ops()
+	after := traffic()
+	rise := after.RowsWritten - before.RowsWritten
+	d, err := func() (registry.Demand, error) {
+		w, err := runWorkload(r)
+		if err != nil {
+			return registry.Demand{}, err
+		}
+		w.NewestPerSec, w.PostsPerSec, w.FollowsPerSec = 1, 1, 1
+		return w.Demand()
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	perChurn := 1 + d.FollowedMessages()
+	want := (churned2/all2 - churned/all) * perChurn // less what the other kinds' shrunk shares write, a few rows
+	t.Logf("rows written an operation: %.2f, and %.2f with twice the follows and unfollows (about %.2f more expected)", before.RowsWritten, after.RowsWritten, want)
+	if rise < 0.7*want || rise > 1.1*want {
+		t.Errorf("twice the follows and unfollows raised the mix's rows written by %.2f, want about %.2f", rise, want)
+	}
+}
