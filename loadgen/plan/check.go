@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
@@ -64,7 +65,7 @@ func check(runs []*results.Result, sources []string, cal *results.Calibration, c
 		c.Rates = append(c.Rates, rates...)
 	}
 	if len(c.Rates) > 0 {
-		c.RateBasis = fmt.Sprintf("predicted on the run's cores, shared by the application and every server: an operation's CPU, plus %s per statement and cache round trip, plus its wait for one of the cores (M/G/c processor sharing: Erlang C, each operation waiting in proportion to its own CPU), and its Redis commands' wait for Redis's one thread", LoopbackRTT)
+		c.RateBasis = fmt.Sprintf("predicted on the run's cores, shared by the application and every server: an operation's CPU, plus %s per statement and cache round trip, plus its wait for one of the cores (M/G/c processor sharing: Erlang C, each operation waiting in proportion to its own CPU), and its Redis commands' wait for Redis's one thread; a design whose traffic runs on a cache of its own, with the reads that cache had seen before the search's best step", LoopbackRTT)
 	}
 	return c, nil
 }
@@ -98,7 +99,11 @@ func searchedRates(r *results.Result, cal *results.Calibration, residualOf func(
 		w.Options = m.Options
 		box := Box{Cores: float64(r.Environment.CPUs)}
 		res := residualOf(m.Name)
-		est, err := highestRateWith(w, cal, m.Name, box, res)
+		var cold func(rate float64) registry.ColdStart
+		if reg.Bench.Has(registry.PhaseCacheMixed) {
+			cold = searchCold(r, m, n)
+		}
+		est, err := highestRateWith(w, cal, m.Name, box, res, cold)
 		if err != nil {
 			return nil, fmt.Errorf("plan: run %s: %s: %w", r.Command, m.Name, err)
 		}
@@ -119,6 +124,43 @@ func searchedRates(r *results.Result, cal *results.Calibration, residualOf func(
 		out = append(out, row)
 	}
 	return out, nil
+}
+
+// searchCold is the cold start of the step of m's rate search that held
+// at its best rate, for a design whose traffic runs on a cache of its own
+// that the traffic phase's warm-up started empty (PhaseCacheMixed): the
+// search's steps go on with that cache, and at a few thousand users most
+// readers first read it there. newest is the mix's share of newest
+// pages. At a rate tried, the reads the cache saw before the step (the
+// traffic's warm-up and phase, each step's warm-up and newest pages
+// before it) are taken as that many seconds at the rate's own newest
+// pages, so that each reader's chance of having read before is the
+// run's, and the step's span is its own. Nil when the search has no held
+// step at its best rate.
+func searchCold(r *results.Result, m *results.Model, newest float64) func(rate float64) registry.ColdStart {
+	t, s := m.Traffic, m.Traffic.Search
+	warm := runWarmup(r)
+	warmOps := float64(t.Total.WarmupOps)
+	if warmOps <= 0 {
+		warmOps = warm * t.Total.OpsPerSec
+	}
+	reads := (warmOps + float64(t.Total.Ops)) * newest
+	before := -1.0
+	for _, st := range s.Steps {
+		reads += warm * st.RatePerSec * newest
+		if st.Held && st.RatePerSec == s.BestPerSec {
+			before = reads
+			break
+		}
+		reads += float64(st.Ops[workload.OpNewest].Ops)
+	}
+	span := s.StepSeconds
+	if before < 0 || !(newest > 0) || !(span > 0) {
+		return nil
+	}
+	return func(rate float64) registry.ColdStart {
+		return registry.ColdStart{Warmup: before / (rate * newest), Span: span}
+	}
 }
 
 // planWork is w as a plan shows it.

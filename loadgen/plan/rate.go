@@ -86,11 +86,16 @@ func HighestRate(w Workload, cal *results.Calibration, model string, box Box) (R
 	if err := cal.Validate(); err != nil {
 		return RateEstimate{}, &InputError{Field: "calibration", Reason: err.Error()}
 	}
-	return highestRateWith(w, cal, model, box, residualOf(cal, model))
+	return highestRateWith(w, cal, model, box, residualOf(cal, model), nil)
 }
 
-// highestRateWith is HighestRate with the design's residual r.
-func highestRateWith(w Workload, cal *results.Calibration, model string, box Box, r residual) (RateEstimate, error) {
+// highestRateWith is HighestRate with the design's residual r, and, when
+// cold is not nil, the stretch of traffic since its caches were empty at
+// each rate it tries (a check of a benchmark's rate search, whose steps
+// run on a cache its traffic phase started empty); nil is the steady
+// state.
+func highestRateWith(w Workload, cal *results.Calibration, model string, box Box, r residual,
+	cold func(rate float64) registry.ColdStart) (RateEstimate, error) {
 	if !(box.Cores > 0) || math.IsInf(box.Cores, 0) {
 		return RateEstimate{}, &InputError{"cores", fmtFloat(box.Cores), "want the box's cores, above 0"}
 	}
@@ -111,7 +116,7 @@ func highestRateWith(w Workload, cal *results.Calibration, model string, box Box
 		return RateEstimate{}, err
 	}
 	_, shares := w.opShares()
-	return highestRate(w, d, dc, models[0], cal, r, shares, box)
+	return highestRate(w, d, dc, models[0], cal, r, shares, box, cold)
 }
 
 // rateSearchSteps bounds the bisection of highestRate: far more than the
@@ -120,7 +125,7 @@ const rateSearchSteps = 100
 
 // highestRate is HighestRate for a checked workload's Demand.
 func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Model, cal *results.Calibration, r residual,
-	shares [5]float64, box Box) (RateEstimate, error) {
+	shares [5]float64, box Box, cold func(rate float64) registry.ColdStart) (RateEstimate, error) {
 	w.RTT = box.RTT
 	if w.RTT == 0 {
 		w.RTT = LoopbackRTT
@@ -134,6 +139,9 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 	quiet := idleCPU(cal, allServers)
 	at := func(rate float64) (c cpu, held bool, err error) {
 		d.ReadsPerSec, d.OlderPerSec, d.PostsPerSec = rate*(shares[0]+shares[1]), rate*shares[1], rate*shares[2]
+		if cold != nil {
+			d.Cold = cold(rate)
+		}
 		ow, _, _, err := m.WorkFor(d, w.Options)
 		if err != nil {
 			return cpu{}, false, &InputError{Field: "option", Reason: err.Error()}
