@@ -353,6 +353,22 @@ func (d Demand) FollowedMessages() float64 {
 	return d.MeanOverFollowed(d.MessagesOf)
 }
 
+// FolloweeDraw is how many times the messages of the followees a run's
+// phase drew for its follows and unfollows (Run.FolloweeMessages) are
+// their expectation (MeanOverFollowed): 1 without a count. A model that
+// reads a function of the followee's messages other than their mean (the
+// newest n of them) scales its expectation by it.
+func (d Demand) FolloweeDraw() float64 {
+	if d.Run == nil || !(d.Run.FolloweeMessages > 0) {
+		return 1
+	}
+	e := d.MeanOverFollowed(d.MessagesOf)
+	if !(e > 0) {
+		return 1
+	}
+	return d.Run.FolloweeMessages / e
+}
+
 // MailboxRows is the rows push's mailbox holds: every message copied to
 // each of its author's followers.
 func (d Demand) MailboxRows() float64 {

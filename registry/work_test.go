@@ -324,6 +324,11 @@ func TestFollowsAndUnfollowsTouch(t *testing.T) {
 	m0, m1 := 1000/120.0, 3000/120.0
 	near(t, "messages backfilled or removed", d.FollowedMessages(),
 		((fresh0*m0+fresh1*m1)/(fresh0+fresh1)+(90*10*m0+10*45*m1)/(90*10+10*45.0))/2)
+	// A run that drew followees of twice the expected messages.
+	near(t, "the draw without a count", d.FolloweeDraw(), 1)
+	d.Run = &RunHistory{FolloweeMessages: 2 * d.FollowedMessages()}
+	near(t, "the draw of followees of twice the messages", d.FolloweeDraw(), 2)
+	d.Run = nil
 	// An author followed by everyone else takes no new follow.
 	d.Classes[1].Followers = 99
 	near(t, "followers of a new follow's followee, the second class followed by all",

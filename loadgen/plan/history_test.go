@@ -281,3 +281,40 @@ func TestCheckTakesCountedMix(t *testing.T) {
 		t.Errorf("twice the follows and unfollows raised the mix's rows written by %.2f, want about %.2f", rise, want)
 	}
 }
+
+// TestPushRedisFollowsTakeTheDraw: a push-redis follow or unfollow reads
+// the followee's newest ids up to the feed's cap, so a phase whose
+// follows drew followees of more messages than expected reads more rows.
+// push-redis's power-law mix in validation-xeon-6 drew 308 messages a
+// followee (about 224 expected) and counted 8.33 rows read an operation,
+// where the expectation predicts 6.82 (-18 %); with the draw the
+// prediction must be within 10 %.
+func TestPushRedisFollowsTakeTheDraw(t *testing.T) {
+	ev := filepath.Join("..", "..", "evidence", "plan", "validation-xeon-6")
+	dir := filepath.Join(ev, "runs", "powerlaw-3000", "push-redis")
+	r, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := results.LoadCalibration(filepath.Join(ev, "calibration"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := r.Model("push-redis").Traffic.Total.FolloweeMessages; !(m > 250) {
+		t.Fatalf("the saved run's followees had %.1f messages: the test shows nothing", m)
+	}
+	c, err := Check([]*results.Result{r}, []string{dir}, cal, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range c.Rows {
+		if row.Model == "push-redis" && row.Phase == "traffic" {
+			t.Logf("rows read an operation: %.2f predicted, %.2f counted", row.Predicted.RowsRead, row.Measured.RowsRead)
+			if math.Abs(row.Predicted.RowsRead/row.Measured.RowsRead-1) > 0.1 {
+				t.Errorf("rows read an operation: %.2f predicted, %.2f counted", row.Predicted.RowsRead, row.Measured.RowsRead)
+			}
+			return
+		}
+	}
+	t.Fatal("no push-redis traffic in the check")
+}

@@ -100,11 +100,14 @@ func olderFind(d registry.Demand, capN float64) float64 {
 const cursorLook = 64
 
 // followedIDs is how many of its newest n ids a follow's followee has,
-// on average over the followees of new follows (Demand.MeanOverFollowed):
-// the rows a follow (n the cap) or an unfollow (n the most a feed holds)
+// on average over the followees of follows and unfollows
+// (Demand.MeanOverFollowed), scaled in a run's phase by the draw its
+// follows and unfollows made (Demand.FolloweeDraw) and at most n: the
+// rows a follow (n the cap) or an unfollow (n the most a feed holds)
 // reads.
 func followedIDs(d registry.Demand, n float64) float64 {
-	return d.MeanOverFollowed(func(c registry.UserClass) float64 { return math.Min(d.MessagesOf(c), n) })
+	ids := d.MeanOverFollowed(func(c registry.UserClass) float64 { return math.Min(d.MessagesOf(c), n) })
+	return math.Min(n, ids*d.FolloweeDraw())
 }
 
 // followEntries is how many of a new followee's newest capN ids a follow
@@ -115,7 +118,7 @@ func followedIDs(d registry.Demand, n float64) float64 {
 // it holds the newest cap of the timeline's entries, the stretch of time
 // in which a followee of m messages posted m·cap/timeline of them.
 func followEntries(d registry.Demand, capN float64) float64 {
-	m, kept := followedIDs(d, capN), d.MeanOverFollowed(d.MessagesOf)
+	m, kept := followedIDs(d, capN), d.FollowedMessages()
 	var sum, users float64
 	perFollowee := d.FolloweeMessages()
 	for _, c := range d.Classes {
