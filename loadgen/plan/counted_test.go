@@ -412,6 +412,21 @@ func TestCachedTrafficAgainstCountedRun(t *testing.T) {
 	}
 }
 
+// powerLaw300 is the paper's dataset at 300 users on the power-law graph
+// with skewed activity, as pushpull bench --graph powerlaw --scale 0.03
+// makes it.
+func powerLaw300(t *testing.T) dataset.Spec {
+	t.Helper()
+	base := dataset.PaperSpec()
+	base.Graph, base.InExponent, base.OutExponent = dataset.GraphPowerLaw, dataset.DefaultInExponent, dataset.DefaultOutExponent
+	base.Activity = dataset.Activity{Mode: dataset.ActivitySkewed, PostExponent: dataset.DefaultPostExponent, ReadExponent: dataset.DefaultReadExponent}
+	spec, err := base.Scaled(0.03)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
 // TestHybridOnPowerLawAgainstCountedRun runs hybrid on a power-law graph
 // of 300 users with skewed activity and a threshold of 30 followers, which
 // a few celebrities pass: they post most of the messages, and their heads
@@ -425,13 +440,7 @@ func TestCachedTrafficAgainstCountedRun(t *testing.T) {
 // table (rows written on a read), and a post counts its author's
 // followers only up to the threshold.
 func TestHybridOnPowerLawAgainstCountedRun(t *testing.T) {
-	base := dataset.PaperSpec()
-	base.Graph, base.InExponent, base.OutExponent = dataset.GraphPowerLaw, dataset.DefaultInExponent, dataset.DefaultOutExponent
-	base.Activity = dataset.Activity{Mode: dataset.ActivitySkewed, PostExponent: dataset.DefaultPostExponent, ReadExponent: dataset.DefaultReadExponent}
-	spec, err := base.Scaled(0.03)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := powerLaw300(t)
 	var progress bytes.Buffer
 	cfg := loadgen.BenchConfig{
 		DSN: testserver.DSN(t), Memcache: []string{testserver.Memcache(t)}, Redis: testserver.Redis(t), Force: true,
@@ -520,13 +529,7 @@ func TestFollowTrafficAgainstCountedRun(t *testing.T) {
 // of the followees it touched (results.Phase.FolloweeMessages) as it
 // counts its posts' audience, and the check takes both.
 func TestPushFollowsOnPowerLawAgainstCountedRun(t *testing.T) {
-	base := dataset.PaperSpec()
-	base.Graph, base.InExponent, base.OutExponent = dataset.GraphPowerLaw, dataset.DefaultInExponent, dataset.DefaultOutExponent
-	base.Activity = dataset.Activity{Mode: dataset.ActivitySkewed, PostExponent: dataset.DefaultPostExponent, ReadExponent: dataset.DefaultReadExponent}
-	spec, err := base.Scaled(0.03)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := powerLaw300(t)
 	mix := workload.DefaultMix()
 	var progress bytes.Buffer
 	cfg := loadgen.BenchConfig{
