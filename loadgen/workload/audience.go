@@ -1,8 +1,6 @@
 package workload
 
 import (
-	"sync/atomic"
-
 	"github.com/pushpull/pushpull/loadgen/dataset"
 	"github.com/pushpull/pushpull/timeline"
 )
@@ -15,33 +13,21 @@ import (
 // mean of a thousand posts by several); a check of a cost model against a
 // phase's counters takes the phase's own (package loadgen/plan). Safe for
 // concurrent use; the zero value is ready.
-type Audience struct {
-	posts, followers atomic.Int64
-}
+type Audience struct{ t tally }
 
 // AudienceMark is an Audience's counts at one moment (Audience.Mark).
-type AudienceMark struct{ posts, followers int64 }
+type AudienceMark struct{ m tallyMark }
 
 func (a *Audience) add(d *dataset.Dataset, author timeline.UserID) {
 	if a == nil {
 		return
 	}
-	a.followers.Add(int64(len(d.Followers(uint32(author)))))
-	a.posts.Add(1)
+	a.t.add(int64(len(d.Followers(uint32(author)))))
 }
 
 // Mark returns the counts so far, for Since.
-func (a *Audience) Mark() AudienceMark {
-	return AudienceMark{posts: a.posts.Load(), followers: a.followers.Load()}
-}
+func (a *Audience) Mark() AudienceMark { return AudienceMark{a.t.mark()} }
 
 // Since returns the mean follower count of the authors of the posts made
 // since m, and how many posts that is (0 and 0 when none).
-func (a *Audience) Since(m AudienceMark) (mean float64, posts int64) {
-	now := a.Mark()
-	posts = now.posts - m.posts
-	if posts <= 0 {
-		return 0, 0
-	}
-	return float64(now.followers-m.followers) / float64(posts), posts
-}
+func (a *Audience) Since(m AudienceMark) (mean float64, posts int64) { return a.t.since(m.m) }

@@ -48,12 +48,12 @@ type Churn struct {
 	removed  []edge        // dataset edges that unfollows removed
 	busy     map[edge]bool // claimed, added or removed: not to be chosen afresh
 	undone   int64         // unfollows of added edges (Undone)
-	touched  ChurnMark     // follows and unfollows that succeeded, and their followees' messages
+	touched  tally         // follows and unfollows that succeeded, and their followees' messages
 }
 
 // ChurnMark is a Churn's count of follows and unfollows at one moment
 // (Churn.Mark).
-type ChurnMark struct{ ops, messages int64 }
+type ChurnMark struct{ m tallyMark }
 
 type edge struct{ follower, followee uint32 }
 
@@ -66,31 +66,17 @@ func NewChurn(d *dataset.Dataset) *Churn {
 	return &Churn{d: d, messages: messages, busy: map[edge]bool{}}
 }
 
-// touch counts a follow or unfollow of e that succeeded; c.mu is held.
-func (c *Churn) touch(e edge) {
-	c.touched.ops++
-	c.touched.messages += int64(c.messages[e.followee])
-}
+// touch counts a follow or unfollow of e that succeeded.
+func (c *Churn) touch(e edge) { c.touched.add(int64(c.messages[e.followee])) }
 
 // Mark returns the counts so far, for FolloweeMessages.
-func (c *Churn) Mark() ChurnMark {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.touched
-}
+func (c *Churn) Mark() ChurnMark { return ChurnMark{c.touched.mark()} }
 
 // FolloweeMessages returns the mean number of messages, in the dataset,
 // of the followees of the follows and unfollows that succeeded since m,
 // and how many those were (0 and 0 when none). Restore's are counted too:
 // take the mark after it, or none.
-func (c *Churn) FolloweeMessages(m ChurnMark) (mean float64, ops int64) {
-	now := c.Mark()
-	ops = now.ops - m.ops
-	if ops <= 0 {
-		return 0, 0
-	}
-	return float64(now.messages-m.messages) / float64(ops), ops
-}
+func (c *Churn) FolloweeMessages(m ChurnMark) (mean float64, ops int64) { return c.touched.since(m.m) }
 
 // inDataset reports whether the dataset has e.
 func (c *Churn) inDataset(e edge) bool {
