@@ -205,7 +205,9 @@ func Run(t *testing.T, c Case) {
 		t.Fatal("the corruption made no drift")
 	}
 
-	tr := startTraffic(ctx, c.Store, c.QuietWorld)
+	// The traffic lives until stopped (or the test ends), not for one
+	// call's deadline: on a loaded machine the walks take minutes.
+	tr := startTraffic(t.Context(), c.Store, c.QuietWorld)
 	found := walk(t, c.Checker, false, tr)
 	sameDrift(t, "check", found.Drift, want)
 	if found.Repaired != 0 {
@@ -267,6 +269,11 @@ func walk(t *testing.T, c reconcile.Checker, repair bool, tr *traffic) reconcile
 		opts.Progress = func(reconcile.Report) { tr.await(2) }
 	}
 	r, err := reconcile.Run(timelinetest.Context(t), c, opts)
+	if tr != nil {
+		if err := tr.failure(); err != nil {
+			t.Fatalf("reconcile (repair %v) under traffic: %v", repair, err)
+		}
+	}
 	if err != nil {
 		t.Fatalf("reconcile (repair %v): %v", repair, err)
 	}
@@ -331,27 +338,40 @@ func RecordTimeline(t *testing.T, s timeline.Store, user timeline.UserID) []time
 // some of which run while the next batch is checked, rather than as fast
 // as the machine goes, which on a loaded machine would push memcached's
 // and Redis's answers past their clients' deadlines and fence them.
+//
+// Every wait on it is bounded: a traffic that ends before it is stopped
+// (its context's deadline, an error) or makes no write within awaitLimit
+// records why as its failure, and the walk waiting on it fails with that.
 type traffic struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	ops    atomic.Int64
-	tokens chan struct{} // one per write the walk lets the traffic make
-	mu     sync.Mutex
-	cond   *sync.Cond
-	err    error
+	cancel   context.CancelFunc
+	done     chan struct{}
+	ops      atomic.Int64
+	tokens   chan struct{} // one per write the walk lets the traffic make
+	progress chan struct{} // a write finished since the last receive
+	stopped  atomic.Bool
+	mu       sync.Mutex
+	err      error
 }
 
 // trafficAhead is how many writes the traffic may make before the walk's
 // first batch, and how many more than it waits for after each.
 const trafficAhead = 4
 
+// awaitLimit bounds how long await waits for a write to finish.
+var awaitLimit = time.Minute
+
 func startTraffic(ctx context.Context, s timeline.Store, quiet bool) *traffic {
 	ctx, cancel := context.WithCancel(ctx)
-	tr := &traffic{cancel: cancel, done: make(chan struct{}), tokens: make(chan struct{}, 4*trafficAhead)}
-	tr.cond = sync.NewCond(&tr.mu)
+	tr := &traffic{cancel: cancel, done: make(chan struct{}),
+		tokens: make(chan struct{}, 4*trafficAhead), progress: make(chan struct{}, 1)}
 	tr.grant(trafficAhead)
 	go func() {
 		defer close(tr.done)
+		defer func() {
+			if !tr.stopped.Load() {
+				tr.fail(fmt.Errorf("the traffic ended after %d writes before it was stopped: %v", tr.ops.Load(), context.Cause(ctx)))
+			}
+		}()
 		for i := 0; ctx.Err() == nil; i++ {
 			select {
 			case <-tr.tokens:
@@ -375,19 +395,34 @@ func startTraffic(ctx context.Context, s timeline.Store, quiet bool) *traffic {
 			case 3:
 				err = s.Follow(ctx, nc, u)
 			}
-			tr.mu.Lock()
-			if err != nil && ctx.Err() == nil && tr.err == nil {
-				tr.err = fmt.Errorf("traffic op %d: %w", i, err)
+			if err != nil && ctx.Err() == nil {
+				tr.fail(fmt.Errorf("traffic op %d: %w", i, err))
+				return
 			}
 			tr.ops.Add(1)
-			tr.cond.Broadcast()
-			tr.mu.Unlock()
-			if tr.err != nil {
-				return
+			select {
+			case tr.progress <- struct{}{}:
+			default:
 			}
 		}
 	}()
 	return tr
+}
+
+// fail records err as the traffic's failure, unless it has one.
+func (tr *traffic) fail(err error) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.err == nil {
+		tr.err = err
+	}
+}
+
+// failure is why the traffic failed, or nil.
+func (tr *traffic) failure() error {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.err
 }
 
 // grant lets the traffic make n more writes (fewer if it is that far
@@ -403,24 +438,39 @@ func (tr *traffic) grant(n int64) {
 }
 
 // await lets the traffic make n + trafficAhead more writes and returns
-// once n of them have finished (or the traffic failed).
+// once n of them have finished, the traffic has ended, or no write has
+// finished for awaitLimit (then recorded as its failure).
 func (tr *traffic) await(n int64) {
 	tr.grant(n + trafficAhead)
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
 	target := tr.ops.Load() + n
-	for tr.ops.Load() < target && tr.err == nil {
-		tr.cond.Wait()
+	limit := time.NewTimer(awaitLimit)
+	defer limit.Stop()
+	for tr.ops.Load() < target {
+		select {
+		case <-tr.progress:
+			limit.Reset(awaitLimit)
+		case <-tr.done:
+			return
+		case <-limit.C:
+			tr.fail(fmt.Errorf("no write of the traffic finished within %v (%d made, waiting for %d)", awaitLimit, tr.ops.Load(), target))
+			return
+		}
 	}
 }
 
-// stop ends the traffic and returns how many writes it made.
+// stop ends the traffic and returns how many writes it made; it fails t
+// if the traffic failed or does not end within awaitLimit.
 func (tr *traffic) stop(t *testing.T) int64 {
 	t.Helper()
+	tr.stopped.Store(true)
 	tr.cancel()
-	<-tr.done
-	if tr.err != nil {
-		t.Fatal(tr.err)
+	select {
+	case <-tr.done:
+	case <-time.After(awaitLimit):
+		t.Fatalf("the traffic did not stop within %v", awaitLimit)
+	}
+	if err := tr.failure(); err != nil {
+		t.Fatal(err)
 	}
 	return tr.ops.Load()
 }
