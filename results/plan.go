@@ -167,6 +167,32 @@ type CPUFactors struct {
 	Mix float64 `json:"mix"`
 	// Phases is how many counted phases the factors were measured on.
 	Phases int `json:"phases"`
+	// Messages and SizeExponent are how the factors move with the size
+	// of the data, fitted when the calibration's runs held stores of
+	// different sizes: at a store of M messages, Newest, Older and Post
+	// are times (M / Messages)^SizeExponent (At), Messages being the
+	// size they stand for as written. SizeExponent is 0 for a calibration
+	// made at one size, or whose sizes moved the design's CPU by no more
+	// than its runs' spread.
+	Messages     float64 `json:"messages,omitempty"`
+	SizeExponent float64 `json:"size_exponent,omitempty"`
+}
+
+// MaxSizeExponent bounds a CPU factor's size exponent: at 1 a design's
+// CPU per unit of work would grow as fast as the data.
+const MaxSizeExponent = 1
+
+// At returns the factors at a store of messages messages: Newest, Older
+// and Post times (messages / f.Messages)^f.SizeExponent. Factors without
+// a size exponent, or a size that is not above 0, are returned as they
+// are.
+func (f CPUFactors) At(messages float64) CPUFactors {
+	if f.SizeExponent == 0 || !(f.Messages > 0) || !(messages > 0) || math.IsInf(messages, 0) {
+		return f
+	}
+	g := math.Pow(messages/f.Messages, f.SizeExponent)
+	f.Newest, f.Older, f.Post = f.Newest*g, f.Older*g, f.Post*g
+	return f
 }
 
 // Of returns the factor of a counted phase's operation: retrieve,
@@ -195,6 +221,8 @@ func (f *CPUFactors) UnmarshalJSON(b []byte) error {
 		Post   json.RawMessage `json:"submit"`
 		Mix    json.RawMessage `json:"mix"`
 		Phases int             `json:"phases"`
+		Size   json.RawMessage `json:"messages"`
+		Exp    json.RawMessage `json:"size_exponent"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
@@ -203,9 +231,11 @@ func (f *CPUFactors) UnmarshalJSON(b []byte) error {
 	for _, x := range []struct {
 		dst *float64
 		src json.RawMessage
-	}{{&f.Newest, raw.Newest}, {&f.Older, raw.Older}, {&f.Post, raw.Post}, {&f.Mix, raw.Mix}} {
+		def float64 // when not written: no residual, no growth
+	}{{&f.Newest, raw.Newest, 1}, {&f.Older, raw.Older, 1}, {&f.Post, raw.Post, 1}, {&f.Mix, raw.Mix, 1},
+		{&f.Messages, raw.Size, 0}, {&f.SizeExponent, raw.Exp, 0}} {
 		if len(x.src) == 0 || string(x.src) == "null" {
-			*x.dst = 1 // not written: no residual
+			*x.dst = x.def
 			continue
 		}
 		v, err := strconv.ParseFloat(strings.Trim(string(x.src), `"`), 64)
@@ -222,10 +252,16 @@ func (f *CPUFactors) UnmarshalJSON(b []byte) error {
 type FactorError struct {
 	Model, Phase string
 	Value        float64
+	// Want is what the value should be; empty: a finite number above 0.
+	Want string
 }
 
 func (e *FactorError) Error() string {
-	return fmt.Sprintf("calibration: %s's CPU factor of %s is %v: want a finite number above 0", e.Model, e.Phase, e.Value)
+	want := e.Want
+	if want == "" {
+		want = "a finite number above 0"
+	}
+	return fmt.Sprintf("calibration: %s's CPU factor of %s is %v: want %s", e.Model, e.Phase, e.Value, want)
 }
 
 // Validate refuses a calibration with a CPU factor that is not a finite
@@ -240,6 +276,14 @@ func (c *Calibration) Validate() error {
 			if !(x.v > 0) || math.IsInf(x.v, 0) {
 				return &FactorError{Model: name, Phase: x.phase, Value: x.v}
 			}
+		}
+		if !(math.Abs(f.SizeExponent) <= MaxSizeExponent) {
+			return &FactorError{Model: name, Phase: "size exponent", Value: f.SizeExponent,
+				Want: fmt.Sprintf("a number from -%d to %d", MaxSizeExponent, MaxSizeExponent)}
+		}
+		if f.Messages < 0 || math.IsNaN(f.Messages) || math.IsInf(f.Messages, 0) || (f.SizeExponent != 0 && f.Messages == 0) {
+			return &FactorError{Model: name, Phase: "messages", Value: f.Messages,
+				Want: "the store's size the factors stand for, a finite number above 0 (0 only without a size exponent)"}
 		}
 	}
 	terms := []struct {
@@ -340,10 +384,31 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 		}
 		fmt.Fprintln(w, "  CPU factors: each design's measured CPU per operation over its work's at the unit costs above")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "    design\tnewest\tolder\tpost\tmix\tphases\t")
+		sized := false
+		for _, f := range c.Factors {
+			sized = sized || f.SizeExponent != 0
+		}
+		if sized {
+			fmt.Fprintln(tw, "    design\tnewest\tolder\tpost\tmix\tphases\tsize exponent\tat messages\t")
+		} else {
+			fmt.Fprintln(tw, "    design\tnewest\tolder\tpost\tmix\tphases\t")
+		}
 		for _, name := range slices.Sorted(maps.Keys(c.Factors)) {
 			f := c.Factors[name]
-			fmt.Fprintf(tw, "    %s\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t\n", name, f.Newest, f.Older, f.Post, f.Mix, f.Phases)
+			fmt.Fprintf(tw, "    %s\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t", name, f.Newest, f.Older, f.Post, f.Mix, f.Phases)
+			switch {
+			case f.SizeExponent != 0:
+				fmt.Fprintf(tw, "%+.3f\t%s\t", f.SizeExponent, fmtNum(f.Messages))
+			case sized:
+				fmt.Fprintf(tw, "0\t%s\t", Dash)
+			}
+			fmt.Fprintln(tw)
+		}
+		if sized {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(w, "  a size exponent: at a store of M messages newest, older and post are times (M / at messages)^exponent")
 		}
 	}
 	return tw.Flush()

@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"errors"
 	"image/png"
 	"math"
 	"os"
@@ -102,5 +103,72 @@ func TestRunCPUOffsets(t *testing.T) {
 	// spread, so its machine is not called off.
 	if strings.Contains(out.String(), a+": every phase") {
 		t.Errorf("run %s called off its calibration:\n%s", a, out.String())
+	}
+}
+
+// TestCPUFactorsAtSize: factors with a size exponent grow with the store
+// as (M / Messages)^exponent, the mix factor as it is; without one, or at
+// a size that is not one, they stay; a calibration with an exponent out
+// of bounds, or one without the size it stands for, is refused by name,
+// and the exponent survives a save and a load.
+func TestCPUFactorsAtSize(t *testing.T) {
+	f := CPUFactors{Newest: 2, Older: 3, Post: 4, Mix: 1.5, Phases: 8, Messages: 100_000, SizeExponent: 0.1}
+	g := f.At(300_000)
+	want := math.Pow(3, 0.1)
+	for _, x := range []struct {
+		name      string
+		got, want float64
+	}{{"newest", g.Newest, 2 * want}, {"older", g.Older, 3 * want}, {"post", g.Post, 4 * want}, {"mix", g.Mix, 1.5}} {
+		if math.Abs(x.got-x.want) > 1e-9 {
+			t.Errorf("%s at 3x the messages: %v, want %v", x.name, x.got, x.want)
+		}
+	}
+	if g := f.At(100_000); g != f {
+		t.Errorf("at its own size: %+v, want %+v", g, f)
+	}
+	for _, m := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		if g := f.At(m); g != f {
+			t.Errorf("at %v messages: %+v, want the factors as they are", m, g)
+		}
+	}
+	flat := CPUFactors{Newest: 2, Older: 3, Post: 4, Mix: 1}
+	if g := flat.At(1e9); g != flat {
+		t.Errorf("without an exponent at 10^9 messages: %+v", g)
+	}
+
+	for _, bad := range []CPUFactors{
+		{Newest: 1, Older: 1, Post: 1, Mix: 1, Messages: 1e5, SizeExponent: 1.5},
+		{Newest: 1, Older: 1, Post: 1, Mix: 1, Messages: 1e5, SizeExponent: math.NaN()},
+		{Newest: 1, Older: 1, Post: 1, Mix: 1, Messages: 0, SizeExponent: 0.1},
+		{Newest: 1, Older: 1, Post: 1, Mix: 1, Messages: -5},
+	} {
+		c := &Calibration{Factors: map[string]CPUFactors{"push": bad}}
+		var fe *FactorError
+		if err := c.Validate(); !errors.As(err, &fe) || fe.Model != "push" || !strings.Contains(err.Error(), "want") {
+			t.Errorf("factors %+v: %v, want a FactorError for push", bad, err)
+		}
+	}
+
+	dir := t.TempDir()
+	c := &Calibration{Version: CalibrationFormatVersion, DBRowReadUs: 1, Factors: map[string]CPUFactors{"pull-client": f, "push": flat}}
+	if err := SaveCalibration(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadCalibration(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Factors["pull-client"]; got != f {
+		t.Errorf("loaded back: %+v, want %+v", got, f)
+	}
+	if got := back.Factors["push"]; got != flat {
+		t.Errorf("loaded back without an exponent: %+v, want %+v", got, flat)
+	}
+	var out bytes.Buffer
+	if err := WriteCalibration(&out, back); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "+0.100") || !strings.Contains(out.String(), "size exponent") {
+		t.Errorf("the calibration printed without its size exponent:\n%s", out.String())
 	}
 }

@@ -100,14 +100,16 @@ and CPUs, with the application and every server sharing the cores, and
 the CPU per operation predicted there, wake-ups included. --validate
 makes such a check here from nothing: the designs' (--models) mix at 100
 operations a second, then for each design on the uniform and the
-powerlaw graph a counted run with a rate search at the first of
---validate-scales and the same run at the second right after it (so a
-design's two runs meet the machine at the same speed), a calibration
-fitted on the runs at the first scale alone, and the runs at the second,
-which it has not seen, checked against it; the runs, the calibration and
-the check are saved under --out/validation/<time>. At the default scales
-(1,000 and 3,000 users) and phases of 2 s the candidates take about an
-hour. --set gives the database of every run --validate or --calibrate
+powerlaw graph a counted run with a rate search at each of
+--validate-scales, one right after the other (so a design's runs meet
+the machine at the same speed), a calibration fitted on the runs at all
+but the last scale, and the runs at the last, which it has not seen,
+checked against it; the runs, the calibration and the check are saved
+under --out/validation/<time>. Calibrated at two scales or more, each
+design's CPU factors also take their growth with the data, where the
+runs show one clearer than their spread. At the default scales (1,000
+and 3,000 users) and phases of 2 s the candidates take about an hour;
+0.1,0.2,0.3 about a third more. --set gives the database of every run --validate or --calibrate
 makes a mariadbd option over the sandbox's: --set
 thread_handling=one-thread-per-connection runs it with MariaDB's own
 default instead of the sandbox's thread pool, and shows the stalls a
@@ -356,8 +358,8 @@ func newPlanCmd() *cobra.Command {
 	f.StringVar(&calibration, "calibration", "", "directory (or file) of the calibration to use, or to save with --calibrate, or builtin:NAME for one built in ("+strings.Join(plan.BuiltInCalibrations(), ", ")+"; default: "+defaultCalibrationDir()+" if saved there, else the one built in for this machine's processor, else "+plan.ReferenceCalibration+")")
 	f.BoolVar(&calibrate, "calibrate", false, "measure a calibration here: counted runs of the candidates at scale "+calibrationScale+" on the uniform and the powerlaw graph (about ten minutes), fitted and saved")
 	f.StringSliceVar(&calibrateFrom, "calibrate-from", nil, "fit the calibration on these saved runs (pushpull bench --cost directories) instead")
-	f.BoolVar(&validate, "validate", false, "validate the model here: calibrate on counted runs with rate searches at the first of --validate-scales, then predict and measure the second, on the uniform and the powerlaw graph, and save the runs, the calibration and the check under --out/validation (--models: the designs; --slo: the rate searches' objective)")
-	f.StringVar(&validateScales, "validate-scales", "0.1,0.3", "--validate: the scale calibrated at and the larger one held out, relative to the paper's size")
+	f.BoolVar(&validate, "validate", false, "validate the model here: calibrate on counted runs with rate searches at all but the last of --validate-scales, then predict and measure the last, on the uniform and the powerlaw graph, and save the runs, the calibration and the check under --out/validation (--models: the designs; --slo: the rate searches' objective)")
+	f.StringVar(&validateScales, "validate-scales", "0.1,0.3", "--validate: the scales calibrated at and last the larger one held out, relative to the paper's size, increasing")
 	f.DurationVar(&validateDuration, "validate-duration", 2*time.Second, "--validate: each counted phase and each step of a rate search")
 	f.StringArrayVar(&sets, "set", nil, "--validate, --calibrate: a mariadbd option for the sandbox of each of their runs, key=value (repeatable), e.g. --set thread_handling=one-thread-per-connection")
 	f.StringSliceVar(&check, "check", nil, "set the model against these saved runs (bench --cost: work and CPU per operation; bench --find-rate: highest rate within the objective) and save the table and plot under --out/check")

@@ -53,8 +53,11 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{"--calibrate-from", "/no/such/run"}, "no/such/run"},
 		{[]string{"--calibrate", "--check", "x"}, "one at a time"},
 		{[]string{"--validate", "--check", "x"}, "one at a time"},
-		{[]string{"--validate", "--validate-scales", "0.3,0.1"}, "larger than the one calibrated at"},
-		{[]string{"--validate", "--validate-scales", "0.1"}, "want two scales"},
+		{[]string{"--validate", "--validate-scales", "0.3,0.1"}, "larger than those calibrated at"},
+		{[]string{"--validate", "--validate-scales", "0.1,0.3,0.2"}, "in increasing order"},
+		{[]string{"--validate", "--validate-scales", "0.1,0.1,0.3"}, "in increasing order"},
+		{[]string{"--validate", "--validate-scales", "0.1"}, "want two scales or more"},
+		{[]string{"--validate", "--validate-scales", "0.1,x,0.3"}, `"x" is not a number`},
 		{[]string{"--validate", "--validate-scales", "0.1,20"}, "at most 10"},
 		{[]string{"--validate", "--validate-duration", "0s"}, "--validate-duration"},
 		{[]string{"--validate", "--models", "nope"}, "nope"},
@@ -195,16 +198,16 @@ func TestPlanCalibrateAndCheck(t *testing.T) {
 }
 
 // TestPlanValidate: plan --validate makes the calibration's runs at the
-// smaller scale and the held-out runs at the larger one, on both graphs,
-// each design's two runs on a graph one after the other, fits the
-// calibration on the runs at the smaller scale alone, and checks the
+// smaller scales (two here) and the held-out runs at the largest, on both
+// graphs, each design's runs on a graph one after the other, fits the
+// calibration on the runs at the smaller scales alone, and checks the
 // model against the two it has not seen: work, CPU and the highest rate of
 // each design, all saved under --out/validation. Every run starts its
 // database with the mariadbd option --set gives (here MariaDB's thread
 // pool).
 func TestPlanValidate(t *testing.T) {
 	out := t.TempDir()
-	r := run(t, nil, "plan", "--validate", "--validate-scales", "0.005,0.01", "--validate-duration", "100ms",
+	r := run(t, nil, "plan", "--validate", "--validate-scales", "0.005,0.0075,0.01", "--validate-duration", "100ms",
 		"--models", "push", "--set", "thread_handling=pool-of-threads", "--out", out, "--quiet")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -214,7 +217,7 @@ func TestPlanValidate(t *testing.T) {
 		t.Fatalf("want one validation directory, got %v (%v)", dirs, err)
 	}
 	dir := dirs[0]
-	for _, run := range []string{"rate-100", "uniform-50/push", "powerlaw-50/push", "uniform-100/push", "powerlaw-100/push"} {
+	for _, run := range []string{"rate-100", "uniform-50/push", "powerlaw-50/push", "uniform-75/push", "powerlaw-75/push", "uniform-100/push", "powerlaw-100/push"} {
 		got, _ := filepath.Glob(filepath.Join(dir, "runs", run, "*", results.JSONFile))
 		if len(got) != 1 {
 			t.Errorf("runs/%s: %d saved runs, want 1", run, len(got))
@@ -233,9 +236,10 @@ func TestPlanValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cal.Sources) != 3 || !strings.Contains(cal.Sources[0], "rate-100") || !strings.Contains(cal.Sources[1], "uniform-50") ||
-		!strings.Contains(cal.Sources[2], "powerlaw-50") || cal.Fit.Phases < 8 || cal.Factors["push"].Phases == 0 {
-		t.Errorf("the calibration was not fitted on the three runs at 50 users: %v, %d phases, push's factors %+v", cal.Sources, cal.Fit.Phases, cal.Factors["push"])
+	if len(cal.Sources) != 5 || !strings.Contains(cal.Sources[0], "rate-100") || !strings.Contains(cal.Sources[1], "uniform-50") ||
+		!strings.Contains(cal.Sources[2], "uniform-75") || !strings.Contains(cal.Sources[3], "powerlaw-50") ||
+		!strings.Contains(cal.Sources[4], "powerlaw-75") || cal.Fit.Phases < 16 || cal.Factors["push"].Phases < 8 {
+		t.Errorf("the calibration was not fitted on the five runs at 50 and 75 users: %v, %d phases, push's factors %+v", cal.Sources, cal.Fit.Phases, cal.Factors["push"])
 	}
 	c, err := results.LoadPlanCheck(filepath.Join(dir, "check"))
 	if err != nil {
@@ -259,16 +263,18 @@ func TestPlanValidate(t *testing.T) {
 			t.Errorf("rate row %+v: want measured and predicted", rate)
 		}
 	}
-	if !strings.Contains(r.stderr, "validation run 5 of 5: pushpull bench") {
+	if !strings.Contains(r.stderr, "validation run 7 of 7: pushpull bench") {
 		t.Errorf("no progress on stderr: %q", r.stderr)
 	}
-	// A design's held-out run follows its run at the smaller scale on
+	// A design's held-out run follows its runs at the smaller scales on
 	// the same graph.
-	for i, want := range []string{"validation run 1 of 5: pushpull recommend --scale 0.005",
-		"validation run 2 of 5: pushpull bench", "--scale 0.005 --graph uniform --models push",
-		"validation run 3 of 5: pushpull bench", "--scale 0.01 --graph uniform --models push",
-		"validation run 4 of 5: pushpull bench", "--scale 0.005 --graph powerlaw --models push",
-		"validation run 5 of 5: pushpull bench", "--scale 0.01 --graph powerlaw --models push"} {
+	for i, want := range []string{"validation run 1 of 7: pushpull recommend --scale 0.005",
+		"validation run 2 of 7: pushpull bench", "--scale 0.005 --graph uniform --models push",
+		"validation run 3 of 7: pushpull bench", "--scale 0.0075 --graph uniform --models push",
+		"validation run 4 of 7: pushpull bench", "--scale 0.01 --graph uniform --models push",
+		"validation run 5 of 7: pushpull bench", "--scale 0.005 --graph powerlaw --models push",
+		"validation run 6 of 7: pushpull bench", "--scale 0.0075 --graph powerlaw --models push",
+		"validation run 7 of 7: pushpull bench", "--scale 0.01 --graph powerlaw --models push"} {
 		at := strings.Index(r.stderr, want)
 		if at < 0 {
 			t.Fatalf("progress line %d %q not on stderr, or out of order: %q", i, want, r.stderr)

@@ -21,30 +21,33 @@ import (
 // is more than one machine loads and searches in a working day.
 const maxValidateScale = 10
 
-// validation is plan --validate: the model calibrated at one scale and
-// checked at a larger one it has not seen, on the uniform and the
-// power-law graph, every run made here and saved with the calibration and
-// the check under out/validation/<time>:
+// validation is plan --validate: the model calibrated at one scale or
+// more and checked at a larger one it has not seen, on the uniform and
+// the power-law graph, every run made here and saved with the calibration
+// and the check under out/validation/<time>:
 //
 //   - runs/rate-100: the designs' mix at 100 operations a second at the
-//     smaller scale, for the servers' idle CPU (as plan --calibrate);
-//   - runs/uniform-N/<design>, runs/powerlaw-N/<design> at the smaller
-//     scale (N users): a counted run of the design with its default mix
-//     and a rate search within the objective, whose steps below
-//     saturation give the processes' wake-ups;
-//   - runs/uniform-M/<design>, runs/powerlaw-M/<design> at the larger
-//     scale, the same run, made right after the design's run at N on the
-//     same graph: a design's two runs are a minute or two apart, where
-//     the machine's speed drifts by up to a fifth in an hour (so the
-//     design's CPU factors are fitted at the speed its held-out runs
-//     meet, and the check measures the model, not the hour);
-//   - calibration/: fitted on rate-100 and the runs at N alone;
+//     smallest scale, for the servers' idle CPU (as plan --calibrate);
+//   - runs/uniform-N/<design>, runs/powerlaw-N/<design> at each scale
+//     calibrated at (N users): a counted run of the design with its
+//     default mix and a rate search within the objective, whose steps
+//     below saturation give the processes' wake-ups;
+//   - runs/uniform-M/<design>, runs/powerlaw-M/<design> at the largest
+//     scale, the same run, made right after the design's runs at the
+//     smaller scales on the same graph: a design's runs are a minute or
+//     two apart, where the machine's speed drifts by up to a fifth in an
+//     hour (so the design's CPU factors are fitted at the speed its
+//     held-out runs meet, and the check measures the model, not the
+//     hour);
+//   - calibration/: fitted on rate-100 and the runs at the smaller
+//     scales alone (at two or more, each design's CPU factors also get
+//     their growth with the data, results.CPUFactors.SizeExponent);
 //   - check/: the model set against the runs at M (plan --check): rows
 //     and keys, CPU per operation, and the highest rate within the
 //     objective, predicted against measured, printed and plotted.
 type validation struct {
 	given  string        // --validate-scales
-	scales []float64     // the scale calibrated at, and the one held out (check parses given)
+	scales []float64     // the scales calibrated at, and last the one held out (check parses given)
 	phase  time.Duration // each counted phase and rate-search step
 	models []string      // the designs; none: recommend's candidates
 	slo    time.Duration // the rate searches' objective
@@ -65,13 +68,17 @@ func (v *validation) check() error {
 		}
 		v.scales = append(v.scales, s)
 	}
+	for i, s := range v.scales {
+		if !(s > 0) || s > maxValidateScale {
+			return usagef("--validate-scales %s: want scales above 0 and at most %d", given, maxValidateScale)
+		}
+		if i > 0 && !(s > v.scales[i-1]) {
+			return usagef("--validate-scales %s: want the scales in increasing order, the one held out last and larger than those calibrated at", given)
+		}
+	}
 	switch {
-	case len(v.scales) != 2:
-		return usagef("--validate-scales %s: want two scales, the one calibrated at and the larger one held out", given)
-	case !(v.scales[0] > 0) || v.scales[0] > maxValidateScale || !(v.scales[1] > 0) || v.scales[1] > maxValidateScale:
-		return usagef("--validate-scales %s: want scales above 0 and at most %d", given, maxValidateScale)
-	case !(v.scales[1] > v.scales[0]):
-		return usagef("--validate-scales %s: the scale held out must be larger than the one calibrated at", given)
+	case len(v.scales) < 2:
+		return usagef("--validate-scales %s: want two scales or more, those calibrated at and last the larger one held out", given)
 	case v.users(v.scales[0]) < 10:
 		return usagef("--validate-scales %s: %d users at the smaller scale; want at least 10", given, v.users(v.scales[0]))
 	case v.phase <= 0:
@@ -103,7 +110,7 @@ func (v validation) run(cmd *cobra.Command) error {
 	}
 	list := strings.Join(models, ",")
 	d, slo := v.phase.String(), v.slo.String()
-	step, steps := 0, 1+4*len(models)
+	step, steps := 0, 1+2*len(v.scales)*len(models)
 	progress := func() string { step++; return fmt.Sprintf("validation run %d of %d", step, steps) }
 	low, err := runPushpull(cmd, filepath.Join(dir, "runs", "rate-"+calibrationLowRate), progress(),
 		withSets(v.sets, "recommend", "--scale", strconv.FormatFloat(v.scales[0], 'g', -1, 64), "--rate", calibrationLowRate, "--duration", d, "--slo", slo, "--models", list)...)
@@ -112,7 +119,7 @@ func (v validation) run(cmd *cobra.Command) error {
 	}
 	calDirs := []string{low}
 	var heldDirs []string
-	// Each design's runs at both scales on a graph, one after the other.
+	// Each design's runs at every scale on a graph, one after the other.
 	for _, m := range models {
 		for _, graph := range []string{dataset.GraphUniform, dataset.GraphPowerLaw} {
 			for i, scale := range v.scales {
@@ -122,7 +129,7 @@ func (v validation) run(cmd *cobra.Command) error {
 				if err != nil {
 					return err
 				}
-				if i == 0 {
+				if i < len(v.scales)-1 {
 					calDirs = append(calDirs, r)
 				} else {
 					heldDirs = append(heldDirs, r)

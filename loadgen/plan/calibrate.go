@@ -48,6 +48,9 @@ type countedPhase struct {
 	// (results.OpenLoop.Saturated).
 	open, saturated bool
 	rate, seconds   float64
+	// messages is the store's size in the run (its dataset's messages),
+	// at which the design's CPU factors are taken.
+	messages float64
 	// workAt is predicted with the pace of one connection
 	// (registry.Demand.SerialRowsPerSec) set to serial instead.
 	workAt func(serial float64) (registry.Work, error)
@@ -251,7 +254,7 @@ func counted(r *results.Result, serial float64) ([]countedPhase, error) {
 			}
 			out = append(out, countedPhase{
 				run: runLabel(r), model: m.Name, phase: name, needs: reg.Needs, measured: ph.Cost,
-				predicted: mixWork(ow, shares), ops: ow, shares: shares, unreliable: unreliable,
+				predicted: mixWork(ow, shares), ops: ow, shares: shares, unreliable: unreliable, messages: base.Messages(),
 				open: name == "traffic" && m.Traffic.Loop == results.LoopOpen, rate: ph.OpsPerSec, seconds: ph.Seconds,
 				saturated: name == "traffic" && m.Traffic.Open != nil && m.Traffic.Open.Saturated, workAt: workAt,
 			})

@@ -26,11 +26,12 @@ func Check(runs []*results.Result, sources []string, cal *results.Calibration, c
 	if err := cal.Validate(); err != nil {
 		return nil, err
 	}
-	return check(runs, sources, cal, command, func(model string) residual { return residualOf(cal, model) })
+	return check(runs, sources, cal, command, func(model string, messages float64) residual { return residualOf(cal, model, messages) })
 }
 
-// check is Check with each design's residual given by residualOf.
-func check(runs []*results.Result, sources []string, cal *results.Calibration, command string, residualOf func(string) residual) (*results.PlanCheck, error) {
+// check is Check with each design's residual at a store's size given by
+// residualOf.
+func check(runs []*results.Result, sources []string, cal *results.Calibration, command string, residualOf func(model string, messages float64) residual) (*results.PlanCheck, error) {
 	c := &results.PlanCheck{Version: results.PlanCheckFormatVersion, CreatedAt: time.Now(), Command: command,
 		Calibration: *cal, Runs: sources}
 	for _, r := range runs {
@@ -43,7 +44,7 @@ func check(runs []*results.Result, sources []string, cal *results.Calibration, c
 				c.Unreliable = append(c.Unreliable, p.run+", "+p.model+", "+p.phase)
 				continue
 			}
-			res := residualOf(p.model)
+			res := residualOf(p.model, p.messages)
 			sat := designCPU(cal, res, p.ops, p.shares, p.needs)
 			row := results.PlanCheckRow{Run: p.run, Model: p.model, Phase: p.phase,
 				Measured: planWork(measuredWork(p.measured)), Predicted: planWork(p.predicted),
@@ -74,7 +75,7 @@ func check(runs []*results.Result, sources []string, cal *results.Calibration, c
 // of r that searched for theirs (bench --find-rate) and declare a cost
 // model, each beside HighestRate's prediction for the run's workload, its
 // traffic's mix and objective, on a box of the run's cores.
-func searchedRates(r *results.Result, cal *results.Calibration, residualOf func(string) residual) ([]results.PlanRateRow, error) {
+func searchedRates(r *results.Result, cal *results.Calibration, residualOf func(model string, messages float64) residual) ([]results.PlanRateRow, error) {
 	var out []results.PlanRateRow
 	for i := range r.Models {
 		m := &r.Models[i]
@@ -98,7 +99,7 @@ func searchedRates(r *results.Result, cal *results.Calibration, residualOf func(
 		w.SLO = time.Duration(s.SLOMs * float64(time.Millisecond))
 		w.Options = m.Options
 		box := Box{Cores: float64(r.Environment.CPUs)}
-		res := residualOf(m.Name)
+		res := residualOf(m.Name, w.Messages())
 		var cold func(rate float64) registry.ColdStart
 		if reg.Bench.Has(registry.PhaseCacheMixed) {
 			cold = searchCold(r, m, n)

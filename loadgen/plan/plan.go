@@ -142,6 +142,7 @@ func Make(w Workload, cal *results.Calibration, command string) (*results.Plan, 
 			DiskBytes: int64(res.StorageGB * 1e9), Resources: &res, RunCost: &run,
 		})
 	}
+	p.Assumptions = append(p.Assumptions, sizeAssumptions(cal, models, w.Messages())...)
 	p.Verdict = recommend.Rank(cands, rate, w.SLO)
 	if p.Verdict.Best == "" {
 		// Rank names the closest by measured errors and p99; a plan has
@@ -163,6 +164,23 @@ func Make(w Workload, cal *results.Calibration, command string) (*results.Plan, 
 
 func ptr(v float64) *float64 { return &v }
 
+// sizeAssumptions names the designs whose CPU factors cal scales with the
+// data (results.CPUFactors.SizeExponent), and by how much at a store of
+// messages messages.
+func sizeAssumptions(cal *results.Calibration, models []registry.Model, messages float64) []string {
+	var out []string
+	for _, m := range models {
+		f, ok := cal.Factor(m.Name)
+		if !ok || f.SizeExponent == 0 {
+			continue
+		}
+		g := f.At(messages).Newest / f.Newest
+		out = append(out, fmt.Sprintf("%s's CPU grows with the data: its factors are ×%.2f at %s messages (the calibration's size exponent %+.3f, fitted about %s messages; farther from its runs' sizes, an extrapolation)",
+			m.Name, g, dataset.Commas(int64(messages)), f.SizeExponent, dataset.Commas(int64(f.Messages))))
+	}
+	return out
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // planDesign sizes one design.
@@ -172,7 +190,7 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 	if err != nil {
 		return results.PlanDesign{}, &InputError{Field: "option", Reason: err.Error()}
 	}
-	rs := residualOf(cal, m.Name)
+	rs := residualOf(cal, m.Name, w.Messages())
 	pd := results.PlanDesign{Model: m.Name, Async: m.Traits.Has(registry.Async), Uncalibrated: !rs.measured}
 	perOp := mixWork(ow, shares)
 	c := designCPU(cal, rs, ow, shares, m.Needs)

@@ -86,7 +86,7 @@ func HighestRate(w Workload, cal *results.Calibration, model string, box Box) (R
 	if err := cal.Validate(); err != nil {
 		return RateEstimate{}, &InputError{Field: "calibration", Reason: err.Error()}
 	}
-	return highestRateWith(w, cal, model, box, residualOf(cal, model), nil)
+	return highestRateWith(w, cal, model, box, residualOf(cal, model, w.WithDefaults().Messages()), nil)
 }
 
 // highestRateWith is HighestRate with the design's residual r, and, when

@@ -323,7 +323,7 @@ func TestSearchOnTheTrafficsCache(t *testing.T) {
 	}
 	w.NewestPerSec, w.OlderPerSec, w.PostsPerSec, w.FollowsPerSec = 0.76, 0.20, 0.02, 0.02
 	w.SLO = 50 * time.Millisecond
-	steady, err := highestRateWith(w, cal, "pull-client+memcache", Box{Cores: 2}, residualOf(cal, "pull-client+memcache"), nil)
+	steady, err := highestRateWith(w, cal, "pull-client+memcache", Box{Cores: 2}, residualOf(cal, "pull-client+memcache", 0), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,10 +35,12 @@ type residual struct {
 	measured bool
 }
 
-// residualOf is model's residual in cal: its factors, or 1 when cal did
-// not run it.
-func residualOf(cal *results.Calibration, model string) residual {
+// residualOf is model's residual in cal at a store of messages messages:
+// its factors at that size (results.CPUFactors.At), or 1 when cal did not
+// run it.
+func residualOf(cal *results.Calibration, model string, messages float64) residual {
 	f, ok := cal.Factor(model)
+	f = f.At(messages)
 	return residual{factor: [opKinds]float64{f.Newest, f.Older, f.Post, 1, 1}, mix: f.Mix, measured: ok}
 }
 
@@ -108,30 +110,23 @@ func designCPU(cal *results.Calibration, r residual, ow registry.OpWork, shares 
 // operation the geometric mean over the runs of measured CPU over the CPU
 // of the work the design's cost model predicts (as a plan computes it),
 // then the mix factor the same way, the traffic phases' measured CPU over
-// their prediction with those factors.
+// their prediction with those factors. When the runs held stores of
+// different sizes, the kinds' factors also get the design's size exponent
+// (fitSized), and the mix factor is fitted on the traffic phases' CPU
+// predicted at their own sizes.
 func fitFactors(cal *results.Calibration, phases []countedPhase) map[string]results.CPUFactors {
-	// logs are each design's log(measured/predicted) by kind, the mix's
-	// at opKinds.
-	logs := map[string]*[opKinds + 1][]float64{}
+	// obs are each design's log(measured/predicted) and log(messages)
+	// by kind, the mix's at opKinds.
+	obs := map[string]*[opKinds + 1][]sizedLog{}
 	add := func(p countedPhase, k int, predicted float64) {
 		m, ok := p.measured.AllCPU()
 		if !ok || !(m > 0) || !(predicted > 0) {
 			return
 		}
-		if logs[p.model] == nil {
-			logs[p.model] = &[opKinds + 1][]float64{}
+		if obs[p.model] == nil {
+			obs[p.model] = &[opKinds + 1][]sizedLog{}
 		}
-		logs[p.model][k] = append(logs[p.model][k], math.Log(m/predicted))
-	}
-	geo := func(ls []float64) float64 {
-		if len(ls) == 0 {
-			return 1
-		}
-		var s float64
-		for _, l := range ls {
-			s += l
-		}
-		return math.Exp(s / float64(len(ls)))
+		obs[p.model][k] = append(obs[p.model][k], sizedLog{l: math.Log(m / predicted), x: math.Log(math.Max(p.messages, 1))})
 	}
 	kindOf := map[string]int{"retrieve": opNewest, "retrieve_older": opOlder, "submit": opPost}
 	for _, p := range phases {
@@ -140,21 +135,105 @@ func fitFactors(cal *results.Calibration, phases []countedPhase) map[string]resu
 		}
 	}
 	ops := &results.Calibration{Factors: map[string]results.CPUFactors{}}
-	for name, l := range logs {
-		ops.Factors[name] = results.CPUFactors{Newest: geo(l[opNewest]), Older: geo(l[opOlder]), Post: geo(l[opPost]), Mix: 1,
-			Phases: len(l[opNewest]) + len(l[opOlder]) + len(l[opPost])}
+	for name, o := range obs {
+		ops.Factors[name] = fitSized([3][]sizedLog{o[opNewest], o[opOlder], o[opPost]})
 	}
 	for _, p := range phases {
 		if p.phase == "traffic" {
-			add(p, opKinds, designCPU(cal, residualOf(ops, p.model), p.ops, p.shares, p.needs).all())
+			add(p, opKinds, designCPU(cal, residualOf(ops, p.model, p.messages), p.ops, p.shares, p.needs).all())
 		}
 	}
 	out := map[string]results.CPUFactors{}
-	for name, l := range logs {
+	for name, o := range obs {
 		f, _ := ops.Factor(name)
-		f.Mix = geo(l[opKinds])
-		f.Phases += len(l[opKinds])
+		f.Mix = math.Exp(meanLog(o[opKinds]))
+		f.Phases += len(o[opKinds])
 		out[name] = f
 	}
 	return out
+}
+
+// sizedLog is one counted phase's log(measured CPU / predicted) and the
+// log of the messages its store held.
+type sizedLog struct{ l, x float64 }
+
+// meanLog is the mean of the logs, 0 for none.
+func meanLog(o []sizedLog) float64 {
+	if len(o) == 0 {
+		return 0
+	}
+	var s float64
+	for _, v := range o {
+		s += v.l
+	}
+	return s / float64(len(o))
+}
+
+// sizeSpread is the least ratio of the largest store to the smallest
+// among a design's phases for fitSized to fit a size exponent.
+const sizeSpread = 1.5
+
+// fitSized is a design's factors of a newest page, an older page and a
+// post from their phases' logs (by kind): the geometric means, unless the
+// phases held stores of different sizes (at least sizeSpread apart). Then
+// log factor = log f_k + e·(log messages − the mean log messages), one
+// exponent e for every kind, fitted by least squares within the kinds; e
+// is kept only when it is at least twice its standard error (a growth
+// clearer than the runs' spread about it), and within
+// ±results.MaxSizeExponent. The factors then stand for the geometric
+// mean size of the phases (CPUFactors.Messages).
+func fitSized(kinds [3][]sizedLog) results.CPUFactors {
+	var mean, xmean [3]float64
+	var n, used int
+	lo, hi := math.Inf(1), math.Inf(-1)
+	var xall float64
+	for k, o := range kinds {
+		if len(o) == 0 {
+			continue
+		}
+		used++
+		for _, v := range o {
+			mean[k] += v.l / float64(len(o))
+			xmean[k] += v.x / float64(len(o))
+			lo, hi = math.Min(lo, v.x), math.Max(hi, v.x)
+			xall += v.x
+			n++
+		}
+	}
+	f := results.CPUFactors{Newest: 1, Older: 1, Post: 1, Mix: 1, Phases: n}
+	var sxx, sxl float64
+	for k, o := range kinds {
+		for _, v := range o {
+			sxx += (v.x - xmean[k]) * (v.x - xmean[k])
+			sxl += (v.x - xmean[k]) * (v.l - mean[k])
+		}
+	}
+	var e float64
+	if dof := n - used - 1; dof > 0 && hi-lo >= math.Log(sizeSpread) && sxx > 0 {
+		e = sxl / sxx
+		var rss float64
+		for k, o := range kinds {
+			for _, v := range o {
+				r := v.l - mean[k] - e*(v.x-xmean[k])
+				rss += r * r
+			}
+		}
+		if se := math.Sqrt(rss / float64(dof) / sxx); math.Abs(e) < 2*se {
+			e = 0
+		}
+		e = math.Max(-results.MaxSizeExponent, math.Min(results.MaxSizeExponent, e))
+	}
+	var ref float64
+	if n > 0 {
+		ref = xall / float64(n)
+	}
+	for k, dst := range []*float64{&f.Newest, &f.Older, &f.Post} {
+		if len(kinds[k]) > 0 {
+			*dst = math.Exp(mean[k] - e*(xmean[k]-ref))
+		}
+	}
+	if e != 0 {
+		f.Messages, f.SizeExponent = math.Exp(ref), e
+	}
+	return f
 }

@@ -108,10 +108,10 @@ func TestResidualForms(t *testing.T) {
 		}
 	}
 	add := fitAdditive(cal, phases)
-	forms := map[string]func(string) residual{
-		"none":           func(string) residual { return noResidual },
-		"multiplicative": func(m string) residual { return residualOf(cal, m) },
-		"additive": func(m string) residual {
+	forms := map[string]func(string, float64) residual{
+		"none":           func(string, float64) residual { return noResidual },
+		"multiplicative": func(m string, size float64) residual { return residualOf(cal, m, size) },
+		"additive": func(m string, _ float64) residual {
 			if r, ok := add[m]; ok {
 				return r
 			}
@@ -213,7 +213,7 @@ func TestFactorsFromHandMadePhases(t *testing.T) {
 		if p.phase == "retrieve_older" {
 			m = 420 // the geometric mean of the two runs
 		}
-		if pred := designCPU(cal, residualOf(cal, "push"), p.ops, p.shares, p.needs).all(); math.Abs(pred-m) > 1e-9*m {
+		if pred := designCPU(cal, residualOf(cal, "push", 0), p.ops, p.shares, p.needs).all(); math.Abs(pred-m) > 1e-9*m {
 			t.Errorf("%s: predicted %.3f µs, measured %.3f", p.phase, pred, m)
 		}
 	}
@@ -226,7 +226,7 @@ func TestFactorsFromHandMadePhases(t *testing.T) {
 func TestMissingDesignGetsOne(t *testing.T) {
 	cal := workCalibration()
 	delete(cal.Factors, "pull-sp")
-	r := residualOf(cal, "pull-sp")
+	r := residualOf(cal, "pull-sp", 0)
 	if r.measured || r != (residual{factor: noResidual.factor, mix: 1}) {
 		t.Errorf("pull-sp's residual %+v; want 1 everywhere, not measured", r)
 	}

@@ -205,7 +205,7 @@ func fitWake(cal *results.Calibration, below []belowSaturation) *results.WakeCPU
 	}
 	var obsv []obs
 	for _, b := range below {
-		sat := designCPU(cal, residualOf(cal, b.p.model), b.p.ops, b.p.shares, b.p.needs)
+		sat := designCPU(cal, residualOf(cal, b.p.model, b.p.messages), b.p.ops, b.p.shares, b.p.needs)
 		idle := idleCPU(cal, b.p.needs)
 		t := trips(b.p.predicted, b.p.needs)
 		obsv = append(obsv, obs{

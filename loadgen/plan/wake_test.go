@@ -39,7 +39,7 @@ func TestWakeFromHandMadeSteps(t *testing.T) {
 	shares := [5]float64{0.9, 0, 0.1, 0, 0}
 	p := handPhase("hybrid-memcached", "traffic", ops, shares, 0)
 	p.needs = registry.MariaDB | registry.Memcached
-	sat := designCPU(cal, residualOf(cal, p.model), ops, shares, p.needs)
+	sat := designCPU(cal, residualOf(cal, p.model, p.messages), ops, shares, p.needs)
 	tr := trips(p.predicted, p.needs)
 	if tr.db != 1.1 || tr.mc != 2 || math.Abs(tr.app-4.1) > 1e-12 || tr.rd != 0 {
 		t.Fatalf("round trips %+v", tr)
