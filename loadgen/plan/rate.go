@@ -65,7 +65,7 @@ type RateEstimate struct {
 // (queueing: Erlang C corrected for the mix's spread of CPU); the answer is
 // the highest R whose p99 is within the objective, found by bisection.
 // The CPU of each kind of operation is scaled by the design's CPU factors
-// in cal. redis-server runs its commands on one thread, whatever the
+// in cal, at the workload's store size (results.CPUFactors.At). redis-server runs its commands on one thread, whatever the
 // box's cores: it is a queue of its own, one server busy ur = R × its CPU
 // per operation ÷ 1 core, and an operation with a Redis part waits for
 // that thread as well as for a core; so a design whose Redis CPU per
