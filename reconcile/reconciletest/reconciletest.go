@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -271,6 +272,11 @@ func walk(t *testing.T, c reconcile.Checker, repair bool, tr *traffic) reconcile
 	r, err := reconcile.Run(timelinetest.Context(t), c, opts)
 	if tr != nil {
 		if err := tr.failure(); err != nil {
+			tr.mu.Lock()
+			if len(tr.stacks) > 0 {
+				t.Logf("the goroutines when the traffic stalled:\n%s", tr.stacks)
+			}
+			tr.mu.Unlock()
 			t.Fatalf("reconcile (repair %v) under traffic: %v", repair, err)
 		}
 	}
@@ -351,14 +357,19 @@ type traffic struct {
 	stopped  atomic.Bool
 	mu       sync.Mutex
 	err      error
+	stacks   []byte // every goroutine's stack when a write stalled
 }
 
 // trafficAhead is how many writes the traffic may make before the walk's
 // first batch, and how many more than it waits for after each.
 const trafficAhead = 4
 
-// awaitLimit bounds how long await waits for a write to finish.
-var awaitLimit = time.Minute
+// awaitLimit bounds how long await waits for a write to finish: long
+// enough for a write that waits out a lock on a loaded machine (InnoDB
+// gives up on one after 50 s), short of the package's deadline, so that a
+// write that never returns fails the test with the goroutines' stacks
+// rather than hanging it.
+var awaitLimit = 4 * time.Minute
 
 func startTraffic(ctx context.Context, s timeline.Store, quiet bool) *traffic {
 	ctx, cancel := context.WithCancel(ctx)
@@ -452,6 +463,11 @@ func (tr *traffic) await(n int64) {
 		case <-tr.done:
 			return
 		case <-limit.C:
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			tr.mu.Lock()
+			tr.stacks = buf
+			tr.mu.Unlock()
 			tr.fail(fmt.Errorf("no write of the traffic finished within %v (%d made, waiting for %d)", awaitLimit, tr.ops.Load(), target))
 			return
 		}

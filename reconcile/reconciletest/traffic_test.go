@@ -63,5 +63,8 @@ func TestAwaitHangingStore(t *testing.T) {
 	if err := tr.failure(); err == nil || !strings.Contains(err.Error(), "no write") {
 		t.Errorf("failure on a hanging store: %v, want no write within the limit", err)
 	}
+	if !strings.Contains(string(tr.stacks), "hangingStore") {
+		t.Errorf("the stacks kept at the stall do not show the hanging write:\n%.2000s", tr.stacks)
+	}
 	tr.cancel()
 }
