@@ -271,12 +271,10 @@ func walk(t *testing.T, c reconcile.Checker, repair bool, tr *traffic) reconcile
 	}
 	r, err := reconcile.Run(timelinetest.Context(t), c, opts)
 	if tr != nil {
-		if err := tr.failure(); err != nil {
-			tr.mu.Lock()
-			if len(tr.stacks) > 0 {
-				t.Logf("the goroutines when the traffic stalled:\n%s", tr.stacks)
+		if stacks, err := tr.failure(); err != nil {
+			if len(stacks) > 0 {
+				t.Logf("the goroutines when the traffic stalled:\n%s", stacks)
 			}
-			tr.mu.Unlock()
 			t.Fatalf("reconcile (repair %v) under traffic: %v", repair, err)
 		}
 	}
@@ -380,7 +378,7 @@ func startTraffic(ctx context.Context, s timeline.Store, quiet bool) *traffic {
 		defer close(tr.done)
 		defer func() {
 			if !tr.stopped.Load() {
-				tr.fail(fmt.Errorf("the traffic ended after %d writes before it was stopped: %v", tr.ops.Load(), context.Cause(ctx)))
+				tr.fail(fmt.Errorf("the traffic ended after %d writes before it was stopped: %v", tr.ops.Load(), context.Cause(ctx)), nil)
 			}
 		}()
 		for i := 0; ctx.Err() == nil; i++ {
@@ -407,7 +405,7 @@ func startTraffic(ctx context.Context, s timeline.Store, quiet bool) *traffic {
 				err = s.Follow(ctx, nc, u)
 			}
 			if err != nil && ctx.Err() == nil {
-				tr.fail(fmt.Errorf("traffic op %d: %w", i, err))
+				tr.fail(fmt.Errorf("traffic op %d: %w", i, err), nil)
 				return
 			}
 			tr.ops.Add(1)
@@ -420,20 +418,22 @@ func startTraffic(ctx context.Context, s timeline.Store, quiet bool) *traffic {
 	return tr
 }
 
-// fail records err as the traffic's failure, unless it has one.
-func (tr *traffic) fail(err error) {
+// fail records err as the traffic's failure, with the goroutines' stacks
+// at that moment when given, unless it has one.
+func (tr *traffic) fail(err error, stacks []byte) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if tr.err == nil {
-		tr.err = err
+		tr.err, tr.stacks = err, stacks
 	}
 }
 
-// failure is why the traffic failed, or nil.
-func (tr *traffic) failure() error {
+// failure is the stacks recorded with the traffic's failure, and why it
+// failed (nil if it did not).
+func (tr *traffic) failure() ([]byte, error) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return tr.err
+	return tr.stacks, tr.err
 }
 
 // grant lets the traffic make n more writes (fewer if it is that far
@@ -464,11 +464,8 @@ func (tr *traffic) await(n int64) {
 			return
 		case <-limit.C:
 			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			tr.mu.Lock()
-			tr.stacks = buf
-			tr.mu.Unlock()
-			tr.fail(fmt.Errorf("no write of the traffic finished within %v (%d made, waiting for %d)", awaitLimit, tr.ops.Load(), target))
+			tr.fail(fmt.Errorf("no write of the traffic finished within %v (%d made, waiting for %d)", awaitLimit, tr.ops.Load(), target),
+				buf[:runtime.Stack(buf, true)])
 			return
 		}
 	}
@@ -485,7 +482,7 @@ func (tr *traffic) stop(t *testing.T) int64 {
 	case <-time.After(awaitLimit):
 		t.Fatalf("the traffic did not stop within %v", awaitLimit)
 	}
-	if err := tr.failure(); err != nil {
+	if _, err := tr.failure(); err != nil {
 		t.Fatal(err)
 	}
 	return tr.ops.Load()

@@ -46,7 +46,7 @@ func TestAwaitEndedTraffic(t *testing.T) {
 	within(t, 10*time.Second, "the first await", func() { tr.await(2) })
 	cancel()
 	within(t, 10*time.Second, "an await after the traffic's context ended", func() { tr.await(2) })
-	if err := tr.failure(); err == nil || !strings.Contains(err.Error(), "traffic ended") {
+	if _, err := tr.failure(); err == nil || !strings.Contains(err.Error(), "traffic ended") {
 		t.Errorf("failure after the context ended: %v, want the traffic ended", err)
 	}
 }
@@ -60,11 +60,12 @@ func TestAwaitHangingStore(t *testing.T) {
 	awaitLimit = 200 * time.Millisecond
 	tr := startTraffic(context.Background(), h, false)
 	within(t, 10*time.Second, "an await on a store that hangs", func() { tr.await(2) })
-	if err := tr.failure(); err == nil || !strings.Contains(err.Error(), "no write") {
+	stacks, err := tr.failure()
+	if err == nil || !strings.Contains(err.Error(), "no write") {
 		t.Errorf("failure on a hanging store: %v, want no write within the limit", err)
 	}
-	if !strings.Contains(string(tr.stacks), "hangingStore") {
-		t.Errorf("the stacks kept at the stall do not show the hanging write:\n%.2000s", tr.stacks)
+	if !strings.Contains(string(stacks), "hangingStore") {
+		t.Errorf("the stacks kept at the stall do not show the hanging write:\n%.2000s", stacks)
 	}
 	tr.cancel()
 }
