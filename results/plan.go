@@ -182,15 +182,21 @@ type CPUFactors struct {
 // CPU per unit of work would grow as fast as the data.
 const MaxSizeExponent = 1
 
-// At returns the factors at a store of messages messages: Newest, Older
-// and Post times (messages / f.Messages)^f.SizeExponent. Factors without
-// a size exponent, or a size that is not above 0, are returned as they
-// are.
-func (f CPUFactors) At(messages float64) CPUFactors {
+// SizeFactor is (messages / f.Messages)^f.SizeExponent: how much the
+// factors grow from the size they stand for to a store of messages
+// messages; 1 without a size exponent, or at a size that is not a finite
+// number above 0.
+func (f CPUFactors) SizeFactor(messages float64) float64 {
 	if f.SizeExponent == 0 || !(f.Messages > 0) || !(messages > 0) || math.IsInf(messages, 0) {
-		return f
+		return 1
 	}
-	g := math.Pow(messages/f.Messages, f.SizeExponent)
+	return math.Pow(messages/f.Messages, f.SizeExponent)
+}
+
+// At returns the factors at a store of messages messages: Newest, Older
+// and Post times SizeFactor(messages), Mix as it is.
+func (f CPUFactors) At(messages float64) CPUFactors {
+	g := f.SizeFactor(messages)
 	f.Newest, f.Older, f.Post = f.Newest*g, f.Older*g, f.Post*g
 	return f
 }

@@ -320,7 +320,8 @@ func cacheCalls(p countedPhase) (mc, rd float64) {
 // relative error. Then each design's CPU factors (results.CPUFactors):
 // what its measured CPU per operation is over the CPU of its predicted
 // work at those unit costs, per kind of operation and for the mix
-// (fitFactors). Phases at a planned rate (open loop, and the steps of rate
+// (fitFactors), and, when the runs held stores of different sizes, how
+// they grow with the size (fitSized). Phases at a planned rate (open loop, and the steps of rate
 // searches that kept up) fit no unit cost: with the runs' idle CPU they
 // fit each server's idle CPU (fitIdle) and the CPU of the wake-ups below
 // saturation (fitWake). First of all, the pace of one connection

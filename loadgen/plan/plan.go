@@ -174,9 +174,8 @@ func sizeAssumptions(cal *results.Calibration, models []registry.Model, messages
 		if !ok || f.SizeExponent == 0 {
 			continue
 		}
-		g := f.At(messages).Newest / f.Newest
 		out = append(out, fmt.Sprintf("%s's CPU grows with the data: its factors are ×%.2f at %s messages (the calibration's size exponent %+.3f, fitted about %s messages; farther from its runs' sizes, an extrapolation)",
-			m.Name, g, dataset.Commas(int64(messages)), f.SizeExponent, dataset.Commas(int64(f.Messages))))
+			m.Name, f.SizeFactor(messages), dataset.Commas(int64(messages)), f.SizeExponent, dataset.Commas(int64(f.Messages))))
 	}
 	return out
 }
