@@ -54,6 +54,10 @@ type countedPhase struct {
 	// workAt is predicted with the pace of one connection
 	// (registry.Demand.SerialRowsPerSec) set to serial instead.
 	workAt func(serial float64) (registry.Work, error)
+	// stepWork, of a traffic phase, is the design's work per operation
+	// of each kind for the phase's mix at rate operations a second, its
+	// caches cold as cold says (a step of its rate search).
+	stepWork func(rate float64, cold registry.ColdStart) (registry.OpWork, error)
 }
 
 // runLabel names a run in tables: its graph and users.
@@ -252,11 +256,21 @@ func counted(r *results.Result, serial float64) ([]countedPhase, error) {
 				ow, _, _, err := reg.WorkFor(d, m.Options)
 				return mixWork(ow, shares), err
 			}
+			stepWork := func(rate float64, cold registry.ColdStart) (registry.OpWork, error) {
+				sd, err := demand(shares, rate)
+				if err != nil {
+					return registry.OpWork{}, err
+				}
+				sd.Run, sd.Cold = d.Run, cold
+				ow, _, _, err := reg.WorkFor(sd, m.Options)
+				return ow, err
+			}
 			out = append(out, countedPhase{
 				run: runLabel(r), model: m.Name, phase: name, needs: reg.Needs, measured: ph.Cost,
 				predicted: mixWork(ow, shares), ops: ow, shares: shares, unreliable: unreliable, messages: base.Messages(),
 				open: name == "traffic" && m.Traffic.Loop == results.LoopOpen, rate: ph.OpsPerSec, seconds: ph.Seconds,
 				saturated: name == "traffic" && m.Traffic.Open != nil && m.Traffic.Open.Saturated, workAt: workAt,
+				stepWork: stepWork,
 			})
 		}
 	}
@@ -357,13 +371,17 @@ func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, 
 				// fit, not the unit costs'; one that did not keep up is
 				// neither.
 				if c, ok := results.ProcessCPUOf(p.measured, p.seconds); ok && !p.saturated && r.Environment.CPUs > 0 {
-					below = append(below, belowSaturation{p, p.rate, float64(r.Environment.CPUs), c})
+					below = append(below, belowSaturation{p, p.ops, p.predicted, p.rate, float64(r.Environment.CPUs), c})
 				}
 			default:
 				phases = append(phases, p)
 			}
 		}
-		below = append(below, searchSteps(r, ps)...)
+		steps, err := searchSteps(r, ps)
+		if err != nil {
+			return nil, err
+		}
+		below = append(below, steps...)
 	}
 	cal, err := fitUnits(phases)
 	if err != nil {

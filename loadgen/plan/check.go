@@ -132,28 +132,19 @@ func searchedRates(r *results.Result, cal *results.Calibration, residualOf func(
 // that the traffic phase's warm-up started empty (PhaseCacheMixed): the
 // search's steps go on with that cache, and at a few thousand users most
 // readers first read it there. newest is the mix's share of newest
-// pages. At a rate tried, the reads the cache saw before the step (the
-// traffic's warm-up and phase, each step's warm-up and newest pages
-// before it) are taken as that many seconds at the rate's own newest
+// pages. At a rate tried, the reads the cache saw before the step
+// (stepReads) are taken as that many seconds at the rate's own newest
 // pages, so that each reader's chance of having read before is the
 // run's, and the step's span is its own. Nil when the search has no held
 // step at its best rate.
 func searchCold(r *results.Result, m *results.Model, newest float64) func(rate float64) registry.ColdStart {
-	t, s := m.Traffic, m.Traffic.Search
-	warm := runWarmup(r)
-	warmOps := float64(t.Total.WarmupOps)
-	if warmOps <= 0 {
-		warmOps = warm * t.Total.OpsPerSec
-	}
-	reads := (warmOps + float64(t.Total.Ops)) * newest
+	s := m.Traffic.Search
 	before := -1.0
-	for _, st := range s.Steps {
-		reads += warm * st.RatePerSec * newest
-		if st.Held && st.RatePerSec == s.BestPerSec {
+	for i, reads := range stepReads(r, m, newest) {
+		if st := s.Steps[i]; st.Held && st.RatePerSec == s.BestPerSec {
 			before = reads
 			break
 		}
-		reads += float64(st.Ops[workload.OpNewest].Ops)
 	}
 	span := s.StepSeconds
 	if before < 0 || !(newest > 0) || !(span > 0) {
@@ -162,6 +153,28 @@ func searchCold(r *results.Result, m *results.Model, newest float64) func(rate f
 	return func(rate float64) registry.ColdStart {
 		return registry.ColdStart{Warmup: before / (rate * newest), Span: span}
 	}
+}
+
+// stepReads are, for each step of m's rate search, the newest pages its
+// traffic had read before the step's measured seconds: the traffic
+// phase's warm-up and its own, each earlier step's warm-up and newest
+// pages, and the step's own warm-up (at its rate, newest being the mix's
+// share of newest pages).
+func stepReads(r *results.Result, m *results.Model, newest float64) []float64 {
+	t, s := m.Traffic, m.Traffic.Search
+	warm := runWarmup(r)
+	warmOps := float64(t.Total.WarmupOps)
+	if warmOps <= 0 {
+		warmOps = warm * t.Total.OpsPerSec
+	}
+	reads := (warmOps + float64(t.Total.Ops)) * newest
+	out := make([]float64, len(s.Steps))
+	for i, st := range s.Steps {
+		reads += warm * st.RatePerSec * newest
+		out[i] = reads
+		reads += float64(st.Ops[workload.OpNewest].Ops)
+	}
+	return out
 }
 
 // planWork is w as a plan shows it.

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/pushpull/pushpull/registry"
@@ -9,10 +10,16 @@ import (
 
 // belowSaturation is a design's traffic measured at a planned rate (an
 // open-loop traffic phase, or a step of a rate search): the counted
-// phase whose work it ran, the rate its operations ran at, the cores of
-// the box its processes shared, and the CPU each process used a second.
+// phase whose work it ran, the work per operation its design's cost model
+// predicts for it (ops of each kind, work for its mix: a step's at its
+// own rate and, on a cache its traffic started empty, with the reads
+// the cache had seen before it), the rate its operations ran at, the
+// cores of the box its processes shared, and the CPU each process used a
+// second.
 type belowSaturation struct {
 	p           countedPhase
+	ops         registry.OpWork
+	work        registry.Work
 	rate, cores float64
 	cpu         results.ProcessCPU
 }
@@ -20,28 +27,46 @@ type belowSaturation struct {
 // searchSteps are the steps of r's rate searches that measured each
 // process's CPU (results.RateStep.CPU) and kept up with their rate (no
 // errors, none missed, at least 90 % of the offered rate achieved), each
-// with the counted traffic phase of its design among ps, whose work a
-// step runs at its own rate.
-func searchSteps(r *results.Result, ps []countedPhase) []belowSaturation {
+// with the counted traffic phase of its design among ps and the work its
+// design's cost model predicts for the step: the traffic's mix at the
+// step's rate, and for a design whose traffic runs on a cache of its own
+// (registry.PhaseCacheMixed), with the newest pages that cache saw
+// before the step (stepReads).
+func searchSteps(r *results.Result, ps []countedPhase) ([]belowSaturation, error) {
 	var out []belowSaturation
 	if r.Environment.CPUs <= 0 {
-		return nil
+		return nil, nil
 	}
 	for _, p := range ps {
-		if p.phase != "traffic" || p.unreliable {
+		if p.phase != "traffic" || p.unreliable || p.stepWork == nil {
 			continue
 		}
 		m := r.Model(p.model)
 		if m == nil || !m.Traffic.Searched() {
 			continue
 		}
-		for _, st := range m.Traffic.Search.Steps {
-			if st.CPU != nil && st.AchievedPerSec > 0 && st.Errors == 0 && st.Missed == 0 && st.AchievedPerSec >= 0.9*st.OfferedPerSec {
-				out = append(out, belowSaturation{p, st.AchievedPerSec, float64(r.Environment.CPUs), *st.CPU})
+		reg, err := registry.Lookup(p.model)
+		if err != nil {
+			return nil, err
+		}
+		s, newest := m.Traffic.Search, p.shares[0]
+		before := stepReads(r, m, newest)
+		for i, st := range s.Steps {
+			if st.CPU == nil || !(st.AchievedPerSec > 0) || st.Errors != 0 || st.Missed != 0 || st.AchievedPerSec < 0.9*st.OfferedPerSec {
+				continue
 			}
+			var cold registry.ColdStart
+			if reg.Bench.Has(registry.PhaseCacheMixed) && newest > 0 && s.StepSeconds > 0 {
+				cold = registry.ColdStart{Warmup: before[i] / (st.AchievedPerSec * newest), Span: s.StepSeconds}
+			}
+			ow, err := p.stepWork(st.AchievedPerSec, cold)
+			if err != nil {
+				return nil, fmt.Errorf("plan: run %s: %s, rate step at %.0f a second: %w", r.Command, p.model, st.RatePerSec, err)
+			}
+			out = append(out, belowSaturation{p, ow, mixWork(ow, p.shares), st.AchievedPerSec, float64(r.Environment.CPUs), *st.CPU})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // fitIdle is the mean of the runs' idle CPU of each process
@@ -205,9 +230,9 @@ func fitWake(cal *results.Calibration, below []belowSaturation) *results.WakeCPU
 	}
 	var obsv []obs
 	for _, b := range below {
-		sat := designCPU(cal, residualOf(cal, b.p.model, b.p.messages), b.p.ops, b.p.shares, b.p.needs)
+		sat := designCPU(cal, residualOf(cal, b.p.model, b.p.messages), b.ops, b.p.shares, b.p.needs)
 		idle := idleCPU(cal, b.p.needs)
-		t := trips(b.p.predicted, b.p.needs)
+		t := trips(b.work, b.p.needs)
 		obsv = append(obsv, obs{
 			measured: [4]float64{b.cpu.DBUs, b.cpu.MCUs, b.cpu.RedisUs, b.cpu.AppUs},
 			base:     [4]float64{idle.db + b.rate*sat.db, idle.mc + b.rate*sat.mc, idle.rd + b.rate*sat.rd, idle.app + b.rate*sat.app},

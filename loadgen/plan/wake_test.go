@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pushpull/pushpull/internal/cost"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
 )
@@ -65,7 +66,7 @@ func TestWakeFromHandMadeSteps(t *testing.T) {
 			if u := boxBusy(&made, p.predicted, p.needs, sat, rate, 2, quiet.all()); math.Abs(u-(m.DBUs+m.MCUs+m.AppUs)/2e6) > 1e-9 || !(u > f) {
 				t.Fatalf("busy share %.6f at %.0f a second; its processes use %.6f of the cores", u, rate, (m.DBUs+m.MCUs+m.AppUs)/2e6)
 			}
-			below = append(below, belowSaturation{p, rate, 2, m})
+			below = append(below, belowSaturation{p, p.ops, p.predicted, rate, 2, m})
 		}
 		got := fitWake(cal, below)
 		if got == nil || got.Observations != 5 || math.Abs(got.DBStatementUs-want.DBStatementUs) > 1e-6 ||
@@ -267,5 +268,44 @@ func TestMachineIsTheRunsOne(t *testing.T) {
 	run.Environment.CPUModel = ""
 	if got, want := machine([]*results.Result{run}), results.LocalCPUModel(); !strings.HasSuffix(got, " "+want) {
 		t.Errorf("machine of a run that recorded no processor: %q, want this machine's %q", got, want)
+	}
+}
+
+// TestSearchStepsTakeTheirOwnWork: a rate search's steps are each
+// predicted at their own rate and, on a cache the traffic started empty,
+// with the reads it had seen before them. pull-client+memcache's steps
+// at 3,000 users read 336 to 396 rows an operation, its closed-loop
+// traffic before them 457: the page cache filled as the search went on.
+// Taken at the traffic's own work, every step would be predicted its
+// 462.
+func TestSearchStepsTakeTheirOwnWork(t *testing.T) {
+	r := quietRun(t, "validation-xeon-7", "runs", "uniform-3000", "pull-client+memcache")
+	ps, err := counted(r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := searchSteps(r, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.Model("pull-client+memcache")
+	if len(steps) != len(m.Traffic.Search.Steps) || len(steps) < 4 {
+		t.Fatalf("%d steps of %d kept", len(steps), len(m.Traffic.Search.Steps))
+	}
+	var traffic float64
+	for _, p := range ps {
+		if p.phase == "traffic" {
+			traffic = p.predicted.RowsRead
+		}
+	}
+	for i, b := range steps {
+		st := m.Traffic.Search.Steps[i]
+		measured := st.Cost[cost.RowsRead]
+		if got := b.work.RowsRead; math.Abs(got/measured-1) > 0.1 {
+			t.Errorf("step %d at %.0f a second: %.0f rows an operation predicted, %.0f measured", i, st.RatePerSec, got, measured)
+		}
+		if b.rate != st.AchievedPerSec || b.work.RowsRead >= traffic {
+			t.Errorf("step %d: rate %.0f, rows %.0f; the traffic's %.0f", i, b.rate, b.work.RowsRead, traffic)
+		}
 	}
 }
