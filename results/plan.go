@@ -176,6 +176,23 @@ type CPUFactors struct {
 	// than its runs' spread.
 	Messages     float64 `json:"messages,omitempty"`
 	SizeExponent float64 `json:"size_exponent,omitempty"`
+	// Open is what the design's traffic at a planned rate costs beyond
+	// its CPU at saturation: fitted on the steps of its rate searches
+	// (open-loop traffic below saturation, on a box its processes
+	// share), the CPU they used beyond the idle CPU and the wake-ups
+	// (Calibration.Wake) over the CPU the factors above predict for their
+	// work, a geometric mean. It multiplies the design's CPU wherever it
+	// runs at a rate a plan sets (OpenFactor). 0, a calibration made
+	// before it or a design without steps, is 1.
+	Open float64 `json:"open,omitempty"`
+}
+
+// OpenFactor is f.Open, 1 when it is 0.
+func (f CPUFactors) OpenFactor() float64 {
+	if f.Open == 0 {
+		return 1
+	}
+	return f.Open
 }
 
 // MaxSizeExponent bounds a CPU factor's size exponent: at 1 a design's
@@ -229,6 +246,7 @@ func (f *CPUFactors) UnmarshalJSON(b []byte) error {
 		Phases int             `json:"phases"`
 		Size   json.RawMessage `json:"messages"`
 		Exp    json.RawMessage `json:"size_exponent"`
+		Open   json.RawMessage `json:"open"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
@@ -239,7 +257,7 @@ func (f *CPUFactors) UnmarshalJSON(b []byte) error {
 		src json.RawMessage
 		def float64 // when not written: no residual, no growth
 	}{{&f.Newest, raw.Newest, 1}, {&f.Older, raw.Older, 1}, {&f.Post, raw.Post, 1}, {&f.Mix, raw.Mix, 1},
-		{&f.Messages, raw.Size, 0}, {&f.SizeExponent, raw.Exp, 0}} {
+		{&f.Messages, raw.Size, 0}, {&f.SizeExponent, raw.Exp, 0}, {&f.Open, raw.Open, 0}} {
 		if len(x.src) == 0 || string(x.src) == "null" {
 			*x.dst = x.def
 			continue
@@ -282,6 +300,10 @@ func (c *Calibration) Validate() error {
 			if !(x.v > 0) || math.IsInf(x.v, 0) {
 				return &FactorError{Model: name, Phase: x.phase, Value: x.v}
 			}
+		}
+		if f.Open < 0 || math.IsNaN(f.Open) || math.IsInf(f.Open, 0) {
+			return &FactorError{Model: name, Phase: "open", Value: f.Open,
+				Want: "a finite number above 0 (0: none fitted, read as 1)"}
 		}
 		if !(math.Abs(f.SizeExponent) <= MaxSizeExponent) {
 			return &FactorError{Model: name, Phase: "size exponent", Value: f.SizeExponent,
@@ -390,18 +412,27 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 		}
 		fmt.Fprintln(w, "  CPU factors: each design's measured CPU per operation over its work's at the unit costs above")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		sized := false
+		sized, open := false, false
 		for _, f := range c.Factors {
 			sized = sized || f.SizeExponent != 0
+			open = open || f.Open != 0
 		}
+		head := "    design\tnewest\tolder\tpost\tmix\t"
+		if open {
+			head += "at a rate\t"
+		}
+		head += "phases\t"
 		if sized {
-			fmt.Fprintln(tw, "    design\tnewest\tolder\tpost\tmix\tphases\tsize exponent\tat messages\t")
-		} else {
-			fmt.Fprintln(tw, "    design\tnewest\tolder\tpost\tmix\tphases\t")
+			head += "size exponent\tat messages\t"
 		}
+		fmt.Fprintln(tw, head)
 		for _, name := range slices.Sorted(maps.Keys(c.Factors)) {
 			f := c.Factors[name]
-			fmt.Fprintf(tw, "    %s\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t", name, f.Newest, f.Older, f.Post, f.Mix, f.Phases)
+			fmt.Fprintf(tw, "    %s\t%.2f\t%.2f\t%.2f\t%.2f\t", name, f.Newest, f.Older, f.Post, f.Mix)
+			if open {
+				fmt.Fprintf(tw, "%.2f\t", f.OpenFactor())
+			}
+			fmt.Fprintf(tw, "%d\t", f.Phases)
 			switch {
 			case f.SizeExponent != 0:
 				fmt.Fprintf(tw, "%+.3f\t%s\t", f.SizeExponent, fmtNum(f.Messages))
@@ -410,10 +441,13 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 			}
 			fmt.Fprintln(tw)
 		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if open {
+			fmt.Fprintln(w, "  at a rate: the CPU of the design's traffic at a planned rate (its rate searches' steps) over its CPU at saturation, beyond the idle CPU and wake-ups")
+		}
 		if sized {
-			if err := tw.Flush(); err != nil {
-				return err
-			}
 			fmt.Fprintln(w, "  a size exponent: at a store of M messages newest, older and post are times (M / at messages)^exponent")
 		}
 	}

@@ -172,3 +172,51 @@ func TestCPUFactorsAtSize(t *testing.T) {
 		t.Errorf("the calibration printed without its size exponent:\n%s", out.String())
 	}
 }
+
+// TestCPUFactorsOpen: a design's open factor is 1 when none was fitted;
+// a calibration whose open factor is negative or not a number is
+// refused by name; it survives a save and a load, and the calibration
+// prints it beside the other factors only when one was fitted.
+func TestCPUFactorsOpen(t *testing.T) {
+	if f := (CPUFactors{Newest: 1, Older: 1, Post: 1, Mix: 1}); f.OpenFactor() != 1 {
+		t.Errorf("no open factor reads as %v, want 1", f.OpenFactor())
+	}
+	for _, v := range []float64{-0.5, math.NaN(), math.Inf(1)} {
+		c := &Calibration{Factors: map[string]CPUFactors{"pull-client": {Newest: 1, Older: 1, Post: 1, Mix: 1, Open: v}}}
+		var fe *FactorError
+		if err := c.Validate(); !errors.As(err, &fe) || fe.Model != "pull-client" || fe.Phase != "open" {
+			t.Errorf("open factor %v: %v, want a FactorError for pull-client's open", v, err)
+		}
+	}
+	open := CPUFactors{Newest: 1, Older: 1, Post: 1, Mix: 1.2, Phases: 4, Open: 1.17}
+	flat := CPUFactors{Newest: 1, Older: 1, Post: 1, Mix: 1}
+	var before bytes.Buffer
+	if err := WriteCalibration(&before, &Calibration{Factors: map[string]CPUFactors{"push": flat}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(before.String(), "at a rate") {
+		t.Errorf("a calibration without open factors printed a column of them:\n%s", before.String())
+	}
+	dir := t.TempDir()
+	c := &Calibration{Version: CalibrationFormatVersion, DBRowReadUs: 1, Factors: map[string]CPUFactors{"pull-client": open, "push": flat}}
+	if err := SaveCalibration(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadCalibration(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Factors["pull-client"]; got != open {
+		t.Errorf("loaded back: %+v, want %+v", got, open)
+	}
+	if got := back.Factors["push"]; got != flat || got.OpenFactor() != 1 {
+		t.Errorf("loaded back without an open factor: %+v", got)
+	}
+	var out bytes.Buffer
+	if err := WriteCalibration(&out, back); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "at a rate") || !strings.Contains(s, "1.17") {
+		t.Errorf("the calibration printed without its open factor:\n%s", s)
+	}
+}

@@ -55,9 +55,10 @@ type countedPhase struct {
 	// (registry.Demand.SerialRowsPerSec) set to serial instead.
 	workAt func(serial float64) (registry.Work, error)
 	// stepWork, of a traffic phase, is the design's work per operation
-	// of each kind for the phase's mix at rate operations a second, its
-	// caches cold as cold says (a step of its rate search).
-	stepWork func(rate float64, cold registry.ColdStart) (registry.OpWork, error)
+	// of each kind for the phase's mix in step i of its rate search, at
+	// rate operations a second, after what the run did before the step
+	// (runHistories), its caches cold as cold says.
+	stepWork func(i int, rate float64, cold registry.ColdStart) (registry.OpWork, error)
 }
 
 // runLabel names a run in tables: its graph and users.
@@ -256,12 +257,15 @@ func counted(r *results.Result, serial float64) ([]countedPhase, error) {
 				ow, _, _, err := reg.WorkFor(d, m.Options)
 				return mixWork(ow, shares), err
 			}
-			stepWork := func(rate float64, cold registry.ColdStart) (registry.OpWork, error) {
+			stepWork := func(i int, rate float64, cold registry.ColdStart) (registry.OpWork, error) {
 				sd, err := demand(shares, rate)
 				if err != nil {
 					return registry.OpWork{}, err
 				}
 				sd.Run, sd.Cold = d.Run, cold
+				if h, ok := hist[stepPhase(i)]; ok {
+					sd.Run = &h
+				}
 				ow, _, _, err := reg.WorkFor(sd, m.Options)
 				return ow, err
 			}
@@ -371,7 +375,7 @@ func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, 
 				// fit, not the unit costs'; one that did not keep up is
 				// neither.
 				if c, ok := results.ProcessCPUOf(p.measured, p.seconds); ok && !p.saturated && r.Environment.CPUs > 0 {
-					below = append(below, belowSaturation{p, p.ops, p.predicted, p.rate, float64(r.Environment.CPUs), c})
+					below = append(below, belowSaturation{p, p.ops, p.predicted, p.rate, float64(r.Environment.CPUs), c, -1})
 				}
 			default:
 				phases = append(phases, p)
@@ -395,6 +399,7 @@ func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, 
 	cal.Factors = fitFactors(cal, phases)
 	cal.Idle = fitIdle(runs)
 	cal.Wake = fitWake(cal, below)
+	fitOpen(cal, below)
 	// How well the fit reproduces its own phases, on measured items.
 	var errs []float64
 	for _, p := range phases {

@@ -45,6 +45,9 @@ func check(runs []*results.Result, sources []string, cal *results.Calibration, c
 				continue
 			}
 			res := residualOf(p.model, p.messages)
+			if p.open {
+				res = res.planned() // at its rate
+			}
 			sat := designCPU(cal, res, p.ops, p.shares, p.needs)
 			row := results.PlanCheckRow{Run: p.run, Model: p.model, Phase: p.phase,
 				Measured: planWork(measuredWork(p.measured)), Predicted: planWork(p.predicted),

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -140,10 +141,17 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 			return nil, err
 		}
 		if s := t.Search; s != nil {
-			for _, st := range s.Steps {
-				reads += warm*st.RatePerSec*n + float64(st.Ops[workload.OpNewest].Ops)
-				posts += warm*st.RatePerSec*p + float64(st.Ops[workload.OpPost].Ops)
-				marked += (warm*st.RatePerSec*u + float64(st.Ops[workload.OpUnfollow].Ops)) / 2
+			for i, st := range s.Steps {
+				reads += warm * st.RatePerSec * n
+				posts += warm * st.RatePerSec * p
+				marked += warm * st.RatePerSec * half
+				own := registry.RunHistory{Reads: float64(st.Ops[workload.OpNewest].Ops), Posts: float64(st.Ops[workload.OpPost].Ops),
+					Unfollowed: float64(st.Ops[workload.OpUnfollow].Ops) / 2}
+				out[stepPhase(i)] = registry.RunHistory{ReadsBefore: reads, PostsBefore: posts, UnfollowedBefore: marked, AllRead: all,
+					Reads: own.Reads, Posts: own.Posts, Unfollowed: own.Unfollowed}
+				reads += own.Reads
+				posts += own.Posts
+				marked += own.Unfollowed
 			}
 		}
 		if c := t.Undone; c != nil {
@@ -162,6 +170,10 @@ func runHistories(r *results.Result, m *results.Model, reg registry.Model, work 
 	}
 	return out, nil
 }
+
+// stepPhase names step i of a rate search among runHistories' phases:
+// its warm-up and the steps before it come after the traffic phase.
+func stepPhase(i int) string { return fmt.Sprintf("step %d", i) }
 
 // warmupOps is how many operations a closed loop made in a warm-up of
 // warm seconds before n measured over secs: the w whose items, items(0,

@@ -189,7 +189,7 @@ func planDesign(w Workload, d registry.Demand, dc demandClasses, m registry.Mode
 	if err != nil {
 		return results.PlanDesign{}, &InputError{Field: "option", Reason: err.Error()}
 	}
-	rs := residualOf(cal, m.Name, w.Messages())
+	rs := residualOf(cal, m.Name, w.Messages()).planned()
 	pd := results.PlanDesign{Model: m.Name, Async: m.Traits.Has(registry.Async), Uncalibrated: !rs.measured}
 	perOp := mixWork(ow, shares)
 	c := designCPU(cal, rs, ow, shares, m.Needs)

@@ -130,6 +130,7 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 	if w.RTT == 0 {
 		w.RTT = LoopbackRTT
 	}
+	r = r.planned()
 	capacity := box.Cores * 1e6 // µs of CPU per second
 	slo := float64(w.SLO) / float64(time.Microsecond)
 	// at is the CPU per operation at rate and whether the p99 holds

@@ -30,9 +30,28 @@ type residual struct {
 	mix    float64
 	add    [opKinds]float64
 	addMix float64
+	// open is what the design's traffic at a planned rate costs over
+	// the rest (results.CPUFactors.Open); 0 is 1. planned applies it.
+	open float64
 	// measured: the calibration ran the design; a residual it did not
 	// measure is 1 and the plan says so.
 	measured bool
+}
+
+// planned is r at a rate a plan sets rather than at saturation: every
+// operation's CPU times r's open factor.
+func (r residual) planned() residual {
+	o := r.open
+	if o == 0 {
+		return r
+	}
+	for k := range opKinds {
+		r.factor[k] *= o
+		r.add[k] *= o
+	}
+	r.addMix *= o
+	r.open = 0
+	return r
 }
 
 // residualOf is model's residual in cal at a store of messages messages:
@@ -41,7 +60,7 @@ type residual struct {
 func residualOf(cal *results.Calibration, model string, messages float64) residual {
 	f, ok := cal.Factor(model)
 	f = f.At(messages)
-	return residual{factor: [opKinds]float64{f.Newest, f.Older, f.Post, 1, 1}, mix: f.Mix, measured: ok}
+	return residual{factor: [opKinds]float64{f.Newest, f.Older, f.Post, 1, 1}, mix: f.Mix, open: f.Open, measured: ok}
 }
 
 // noResidual is the unit costs alone.

@@ -15,13 +15,15 @@ import (
 // own rate and, on a cache its traffic started empty, with the reads
 // the cache had seen before it), the rate its operations ran at, the
 // cores of the box its processes shared, and the CPU each process used a
-// second.
+// second; step is the index of the step of a rate search it is among
+// its search's steps, -1 for an open-loop phase.
 type belowSaturation struct {
 	p           countedPhase
 	ops         registry.OpWork
 	work        registry.Work
 	rate, cores float64
 	cpu         results.ProcessCPU
+	step        int
 }
 
 // searchSteps are the steps of r's rate searches that measured each
@@ -29,7 +31,9 @@ type belowSaturation struct {
 // errors, none missed, at least 90 % of the offered rate achieved), each
 // with the counted traffic phase of its design among ps and the work its
 // design's cost model predicts for the step: the traffic's mix at the
-// step's rate, and for a design whose traffic runs on a cache of its own
+// step's rate after what the run did before it (a design whose state
+// follows its readers, push-active, has most of them active by then), and
+// for a design whose traffic runs on a cache of its own
 // (registry.PhaseCacheMixed), with the newest pages that cache saw
 // before the step (stepReads).
 func searchSteps(r *results.Result, ps []countedPhase) ([]belowSaturation, error) {
@@ -59,11 +63,11 @@ func searchSteps(r *results.Result, ps []countedPhase) ([]belowSaturation, error
 			if reg.Bench.Has(registry.PhaseCacheMixed) && newest > 0 && s.StepSeconds > 0 {
 				cold = registry.ColdStart{Warmup: before[i] / (st.AchievedPerSec * newest), Span: s.StepSeconds}
 			}
-			ow, err := p.stepWork(st.AchievedPerSec, cold)
+			ow, err := p.stepWork(i, st.AchievedPerSec, cold)
 			if err != nil {
 				return nil, fmt.Errorf("plan: run %s: %s, rate step at %.0f a second: %w", r.Command, p.model, st.RatePerSec, err)
 			}
-			out = append(out, belowSaturation{p, ow, mixWork(ow, p.shares), st.AchievedPerSec, float64(r.Environment.CPUs), *st.CPU})
+			out = append(out, belowSaturation{p, ow, mixWork(ow, p.shares), st.AchievedPerSec, float64(r.Environment.CPUs), *st.CPU, i})
 		}
 	}
 	return out, nil
@@ -298,6 +302,59 @@ func fitWake(cal *results.Calibration, below []belowSaturation) *results.WakeCPU
 	return &results.WakeCPU{DBStatementUs: coef[0], MCCallUs: coef[1], RedisCallUs: coef[2], AppTripUs: coef[3],
 		DBExp: exp[0], MCExp: exp[1], RedisExp: exp[2], AppExp: exp[3], Observations: len(below)}
 }
+
+// fitOpen sets each design's open factor (results.CPUFactors.Open) in
+// cal, after its unit costs, factors, idle CPU and wake-ups, from the
+// steps of its rate searches among below (open-loop phases are left
+// out: most ran at rates far below saturation, where the idle CPU and
+// the wake-ups are most of what they cost): the geometric mean over the
+// steps of the CPU the design's processes used beyond their idle CPU and
+// their wake-ups at the box's measured busy share, over the CPU its
+// factors predict for the step's work at the step's rate. The processes
+// are taken together: the factors scale them alike (residual.op), so
+// what one process shows apart is how the factors share the CPU out,
+// not what the traffic costs. A design needs minOpenSteps steps; one the
+// calibration has no factors for, or with fewer steps, keeps none (1).
+func fitOpen(cal *results.Calibration, below []belowSaturation) {
+	logs := map[string][]float64{}
+	for _, b := range below {
+		if b.step < 0 {
+			continue
+		}
+		if _, ok := cal.Factors[b.p.model]; !ok {
+			continue
+		}
+		sat := designCPU(cal, residualOf(cal, b.p.model, b.p.messages), b.ops, b.p.shares, b.p.needs)
+		u := b.cpu.All() / (b.cores * 1e6)
+		beyond := idleCPU(cal, b.p.needs).add(wakeCPU(cal, b.work, b.p.needs, sleeping(cal.Wake, everywhere(u))).scale(b.rate))
+		used := b.cpu.DBUs + b.cpu.AppUs
+		if b.p.needs&registry.Memcached != 0 {
+			used += b.cpu.MCUs
+		}
+		if b.p.needs&registry.Redis != 0 {
+			used += b.cpu.RedisUs
+		}
+		if x, y := used-beyond.all(), b.rate*sat.all(); x > 0 && y > 0 {
+			logs[b.p.model] = append(logs[b.p.model], math.Log(x/y))
+		}
+	}
+	for model, ls := range logs {
+		if len(ls) < minOpenSteps {
+			continue
+		}
+		var sum float64
+		for _, l := range ls {
+			sum += l
+		}
+		f := cal.Factors[model]
+		f.Open = math.Exp(sum / float64(len(ls)))
+		cal.Factors[model] = f
+	}
+}
+
+// minOpenSteps is how many steps of a design's rate searches fitOpen
+// needs: one step alone is one rate's noise.
+const minOpenSteps = 3
 
 // wakeSpread is the busy share at or above which fitWake needs two
 // observations of a process to fit its sleep exponent; with fewer (runs
