@@ -185,6 +185,22 @@ type CPUFactors struct {
 	// runs at a rate a plan sets (OpenFactor). 0, a calibration made
 	// before it or a design without steps, is 1.
 	Open float64 `json:"open,omitempty"`
+	// Saturation is the share of a box's cores the design's processes
+	// fill where its throughput stops rising, on a box they share, as in
+	// a benchmark run: the median busy share of the steps of its rate
+	// searches in the calibration that fell short of their offered rate
+	// (the cores not full, the design held back by something else: a
+	// single-threaded server, locks, the kernel's share of each round
+	// trip), at least two of them. 0 (none measured) is 1.
+	Saturation float64 `json:"saturation,omitempty"`
+}
+
+// SaturationShare is f.Saturation, 1 when it is 0.
+func (f CPUFactors) SaturationShare() float64 {
+	if f.Saturation == 0 {
+		return 1
+	}
+	return f.Saturation
 }
 
 // OpenFactor is f.Open, 1 when it is 0.
@@ -247,6 +263,7 @@ func (f *CPUFactors) UnmarshalJSON(b []byte) error {
 		Size   json.RawMessage `json:"messages"`
 		Exp    json.RawMessage `json:"size_exponent"`
 		Open   json.RawMessage `json:"open"`
+		Sat    json.RawMessage `json:"saturation"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
@@ -257,7 +274,7 @@ func (f *CPUFactors) UnmarshalJSON(b []byte) error {
 		src json.RawMessage
 		def float64 // when not written: no residual, no growth
 	}{{&f.Newest, raw.Newest, 1}, {&f.Older, raw.Older, 1}, {&f.Post, raw.Post, 1}, {&f.Mix, raw.Mix, 1},
-		{&f.Messages, raw.Size, 0}, {&f.SizeExponent, raw.Exp, 0}, {&f.Open, raw.Open, 0}} {
+		{&f.Messages, raw.Size, 0}, {&f.SizeExponent, raw.Exp, 0}, {&f.Open, raw.Open, 0}, {&f.Saturation, raw.Sat, 0}} {
 		if len(x.src) == 0 || string(x.src) == "null" {
 			*x.dst = x.def
 			continue
@@ -300,6 +317,10 @@ func (c *Calibration) Validate() error {
 			if !(x.v > 0) || math.IsInf(x.v, 0) {
 				return &FactorError{Model: name, Phase: x.phase, Value: x.v}
 			}
+		}
+		if !(f.Saturation >= 0 && f.Saturation <= 1) {
+			return &FactorError{Model: name, Phase: "saturation", Value: f.Saturation,
+				Want: "a share of the cores, above 0 and at most 1 (0: none measured, read as 1)"}
 		}
 		if f.Open < 0 || math.IsNaN(f.Open) || math.IsInf(f.Open, 0) {
 			return &FactorError{Model: name, Phase: "open", Value: f.Open,
@@ -412,14 +433,18 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 		}
 		fmt.Fprintln(w, "  CPU factors: each design's measured CPU per operation over its work's at the unit costs above")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		sized, open := false, false
+		sized, open, saturated := false, false, false
 		for _, f := range c.Factors {
 			sized = sized || f.SizeExponent != 0
 			open = open || f.Open != 0
+			saturated = saturated || f.Saturation != 0
 		}
 		head := "    design\tnewest\tolder\tpost\tmix\t"
 		if open {
 			head += "at a rate\t"
+		}
+		if saturated {
+			head += "saturates at\t"
 		}
 		head += "phases\t"
 		if sized {
@@ -431,6 +456,9 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 			fmt.Fprintf(tw, "    %s\t%.2f\t%.2f\t%.2f\t%.2f\t", name, f.Newest, f.Older, f.Post, f.Mix)
 			if open {
 				fmt.Fprintf(tw, "%.2f\t", f.OpenFactor())
+			}
+			if saturated {
+				fmt.Fprintf(tw, "%.0f %%\t", 100*f.SaturationShare())
 			}
 			fmt.Fprintf(tw, "%d\t", f.Phases)
 			switch {
@@ -446,6 +474,9 @@ func WriteCalibration(w io.Writer, c *Calibration) error {
 		}
 		if open {
 			fmt.Fprintln(w, "  at a rate: the CPU of the design's traffic at a planned rate (its rate searches' steps) over its CPU at saturation, beyond the idle CPU and wake-ups")
+		}
+		if saturated {
+			fmt.Fprintln(w, "  saturates at: the busy share of a box its processes share at which the design's throughput stopped rising (its rate searches' steps that fell short)")
 		}
 		if sized {
 			fmt.Fprintln(w, "  a size exponent: at a store of M messages newest, older and post are times (M / at messages)^exponent")

@@ -220,3 +220,38 @@ func TestCPUFactorsOpen(t *testing.T) {
 		t.Errorf("the calibration printed without its open factor:\n%s", s)
 	}
 }
+
+// TestCPUFactorsSaturation: a design's saturation share is 1 when none
+// was measured; one above 1, below 0 or not a number is refused by name;
+// it survives a save and a load and prints as a percentage.
+func TestCPUFactorsSaturation(t *testing.T) {
+	if f := (CPUFactors{Newest: 1, Older: 1, Post: 1, Mix: 1}); f.SaturationShare() != 1 {
+		t.Errorf("no saturation share reads as %v, want 1", f.SaturationShare())
+	}
+	for _, v := range []float64{-0.1, 1.2, math.NaN(), math.Inf(1)} {
+		c := &Calibration{Factors: map[string]CPUFactors{"push-redis": {Newest: 1, Older: 1, Post: 1, Mix: 1, Saturation: v}}}
+		var fe *FactorError
+		if err := c.Validate(); !errors.As(err, &fe) || fe.Model != "push-redis" || fe.Phase != "saturation" {
+			t.Errorf("saturation %v: %v, want a FactorError for push-redis's saturation", v, err)
+		}
+	}
+	f := CPUFactors{Newest: 1, Older: 1, Post: 1, Mix: 1.2, Phases: 4, Saturation: 0.83}
+	dir := t.TempDir()
+	if err := SaveCalibration(dir, &Calibration{Version: CalibrationFormatVersion, DBRowReadUs: 1, Factors: map[string]CPUFactors{"push-redis": f}}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadCalibration(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Factors["push-redis"]; got != f {
+		t.Errorf("loaded back: %+v, want %+v", got, f)
+	}
+	var out bytes.Buffer
+	if err := WriteCalibration(&out, back); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "saturates at") || !strings.Contains(s, "83 %") {
+		t.Errorf("the calibration printed without its saturation share:\n%s", s)
+	}
+}

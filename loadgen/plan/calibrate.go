@@ -400,6 +400,7 @@ func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, 
 	cal.Idle = fitIdle(runs)
 	cal.Wake = fitWake(cal, below)
 	fitOpen(cal, below)
+	fitSaturation(cal, runs)
 	// How well the fit reproduces its own phases, on measured items.
 	var errs []float64
 	for _, p := range phases {

@@ -36,9 +36,11 @@ type RateEstimate struct {
 	// fills there, with the servers' idle CPU.
 	CPUUs       float64
 	Utilization float64
-	// CeilingPerSec is the rate that would fill every core at that CPU
-	// per operation, or redis-server's one thread at its CPU per
-	// operation if that comes first.
+	// CeilingPerSec is the rate that would fill the cores the design
+	// can use (results.CPUFactors.Saturation: all of them, unless its
+	// throughput stopped rising short of that in the calibration) at
+	// that CPU per operation, or redis-server's one thread at its CPU
+	// per operation if that comes first.
 	CeilingPerSec float64
 	// CPUFactor is CPUUs without the wake-ups over what the work costs
 	// at the calibration's unit costs alone: the design's CPU factors
@@ -80,7 +82,11 @@ type RateEstimate struct {
 // the fixed point of both (boxBusy). How long the processes keep
 // sleeping as the cores fill is the calibration's sleep exponent per
 // process: while they do, the highest rate falls where an operation costs
-// more than in the closed loop the unit costs come from. A workload or box a plan cannot
+// more than in the closed loop the unit costs come from. At a planned
+// rate the design's CPU is also times its open factor
+// (results.CPUFactors.Open), and its processes fill at most its
+// saturation share of the cores (results.CPUFactors.Saturation): the
+// queue is that share of the box. A workload or box a plan cannot
 // be made with is an *InputError.
 func HighestRate(w Workload, cal *results.Calibration, model string, box Box) (RateEstimate, error) {
 	if err := cal.Validate(); err != nil {
@@ -131,7 +137,9 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 		w.RTT = LoopbackRTT
 	}
 	r = r.planned()
-	capacity := box.Cores * 1e6 // µs of CPU per second
+	// µs of CPU a second the design's processes can use: its cores, up to
+	// the busy share where its throughput stops rising.
+	capacity := box.Cores * 1e6 * r.saturationShare()
 	slo := float64(w.SLO) / float64(time.Microsecond)
 	// at is the CPU per operation at rate and whether the p99 holds
 	// there.
@@ -208,6 +216,6 @@ func highestRate(w Workload, d registry.Demand, dc demandClasses, m registry.Mod
 	if err != nil {
 		return RateEstimate{}, err
 	}
-	return RateEstimate{PerSec: lo, CPUUs: c.all(), Utilization: (lo*c.all() + quiet.all()) / capacity, CeilingPerSec: ceiling(c),
+	return RateEstimate{PerSec: lo, CPUUs: c.all(), Utilization: (lo*c.all() + quiet.all()) / (box.Cores * 1e6), CeilingPerSec: ceiling(c),
 		CPUFactor: sat.all() / units, RedisUs: c.rd, RedisUtilization: (lo*c.rd + quiet.rd) / 1e6}, nil
 }

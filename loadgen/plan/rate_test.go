@@ -46,6 +46,46 @@ func TestHighestRateByHand(t *testing.T) {
 	}
 }
 
+// TestHighestRateAtSaturationAndOpenFactor: a design whose throughput
+// stops rising with 80 % of the cores busy (results.CPUFactors.Saturation)
+// is queued on 80 % of them: the rate of TestHighestRateByHand times 0.8,
+// the box 0.8 times as busy. An open factor of 1.25 makes each operation
+// cost 125 µs at the rate, and the rate falls by as much.
+func TestHighestRateAtSaturationAndOpenFactor(t *testing.T) {
+	const cores = 2
+	u := 0.99
+	for range 200 {
+		u = 1 - math.Log(100*erlangCBySum(cores, u))*100/(cores*(50_000-100))
+	}
+	cal := &results.Calibration{AppOpUs: 100, Factors: map[string]results.CPUFactors{
+		"push": {Newest: 1, Older: 1, Post: 1, Mix: 1, Saturation: 0.8}}}
+	est, err := HighestRate(rateWorkload(), cal, "push", Box{Cores: cores, RTT: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 0.8 * u * cores * 1e6 / 100; math.Abs(est.PerSec-want) > 1e-3*want || math.Abs(est.Utilization-0.8*u) > 1e-3 ||
+		math.Abs(est.CeilingPerSec-0.8*cores*1e6/100) > 1e-6 {
+		t.Errorf("saturating at 80 %%: %+v; want %.1f ops/s, the cores %.4f busy", est, want, 0.8*u)
+	}
+	cal.Factors["push"] = results.CPUFactors{Newest: 1, Older: 1, Post: 1, Mix: 1, Open: 1.25}
+	est, err = HighestRate(rateWorkload(), cal, "push", Box{Cores: cores, RTT: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At 125 µs the queue's fixed point is its own.
+	u = 0.99
+	for range 200 {
+		u = 1 - math.Log(100*erlangCBySum(cores, u))*125/(cores*(50_000-125))
+	}
+	if want := u * cores * 1e6 / 125; math.Abs(est.PerSec-want) > 1e-3*want || math.Abs(est.CPUUs-125) > 1e-9 {
+		t.Errorf("with an open factor of 1.25: %+v; want %.1f ops/s at 125 µs", est, want)
+	}
+	cal.Factors["push"] = results.CPUFactors{Newest: 1, Older: 1, Post: 1, Mix: 1, Saturation: 1.2}
+	if _, err := HighestRate(rateWorkload(), cal, "push", Box{Cores: cores}); err == nil {
+		t.Error("a saturation share above 1 taken")
+	}
+}
+
 // erlangCBySum is Erlang's C formula as its textbook sum: with a = c·u,
 // (a^c/c!)/(1−u) over Σ_{k<c} a^k/k! + (a^c/c!)/(1−u).
 func erlangCBySum(c int, u float64) float64 {

@@ -33,6 +33,9 @@ type residual struct {
 	// open is what the design's traffic at a planned rate costs over
 	// the rest (results.CPUFactors.Open); 0 is 1. planned applies it.
 	open float64
+	// saturation is the share of a shared box's cores the design fills
+	// where its throughput stops rising (results.CPUFactors.Saturation).
+	saturation float64
 	// measured: the calibration ran the design; a residual it did not
 	// measure is 1 and the plan says so.
 	measured bool
@@ -60,11 +63,11 @@ func (r residual) planned() residual {
 func residualOf(cal *results.Calibration, model string, messages float64) residual {
 	f, ok := cal.Factor(model)
 	f = f.At(messages)
-	return residual{factor: [opKinds]float64{f.Newest, f.Older, f.Post, 1, 1}, mix: f.Mix, open: f.Open, measured: ok}
+	return residual{factor: [opKinds]float64{f.Newest, f.Older, f.Post, 1, 1}, mix: f.Mix, open: f.Open, saturation: f.SaturationShare(), measured: ok}
 }
 
 // noResidual is the unit costs alone.
-var noResidual = residual{factor: [opKinds]float64{1, 1, 1, 1, 1}, mix: 1}
+var noResidual = residual{factor: [opKinds]float64{1, 1, 1, 1, 1}, mix: 1, saturation: 1}
 
 // scale returns c with every process's CPU times f.
 func (c cpu) scale(f float64) cpu { return cpu{c.db * f, c.mc * f, c.rd * f, c.app * f} }
@@ -255,4 +258,13 @@ func fitSized(kinds [3][]sizedLog) results.CPUFactors {
 		f.Messages, f.SizeExponent = math.Exp(ref), e
 	}
 	return f
+}
+
+// saturationShare is r.saturation, 1 when it is 0 (a residual made by
+// hand).
+func (r residual) saturationShare() float64 {
+	if r.saturation == 0 {
+		return 1
+	}
+	return r.saturation
 }

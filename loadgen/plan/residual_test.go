@@ -227,7 +227,7 @@ func TestMissingDesignGetsOne(t *testing.T) {
 	cal := workCalibration()
 	delete(cal.Factors, "pull-sp")
 	r := residualOf(cal, "pull-sp", 0)
-	if r.measured || r != (residual{factor: noResidual.factor, mix: 1}) {
+	if r.measured || r != noResidual {
 		t.Errorf("pull-sp's residual %+v; want 1 everywhere, not measured", r)
 	}
 	w := Workload{Users: 10_000, NewestPerSec: 100, PostsPerSec: 5, Models: []string{"pull-sp", "push"}}

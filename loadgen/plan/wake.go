@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -351,6 +352,53 @@ func fitOpen(cal *results.Calibration, below []belowSaturation) {
 		cal.Factors[model] = f
 	}
 }
+
+// fitSaturation sets each design's saturation share
+// (results.CPUFactors.Saturation) in cal from the steps of its rate
+// searches in runs that fell short of their offered rate (achieved below
+// shortOfOffered of it, without errors): the median of the busy share of
+// the box their processes showed, every process measured counted. A
+// design with fewer than two such steps, or that cal has no factors
+// for, keeps none (1).
+func fitSaturation(cal *results.Calibration, runs []*results.Result) {
+	shares := map[string][]float64{}
+	for _, r := range runs {
+		if r.Environment.CPUs <= 0 {
+			continue
+		}
+		for i := range r.Models {
+			m := &r.Models[i]
+			if _, ok := cal.Factors[m.Name]; !ok || m.Traffic == nil || !m.Traffic.Searched() {
+				continue
+			}
+			for _, st := range m.Traffic.Search.Steps {
+				if st.CPU == nil || st.Errors != 0 || !(st.AchievedPerSec > 0) || st.AchievedPerSec >= shortOfOffered*st.OfferedPerSec {
+					continue
+				}
+				shares[m.Name] = append(shares[m.Name], math.Min(1, st.CPU.All()/(float64(r.Environment.CPUs)*1e6)))
+			}
+		}
+	}
+	for model, us := range shares {
+		if len(us) < 2 {
+			continue
+		}
+		slices.Sort(us)
+		med := us[len(us)/2]
+		if len(us)%2 == 0 {
+			med = (us[len(us)/2-1] + us[len(us)/2]) / 2
+		}
+		if med > 0 {
+			f := cal.Factors[model]
+			f.Saturation = med
+			cal.Factors[model] = f
+		}
+	}
+}
+
+// shortOfOffered is the share of its offered rate below which a rate
+// step did not keep up: the design saturated there.
+const shortOfOffered = 0.97
 
 // minOpenSteps is how many steps of a design's rate searches fitOpen
 // needs: one step alone is one rate's noise.
