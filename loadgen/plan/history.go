@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+
 	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
 	"github.com/pushpull/pushpull/results"
@@ -27,7 +28,8 @@ type phaseWork func(shares mixShares, rate float64, h registry.RunHistory) (regi
 // traffic's cursors (the same users, drawn from the run's seed: new
 // readers only when the older pages did not run), the mixed traffic (its warm-up, the measured
 // stretch, then each step of a rate search with its warm-up at the step's
-// rate), and last the posts. Newest pages, posts and the unfollows that
+// rate, each step a phase of its own named by stepPhase), and last the
+// posts. Newest pages, posts and the unfollows that
 // leave a mark are counted: the older pages read the users the walk read,
 // and the traffic puts back the follows it changed, but an unfollow of an
 // edge one of its follows had added stays marked where a store marks
