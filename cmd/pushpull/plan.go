@@ -85,8 +85,11 @@ passes below saturation (from runs at a planned rate: bench --cost
 --rate R, recommend's runs, or rate searches), which a low rate's
 servers need beside the work, and, from the steps of rate searches (bench
 --cost --find-rate), how much of the time each process still sleeps as
-the cores fill, which the highest rate within the objective carries;
-and the rows a second one connection reads running statements back to
+the cores fill, which the highest rate within the objective carries,
+and per design what its traffic costs at a planned rate over its closed
+loop (the open factor, which every planned rate carries) and the busy
+share of the cores at which its throughput stopped rising (the
+saturation share, which the highest rate carries); and the rows a second one connection reads running statements back to
 back, the pace of selective's flusher when a counted run outruns it,
 which a check of runs takes. --check DIR,... sets the model against saved
 runs and prints and plots predicted against measured: for every design
