@@ -272,15 +272,11 @@ func TestMachineIsTheRunsOne(t *testing.T) {
 	}
 }
 
-// TestSearchStepsTakeTheirOwnWork: a rate search's steps are each
-// predicted at their own rate and, on a cache the traffic started empty,
-// with the reads it had seen before them. pull-client+memcache's steps
-// at 3,000 users read 336 to 396 rows an operation, its closed-loop
-// traffic before them 457: the page cache filled as the search went on.
-// Taken at the traffic's own work, every step would be predicted its
-// 462.
-func TestSearchStepsTakeTheirOwnWork(t *testing.T) {
-	r := quietRun(t, "validation-xeon-7", "runs", "uniform-3000", "pull-client+memcache")
+// savedSteps are the counted phases, the model and the rate steps
+// (searchSteps) of design model's run at size in validation-xeon-7.
+func savedSteps(t *testing.T, size, model string) ([]countedPhase, *results.Model, []belowSaturation) {
+	t.Helper()
+	r := quietRun(t, "validation-xeon-7", "runs", size, model)
 	ps, err := counted(r, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +285,18 @@ func TestSearchStepsTakeTheirOwnWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := r.Model("pull-client+memcache")
+	return ps, r.Model(model), steps
+}
+
+// TestSearchStepsTakeTheirOwnWork: a rate search's steps are each
+// predicted at their own rate and, on a cache the traffic started empty,
+// with the reads it had seen before them. pull-client+memcache's steps
+// at 3,000 users read 336 to 396 rows an operation, its closed-loop
+// traffic before them 457: the page cache filled as the search went on.
+// Taken at the traffic's own work, every step would be predicted its
+// 462.
+func TestSearchStepsTakeTheirOwnWork(t *testing.T) {
+	ps, m, steps := savedSteps(t, "uniform-3000", "pull-client+memcache")
 	if len(steps) != len(m.Traffic.Search.Steps) || len(steps) < 4 {
 		t.Fatalf("%d steps of %d kept", len(steps), len(m.Traffic.Search.Steps))
 	}
@@ -321,16 +328,7 @@ func TestSearchStepsTakeTheirOwnWork(t *testing.T) {
 // operation for 49 on the uniform graph.)
 func TestSearchStepsTakeTheirHistory(t *testing.T) {
 	for _, g := range []string{"uniform-3000", "powerlaw-3000"} {
-		r := quietRun(t, "validation-xeon-7", "runs", g, "push-active")
-		ps, err := counted(r, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		steps, err := searchSteps(r, ps)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := r.Model("push-active")
+		_, m, steps := savedSteps(t, g, "push-active")
 		if len(steps) < 4 {
 			t.Fatalf("%s: %d steps of %d kept", g, len(steps), len(m.Traffic.Search.Steps))
 		}
