@@ -342,7 +342,10 @@ func cacheCalls(p countedPhase) (mc, rd float64) {
 // they grow with the size (fitSized). Phases at a planned rate (open loop, and the steps of rate
 // searches that kept up) fit no unit cost: with the runs' idle CPU they
 // fit each server's idle CPU (fitIdle) and the CPU of the wake-ups below
-// saturation (fitWake). First of all, the pace of one connection
+// saturation (fitWake); the rate steps then give each design's open
+// factor, what its traffic at a planned rate costs beyond those
+// (fitOpen), and its saturation share, the busy share of the cores at
+// which its throughput stopped rising (fitSaturation). First of all, the pace of one connection
 // (results.Calibration.SerialRowsPerSec) that the phases at saturation
 // whose rows it decides show (fitSerial): every phase is predicted at it.
 // sources name the runs.
