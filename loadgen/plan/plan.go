@@ -143,6 +143,7 @@ func Make(w Workload, cal *results.Calibration, command string) (*results.Plan, 
 		})
 	}
 	p.Assumptions = append(p.Assumptions, sizeAssumptions(cal, models, w.Messages())...)
+	p.Assumptions = append(p.Assumptions, openAssumptions(cal, models)...)
 	p.Verdict = recommend.Rank(cands, rate, w.SLO)
 	if p.Verdict.Best == "" {
 		// Rank names the closest by measured errors and p99; a plan has
@@ -178,6 +179,23 @@ func sizeAssumptions(cal *results.Calibration, models []registry.Model, messages
 			m.Name, f.SizeFactor(messages), dataset.Commas(int64(messages)), f.SizeExponent, dataset.Commas(int64(f.Messages))))
 	}
 	return out
+}
+
+// openAssumptions names the open factors (results.CPUFactors.Open) cal
+// gives models: a plan sets the rate, so each design's servers are sized
+// at its CPU at saturation times that factor.
+func openAssumptions(cal *results.Calibration, models []registry.Model) []string {
+	var named []string
+	for _, m := range models {
+		if f, ok := cal.Factor(m.Name); ok && f.Open != 0 {
+			named = append(named, fmt.Sprintf("%s ×%.2f", m.Name, f.Open))
+		}
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	return []string{"CPU at the planned rate: a design's CPU at saturation times its open factor, fitted on its rate steps in the calibration (" +
+		strings.Join(named, ", ") + "; 1 for the others)"}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -177,3 +177,37 @@ func TestPlanTakesSizeExponent(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanNamesOpenFactors: a plan whose calibration carries open
+// factors names each design's among its assumptions, since they scale
+// the servers it sizes; one without them says nothing of them.
+func TestPlanNamesOpenFactors(t *testing.T) {
+	w := Workload{Users: 100_000, NewestPerSec: 1000, PostsPerSec: 50, Models: []string{"pull-client", "push"}}
+	flat := DefaultCalibration()
+	open := DefaultCalibration()
+	f := open.Factors["pull-client"]
+	f.Open = 1.23
+	open.Factors["pull-client"] = f
+	a, err := Make(w, flat, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Make(w, open, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	for _, l := range b.Assumptions {
+		if strings.Contains(l, "open factor") {
+			said = append(said, l)
+		}
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "pull-client ×1.23") || strings.Contains(said[0], "push ×") {
+		t.Errorf("the plan's assumptions on open factors: %q, want one naming pull-client ×1.23 and not push", said)
+	}
+	for _, l := range a.Assumptions {
+		if strings.Contains(l, "open factor") {
+			t.Errorf("a plan without open factors says %q", l)
+		}
+	}
+}
