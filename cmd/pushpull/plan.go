@@ -89,8 +89,9 @@ the cores fill, which the highest rate within the objective carries,
 and per design what its traffic costs at a planned rate over its closed
 loop (the open factor, which every planned rate carries) and the busy
 share of the cores at which its throughput stopped rising (the
-saturation share, which the highest rate carries); and the rows a second one connection reads running statements back to
-back, the pace of selective's flusher when a counted run outruns it,
+saturation share, which the highest rate carries); and the rows a
+second one connection reads running statements back to back, the pace
+of selective's flusher when a counted run outruns it,
 which a check of runs takes. --check DIR,... sets the model against saved
 runs and prints and plots predicted against measured: for every design
 and phase of counted runs (pushpull bench --cost --mix default) the rows,
