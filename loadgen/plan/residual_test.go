@@ -231,16 +231,9 @@ func TestMissingDesignGetsOne(t *testing.T) {
 		t.Errorf("pull-sp's residual %+v; want 1 everywhere, not measured", r)
 	}
 	w := Workload{Users: 10_000, NewestPerSec: 100, PostsPerSec: 5, Models: []string{"pull-sp", "push"}}
-	p, err := Make(w, cal, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	old := *cal
 	old.Factors = nil
-	q, err := Make(w, &old, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, q := planBoth(t, w, cal, &old)
 	for i, d := range p.Designs {
 		units := q.Designs[i]
 		if math.Abs(units.CPUFactor-1) > 1e-9 || !units.Uncalibrated {

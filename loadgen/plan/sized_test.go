@@ -140,14 +140,7 @@ func TestPlanTakesSizeExponent(t *testing.T) {
 	f := sized.Factors["pull-client"]
 	f.Messages, f.SizeExponent = 1e5, 0.1
 	sized.Factors["pull-client"] = f
-	a, err := Make(w, flat, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Make(w, sized, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := planBoth(t, w, flat, sized)
 	// 100,000 users of 100 messages: 10^7 messages, 100 times the size
 	// the factors stand for.
 	want := math.Pow(100, 0.1)
@@ -188,14 +181,7 @@ func TestPlanNamesOpenFactors(t *testing.T) {
 	f := open.Factors["pull-client"]
 	f.Open = 1.23
 	open.Factors["pull-client"] = f
-	a, err := Make(w, flat, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Make(w, open, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := planBoth(t, w, flat, open)
 	var said []string
 	for _, l := range b.Assumptions {
 		if strings.Contains(l, "open factor") {
@@ -210,4 +196,18 @@ func TestPlanNamesOpenFactors(t *testing.T) {
 			t.Errorf("a plan without open factors says %q", l)
 		}
 	}
+}
+
+// planBoth is w planned with the calibration a and with b.
+func planBoth(t *testing.T, w Workload, a, b *results.Calibration) (*results.Plan, *results.Plan) {
+	t.Helper()
+	pa, err := Make(w, a, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := Make(w, b, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pa, pb
 }

@@ -114,14 +114,7 @@ func TestPlanCoresAtLowRate(t *testing.T) {
 	for _, rate := range []float64{300, 3_000_000} {
 		w := Workload{Users: 1000, NewestPerSec: 0.76 * rate, OlderPerSec: 0.2 * rate, PostsPerSec: 0.02 * rate, FollowsPerSec: 0.02 * rate,
 			Models: []string{"hybrid-memcached", "push-redis"}, SLO: time.Second}
-		without, err := Make(w, plain, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		with, err := Make(w, terms, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		without, with := planBoth(t, w, plain, terms)
 		for i, d := range with.Designs {
 			p := without.Designs[i]
 			util := 0.5
