@@ -783,6 +783,11 @@ type PlanRateRow struct {
 	// carries; Uncalibrated, the calibration did not run the design.
 	CPUFactor    float64 `json:"cpu_factor,omitempty"`
 	Uncalibrated bool    `json:"uncalibrated,omitempty"`
+	// Workload names what the run measured beyond Run's graph and users
+	// (its dataset's parameters, its traffic's mix and the design's
+	// options): rows alike in it, Run, Model, SLOMs and Cores are
+	// repeats of one measurement (PlanCheck.RepeatedRates).
+	Workload string `json:"workload,omitempty"`
 }
 
 // ErrorPct is the relative error of the predicted rate, in percent of
@@ -817,6 +822,93 @@ func (c *PlanCheck) RateSummary() (rows, within30 int) {
 		}
 	}
 	return rows, within30
+}
+
+// PlanRateRepeat is one design's highest rate within the objective on
+// one workload, measured by several runs: plan --validate
+// --validate-repeat, or plan --check given runs of the same workload.
+// Set against the median of the runs' rates, a prediction is checked
+// against the measurement rather than against one run's luck, and the
+// runs' spread says how closely the machine repeats itself, so how
+// closely any prediction can be checked on it.
+type PlanRateRepeat struct {
+	Run   string
+	Model string
+	SLOMs float64
+	Cores float64
+	// MeasuredPerSec are the runs' highest rates, lowest first (0: no
+	// step of that run held); PredictedPerSec the median of the
+	// predictions for them, which differ only where the runs' cache
+	// histories do.
+	MeasuredPerSec  []float64
+	PredictedPerSec float64
+}
+
+// MedianPerSec is the median of the runs' highest rates.
+func (r PlanRateRepeat) MedianPerSec() float64 { return median(r.MeasuredPerSec) }
+
+// ErrorPct is the relative error of the predicted rate, in percent of the
+// median measured.
+func (r PlanRateRepeat) ErrorPct() float64 { return relErrPct(r.PredictedPerSec, r.MedianPerSec()) }
+
+// Spread is the runs' highest rate over their lowest: 1 for a machine
+// that repeats itself exactly, +Inf when a run held no step.
+func (r PlanRateRepeat) Spread() float64 {
+	lo, hi := r.MeasuredPerSec[0], r.MeasuredPerSec[len(r.MeasuredPerSec)-1]
+	if lo == 0 {
+		return math.Inf(1)
+	}
+	return hi / lo
+}
+
+// median is the median of v, sorted.
+func median(v []float64) float64 { return (v[(len(v)-1)/2] + v[len(v)/2]) / 2 }
+
+// RepeatedRates gathers c's rate rows that repeat one measurement, the
+// same design on the same workload (Run and PlanRateRow.Workload) with the
+// same objective and cores, into one PlanRateRepeat each, in the order
+// they first appear; a measurement made once is left out.
+func (c *PlanCheck) RepeatedRates() []PlanRateRepeat {
+	type key struct {
+		run, model, workload string
+		slo, cores           float64
+	}
+	var keys []key
+	measured, predicted := map[key][]float64{}, map[key][]float64{}
+	for _, r := range c.Rates {
+		k := key{r.Run, r.Model, r.Workload, r.SLOMs, r.Cores}
+		if _, seen := measured[k]; !seen {
+			keys = append(keys, k)
+		}
+		measured[k] = append(measured[k], r.MeasuredPerSec)
+		predicted[k] = append(predicted[k], r.PredictedPerSec)
+	}
+	var out []PlanRateRepeat
+	for _, k := range keys {
+		if len(measured[k]) < 2 {
+			continue
+		}
+		out = append(out, PlanRateRepeat{Run: k.run, Model: k.model, SLOMs: k.slo, Cores: k.cores,
+			MeasuredPerSec:  slices.Sorted(slices.Values(measured[k])),
+			PredictedPerSec: median(slices.Sorted(slices.Values(predicted[k])))})
+	}
+	return out
+}
+
+// RepeatSummary counts c's repeated measurements (RepeatedRates), those
+// whose prediction is within 30% of their median, and those whose runs
+// spread by more than 30% (highest over lowest above 1.3).
+func (c *PlanCheck) RepeatSummary() (repeats, within30, spreadOver30 int) {
+	for _, r := range c.RepeatedRates() {
+		repeats++
+		if math.Abs(r.ErrorPct()) <= 30 {
+			within30++
+		}
+		if r.Spread() > 1.3 {
+			spreadOver30++
+		}
+	}
+	return repeats, within30, spreadOver30
 }
 
 // Summary counts the rows, those within 10% on items, those whose CPU was
@@ -886,7 +978,7 @@ func (c *PlanCheck) RunCPUOffsets() []RunCPUOffset {
 			p := &out[i].Phases[j]
 			v := slices.Sorted(slices.Values(ratios[key{out[i].Run, p.Phase}]))
 			p.Designs = len(v)
-			p.Median = (v[(len(v)-1)/2] + v[len(v)/2]) / 2
+			p.Median = median(v)
 		}
 	}
 	return out
@@ -1036,7 +1128,39 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 		return err
 	}
 	rn, rw := c.RateSummary()
-	_, err := fmt.Fprintf(w, "\nhighest rate within the objective (bench --find-rate; %s): %d of %d designs predicted within 30%%.\n", c.RateBasis, rw, rn)
+	if _, err := fmt.Fprintf(w, "\nhighest rate within the objective (bench --find-rate; %s): %d of %d designs predicted within 30%%.\n", c.RateBasis, rw, rn); err != nil {
+		return err
+	}
+	return writeRepeatedRates(w, c, pct)
+}
+
+// writeRepeatedRates prints c's RepeatedRates, if any: each prediction
+// against the median of its runs, and how far the runs spread.
+func writeRepeatedRates(w io.Writer, c *PlanCheck, pct func(float64) string) error {
+	repeats := c.RepeatedRates()
+	if len(repeats) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\tmodel\tp99 ≤\truns\tmeasured, lowest\tmedian\thighest\tspread\tpredicted\tpredicted / median\terror\t")
+	for _, r := range repeats {
+		ratio, spread := Dash, Dash
+		if m := r.MedianPerSec(); m > 0 {
+			ratio = fmt.Sprintf("%.2f", r.PredictedPerSec/m)
+		}
+		if s := r.Spread(); !math.IsInf(s, 0) {
+			spread = fmt.Sprintf("%.2f", s)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Run, r.Model, fmtMs(r.SLOMs), len(r.MeasuredPerSec),
+			fmtBestRate(r.MeasuredPerSec[0]), fmtBestRate(r.MedianPerSec()), fmtBestRate(r.MeasuredPerSec[len(r.MeasuredPerSec)-1]),
+			spread, fmtRate(r.PredictedPerSec, "ops/s"), ratio, pct(r.ErrorPct()))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	n, within, spread := c.RepeatSummary()
+	_, err := fmt.Fprintf(w, "\nthe same design and workload measured by several runs: %d of %d predicted within 30%% of their runs' median; the runs themselves spread by more than 30%% (highest over lowest) for %d.\n", within, n, spread)
 	return err
 }
 

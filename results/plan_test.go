@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,6 +53,57 @@ func TestPlanCheckRates(t *testing.T) {
 	img, err := png.DecodeConfig(f)
 	if err != nil || img.Width <= 3*img.Height {
 		t.Errorf("plot %dx%d (%v): want three panels side by side", img.Width, img.Height, err)
+	}
+}
+
+// TestPlanCheckRepeatedRates: rate rows of one design, workload,
+// objective and cores are one measurement repeated; the check sets their
+// median prediction against the median of their rates, counts them and
+// their spread, and prints them, while rows of another workload (here a
+// mix) or made once stay out; a check with no repeat prints no such
+// table.
+func TestPlanCheckRepeatedRates(t *testing.T) {
+	const u, w = "uniform, 3,000 users", "mix newest=76"
+	row := func(model, workload string, measured, predicted float64) PlanRateRow {
+		return PlanRateRow{Run: u, Model: model, SLOMs: 50, Cores: 2, Workload: workload, MeasuredPerSec: measured, PredictedPerSec: predicted}
+	}
+	c := &PlanCheck{Rates: []PlanRateRow{
+		row("push", w, 1000, 1210), row("pull-sp", w, 300, 500), row("push", w, 1400, 1190), row("push", w, 1100, 1200),
+		row("pull-sp", w, 0, 510), row("push", "mix newest=50", 900, 1500), row("hybrid", w, 700, 720),
+	}}
+	got := c.RepeatedRates()
+	if len(got) != 2 {
+		t.Fatalf("repeats %+v; want push's three runs and pull-sp's two", got)
+	}
+	push, sp := got[0], got[1]
+	if push.Model != "push" || !slices.Equal(push.MeasuredPerSec, []float64{1000, 1100, 1400}) || push.PredictedPerSec != 1200 ||
+		push.MedianPerSec() != 1100 || math.Abs(push.ErrorPct()-100.0/11) > 1e-9 || math.Abs(push.Spread()-1.4) > 1e-9 {
+		t.Errorf("push: %+v, median %v, error %v, spread %v; want 1,000 to 1,400 around 1,100, predicted 1,200 (+9.1%%), spread 1.4",
+			push, push.MedianPerSec(), push.ErrorPct(), push.Spread())
+	}
+	if sp.Model != "pull-sp" || sp.MedianPerSec() != 150 || sp.PredictedPerSec != 505 || !math.IsInf(sp.Spread(), 1) {
+		t.Errorf("pull-sp: %+v, median %v, spread %v; want 0 and 300 around 150, predicted 505, a run without a held step spreading without bound",
+			sp, sp.MedianPerSec(), sp.Spread())
+	}
+	if n, within, spread := c.RepeatSummary(); n != 2 || within != 1 || spread != 2 {
+		t.Errorf("summary %d repeats, %d within 30%%, %d spread over 30%%; want 2, 1, 2", n, within, spread)
+	}
+	var out bytes.Buffer
+	if err := WritePlanCheck(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"1,100 ops/s", "1.40", "1,200 ops/s", "1.09", "+9%", "none held", "1 of 2 predicted within 30% of their runs' median", "more than 30% (highest over lowest) for 2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	c.Rates = c.Rates[:2]
+	if err := WritePlanCheck(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "several runs") {
+		t.Errorf("a check without repeats printed a table of them:\n%s", out.String())
 	}
 }
 

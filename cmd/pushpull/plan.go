@@ -101,8 +101,10 @@ machine cost more or less in every phase shows there); for every design of runs
 that searched for their highest rate within the objective (bench
 --find-rate) that rate, predicted for the run's workload, mix, objective
 and CPUs, with the application and every server sharing the cores, and
-the CPU per operation predicted there, wake-ups included. --validate
-makes such a check here from nothing: the designs' (--models) mix at 100
+the CPU per operation predicted there, wake-ups included; runs of one
+design on one workload given together are one measurement repeated, and
+the check also sets the prediction against the median of their rates
+and shows how far they spread. --validate makes such a check here from nothing: the designs' (--models) mix at 100
 operations a second, then for each design on the uniform and the
 powerlaw graph a counted run with a rate search at each of
 --validate-scales, one right after the other (so a design's runs meet
@@ -113,9 +115,14 @@ under --out/validation/<time>. Calibrated at two scales or more, each
 design's CPU factors also take their growth with the data, where the
 runs show one clearer than their spread. At the default scales (1,000
 and 3,000 users) and phases of 2 s the candidates take about an hour;
-0.1,0.2,0.3 about a third more. --set gives the database of every run --validate or --calibrate
-makes a mariadbd option over the sandbox's: --set
-thread_handling=one-thread-per-connection runs it with MariaDB's own
+0.1,0.2,0.3 about a third more. --validate-repeat N makes each held-out
+run N times, one right after the other, and the check sets each
+design's prediction against the median of its N rates and prints how
+far they spread: on a machine that does not repeat itself, that spread
+bounds how closely any prediction can be checked (each repeat adds about
+half an hour for the candidates). --set gives the database of every run
+--validate or --calibrate makes a mariadbd option over the sandbox's:
+--set thread_handling=one-thread-per-connection runs it with MariaDB's own
 default instead of the sandbox's thread pool, and shows the stalls a
 thread per connection has under the rate searches' 64 operations in
 flight on a small box (see docs/plan.md).
@@ -136,6 +143,7 @@ func newPlanCmd() *cobra.Command {
 		calibrateFrom, check            []string
 		validateScales                  string
 		validateDuration                time.Duration
+		validateRepeat                  int
 		sets                            []string
 		quiet                           bool
 		priceCore, priceMemory, priceGB float64
@@ -163,8 +171,8 @@ func newPlanCmd() *cobra.Command {
 			if modes > 1 {
 				return usagef("--calibrate, --calibrate-from, --check and --validate go one at a time")
 			}
-			if !validate && (f.Changed("validate-scales") || f.Changed("validate-duration")) {
-				return usagef("--validate-scales and --validate-duration go with --validate")
+			if !validate && (f.Changed("validate-scales") || f.Changed("validate-duration") || f.Changed("validate-repeat")) {
+				return usagef("--validate-scales, --validate-duration and --validate-repeat go with --validate")
 			}
 			if len(sets) > 0 {
 				if !validate && !calibrate {
@@ -178,7 +186,7 @@ func newPlanCmd() *cobra.Command {
 				if f.Changed("calibration") {
 					return usagef("--validate fits and saves its own calibration, under --out; leave --calibration out")
 				}
-				v := validation{given: validateScales, phase: validateDuration, models: w.Models, slo: w.SLO, sets: sets, out: out, quiet: quiet}
+				v := validation{given: validateScales, phase: validateDuration, repeat: validateRepeat, models: w.Models, slo: w.SLO, sets: sets, out: out, quiet: quiet}
 				if err := v.check(); err != nil {
 					return err
 				}
@@ -365,6 +373,7 @@ func newPlanCmd() *cobra.Command {
 	f.BoolVar(&validate, "validate", false, "validate the model here: calibrate on counted runs with rate searches at all but the last of --validate-scales, then predict and measure the last, on the uniform and the powerlaw graph, and save the runs, the calibration and the check under --out/validation (--models: the designs; --slo: the rate searches' objective)")
 	f.StringVar(&validateScales, "validate-scales", "0.1,0.3", "--validate: the scales calibrated at and last the larger one held out, relative to the paper's size, increasing")
 	f.DurationVar(&validateDuration, "validate-duration", 2*time.Second, "--validate: each counted phase and each step of a rate search")
+	f.IntVar(&validateRepeat, "validate-repeat", 1, "--validate: the held-out runs made this many times each, one right after the other; the check sets each prediction against the median of a design's runs, and shows how far they spread")
 	f.StringArrayVar(&sets, "set", nil, "--validate, --calibrate: a mariadbd option for the sandbox of each of their runs, key=value (repeatable), e.g. --set thread_handling=one-thread-per-connection")
 	f.StringSliceVar(&check, "check", nil, "set the model against these saved runs (bench --cost: work and CPU per operation; bench --find-rate: highest rate within the objective) and save the table and plot under --out/check")
 	f.StringVar(&out, "out", "results/plans", "directory under which the plan's (or the check's) directory is made")

@@ -60,6 +60,9 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{"--validate", "--validate-scales", "0.1,x,0.3"}, `"x" is not a number`},
 		{[]string{"--validate", "--validate-scales", "0.1,20"}, "at most 10"},
 		{[]string{"--validate", "--validate-duration", "0s"}, "--validate-duration"},
+		{[]string{"--validate", "--validate-repeat", "0"}, "--validate-repeat 0: want 1 to 10"},
+		{[]string{"--validate", "--validate-repeat", "11"}, "want 1 to 10"},
+		{append([]string{"--validate-repeat", "2"}, rates...), "go with --validate"},
 		{[]string{"--validate", "--models", "nope"}, "nope"},
 		{[]string{"--validate", "--calibration", "/tmp/x"}, "leave --calibration out"},
 		{append([]string{"--validate-scales", "0.1,0.3"}, rates...), "go with --validate"},
@@ -204,11 +207,12 @@ func TestPlanCalibrateAndCheck(t *testing.T) {
 // model against the two it has not seen: work, CPU and the highest rate of
 // each design, all saved under --out/validation. Every run starts its
 // database with the mariadbd option --set gives (here MariaDB's thread
-// pool).
+// pool). --validate-repeat 2 makes each held-out run twice, one right
+// after the other, and the check sets the prediction against both.
 func TestPlanValidate(t *testing.T) {
 	out := t.TempDir()
 	r := run(t, nil, "plan", "--validate", "--validate-scales", "0.005,0.0075,0.01", "--validate-duration", "100ms",
-		"--models", "push", "--set", "thread_handling=pool-of-threads", "--out", out, "--quiet")
+		"--validate-repeat", "2", "--models", "push", "--set", "thread_handling=pool-of-threads", "--out", out, "--quiet")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -217,7 +221,8 @@ func TestPlanValidate(t *testing.T) {
 		t.Fatalf("want one validation directory, got %v (%v)", dirs, err)
 	}
 	dir := dirs[0]
-	for _, run := range []string{"rate-100", "uniform-50/push", "powerlaw-50/push", "uniform-75/push", "powerlaw-75/push", "uniform-100/push", "powerlaw-100/push"} {
+	for _, run := range []string{"rate-100", "uniform-50/push", "powerlaw-50/push", "uniform-75/push", "powerlaw-75/push", "uniform-100/push", "powerlaw-100/push",
+		"uniform-100-repeat-2/push", "powerlaw-100-repeat-2/push"} {
 		got, _ := filepath.Glob(filepath.Join(dir, "runs", run, "*", results.JSONFile))
 		if len(got) != 1 {
 			t.Errorf("runs/%s: %d saved runs, want 1", run, len(got))
@@ -252,29 +257,34 @@ func TestPlanValidate(t *testing.T) {
 		}
 		phases[row.Run]++
 	}
-	if len(phases) != 2 || phases["uniform, 100 users"] != 4 || phases["powerlaw, 100 users"] != 4 {
-		t.Errorf("checked phases by run %v, want push's four in each run at 100 users", phases)
+	if len(phases) != 2 || phases["uniform, 100 users"] != 8 || phases["powerlaw, 100 users"] != 8 {
+		t.Errorf("checked phases by run %v, want push's four in each of the two runs at 100 users", phases)
 	}
-	if len(c.Rates) != 2 {
-		t.Errorf("%d rates checked, want push's on both graphs", len(c.Rates))
+	if len(c.Rates) != 4 {
+		t.Errorf("%d rates checked, want push's in both runs on both graphs", len(c.Rates))
+	}
+	if reps := c.RepeatedRates(); len(reps) != 2 || len(reps[0].MeasuredPerSec) != 2 || len(reps[1].MeasuredPerSec) != 2 {
+		t.Errorf("repeated rates %+v: want push's two runs on each graph", reps)
 	}
 	for _, rate := range c.Rates {
 		if !(rate.MeasuredPerSec > 0) || !(rate.PredictedPerSec > 0) {
 			t.Errorf("rate row %+v: want measured and predicted", rate)
 		}
 	}
-	if !strings.Contains(r.stderr, "validation run 7 of 7: pushpull bench") {
+	if !strings.Contains(r.stderr, "validation run 9 of 9: pushpull bench") {
 		t.Errorf("no progress on stderr: %q", r.stderr)
 	}
 	// A design's held-out run follows its runs at the smaller scales on
 	// the same graph.
-	for i, want := range []string{"validation run 1 of 7: pushpull recommend --scale 0.005",
-		"validation run 2 of 7: pushpull bench", "--scale 0.005 --graph uniform --models push",
-		"validation run 3 of 7: pushpull bench", "--scale 0.0075 --graph uniform --models push",
-		"validation run 4 of 7: pushpull bench", "--scale 0.01 --graph uniform --models push",
-		"validation run 5 of 7: pushpull bench", "--scale 0.005 --graph powerlaw --models push",
-		"validation run 6 of 7: pushpull bench", "--scale 0.0075 --graph powerlaw --models push",
-		"validation run 7 of 7: pushpull bench", "--scale 0.01 --graph powerlaw --models push"} {
+	for i, want := range []string{"validation run 1 of 9: pushpull recommend --scale 0.005",
+		"validation run 2 of 9: pushpull bench", "--scale 0.005 --graph uniform --models push",
+		"validation run 3 of 9: pushpull bench", "--scale 0.0075 --graph uniform --models push",
+		"validation run 4 of 9: pushpull bench", "--scale 0.01 --graph uniform --models push",
+		"validation run 5 of 9: pushpull bench", "--scale 0.01 --graph uniform --models push",
+		"validation run 6 of 9: pushpull bench", "--scale 0.005 --graph powerlaw --models push",
+		"validation run 7 of 9: pushpull bench", "--scale 0.0075 --graph powerlaw --models push",
+		"validation run 8 of 9: pushpull bench", "--scale 0.01 --graph powerlaw --models push",
+		"validation run 9 of 9: pushpull bench", "--scale 0.01 --graph powerlaw --models push"} {
 		at := strings.Index(r.stderr, want)
 		if at < 0 {
 			t.Fatalf("progress line %d %q not on stderr, or out of order: %q", i, want, r.stderr)

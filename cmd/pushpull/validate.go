@@ -21,6 +21,10 @@ import (
 // is more than one machine loads and searches in a working day.
 const maxValidateScale = 10
 
+// maxValidateRepeat bounds --validate-repeat: each repeat adds about half
+// an hour for the candidates on a small box.
+const maxValidateRepeat = 10
+
 // validation is plan --validate: the model calibrated at one scale or
 // more and checked at a larger one it has not seen, on the uniform and
 // the power-law graph, every run made here and saved with the calibration
@@ -34,7 +38,9 @@ const maxValidateScale = 10
 //     below saturation give the processes' wake-ups;
 //   - runs/uniform-M/<design>, runs/powerlaw-M/<design> at the largest
 //     scale, the same run, made right after the design's runs at the
-//     smaller scales on the same graph: a design's runs are a minute or
+//     smaller scales on the same graph (and with --validate-repeat K,
+//     K−1 more under runs/uniform-M-repeat-2/<design> and on, right
+//     after it): a design's runs are a minute or
 //     two apart, where the machine's speed drifts by up to a fifth in an
 //     hour (so the design's CPU factors are fitted at the speed its
 //     held-out runs meet, and the check measures the model, not the
@@ -44,11 +50,14 @@ const maxValidateScale = 10
 //     their growth with the data, results.CPUFactors.SizeExponent);
 //   - check/: the model set against the runs at M (plan --check): rows
 //     and keys, CPU per operation, and the highest rate within the
-//     objective, predicted against measured, printed and plotted.
+//     objective, predicted against measured, printed and plotted; with
+//     repeats, each design's prediction also against the median of its
+//     runs' rates, and their spread (results.PlanCheck.RepeatedRates).
 type validation struct {
 	given  string        // --validate-scales
 	scales []float64     // the scales calibrated at, and last the one held out (check parses given)
 	phase  time.Duration // each counted phase and rate-search step
+	repeat int           // runs of each design at the held-out scale on each graph
 	models []string      // the designs; none: recommend's candidates
 	slo    time.Duration // the rate searches' objective
 	sets   []string      // mariadbd options of every run (--set)
@@ -81,6 +90,8 @@ func (v *validation) check() error {
 		return usagef("--validate-scales %s: want two scales or more, those calibrated at and last the larger one held out", given)
 	case v.users(v.scales[0]) < 10:
 		return usagef("--validate-scales %s: %d users at the smaller scale; want at least 10", given, v.users(v.scales[0]))
+	case v.repeat < 1 || v.repeat > maxValidateRepeat:
+		return usagef("--validate-repeat %d: want 1 to %d runs of each held-out measurement", v.repeat, maxValidateRepeat)
 	case v.phase <= 0:
 		return usagef("--validate-duration %v: want a duration above 0", v.phase)
 	case v.slo <= 0:
@@ -110,7 +121,7 @@ func (v validation) run(cmd *cobra.Command) error {
 	}
 	list := strings.Join(models, ",")
 	d, slo := v.phase.String(), v.slo.String()
-	step, steps := 0, 1+2*len(v.scales)*len(models)
+	step, steps := 0, 1+2*(len(v.scales)-1+v.repeat)*len(models)
 	progress := func() string { step++; return fmt.Sprintf("validation run %d of %d", step, steps) }
 	low, err := runPushpull(cmd, filepath.Join(dir, "runs", "rate-"+calibrationLowRate), progress(),
 		withSets(v.sets, "recommend", "--scale", strconv.FormatFloat(v.scales[0], 'g', -1, 64), "--rate", calibrationLowRate, "--duration", d, "--slo", slo, "--models", list)...)
@@ -123,16 +134,27 @@ func (v validation) run(cmd *cobra.Command) error {
 	for _, m := range models {
 		for _, graph := range []string{dataset.GraphUniform, dataset.GraphPowerLaw} {
 			for i, scale := range v.scales {
-				r, err := runPushpull(cmd, filepath.Join(dir, "runs", fmt.Sprintf("%s-%d", graph, v.users(scale)), m), progress(),
-					withSets(v.sets, "bench", "--cost", "--find-rate", "--slo", slo, "--step", d, "--mix", "default", "--duration", d, "--extra-duration", d,
-						"--scale", strconv.FormatFloat(scale, 'g', -1, 64), "--graph", graph, "--models", m)...)
-				if err != nil {
-					return err
+				held := i == len(v.scales)-1
+				times := 1
+				if held {
+					times = v.repeat
 				}
-				if i < len(v.scales)-1 {
-					calDirs = append(calDirs, r)
-				} else {
-					heldDirs = append(heldDirs, r)
+				for k := range times {
+					name := fmt.Sprintf("%s-%d", graph, v.users(scale))
+					if k > 0 {
+						name += fmt.Sprintf("-repeat-%d", k+1)
+					}
+					r, err := runPushpull(cmd, filepath.Join(dir, "runs", name, m), progress(),
+						withSets(v.sets, "bench", "--cost", "--find-rate", "--slo", slo, "--step", d, "--mix", "default", "--duration", d, "--extra-duration", d,
+							"--scale", strconv.FormatFloat(scale, 'g', -1, 64), "--graph", graph, "--models", m)...)
+					if err != nil {
+						return err
+					}
+					if held {
+						heldDirs = append(heldDirs, r)
+					} else {
+						calDirs = append(calDirs, r)
+					}
 				}
 			}
 		}

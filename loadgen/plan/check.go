@@ -113,7 +113,7 @@ func searchedRates(r *results.Result, cal *results.Calibration, residualOf func(
 		}
 		row := results.PlanRateRow{Run: runLabel(r), Model: m.Name, SLOMs: s.SLOMs, Cores: box.Cores,
 			MeasuredPerSec: s.BestPerSec, PredictedPerSec: est.PerSec, PredictedCPUUs: est.CPUUs, CeilingPerSec: est.CeilingPerSec,
-			CPUFactor: est.CPUFactor, Uncalibrated: !res.measured}
+			CPUFactor: est.CPUFactor, Uncalibrated: !res.measured, Workload: searchedWorkload(r, m)}
 		if cpu, ok := m.Traffic.Total.Cost.AllCPU(); ok && cpu > 0 {
 			row.MeasuredCPUUs = cpu
 			if m.Traffic.Loop == results.LoopClosed {
@@ -128,6 +128,17 @@ func searchedRates(r *results.Result, cal *results.Calibration, residualOf func(
 		out = append(out, row)
 	}
 	return out, nil
+}
+
+// searchedWorkload names what r's rate search of m measured beyond its
+// graph and users: the dataset's messages, followees, seed, graph file
+// and activity, the traffic's mix and loop, and the design's options, so
+// that only runs of one measurement count as its repeats
+// (results.PlanCheck.RepeatedRates).
+func searchedWorkload(r *results.Result, m *results.Model) string {
+	ds := r.Dataset
+	return fmt.Sprintf("%s %s; %d messages, %g followees a user, seed %d; %s; mix %s, %s loop; options %v",
+		ds.Graph, ds.GraphFile, ds.Messages, ds.AvgFollowees, ds.Seed, ds.Activity, m.Traffic.Mix, m.Traffic.Loop, m.Options)
 }
 
 // searchCold is the cold start of the step of m's rate search that held
