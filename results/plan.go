@@ -861,7 +861,7 @@ func (r PlanRateRepeat) Spread() float64 {
 	return hi / lo
 }
 
-// median is the median of v, sorted.
+// median is the median of v, which is sorted.
 func median(v []float64) float64 { return (v[(len(v)-1)/2] + v[len(v)/2]) / 2 }
 
 // RepeatedRates gathers c's rate rows that repeat one measurement, the

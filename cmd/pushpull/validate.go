@@ -40,11 +40,10 @@ const maxValidateRepeat = 10
 //     scale, the same run, made right after the design's runs at the
 //     smaller scales on the same graph (and with --validate-repeat K,
 //     K−1 more under runs/uniform-M-repeat-2/<design> and on, right
-//     after it): a design's runs are a minute or
-//     two apart, where the machine's speed drifts by up to a fifth in an
-//     hour (so the design's CPU factors are fitted at the speed its
-//     held-out runs meet, and the check measures the model, not the
-//     hour);
+//     after it): a design's runs are a minute or two apart, where the
+//     machine's speed drifts by up to a fifth in an hour (so the
+//     design's CPU factors are fitted at the speed its held-out runs
+//     meet, and the check measures the model, not the hour);
 //   - calibration/: fitted on rate-100 and the runs at the smaller
 //     scales alone (at two or more, each design's CPU factors also get
 //     their growth with the data, results.CPUFactors.SizeExponent);
