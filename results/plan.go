@@ -899,7 +899,12 @@ func (c *PlanCheck) RepeatedRates() []PlanRateRepeat {
 // whose prediction is within 30% of their median, and those whose runs
 // spread by more than 30% (highest over lowest above 1.3).
 func (c *PlanCheck) RepeatSummary() (repeats, within30, spreadOver30 int) {
-	for _, r := range c.RepeatedRates() {
+	return repeatSummary(c.RepeatedRates())
+}
+
+// repeatSummary is RepeatSummary of the repeated measurements reps.
+func repeatSummary(reps []PlanRateRepeat) (repeats, within30, spreadOver30 int) {
+	for _, r := range reps {
 		repeats++
 		if math.Abs(r.ErrorPct()) <= 30 {
 			within30++
@@ -1159,7 +1164,7 @@ func writeRepeatedRates(w io.Writer, c *PlanCheck, pct func(float64) string) err
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	n, within, spread := c.RepeatSummary()
+	n, within, spread := repeatSummary(repeats)
 	_, err := fmt.Fprintf(w, "\nthe same design and workload measured by several runs: %d of %d predicted within 30%% of their runs' median; the runs themselves spread by more than 30%% (highest over lowest) for %d.\n", within, n, spread)
 	return err
 }

@@ -97,23 +97,24 @@ runs and prints and plots predicted against measured: for every design
 and phase of counted runs (pushpull bench --cost --mix default) the rows,
 keys and commands and the CPU per operation, then by run and phase the
 median over the designs of measured over predicted CPU (a run whose
-machine cost more or less in every phase shows there); for every design of runs
-that searched for their highest rate within the objective (bench
+machine cost more or less in every phase shows there); for every design
+of runs that searched for their highest rate within the objective (bench
 --find-rate) that rate, predicted for the run's workload, mix, objective
 and CPUs, with the application and every server sharing the cores, and
 the CPU per operation predicted there, wake-ups included; runs of one
 design on one workload given together are one measurement repeated, and
 the check also sets the prediction against the median of their rates
-and shows how far they spread. --validate makes such a check here from nothing: the designs' (--models) mix at 100
-operations a second, then for each design on the uniform and the
-powerlaw graph a counted run with a rate search at each of
---validate-scales, one right after the other (so a design's runs meet
-the machine at the same speed), a calibration fitted on the runs at all
-but the last scale, and the runs at the last, which it has not seen,
-checked against it; the runs, the calibration and the check are saved
-under --out/validation/<time>. Calibrated at two scales or more, each
-design's CPU factors also take their growth with the data, where the
-runs show one clearer than their spread. At the default scales (1,000
+and shows how far they spread. --validate makes such a check here from
+nothing: the designs' (--models) mix at 100 operations a second, then
+for each design on the uniform and the powerlaw graph a counted run with
+a rate search at each of --validate-scales, one right after the other
+(so a design's runs meet the machine at the same speed), a calibration
+fitted on the runs at all but the last scale, and the runs at the
+last, which it has not seen, checked against it; the runs, the
+calibration and the check are saved under --out/validation/<time>.
+Calibrated at two scales or more, each design's CPU factors also take
+their growth with the data, where the runs show one clearer than their
+spread. At the default scales (1,000
 and 3,000 users) and phases of 2 s the candidates take about an hour;
 0.1,0.2,0.3 about a third more. --validate-repeat N makes each held-out
 run N times, one right after the other, and the check sets each

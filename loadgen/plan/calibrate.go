@@ -346,9 +346,9 @@ func cacheCalls(p countedPhase) (mc, rd float64) {
 // factor, what its traffic at a planned rate costs beyond those
 // (fitOpen), and its saturation share, the busy share of the cores at
 // which its throughput stopped rising (fitSaturation). First of all,
-// the pace of one connection
-// (results.Calibration.SerialRowsPerSec) that the phases at saturation
-// whose rows it decides show (fitSerial): every phase is predicted at it.
+// the pace of one connection (results.Calibration.SerialRowsPerSec) that
+// the phases at saturation whose rows it decides show (fitSerial): every
+// phase is predicted at it.
 // sources name the runs.
 func Calibrate(runs []*results.Result, sources []string) (*results.Calibration, error) {
 	var atSaturation []countedPhase
