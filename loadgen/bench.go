@@ -125,6 +125,10 @@ type BenchConfig struct {
 	// SearchSteps bounds the steps per model; 0 means
 	// openloop.DefaultSearchSteps.
 	SearchSteps int
+	// Confirm is how many times a search may re-run the lowest rate that
+	// failed before it ends there (openloop.SearchConfig.Confirm): 0
+	// means openloop.DefaultConfirm, -1 none.
+	Confirm int
 	// Probe, if set, runs a workload.Probe beside every model's traffic
 	// phase, over its measured stretch: posts whose visibility in their
 	// authors' followers' newest pages it times, then deletes. The result

@@ -261,7 +261,7 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 		}
 	}
 	sr, err := openloop.FindRate(ctx, openloop.SearchConfig{
-		SLO: b.cfg.SLO, Start: start, MaxSteps: b.cfg.SearchSteps, MaxErrorRate: workload.MaxErrorRate,
+		SLO: b.cfg.SLO, Start: start, MaxSteps: b.cfg.SearchSteps, Confirm: b.cfg.Confirm, MaxErrorRate: workload.MaxErrorRate,
 	}, func(ctx context.Context, rate float64) (openloop.Result, error) {
 		// Every step but the first starts on a settled box (settleBox).
 		var settled stepSettle
@@ -298,6 +298,13 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 	})
 	if err != nil {
 		return err
+	}
+	for _, st := range sr.Steps {
+		if st.Retry && st.Held {
+			b.logf("  re-ran %.0f/s, which had failed: it held (p99 %.1f ms), so the failure was transient", st.Rate, st.P99Ms)
+		} else if st.Retry {
+			b.logf("  re-ran %.0f/s, which had failed: it failed again (p99 %.1f ms)", st.Rate, st.P99Ms)
+		}
 	}
 	// A step's errors decide whether it held; they do not fail the run.
 	t.Search = searchResult(b.cfg.SLO, b.cfg.StepDuration, start, sr)
@@ -358,6 +365,9 @@ const DefaultSLO = 50 * time.Millisecond
 // stores sustain, short enough for eight steps per model.
 const DefaultStepDuration = 2 * time.Second
 
+// MaxConfirm bounds BenchConfig.Confirm: each re-run is one more step.
+const MaxConfirm = 10
+
 // ConfigError reports an invalid traffic setting of a benchmark run: the
 // open loop's error, as every one of these settings is the open loop's or
 // its rate search's.
@@ -380,6 +390,8 @@ func (c *BenchConfig) checkTraffic() error {
 		return bad("step duration", c.StepDuration, "want a length above 0")
 	case c.SearchSteps < 0 || c.SearchSteps > 100:
 		return bad("search steps", c.SearchSteps, "want 1 to 100")
+	case c.Confirm < -1 || c.Confirm > MaxConfirm:
+		return bad("confirm", c.Confirm, fmt.Sprintf("want 0 to %d re-runs, or -1 for none", MaxConfirm))
 	case c.Mix != nil && c.Mix.Empty():
 		return &workload.MixError{Spec: c.Mix.String(), Reason: "every weight is 0"}
 	}
@@ -434,7 +446,7 @@ func searchResult(slo, step time.Duration, start float64, sr openloop.SearchResu
 	for _, s := range sr.Steps {
 		out.Steps = append(out.Steps, results.RateStep{RatePerSec: s.Rate, OfferedPerSec: s.Offered, AchievedPerSec: s.Achieved,
 			P50Ms: s.P50Ms, P99Ms: s.P99Ms, P999Ms: s.P999Ms, Errors: s.Errors, Late: s.Late, Missed: s.Missed, Held: s.Held,
-			Ops: rateOps(s.Result)})
+			Retry: s.Retry, Ops: rateOps(s.Result)})
 	}
 	return out
 }

@@ -161,7 +161,7 @@ func phasesInOrder(t *testing.T, progress string) {
 func TestBenchRefusesBadTraffic(t *testing.T) {
 	spec, _ := dataset.PaperSpec().Scaled(0.002)
 	for _, cfg := range []BenchConfig{
-		{Rate: -1}, {MaxInFlight: -3}, {SLO: -time.Second}, {SearchSteps: -1}, {StepDuration: -time.Second},
+		{Rate: -1}, {MaxInFlight: -3}, {SLO: -time.Second}, {SearchSteps: -1}, {Confirm: -2}, {Confirm: MaxConfirm + 1}, {StepDuration: -time.Second},
 		{Rate: 10, Arrivals: "bursty"}, {Mix: &workload.Mix{}},
 	} {
 		cfg.DSN, cfg.Spec = "root@tcp(127.0.0.1:1)/", spec
@@ -546,5 +546,22 @@ func TestTrafficOlderCursorsAreFresh(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatalf("%s: no cursor to a page 2 among %d", m.Name, len(pool))
+	}
+}
+
+// TestSearchResultKeepsRetries: a step that re-ran a failed rate is marked
+// in the saved search, and the best rate is the search's.
+func TestSearchResultKeepsRetries(t *testing.T) {
+	sr := openloop.SearchResult{Best: 1000, Steps: []openloop.Step{
+		{Rate: 1000, Held: false}, {Rate: 500, Held: true}, {Rate: 1000, Held: true, Retry: true},
+	}}
+	got := searchResult(50*time.Millisecond, 2*time.Second, 1000, sr)
+	if got.BestPerSec != 1000 || len(got.Steps) != 3 {
+		t.Fatalf("search %+v", got)
+	}
+	for i, want := range []bool{false, false, true} {
+		if got.Steps[i].Retry != want {
+			t.Errorf("step %d: retry %v, want %v", i, got.Steps[i].Retry, want)
+		}
 	}
 }

@@ -163,6 +163,11 @@ type RateStep struct {
 	Late           int64   `json:"late"`
 	Missed         int64   `json:"missed"`
 	Held           bool    `json:"held"`
+	// Retry marks a step that re-ran a rate that had failed, to tell a
+	// failure of the rate from a transient one (the search's Confirm);
+	// when it held, the earlier step at that rate no longer bounds the
+	// search.
+	Retry bool `json:"retry,omitempty"`
 	// Ops are each operation type's figures in the step, by the names of
 	// the traffic's mix: the latency-against-offered-rate curve of each
 	// type. Absent from results that predate them.

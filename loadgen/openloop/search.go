@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -26,12 +27,20 @@ type SearchConfig struct {
 	MaxErrorRate float64
 	// MinRate: the search gives up below it; 0 means 1 operation/s.
 	MinRate float64
+	// Confirm is how many times the search may re-run the lowest rate
+	// that failed when it would otherwise end below it, to tell a
+	// failure of the rate from a transient one of the machine: a stall
+	// of a few tens of milliseconds anywhere in a step is its p99. A
+	// re-run that holds overturns the failure, and the search goes on
+	// above it. 0 means DefaultConfirm; -1 means none.
+	Confirm int
 }
 
 // Defaults of SearchConfig.
 const (
 	DefaultSearchSteps = 8
 	DefaultPrecision   = 0.1
+	DefaultConfirm     = 1
 )
 
 // Step is one run of a search.
@@ -43,7 +52,10 @@ type Step struct {
 	P50Ms, P99Ms, P999Ms float64
 	Errors, Late, Missed int64
 	Held                 bool
-	Result               Result
+	// Retry marks a step that re-ran a rate that had failed
+	// (SearchConfig.Confirm).
+	Retry  bool
+	Result Result
 }
 
 // SearchResult is the outcome of a search.
@@ -67,8 +79,12 @@ func (c SearchConfig) Held(r Result) bool {
 // each rate it tries. From c.Start it doubles the rate until a step fails
 // (or halves it until one holds), then bisects between the best rate that
 // held and the lowest that failed until they are within c.Precision, or
-// c.MaxSteps steps have run. Each step is a whole open-loop run, drained,
-// so that no backlog carries over into the next.
+// c.MaxSteps steps have run. Where it would end, it re-runs the lowest
+// rate that failed, up to c.Confirm times in all (not counted in
+// c.MaxSteps): if the re-run holds, that rate held, and the search goes
+// on between it and the next rate that failed above it, or doubles when
+// none did. Each step is a whole open-loop run, drained, so that no
+// backlog carries over into the next.
 func FindRate(ctx context.Context, c SearchConfig, step func(ctx context.Context, rate float64) (Result, error)) (SearchResult, error) {
 	if c.SLO <= 0 {
 		return SearchResult{}, &ConfigError{Field: "slo", Value: c.SLO.String(), Reason: "want a latency above 0"}
@@ -82,6 +98,14 @@ func FindRate(ctx context.Context, c SearchConfig, step func(ctx context.Context
 	if c.MaxSteps < 1 {
 		return SearchResult{}, &ConfigError{Field: "steps", Value: fmt.Sprint(c.MaxSteps), Reason: "want at least 1"}
 	}
+	switch {
+	case c.Confirm == 0:
+		c.Confirm = DefaultConfirm
+	case c.Confirm == -1:
+		c.Confirm = 0
+	case c.Confirm < -1:
+		return SearchResult{}, &ConfigError{Field: "confirm", Value: fmt.Sprint(c.Confirm), Reason: "want 0 or more re-runs, or -1 for none"}
+	}
 	if c.Precision <= 0 {
 		c.Precision = DefaultPrecision
 	}
@@ -89,40 +113,68 @@ func FindRate(ctx context.Context, c SearchConfig, step func(ctx context.Context
 		c.MinRate = 1
 	}
 	var out SearchResult
-	lo, hi := 0.0, math.Inf(1) // best held, lowest failed
-	rate := c.Start
-	for range c.MaxSteps {
+	lo := 0.0              // best held
+	var failed []float64   // the rates that failed and were not overturned
+	hi := func() float64 { // the lowest of them
+		if len(failed) == 0 {
+			return math.Inf(1)
+		}
+		return slices.Min(failed)
+	}
+	rate, retry := c.Start, false
+	steps, confirms := 0, 0
+	for {
 		r, err := step(ctx, rate)
 		if err != nil {
 			return out, err
 		}
 		s := Step{Rate: rate, Offered: r.OfferedPerSec(), Achieved: r.AchievedPerSec(),
-			Errors: r.Total.Errors, Late: r.Late, Missed: r.Missed, Held: c.Held(r), Result: r}
+			Errors: r.Total.Errors, Late: r.Late, Missed: r.Missed, Held: c.Held(r), Retry: retry, Result: r}
 		if h := r.Total.Latency; h != nil && h.TotalCount() > 0 {
 			v := h.ValueAtPercentiles([]float64{50, 99, 99.9})
 			s.P50Ms, s.P99Ms, s.P999Ms = float64(v[50])/1000, float64(v[99])/1000, float64(v[99.9])/1000
 		}
 		out.Steps = append(out.Steps, s)
-		if s.Held {
-			lo = max(lo, rate)
+		if retry {
+			confirms++
 		} else {
-			hi = min(hi, rate)
+			steps++
 		}
 		switch {
-		case math.IsInf(hi, 1):
+		case s.Held && retry:
+			failed = slices.Delete(failed, slices.Index(failed, rate), slices.Index(failed, rate)+1)
+			lo = max(lo, rate)
+		case s.Held:
+			lo = max(lo, rate)
+		case retry: // the failure stands: the search ends here
+			out.Best = lo
+			return out, nil
+		default:
+			failed = append(failed, rate)
+		}
+		retry = false
+		end := steps >= c.MaxSteps
+		switch h := hi(); {
+		case math.IsInf(h, 1):
 			rate *= 2
 		case lo == 0:
 			rate /= 2
 			if rate < c.MinRate {
 				return out, nil
 			}
-		case hi <= lo*(1+c.Precision):
-			out.Best = lo
-			return out, nil
+		case h <= lo*(1+c.Precision):
+			end = true
 		default:
-			rate = (lo + hi) / 2
+			rate = (lo + h) / 2
 		}
+		if !end {
+			continue
+		}
+		if h := hi(); confirms < c.Confirm && lo > 0 && h > lo && !math.IsInf(h, 1) {
+			rate, retry = h, true
+			continue
+		}
+		out.Best = lo
+		return out, nil
 	}
-	out.Best = lo
-	return out, nil
 }

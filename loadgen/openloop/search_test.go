@@ -91,10 +91,86 @@ func TestFindRateOnAFakeStore(t *testing.T) {
 
 func TestFindRateBadConfig(t *testing.T) {
 	step := func(context.Context, float64) (Result, error) { t.Fatal("ran"); return Result{}, nil }
-	for _, c := range []SearchConfig{{Start: 10}, {SLO: time.Second}, {SLO: time.Second, Start: -1}, {SLO: time.Second, Start: 1, MaxSteps: -2}} {
+	for _, c := range []SearchConfig{{Start: 10}, {SLO: time.Second}, {SLO: time.Second, Start: -1}, {SLO: time.Second, Start: 1, MaxSteps: -2}, {SLO: time.Second, Start: 1, Confirm: -2}} {
 		var ce *ConfigError
 		if _, err := FindRate(context.Background(), c, step); !errors.As(err, &ce) {
 			t.Errorf("%+v: got %v", c, err)
 		}
+	}
+}
+
+// TestFindRateConfirms: a failure the search would end at is re-run once
+// (SearchConfig.Confirm); a transient one, which the re-run does not
+// repeat, no longer bounds the search, and a steady one ends it as before.
+func TestFindRateConfirms(t *testing.T) {
+	const capacity = 1234.0
+	slo := 50 * time.Millisecond
+	// A store of the capacity whose first step stalls, whatever the rate.
+	stalled := func() func(context.Context, float64) (Result, error) {
+		first := true
+		return func(_ context.Context, rate float64) (Result, error) {
+			if first || rate > capacity {
+				first = false
+				return fakeResult(rate, 200*time.Millisecond), nil
+			}
+			return fakeResult(rate, 10*time.Millisecond), nil
+		}
+	}
+	plain, err := FindRate(context.Background(), SearchConfig{SLO: slo, Start: 1000, MaxSteps: 20, Confirm: -1}, stalled())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Best >= 1000 {
+		t.Fatalf("without confirming, the stall at 1,000/s should bound the search: best %v", plain.Best)
+	}
+	for _, s := range plain.Steps {
+		if s.Retry {
+			t.Fatalf("a step was re-run without confirming: %+v", s)
+		}
+	}
+	res, err := FindRate(context.Background(), SearchConfig{SLO: slo, Start: 1000, MaxSteps: 20}, stalled())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Best > capacity || res.Best < capacity/(1+DefaultPrecision) {
+		t.Fatalf("best %v, want within %.0f%% below %v: the stall was re-run and held", res.Best, 100*DefaultPrecision, capacity)
+	}
+	var retries []Step
+	for _, s := range res.Steps {
+		if s.Retry {
+			retries = append(retries, s)
+		}
+	}
+	if len(retries) != DefaultConfirm || retries[0].Rate != 1000 || !retries[0].Held {
+		t.Fatalf("re-run steps %+v, want the one at 1,000/s, held", retries)
+	}
+	// A steady store: the re-run fails as the step did, and the best rate
+	// is the plain search's, one step later.
+	steady := func(_ context.Context, rate float64) (Result, error) {
+		if rate <= capacity {
+			return fakeResult(rate, 10*time.Millisecond), nil
+		}
+		return fakeResult(rate, 200*time.Millisecond), nil
+	}
+	a, err := FindRate(context.Background(), SearchConfig{SLO: slo, Start: 100, MaxSteps: 20, Confirm: -1}, steady)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := FindRate(context.Background(), SearchConfig{SLO: slo, Start: 100, MaxSteps: 20, Confirm: 3}, steady)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := b.Steps[len(b.Steps)-1]
+	if b.Best != a.Best || len(b.Steps) != len(a.Steps)+1 || !last.Retry || last.Held || last.Rate <= b.Best {
+		t.Fatalf("steady store: best %v in %d steps (last %+v), without confirming %v in %d", b.Best, len(b.Steps), last, a.Best, len(a.Steps))
+	}
+	// The step budget ending the search does not skip the re-run: it
+	// raises the best rate to the rate re-run when that holds.
+	short, err := FindRate(context.Background(), SearchConfig{SLO: slo, Start: 1000, MaxSteps: 3}, stalled())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(short.Steps) != 4 || short.Best != 1000 {
+		t.Fatalf("3 steps and a re-run: best %v after %d steps", short.Best, len(short.Steps))
 	}
 }
