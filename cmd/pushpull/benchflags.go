@@ -107,8 +107,10 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.Float64Var(&b.rate, "rate", 0, "drive the traffic phase in an open loop at this many operations/s (implies --mix default), latency from each intended start; the same length as --mix's phase")
 	f.StringVar(&b.arrivals, "arrivals", string(openloop.Poisson), "open-loop arrivals: poisson (exponential gaps) or constant (evenly spaced)")
 	f.IntVar(&b.maxInFlight, "max-in-flight", openloop.DefaultWorkers, "open loop: most operations in flight at once (workers); later ones wait and that wait counts as latency")
-	f.BoolVar(&b.findRate, "find-rate", false, fmt.Sprintf("search each model for its highest rate at p99 ≤ --slo, in open-loop steps (implies --mix default); up to --search-steps steps of --step plus warm-up: about %v per model, %v more for the default models",
-		time.Duration(openloop.DefaultSearchSteps)*(loadgen.DefaultStepDuration+500*time.Millisecond), time.Duration(len(loadgen.DefaultBenchModels())*openloop.DefaultSearchSteps)*(loadgen.DefaultStepDuration+500*time.Millisecond)))
+	// The steps of a default search: its bisection and its re-runs.
+	const searchSteps = openloop.DefaultSearchSteps + openloop.DefaultConfirm
+	f.BoolVar(&b.findRate, "find-rate", false, fmt.Sprintf("search each model for its highest rate at p99 ≤ --slo, in open-loop steps (implies --mix default); up to --search-steps steps of --step and --confirm re-runs, plus warm-up: about %v per model, %v more for the default models",
+		time.Duration(searchSteps)*(loadgen.DefaultStepDuration+500*time.Millisecond), time.Duration(len(loadgen.DefaultBenchModels())*searchSteps)*(loadgen.DefaultStepDuration+500*time.Millisecond)))
 	f.DurationVar(&b.slo, "slo", loadgen.DefaultSLO, "--find-rate's objective: p99 latency of the mixed traffic, from intended starts")
 	f.DurationVar(&b.step, "step", loadgen.DefaultStepDuration, "--find-rate: measured length of each step")
 	f.IntVar(&b.searchSteps, "search-steps", openloop.DefaultSearchSteps, "--find-rate: most steps per model (each halves the interval the best rate lies in)")

@@ -141,11 +141,12 @@ func FindRate(ctx context.Context, c SearchConfig, step func(ctx context.Context
 			steps++
 		}
 		switch {
-		case s.Held && retry:
-			failed = slices.Delete(failed, slices.Index(failed, rate), slices.Index(failed, rate)+1)
-			lo = max(lo, rate)
 		case s.Held:
 			lo = max(lo, rate)
+			if retry { // the failure at rate is overturned
+				i := slices.Index(failed, rate)
+				failed = slices.Delete(failed, i, i+1)
+			}
 		case retry: // the failure stands: the search ends here
 			out.Best = lo
 			return out, nil
