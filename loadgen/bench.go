@@ -129,6 +129,12 @@ type BenchConfig struct {
 	// failed before it ends there (openloop.SearchConfig.Confirm): 0
 	// means openloop.DefaultConfirm, -1 none.
 	Confirm int
+	// MaxSteal is the share of the machine's CPU time a hypervisor may
+	// take during a search's step for its failure to count
+	// (openloop.SearchConfig.MaxSteal): a step that fails while more
+	// was stolen runs again. 0 means openloop.DefaultMaxSteal; 1 never
+	// re-runs.
+	MaxSteal float64
 	// Probe, if set, runs a workload.Probe beside every model's traffic
 	// phase, over its measured stretch: posts whose visibility in their
 	// authors' followers' newest pages it times, then deletes. The result

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -261,7 +262,8 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 		}
 	}
 	sr, err := openloop.FindRate(ctx, openloop.SearchConfig{
-		SLO: b.cfg.SLO, Start: start, MaxSteps: b.cfg.SearchSteps, Confirm: b.cfg.Confirm, MaxErrorRate: workload.MaxErrorRate,
+		SLO: b.cfg.SLO, Start: start, MaxSteps: b.cfg.SearchSteps, Confirm: b.cfg.Confirm, MaxSteal: b.cfg.MaxSteal,
+		MaxErrorRate: workload.MaxErrorRate,
 	}, func(ctx context.Context, rate float64) (openloop.Result, error) {
 		// Every step but the first starts on a settled box (settleBox).
 		var settled stepSettle
@@ -300,7 +302,9 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 		return err
 	}
 	for _, st := range sr.Steps {
-		if st.Retry && st.Held {
+		if st.Disturbed {
+			b.logf("  %.0f/s failed (p99 %.1f ms) while the hypervisor took %.0f%% of the CPUs' time, above %.0f%%: it ran again", st.Rate, st.P99Ms, 100*st.Result.Steal, 100*cmp.Or(b.cfg.MaxSteal, openloop.DefaultMaxSteal))
+		} else if st.Retry && st.Held {
 			b.logf("  re-ran %.0f/s, which had failed: it held (p99 %.1f ms), so the failure was transient", st.Rate, st.P99Ms)
 		} else if st.Retry {
 			b.logf("  re-ran %.0f/s, which had failed: it failed again (p99 %.1f ms)", st.Rate, st.P99Ms)
@@ -392,6 +396,8 @@ func (c *BenchConfig) checkTraffic() error {
 		return bad("search steps", c.SearchSteps, "want 1 to 100")
 	case c.Confirm < -1 || c.Confirm > MaxConfirm:
 		return bad("confirm", c.Confirm, fmt.Sprintf("want 0 to %d re-runs, or -1 for none", MaxConfirm))
+	case !(c.MaxSteal >= 0 && c.MaxSteal <= 1):
+		return bad("max steal", c.MaxSteal, "want a share of the CPUs' time, 0 to 1")
 	case c.Mix != nil && c.Mix.Empty():
 		return &workload.MixError{Spec: c.Mix.String(), Reason: "every weight is 0"}
 	}
@@ -434,9 +440,17 @@ func trafficFromOpen(mix workload.Mix, r openloop.Result) *results.Traffic {
 		Scheduled: r.Scheduled, Started: r.Started, Late: r.Late, Missed: r.Missed,
 		LateP50Ms: float64(late[50]) / 1000, LateP99Ms: float64(late[99]) / 1000, LateMaxMs: float64(r.Lateness.Max()) / 1000,
 		Service:      results.PhaseFromHistogram(r.Total.Service, r.Total.Ops, r.Total.Errors, r.Seconds),
-		PeakInFlight: r.PeakInFlight, PeakBacklog: r.PeakBacklog, Saturated: r.Saturated(),
+		PeakInFlight: r.PeakInFlight, PeakBacklog: r.PeakBacklog, Saturated: r.Saturated(), StealShare: stealOf(r),
 	}
 	return t
+}
+
+// stealOf is r's share of the machine's CPU time stolen, nil when unknown.
+func stealOf(r openloop.Result) *float64 {
+	if !r.StealKnown {
+		return nil
+	}
+	return &r.Steal
 }
 
 // searchResult records a rate search.
@@ -446,7 +460,7 @@ func searchResult(slo, step time.Duration, start float64, sr openloop.SearchResu
 	for _, s := range sr.Steps {
 		out.Steps = append(out.Steps, results.RateStep{RatePerSec: s.Rate, OfferedPerSec: s.Offered, AchievedPerSec: s.Achieved,
 			P50Ms: s.P50Ms, P99Ms: s.P99Ms, P999Ms: s.P999Ms, Errors: s.Errors, Late: s.Late, Missed: s.Missed, Held: s.Held,
-			Retry: s.Retry, Ops: rateOps(s.Result)})
+			Retry: s.Retry, StealShare: stealOf(s.Result), Disturbed: s.Disturbed, Ops: rateOps(s.Result)})
 	}
 	return out
 }

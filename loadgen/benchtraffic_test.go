@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -161,7 +162,7 @@ func phasesInOrder(t *testing.T, progress string) {
 func TestBenchRefusesBadTraffic(t *testing.T) {
 	spec, _ := dataset.PaperSpec().Scaled(0.002)
 	for _, cfg := range []BenchConfig{
-		{Rate: -1}, {MaxInFlight: -3}, {SLO: -time.Second}, {SearchSteps: -1}, {Confirm: -2}, {Confirm: MaxConfirm + 1}, {StepDuration: -time.Second},
+		{Rate: -1}, {MaxInFlight: -3}, {SLO: -time.Second}, {SearchSteps: -1}, {Confirm: -2}, {Confirm: MaxConfirm + 1}, {MaxSteal: -0.01}, {MaxSteal: 1.5}, {MaxSteal: math.NaN()}, {StepDuration: -time.Second},
 		{Rate: 10, Arrivals: "bursty"}, {Mix: &workload.Mix{}},
 	} {
 		cfg.DSN, cfg.Spec = "root@tcp(127.0.0.1:1)/", spec
@@ -554,14 +555,28 @@ func TestTrafficOlderCursorsAreFresh(t *testing.T) {
 func TestSearchResultKeepsRetries(t *testing.T) {
 	sr := openloop.SearchResult{Best: 1000, Steps: []openloop.Step{
 		{Rate: 1000, Held: false}, {Rate: 500, Held: true}, {Rate: 1000, Held: true, Retry: true},
+		{Rate: 2000, Held: false, Disturbed: true, Result: openloop.Result{Steal: 0.12, StealKnown: true}},
+		{Rate: 2000, Held: true, Retry: true, Result: openloop.Result{StealKnown: true}},
 	}}
 	got := searchResult(50*time.Millisecond, 2*time.Second, 1000, sr)
-	if got.BestPerSec != 1000 || len(got.Steps) != 3 {
+	if got.BestPerSec != 1000 || len(got.Steps) != 5 {
 		t.Fatalf("search %+v", got)
 	}
-	for i, want := range []bool{false, false, true} {
+	for i, want := range []bool{false, false, true, false, true} {
 		if got.Steps[i].Retry != want {
 			t.Errorf("step %d: retry %v, want %v", i, got.Steps[i].Retry, want)
 		}
+		if got.Steps[i].Disturbed != (i == 3) {
+			t.Errorf("step %d: disturbed %v", i, got.Steps[i].Disturbed)
+		}
+	}
+	// The steal is saved where it was read, as a measured 0 too, and
+	// left out where it was not.
+	if got.Steps[0].StealShare != nil || got.Steps[3].StealShare == nil || *got.Steps[3].StealShare != 0.12 || got.Steps[4].StealShare == nil || *got.Steps[4].StealShare != 0 {
+		t.Errorf("steal shares %v, %v, %v", got.Steps[0].StealShare, got.Steps[3].StealShare, got.Steps[4].StealShare)
+	}
+	b, err := json.Marshal(got.Steps[3])
+	if err != nil || !strings.Contains(string(b), `"steal_share":0.12`) || !strings.Contains(string(b), `"disturbed":true`) {
+		t.Errorf("saved step %s, %v", b, err)
 	}
 }

@@ -137,6 +137,12 @@ type OpenLoop struct {
 	// the offered rate. The latencies then describe a store past its
 	// capacity.
 	Saturated bool `json:"saturated"`
+	// StealShare is the share of the machine's CPU time, all its CPUs,
+	// that a hypervisor gave other machines over the measured stretch
+	// and the drain (0 to 1): time charged to no process, in which
+	// operations that wanted a CPU waited. Absent where it could not be
+	// read, and from results that predate it.
+	StealShare *float64 `json:"steal_share,omitempty"`
 }
 
 // RateSearch is the highest rate at which the mixed traffic's p99 latency,
@@ -168,6 +174,13 @@ type RateStep struct {
 	// when it held, the earlier step at that rate no longer bounds the
 	// search.
 	Retry bool `json:"retry,omitempty"`
+	// StealShare is the share of the machine's CPU time a hypervisor
+	// took over the step (as OpenLoop.StealShare); Disturbed marks a step
+	// that failed while it exceeded the search's bound
+	// (openloop.SearchConfig.MaxSteal): its failure did not count, and
+	// the next step re-ran its rate.
+	StealShare *float64 `json:"steal_share,omitempty"`
+	Disturbed  bool     `json:"disturbed,omitempty"`
 	// Ops are each operation type's figures in the step, by the names of
 	// the traffic's mix: the latency-against-offered-rate curve of each
 	// type. Absent from results that predate them.

@@ -43,6 +43,7 @@ type benchFlags struct {
 	rate                       float64
 	maxInFlight, searchSteps   int
 	confirm                    int
+	maxSteal                   float64
 	findRate                   bool
 	slo, step                  time.Duration
 	withVitess                 bool
@@ -115,6 +116,7 @@ func (b *benchFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&b.step, "step", loadgen.DefaultStepDuration, "--find-rate: measured length of each step")
 	f.IntVar(&b.searchSteps, "search-steps", openloop.DefaultSearchSteps, "--find-rate: most steps per model (each halves the interval the best rate lies in)")
 	f.IntVar(&b.confirm, "confirm", openloop.DefaultConfirm, fmt.Sprintf("--find-rate: where a search would end, re-run the lowest rate that failed, up to this many times per model (0 to %d; 0: never), each one more step: a re-run that holds shows the failure was a stall of the machine, not of the rate, and the search goes on above it", loadgen.MaxConfirm))
+	f.Float64Var(&b.maxSteal, "max-steal", 100*openloop.DefaultMaxSteal, fmt.Sprintf("--find-rate: a step that fails while the hypervisor gave more than this percentage of the CPUs' time to other machines (steal, which no process is charged for) runs again at once, at most %d times per model; above 0, at most 100 (100: never). Each step's steal is saved in result.json", openloop.MaxStealReruns))
 	f.DurationVar(&b.probeEvery, "probe-every", workload.DefaultProbeEvery, "with traffic (--mix, --rate, --find-rate): watch at most one post and one delete of the traffic per this interval, reading followers' newest pages until the post shows (post-to-visible time, ms, by the author's follower count; completeness, the share of pages that showed it) or the deleted post is gone (delete-to-gone time, ms); 0 watches nothing")
 	f.IntVar(&b.probeFollowers, "probe-followers", workload.DefaultProbeFollowers, "--probe-every: followers' pages read per watched post or delete (1 to 100)")
 	f.DurationVar(&b.visibleTimeout, "visible-timeout", workload.DefaultVisibleTimeout, "--probe-every: how long a page may take to show a post (else it is missing, lowering completeness) or to drop a deleted one (else it is still shown)")
@@ -243,6 +245,9 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 	if b.confirm < 0 || b.confirm > loadgen.MaxConfirm {
 		return usagef("--confirm %d: want 0..%d re-runs", b.confirm, loadgen.MaxConfirm)
 	}
+	if !(b.maxSteal > 0 && b.maxSteal <= 100) {
+		return usagef("--max-steal %g: want a percentage of the CPUs' time, above 0 and at most 100", b.maxSteal)
+	}
 	burst, err := b.checkBurst(cmd)
 	if err != nil {
 		return err
@@ -325,8 +330,8 @@ func (b *benchFlags) check(cmd *cobra.Command) error {
 		ReadRatio: b.readRatio, Durability: b.durability, Settings: settings, Options: options,
 		Mix: mix, Rate: b.rate, Arrivals: arr, MaxInFlight: b.maxInFlight,
 		FindRate: b.findRate, SLO: b.slo, StepDuration: b.step, SearchSteps: b.searchSteps,
-		Confirm: confirmOf(b.confirm),
-		Vitess:  b.withVitess, Shards: b.shards, HTTP: b.http, Probe: probe, Deletes: b.deletes, Burst: burst,
+		Confirm: confirmOf(b.confirm), MaxSteal: b.maxSteal / 100,
+		Vitess: b.withVitess, Shards: b.shards, HTTP: b.http, Probe: probe, Deletes: b.deletes, Burst: burst,
 	}
 	if !b.noLoadCache {
 		b.cfg.LoadCache, b.cfg.LoadCacheBytes = b.loadCache, int64(b.loadCacheGiB*(1<<30))

@@ -40,7 +40,7 @@ const (
 // recommendIgnored are bench flags that mean nothing to a recommendation:
 // it measures the traffic phase alone, every candidate for --duration, at
 // the planned rate.
-var recommendIgnored = []string{"extra-duration", "read-ratio", "find-rate", "step", "search-steps", "confirm", "cache-ttl", "slow-cap", "naive-cap",
+var recommendIgnored = []string{"extra-duration", "read-ratio", "find-rate", "step", "search-steps", "confirm", "max-steal", "cache-ttl", "slow-cap", "naive-cap",
 	"burst", "celebrity-posts", "lag-slo"}
 
 // mapSets are the flags the decision map sets itself, per cell.

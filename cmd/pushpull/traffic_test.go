@@ -92,7 +92,7 @@ func TestBenchBadTrafficFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--mix", "nonsense"}, {"--mix", "newest=-1"}, {"--mix", "newest=1,newest=2"}, {"--mix", "read=5"},
 		{"--mix", "newest=0"}, {"--rate", "-5"}, {"--rate", "NaN"}, {"--rate", "Inf"}, {"--arrivals", "bursty"},
-		{"--max-in-flight", "0"}, {"--slo", "0s"}, {"--step", "-1s"}, {"--search-steps", "0"}, {"--confirm", "-1"}, {"--confirm", "11"},
+		{"--max-in-flight", "0"}, {"--slo", "0s"}, {"--step", "-1s"}, {"--search-steps", "0"}, {"--confirm", "-1"}, {"--confirm", "11"}, {"--max-steal", "0"}, {"--max-steal", "101"}, {"--max-steal", "NaN"},
 		{"--mix", "newest=9,delete=1"}, {"--probe-every", "1s"}, {"--deletes", "-1"}, {"--deletes", "2000000"},
 		{"--mix", "default", "--probe-every", "1us"}, {"--mix", "default", "--probe-followers", "0"},
 		{"--mix", "default", "--visible-timeout", "0s"}, {"--mix", "default", "--probe-poll", "10s"},

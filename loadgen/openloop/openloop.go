@@ -45,6 +45,7 @@ package openloop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -53,6 +54,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/pushpull/pushpull/internal/hostcpu"
 )
 
 // Op performs one operation and says which kind it was, as an index into
@@ -223,6 +226,13 @@ type Result struct {
 	// Series is the measured stretch in buckets of Config.Bucket, by
 	// intended start; nil without buckets.
 	Series []Bucket
+	// Steal is the share of the machine's CPU time (all its CPUs) that
+	// a hypervisor took for other machines from the start of the
+	// measured stretch to the run's end (package hostcpu); StealKnown is
+	// false where it could not be read. Stolen time is charged to no
+	// process: operations that wanted a CPU meanwhile waited for it.
+	Steal      float64
+	StealKnown bool
 }
 
 // Bucket is the measured operations planned to start within one stretch
@@ -471,10 +481,13 @@ func Run(ctx context.Context, c Config, newOp func(worker int) Op) (Result, erro
 	defer drainEnd.Stop()
 	tick := time.NewTicker(time.Second) // progress only: the plan keeps its own time
 	defer tick.Stop()
+	var hostBefore hostcpu.Times
+	hostErr := errors.New("the measured stretch did not start")
 loop:
 	for {
 		select {
 		case <-measureAt.C:
+			hostBefore, hostErr = hostcpu.Read()
 			if c.OnMeasure != nil {
 				c.OnMeasure()
 			}
@@ -495,6 +508,10 @@ loop:
 		cancel()
 	}
 	<-workersDone
+	var hostAfter hostcpu.Times
+	if hostErr == nil {
+		hostAfter, hostErr = hostcpu.Read()
+	}
 
 	res := Result{
 		Name: c.Name, Rate: c.Rate, Arrivals: c.Arrivals, Workers: c.Workers,
@@ -502,6 +519,9 @@ loop:
 		Started: startedMeasured.Load(), PeakInFlight: peakInFlight.Load(), PeakBacklog: max(peakBacklog, 0),
 	}
 	res.Missed = res.Scheduled - res.Started
+	if hostErr == nil {
+		res.Steal, res.StealKnown = hostcpu.Share(hostBefore, hostAfter)
+	}
 	rec.mu.Lock()
 	res.Late, res.Lateness, res.Total, res.Kinds = rec.late, rec.lateness, rec.total, rec.kinds
 	res.SampleErrors = append(res.SampleErrors, rec.samples...)

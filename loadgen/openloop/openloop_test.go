@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pushpull/pushpull/internal/hostcpu"
 )
 
 // sleeper is an operation that takes d of service time.
@@ -137,6 +139,10 @@ func TestOpsCountAndKinds(t *testing.T) {
 	}
 	if w.Errors < 10 || r.Ops < 50 || r.Latency.TotalCount() != r.Ops {
 		t.Fatalf("read %d ops (%d latencies), write %d errors", r.Ops, r.Latency.TotalCount(), w.Errors)
+	}
+	// The machine's stolen CPU time is read where the kernel gives it.
+	if _, err := hostcpu.Read(); err == nil && (!res.StealKnown || res.Steal < 0 || res.Steal > 1) {
+		t.Fatalf("steal %v (known %v) on a machine whose CPU times can be read", res.Steal, res.StealKnown)
 	}
 }
 

@@ -3,6 +3,7 @@ package openloop
 import (
 	"context"
 	"errors"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,7 +92,8 @@ func TestFindRateOnAFakeStore(t *testing.T) {
 
 func TestFindRateBadConfig(t *testing.T) {
 	step := func(context.Context, float64) (Result, error) { t.Fatal("ran"); return Result{}, nil }
-	for _, c := range []SearchConfig{{Start: 10}, {SLO: time.Second}, {SLO: time.Second, Start: -1}, {SLO: time.Second, Start: 1, MaxSteps: -2}, {SLO: time.Second, Start: 1, Confirm: -2}} {
+	for _, c := range []SearchConfig{{Start: 10}, {SLO: time.Second}, {SLO: time.Second, Start: -1}, {SLO: time.Second, Start: 1, MaxSteps: -2}, {SLO: time.Second, Start: 1, Confirm: -2},
+		{SLO: time.Second, Start: 1, MaxSteal: -0.1}, {SLO: time.Second, Start: 1, MaxSteal: 1.5}, {SLO: time.Second, Start: 1, MaxSteal: math.NaN()}} {
 		var ce *ConfigError
 		if _, err := FindRate(context.Background(), c, step); !errors.As(err, &ce) {
 			t.Errorf("%+v: got %v", c, err)
@@ -172,5 +174,105 @@ func TestFindRateConfirms(t *testing.T) {
 	}
 	if len(short.Steps) != 4 || short.Best != 1000 {
 		t.Fatalf("3 steps and a re-run: best %v after %d steps", short.Best, len(short.Steps))
+	}
+}
+
+// TestFindRateStolen: a step that fails while the hypervisor took more
+// than MaxSteal of the CPUs' time does not count; its rate runs again at
+// once, at most MaxStealReruns times a search. A failure with little
+// stolen counts, and so does one once the re-runs are spent.
+func TestFindRateStolen(t *testing.T) {
+	const capacity = 1234.0
+	slo := 50 * time.Millisecond
+	// A store of the capacity whose steps fail while n of them are
+	// disturbed (steal share given), whatever the rate.
+	disturbed := func(n int, steal float64) func(context.Context, float64) (Result, error) {
+		return func(_ context.Context, rate float64) (Result, error) {
+			r := fakeResult(rate, 10*time.Millisecond)
+			if n > 0 || rate > capacity {
+				r = fakeResult(rate, 200*time.Millisecond)
+			}
+			r.StealKnown = true
+			if n > 0 {
+				n--
+				r.Steal = steal
+			}
+			return r, nil
+		}
+	}
+	cfg := SearchConfig{SLO: slo, Start: 1000, MaxSteps: 20, Confirm: -1}
+	res, err := FindRate(context.Background(), cfg, disturbed(1, 0.2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Best > capacity || res.Best < capacity/(1+DefaultPrecision) {
+		t.Fatalf("best %v, want within %.0f%% below %v: the disturbed step ran again and held", res.Best, 100*DefaultPrecision, capacity)
+	}
+	if s := res.Steps; !s[0].Disturbed || s[0].Held || !s[1].Retry || s[1].Rate != 1000 || !s[1].Held || s[1].Disturbed {
+		t.Fatalf("first steps %+v, %+v: want 1,000/s disturbed, then run again and held", s[0], s[1])
+	}
+	// The same failure with less stolen than the bound counts.
+	res, err = FindRate(context.Background(), cfg, disturbed(1, DefaultMaxSteal/2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Best >= 1000 || res.Steps[0].Disturbed || res.Steps[1].Retry {
+		t.Fatalf("steal below the bound: best %v, first steps %+v, %+v", res.Best, res.Steps[0], res.Steps[1])
+	}
+	// MaxSteal 1 never re-runs.
+	cfg.MaxSteal = 1
+	if res, err = FindRate(context.Background(), cfg, disturbed(1, 0.9)); err != nil || res.Best >= 1000 {
+		t.Fatalf("MaxSteal 1: best %v, %v", res.Best, err)
+	}
+	cfg.MaxSteal = 0
+	// A machine disturbed for longer than the re-runs: the failure after
+	// them counts, and the search ends below 1,000/s as a plain one.
+	res, err = FindRate(context.Background(), cfg, disturbed(MaxStealReruns+1, 0.2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range res.Steps {
+		if s.Disturbed {
+			n++
+		}
+	}
+	if n != MaxStealReruns || res.Best >= 1000 || res.Steps[MaxStealReruns].Rate != 1000 || res.Steps[MaxStealReruns].Disturbed {
+		t.Fatalf("%d disturbed steps, best %v: want %d, then the failure at 1,000/s counted", n, res.Best, MaxStealReruns)
+	}
+	// A re-run of a confirmation that is disturbed is a confirmation
+	// still: if it fails, the search ends there.
+	steps := 0
+	conf := func(_ context.Context, rate float64) (Result, error) {
+		steps++
+		r := fakeResult(rate, 10*time.Millisecond)
+		if rate > capacity {
+			r = fakeResult(rate, 200*time.Millisecond)
+		}
+		return r, nil
+	}
+	plain, err := FindRate(context.Background(), SearchConfig{SLO: slo, Start: 100, MaxSteps: 20, Confirm: -1}, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := plain.Steps[len(plain.Steps)-1].Rate // where the confirmation runs
+	k := 0
+	confDisturbed := func(ctx context.Context, rate float64) (Result, error) {
+		r, err := conf(ctx, rate)
+		if rate == last {
+			k++
+			if k == 2 { // the confirmation, disturbed
+				r.StealKnown, r.Steal = true, 0.3
+			}
+		}
+		return r, err
+	}
+	res, err = FindRate(context.Background(), SearchConfig{SLO: slo, Start: 100, MaxSteps: 20}, confDisturbed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := res.Steps[len(res.Steps)-2:]
+	if res.Best != plain.Best || len(res.Steps) != len(plain.Steps)+2 || !tail[0].Retry || !tail[0].Disturbed || !tail[1].Retry || tail[1].Disturbed || tail[1].Held {
+		t.Fatalf("a disturbed confirmation: best %v (plain %v), %d steps (plain %d), last two %+v", res.Best, plain.Best, len(res.Steps), len(plain.Steps), tail)
 	}
 }
