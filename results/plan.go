@@ -764,6 +764,14 @@ type PlanRateRow struct {
 	// above it ran, the search ran out of steps first).
 	MeasuredPerSec float64 `json:"measured_per_sec"`
 	FailedPerSec   float64 `json:"failed_per_sec,omitempty"`
+	// FailedSteal is the share of the machine's CPU time a hypervisor
+	// took during the step whose failure at FailedPerSec stood
+	// (RateStep.StealShare): time no process is charged for, in which
+	// the operations that wanted a CPU waited. A failure with much
+	// stolen may be the machine's, and the measured rate then too low.
+	// Absent when no failure bounds the rate, and for runs that predate
+	// it.
+	FailedSteal *float64 `json:"failed_steal_share,omitempty"`
 	// PredictedPerSec is the plan's highest rate; PredictedCPUUs the CPU
 	// per operation of the mix it predicts there, on every process, the
 	// wake-ups of processes that sleep at that busy share included, and
@@ -822,6 +830,45 @@ func (c *PlanCheck) RateSummary() (rows, within30 int) {
 		}
 	}
 	return rows, within30
+}
+
+// StealNoted is the share of stolen CPU time above which a check's text
+// counts a failed step as disturbed: the rate search's own bound
+// (openloop.DefaultMaxSteal).
+const StealNoted = 0.05
+
+// StealSummary says how much of the machine's CPU time a hypervisor took
+// in the failed steps that bounded c's measured rates (PlanRateRow.
+// FailedSteal): of the rows whose figure is known, how many lost more
+// than share, and how many of those, and of the rest, the prediction
+// missed by more than 30 %; median is the rows' median share.
+func (c *PlanCheck) StealSummary(share float64) (known, above, missedAbove, missedBelow int, median float64) {
+	var shares []float64
+	for _, r := range c.Rates {
+		if r.FailedSteal == nil {
+			continue
+		}
+		known++
+		shares = append(shares, *r.FailedSteal)
+		missed := math.Abs(r.ErrorPct()) > 30
+		switch {
+		case *r.FailedSteal > share:
+			above++
+			if missed {
+				missedAbove++
+			}
+		case missed:
+			missedBelow++
+		}
+	}
+	if known > 0 {
+		slices.Sort(shares)
+		median = shares[len(shares)/2]
+		if len(shares)%2 == 0 {
+			median = (shares[len(shares)/2-1] + median) / 2
+		}
+	}
+	return known, above, missedAbove, missedBelow, median
 }
 
 // PlanRateRepeat is one design's highest rate within the objective on
@@ -1112,7 +1159,7 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "run\tmodel\tp99 ≤\tmeasured\tlowest failed\tpredicted\tpredicted / measured\terror\tCPU µs/op\tCPU factor\tceiling\tcores busy, closed loop\t")
+	fmt.Fprintln(tw, "run\tmodel\tp99 ≤\tmeasured\tlowest failed\tsteal there\tpredicted\tpredicted / measured\terror\tCPU µs/op\tCPU factor\tceiling\tcores busy, closed loop\t")
 	for _, r := range c.Rates {
 		failed, ratio := Dash, Dash
 		if r.FailedPerSec > 0 {
@@ -1121,12 +1168,15 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 		if r.MeasuredPerSec > 0 {
 			ratio = fmt.Sprintf("%.2f", r.PredictedPerSec/r.MeasuredPerSec)
 		}
-		busy := Dash
+		busy, steal := Dash, Dash
 		if r.BusyShare > 0 {
 			busy = fmt.Sprintf("%.0f%%", 100*r.BusyShare)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Run, r.Model, fmtMs(r.SLOMs),
-			fmtBestRate(r.MeasuredPerSec), failed, fmtRate(r.PredictedPerSec, "ops/s"), ratio, pct(r.ErrorPct()),
+		if r.FailedSteal != nil {
+			steal = fmt.Sprintf("%.1f%%", 100**r.FailedSteal)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Run, r.Model, fmtMs(r.SLOMs),
+			fmtBestRate(r.MeasuredPerSec), failed, steal, fmtRate(r.PredictedPerSec, "ops/s"), ratio, pct(r.ErrorPct()),
 			cpuPair(r.MeasuredCPUUs, r.PredictedCPUUs), fmtFactor(r.CPUFactor, r.Uncalibrated), fmtRate(r.CeilingPerSec, "ops/s"), busy)
 	}
 	if err := tw.Flush(); err != nil {
@@ -1135,6 +1185,12 @@ func WritePlanCheck(w io.Writer, c *PlanCheck) error {
 	rn, rw := c.RateSummary()
 	if _, err := fmt.Fprintf(w, "\nhighest rate within the objective (bench --find-rate; %s): %d of %d designs predicted within 30%%.\n", c.RateBasis, rw, rn); err != nil {
 		return err
+	}
+	if known, above, missedAbove, missedBelow, median := c.StealSummary(StealNoted); known > 0 {
+		if _, err := fmt.Fprintf(w, "steal there: the share of the machine's CPU time a hypervisor gave other machines in the failed step that bounded a measured rate, charged to no process: %.1f%% at the median of %d; above %.0f%% in %d, of which %d missed by more than 30%%; %d of the other %d missed.\n",
+			100*median, known, 100*StealNoted, above, missedAbove, missedBelow, known-above); err != nil {
+			return err
+		}
 	}
 	return writeRepeatedRates(w, c, pct)
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -17,12 +18,13 @@ import (
 // summary counts those within 30%, and they are saved, loaded back and
 // drawn as a third panel.
 func TestPlanCheckRates(t *testing.T) {
+	steal := func(v float64) *float64 { return &v }
 	c := &PlanCheck{Version: PlanCheckFormatVersion, Runs: []string{"a"}, RateBasis: "2 cores",
 		Rows: []PlanCheckRow{{Run: "uniform, 1,000 users", Model: "push", Phase: "traffic",
 			Measured: PlanWork{RowsRead: 40}, Predicted: PlanWork{RowsRead: 42}, MeasuredCPUUs: 120, PredictedCPUUs: 110}},
 		Rates: []PlanRateRow{
-			{Run: "uniform, 1,000 users", Model: "push", SLOMs: 50, Cores: 2, MeasuredPerSec: 8000, FailedPerSec: 8800, PredictedPerSec: 10000, CeilingPerSec: 11000, PredictedCPUUs: 180, MeasuredCPUUs: 230, BusyShare: 0.914},
-			{Run: "uniform, 1,000 users", Model: "pull-sp", SLOMs: 50, Cores: 2, MeasuredPerSec: 1000, PredictedPerSec: 1400, CeilingPerSec: 1500, PredictedCPUUs: 1300},
+			{Run: "uniform, 1,000 users", Model: "push", SLOMs: 50, Cores: 2, MeasuredPerSec: 8000, FailedPerSec: 8800, PredictedPerSec: 10000, CeilingPerSec: 11000, PredictedCPUUs: 180, MeasuredCPUUs: 230, BusyShare: 0.914, FailedSteal: steal(0.12)},
+			{Run: "uniform, 1,000 users", Model: "pull-sp", SLOMs: 50, Cores: 2, MeasuredPerSec: 1000, FailedPerSec: 1100, FailedSteal: steal(0.02), PredictedPerSec: 1400, CeilingPerSec: 1500, PredictedCPUUs: 1300},
 			{Run: "uniform, 1,000 users", Model: "pull-client", SLOMs: 50, Cores: 2, PredictedPerSec: 300, CeilingPerSec: 600, PredictedCPUUs: 3000},
 		}}
 	if n, w := c.RateSummary(); n != 3 || w != 1 {
@@ -32,7 +34,8 @@ func TestPlanCheckRates(t *testing.T) {
 	if err := WritePlanCheck(&out, c); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"8,000", "8,800", "10,000", "1.25", "+25%", "1.40", "+40%", "none held", "230 / 180", "91%", "1 of 3 designs predicted within 30%", "2 cores"} {
+	for _, want := range []string{"8,000", "8,800", "10,000", "1.25", "+25%", "1.40", "+40%", "none held", "230 / 180", "91%", "1 of 3 designs predicted within 30%", "2 cores",
+		"12.0%", "2.0%", "7.0% at the median of 2; above 5% in 1, of which 0 missed by more than 30%; 1 of the other 1 missed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -42,7 +45,7 @@ func TestPlanCheckRates(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, err := LoadPlanCheck(dir)
-	if err != nil || len(back.Rates) != 3 || back.Rates[0] != c.Rates[0] || back.RateBasis != c.RateBasis {
+	if err != nil || len(back.Rates) != 3 || !reflect.DeepEqual(back.Rates, c.Rates) || back.RateBasis != c.RateBasis {
 		t.Fatalf("loaded %v: %+v", err, back)
 	}
 	f, err := os.Open(filepath.Join(dir, PlanCheckPNGFile))

@@ -125,6 +125,14 @@ func searchedRates(r *results.Result, cal *results.Calibration, residualOf func(
 				row.FailedPerSec = st.RatePerSec
 			}
 		}
+		// The steal of the failure that stood there: the last at that
+		// rate, a disturbed one only if none other ran.
+		for _, st := range s.Steps {
+			if !st.Held && st.RatePerSec == row.FailedPerSec && row.FailedPerSec > 0 && st.StealShare != nil &&
+				(!st.Disturbed || row.FailedSteal == nil) {
+				row.FailedSteal = st.StealShare
+			}
+		}
 		out = append(out, row)
 	}
 	return out, nil

@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/hostcpu"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/loadgen"
 	"github.com/pushpull/pushpull/loadgen/dataset"
+	"github.com/pushpull/pushpull/loadgen/openloop"
 	"github.com/pushpull/pushpull/loadgen/recommend"
 	"github.com/pushpull/pushpull/loadgen/workload"
 	"github.com/pushpull/pushpull/registry"
@@ -215,6 +217,30 @@ func TestCheckReadsRateSearches(t *testing.T) {
 				t.Errorf("%s step %d: memcached's CPU %.0f µs a second", name, i+1, p.MCUs)
 			}
 		}
+	}
+	// Each step's stolen CPU time is saved, and the check gives that of
+	// the failure that bounded each rate, where the kernel counts it.
+	if _, err := hostcpu.Read(); err == nil {
+		bounded := 0
+		for _, r := range c.Rates {
+			for i, st := range run.Model(r.Model).Traffic.Search.Steps {
+				if st.StealShare == nil || *st.StealShare < 0 || *st.StealShare > 1 {
+					t.Errorf("%s step %d: steal %v", r.Model, i+1, st.StealShare)
+				}
+			}
+			if r.FailedPerSec > 0 {
+				bounded++
+				if r.FailedSteal == nil {
+					t.Errorf("%s: no steal for its failure at %.0f/s", r.Model, r.FailedPerSec)
+				}
+			}
+		}
+		if bounded > 0 && !strings.Contains(table, fmt.Sprintf("at the median of %d;", bounded)) {
+			t.Errorf("the table does not sum up the steal of %d failures:\n%s", bounded, table)
+		}
+	}
+	if results.StealNoted != openloop.DefaultMaxSteal {
+		t.Errorf("the check counts steal above %v as disturbed, the search %v", results.StealNoted, openloop.DefaultMaxSteal)
 	}
 	n, _ := c.RateSummary()
 	if n != len(models) || !strings.Contains(table, fmt.Sprintf("%d of %d designs predicted within 30%%", func() int { _, w := c.RateSummary(); return w }(), n)) {
