@@ -303,7 +303,7 @@ func (b *bench) searchRate(ctx context.Context, m registry.Model, s timeline.Sto
 	}
 	for _, st := range sr.Steps {
 		if st.Disturbed {
-			b.logf("  %.0f/s failed (p99 %.1f ms) while the hypervisor took %.0f%% of the CPUs' time, above %.0f%%: it ran again", st.Rate, st.P99Ms, 100*st.Result.Steal, 100*cmp.Or(b.cfg.MaxSteal, openloop.DefaultMaxSteal))
+			b.logf("  %.0f/s failed (p99 %.1f ms) while the hypervisor took %.1f%% of the CPUs' time, above %.1f%%: it ran again", st.Rate, st.P99Ms, 100*st.Result.Steal, 100*cmp.Or(b.cfg.MaxSteal, openloop.DefaultMaxSteal))
 		} else if st.Retry && st.Held {
 			b.logf("  re-ran %.0f/s, which had failed: it held (p99 %.1f ms), so the failure was transient", st.Rate, st.P99Ms)
 		} else if st.Retry {

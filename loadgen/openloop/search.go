@@ -38,8 +38,10 @@ type SearchConfig struct {
 	// take during a step (Result.Steal) for its failure to count: a step
 	// that fails while more was stolen is marked Step.Disturbed and run
 	// again at once, at most MaxStealReruns times in a search (not
-	// counted in MaxSteps). 0 means DefaultMaxSteal; 1 never re-runs; a
-	// share below 0 or above 1 is a *ConfigError.
+	// counted in MaxSteps), unless it fell behind its plan by more than
+	// the stolen time explains: an overloaded step fails for its rate.
+	// 0 means DefaultMaxSteal; 1 never re-runs; a share below 0 or above
+	// 1 is a *ConfigError.
 	MaxSteal float64
 }
 
@@ -102,10 +104,10 @@ func (c SearchConfig) Held(r Result) bool {
 // c.MaxSteps): if the re-run holds, that rate held, and the search goes
 // on between it and the next rate that failed above it, or doubles when
 // none did. A step that fails while a hypervisor took more than
-// c.MaxSteal of the machine's CPU time is Disturbed: it is run again at
-// once, at most MaxStealReruns times in a search, and only the re-run
-// counts. Each step is a whole open-loop run, drained, so that no backlog
-// carries over into the next.
+// c.MaxSteal of the machine's CPU time, and not for want of capacity
+// (stolen), is Disturbed: it is run again at once, at most MaxStealReruns
+// times in a search, and only the re-run counts. Each step is a whole
+// open-loop run, drained, so that no backlog carries over into the next.
 func FindRate(ctx context.Context, c SearchConfig, step func(ctx context.Context, rate float64) (Result, error)) (SearchResult, error) {
 	if c.SLO <= 0 {
 		return SearchResult{}, &ConfigError{Field: "slo", Value: c.SLO.String(), Reason: "want a latency above 0"}
@@ -170,7 +172,7 @@ func FindRate(ctx context.Context, c SearchConfig, step func(ctx context.Context
 		if retry == first {
 			steps++
 		}
-		if !s.Held && r.StealKnown && r.Steal > c.MaxSteal && steals < MaxStealReruns {
+		if !s.Held && stolen(r, c.MaxSteal) && steals < MaxStealReruns {
 			// The machine's failure, maybe: run the rate again at
 			// once, for the same reason as this step if it was a
 			// re-run itself.
@@ -222,4 +224,14 @@ func FindRate(ctx context.Context, c SearchConfig, step func(ctx context.Context
 		out.Best = lo
 		return out, nil
 	}
+}
+
+// stolen reports whether a step that failed may have failed for the
+// hypervisor rather than for its rate: more than max of the machine's CPU
+// time was stolen during it, and its operations kept up with the plan
+// within what was stolen (none missed, and they completed at no less than
+// SaturationShare of the offered rate less the stolen share). A step that
+// fell further behind was overloaded whatever was stolen.
+func stolen(r Result, max float64) bool {
+	return r.StealKnown && r.Steal > max && r.Missed == 0 && r.AchievedPerSec() >= (SaturationShare-r.Steal)*r.OfferedPerSec()
 }

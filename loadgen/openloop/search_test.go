@@ -219,6 +219,29 @@ func TestFindRateStolen(t *testing.T) {
 	if res.Best >= 1000 || res.Steps[0].Disturbed || res.Steps[1].Retry {
 		t.Fatalf("steal below the bound: best %v, first steps %+v, %+v", res.Best, res.Steps[0], res.Steps[1])
 	}
+	// An overloaded step, its operations completing at half the offered
+	// rate, failed for its rate however much was stolen.
+	overloaded := func(_ context.Context, rate float64) (Result, error) {
+		r := fakeResult(rate, 10*time.Millisecond)
+		if rate > capacity {
+			r = fakeResult(rate, 200*time.Millisecond)
+			r.Seconds = 2
+		}
+		r.StealKnown, r.Steal = true, 0.2
+		return r, nil
+	}
+	if res, err = FindRate(context.Background(), cfg, overloaded); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Steps {
+		if s.Disturbed {
+			t.Fatalf("an overloaded step was run again for steal: %+v", s)
+		}
+	}
+	// One that kept up within what was stolen is run again.
+	if !stolen(Result{StealKnown: true, Steal: 0.2, Window: 1, Scheduled: 1000, Seconds: 1, Total: Stats{Ops: 750}}, DefaultMaxSteal) {
+		t.Fatal("a step at 75 % of its plan with 20 % stolen was not taken as disturbed")
+	}
 	// MaxSteal 1 never re-runs.
 	cfg.MaxSteal = 1
 	if res, err = FindRate(context.Background(), cfg, disturbed(1, 0.9)); err != nil || res.Best >= 1000 {
