@@ -170,9 +170,9 @@ type RateStep struct {
 	Missed         int64   `json:"missed"`
 	Held           bool    `json:"held"`
 	// Retry marks a step that re-ran a rate that had failed, to tell a
-	// failure of the rate from a transient one (the search's Confirm);
-	// when it held, the earlier step at that rate no longer bounds the
-	// search.
+	// failure of the rate from a transient one (the search's Confirm, or
+	// a Disturbed step just before it); when it held, the earlier step at
+	// that rate no longer bounds the search.
 	Retry bool `json:"retry,omitempty"`
 	// StealShare is the share of the machine's CPU time a hypervisor
 	// took over the step (as OpenLoop.StealShare); Disturbed marks a step
