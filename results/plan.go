@@ -841,8 +841,8 @@ const StealNoted = 0.05
 // in the failed steps that bounded c's measured rates (PlanRateRow.
 // FailedSteal): of the rows whose figure is known, how many lost more
 // than share, and how many of those, and of the rest, the prediction
-// missed by more than 30 %; median is the rows' median share.
-func (c *PlanCheck) StealSummary(share float64) (known, above, missedAbove, missedBelow int, median float64) {
+// missed by more than 30 %; mid is the rows' median share.
+func (c *PlanCheck) StealSummary(share float64) (known, above, missedAbove, missedBelow int, mid float64) {
 	var shares []float64
 	for _, r := range c.Rates {
 		if r.FailedSteal == nil {
@@ -863,12 +863,9 @@ func (c *PlanCheck) StealSummary(share float64) (known, above, missedAbove, miss
 	}
 	if known > 0 {
 		slices.Sort(shares)
-		median = shares[len(shares)/2]
-		if len(shares)%2 == 0 {
-			median = (shares[len(shares)/2-1] + median) / 2
-		}
+		mid = median(shares)
 	}
-	return known, above, missedAbove, missedBelow, median
+	return known, above, missedAbove, missedBelow, mid
 }
 
 // PlanRateRepeat is one design's highest rate within the objective on

@@ -54,6 +54,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pushpull/pushpull/internal/hostcpu"
 )
 
 // serverCounters are the SHOW GLOBAL STATUS counters a Snapshot takes.
@@ -444,10 +446,6 @@ func ProcessCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// userHZ is the unit of /proc's CPU times: the kernel reports them in
-// USER_HZ ticks, 100 a second on every Linux architecture Go runs on.
-const userHZ = 100
-
 // PidCPU is the user plus system CPU time of process pid, all its threads
 // together, from /proc/pid/stat (to 10 ms); false when it cannot be read.
 func PidCPU(pid int) (time.Duration, bool) {
@@ -470,5 +468,5 @@ func PidCPU(pid int) (time.Duration, bool) {
 	if err1 != nil || err2 != nil {
 		return 0, false
 	}
-	return time.Duration(utime+stime) * time.Second / userHZ, true
+	return hostcpu.Ticks(utime + stime), true
 }

@@ -37,9 +37,12 @@ type Times struct {
 // CPUs.
 func (t Times) All() time.Duration { return t.Busy + t.Idle + t.Steal }
 
-// userHZ is the unit of /proc/stat's times: USER_HZ ticks, 100 a second on
-// every Linux architecture Go runs on.
+// userHZ is the unit of /proc's CPU times (/proc/stat, /proc/PID/stat):
+// USER_HZ ticks, 100 a second on every Linux architecture Go runs on.
 const userHZ = 100
+
+// Ticks is n of /proc's CPU time ticks as a duration.
+func Ticks(n int64) time.Duration { return time.Duration(n) * time.Second / userHZ }
 
 // statFile is the kernel's file; a variable for the tests.
 var statFile = "/proc/stat"
@@ -78,11 +81,10 @@ func parse(b []byte) (Times, error) {
 			}
 			v[i] = n
 		}
-		tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / userHZ }
 		return Times{
-			Busy:  tick(v[0] + v[1] + v[2] + v[5] + v[6]),
-			Idle:  tick(v[3] + v[4]),
-			Steal: tick(v[7]),
+			Busy:  Ticks(v[0] + v[1] + v[2] + v[5] + v[6]),
+			Idle:  Ticks(v[3] + v[4]),
+			Steal: Ticks(v[7]),
 		}, nil
 	}
 	return Times{}, errors.New("hostcpu: no cpu line")
