@@ -72,8 +72,9 @@ Describe the workload:
 
 The CPU figures come from --calibration (default: the one --calibrate
 saved on this machine, else the one built in for this machine's
-processor, else the first machine's, builtin:amd-epyc; builtin:NAME
-picks one of those built in; make your own with --calibrate, about
+processor, else builtin:amd-epyc, fitted on five validations of an
+AMD EPYC; builtin:NAME picks one of those built in, amd-epyc-first the
+first machine's; make your own with --calibrate, about
 thirteen minutes of counted runs, or --calibrate-from with bench --cost
 runs you have; a plan whose calibration was made on another processor
 says so): CPU per row, key, command, statement,

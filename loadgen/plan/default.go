@@ -12,16 +12,21 @@ import (
 )
 
 // builtIn are the calibrations fitted on the counted runs saved in
-// evidence/plan (pushpull plan --calibrate-from), one for each processor
-// the project has run on, built in so that a plan needs no runs of its
-// own: calibrations/<name>.json.
+// evidence/plan (pushpull plan --calibrate-from), built in so that a plan
+// needs no runs of its own: calibrations/<name>.json. amd-epyc and
+// intel-xeon are fitted on the validations made on each processor with
+// the sandbox's thread pool (amd-epyc on five of them together);
+// amd-epyc-first is the first machine's, made with a thread per
+// connection before its runs recorded their processor, kept for the
+// evidence planned with it and taken only by name.
 //
 //go:embed calibrations/*.json
 var builtIn embed.FS
 
 // ReferenceCalibration is the name of the built-in calibration a plan
-// takes on a processor no built-in one was made on: the first machine's,
-// whose runs the docs' worked examples were planned with.
+// takes on a processor no built-in one was made on, the one the docs'
+// worked examples are planned with: the AMD EPYC's, fitted on the most
+// runs.
 const ReferenceCalibration = "amd-epyc"
 
 // BuiltInCalibrations names the calibrations built in, sorted.

@@ -130,13 +130,25 @@ func TestSizeExponentFromRunsAtTwoSizes(t *testing.T) {
 	}
 }
 
+// plainCalibration is this machine's built-in calibration without any
+// design's size exponent or open factor, whatever the built-in one
+// fitted: the baseline the tests below add one to.
+func plainCalibration() *results.Calibration {
+	c := DefaultCalibration()
+	for m, f := range c.Factors {
+		f.Messages, f.SizeExponent, f.Open = 0, 0, 0
+		c.Factors[m] = f
+	}
+	return c
+}
+
 // TestPlanTakesSizeExponent: a plan scales a design's CPU factors with
 // its store's size by the calibration's exponent, and says so among its
 // assumptions; a design without one is planned as before.
 func TestPlanTakesSizeExponent(t *testing.T) {
 	w := Workload{Users: 100_000, NewestPerSec: 1000, PostsPerSec: 50, Models: []string{"pull-client", "push"}}
-	flat := DefaultCalibration()
-	sized := DefaultCalibration()
+	flat := plainCalibration()
+	sized := plainCalibration()
 	f := sized.Factors["pull-client"]
 	f.Messages, f.SizeExponent = 1e5, 0.1
 	sized.Factors["pull-client"] = f
@@ -176,8 +188,8 @@ func TestPlanTakesSizeExponent(t *testing.T) {
 // the servers it sizes; one without them says nothing of them.
 func TestPlanNamesOpenFactors(t *testing.T) {
 	w := Workload{Users: 100_000, NewestPerSec: 1000, PostsPerSec: 50, Models: []string{"pull-client", "push"}}
-	flat := DefaultCalibration()
-	open := DefaultCalibration()
+	flat := plainCalibration()
+	open := plainCalibration()
 	f := open.Factors["pull-client"]
 	f.Open = 1.23
 	open.Factors["pull-client"] = f
