@@ -378,7 +378,7 @@ func TestReconcileFaultsVitess(t *testing.T) {
 					return nil
 				}
 			}
-			runFault(t, s, c, want, f)
+			runFault(t, s, c, w, want, f)
 		})
 	}
 }
