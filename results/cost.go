@@ -35,6 +35,10 @@ var costColumns = []costColumn{
 	{cost.VtcomboCPU, "vtcombo CPU µs", nil},
 	{cost.VitessDBCPU, "Vitess mysqld CPU µs", nil},
 	{costAllCPU, "all CPU µs", cost.Cost.AllCPU},
+	{cost.StealShare, "steal %", func(c cost.Cost) (float64, bool) {
+		v, ok := c[cost.StealShare]
+		return 100 * v, ok
+	}},
 }
 
 // costColumn is a figure of the cost table: stored in Cost under key, or
@@ -91,7 +95,7 @@ func (r *Result) HasCosts() bool {
 func WriteCostTable(w io.Writer, r *Result) error {
 	var b strings.Builder
 	b.WriteString("cost per operation, from the servers' counters over each measured window\n")
-	b.WriteString("(global deltas: the benchmark's sandbox serves only the run; rows read and written, index lookups, bytes InnoDB wrote and\n wrote to its redo log, memcached keys asked, stored and incremented and bytes through it, the CPU of the benchmark process, memcached and the database server)\n")
+	b.WriteString("(global deltas: the benchmark's sandbox serves only the run; rows read and written, index lookups, bytes InnoDB wrote and\n wrote to its redo log, memcached keys asked, stored and incremented and bytes through it, the CPU of the benchmark process, memcached and the database server;\n steal %: the share of the machine's CPU time a hypervisor gave other machines over the window, which no CPU column counts)\n")
 	g := &grid{}
 	head := []string{"model, phase", "ops"}
 	for _, c := range costColumns {

@@ -23,7 +23,7 @@ func withTraffic() *Result {
 	r := sample()
 	push, sp := r.Model("push"), r.Model("pull-sp")
 	push.Submit.Cost = cost.Cost{cost.Ops: 16800, cost.RowsRead: 43.9, cost.RowsWritten: 43.9, cost.RowsInserted: 43.9,
-		cost.BytesWritten: 5200, cost.LogBytesWritten: 4100, cost.CPU: 60, cost.DBCPU: 210}
+		cost.BytesWritten: 5200, cost.LogBytesWritten: 4100, cost.CPU: 60, cost.DBCPU: 210, cost.StealShare: 0.012}
 	sp.Submit.Cost = cost.Cost{cost.Ops: 201000, cost.RowsRead: 0, cost.RowsWritten: 1, cost.RowsInserted: 1,
 		cost.BytesWritten: 420, cost.LogBytesWritten: 300, cost.CPU: 40}
 	sp.Retrieve.Cost = cost.Cost{cost.Ops: 3600, cost.RowsRead: 472, cost.CPU: 95, cost.MCCPU: 5, cost.DBCPU: 300}
@@ -97,11 +97,15 @@ func TestCostTable(t *testing.T) {
 		t.Fatalf("no column %q", label)
 		return 0
 	}
-	cpu, mc, db, all := col("client CPU µs"), col("mc CPU µs"), col("db CPU µs"), col("all CPU µs")
+	cpu, mc, db, all, steal := col("client CPU µs"), col("mc CPU µs"), col("db CPU µs"), col("all CPU µs"), col("steal %")
 	l := line(t, out, "push, submit")
 	if c := cells(l); len(c) != 2+len(costColumns) || c[1] != "16,800" || c[2] != "43.9" || c[cpu] != "60.0" || c[10] != Dash ||
-		c[mc] != Dash || c[db] != "210" || c[all] != "270" {
+		c[mc] != Dash || c[db] != "210" || c[all] != "270" || c[steal] != "1.20" {
 		t.Errorf("push submit row %q", c)
+	}
+	// A phase measured without the machine's times has no steal.
+	if c := cells(line(t, out, "pull-sp, submit")); c[steal] != Dash {
+		t.Errorf("pull-sp submit row %q: a steal share", c)
 	}
 	// Without the database server's CPU there is no sum; with it, the
 	// sum takes memcached's in.

@@ -135,6 +135,11 @@ type Snapshot struct {
 	// ProcessCPU is the user + system time of each process named by
 	// Meter.WithProcess that could be read, by its key.
 	ProcessCPU map[string]time.Duration
+	// Host is the machine's CPU time, all its CPUs: busy, idle and
+	// stolen by a hypervisor (internal/hostcpu), when HasHost (this
+	// machine's /proc/stat could be read).
+	Host    hostcpu.Times
+	HasHost bool
 }
 
 // Take reads every counter now.
@@ -157,6 +162,9 @@ func (m *Meter) Take(ctx context.Context) (Snapshot, error) {
 		}
 	}
 	s.CPU = ProcessCPU()
+	if h, err := hostcpu.Read(); err == nil {
+		s.Host, s.HasHost = h, true
+	}
 	if m.dbPid > 0 {
 		s.ServerCPU, s.HasServerCPU = PidCPU(m.dbPid)
 	}
@@ -197,7 +205,9 @@ func (m *Meter) Measure(ctx context.Context, ops int64, op func()) (Cost, error)
 // side (one run's first phase after the load measured Rows_read 18.6
 // million lower at its end, about what one of the load's warm-up
 // connections had read), and a short sum on the other side would look
-// like a plausible, too small figure. ops <= 0 gives nil.
+// like a plausible, too small figure. StealShare, when both snapshots
+// have the machine's times, is the window's, not an operation's. ops <= 0
+// gives nil.
 func PerOp(before, after Snapshot, ops int64) Cost {
 	if ops <= 0 {
 		return nil
@@ -255,6 +265,11 @@ func PerOp(before, after Snapshot, ops int64) Cost {
 		}
 	}
 	c[CPU] = float64((after.CPU - before.CPU).Microseconds()) / n
+	if before.HasHost && after.HasHost {
+		if share, ok := hostcpu.Share(before.Host, after.Host); ok {
+			c[StealShare] = share
+		}
+	}
 	return c
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/bradfitz/gomemcache/memcache"
 
 	"github.com/pushpull/pushpull/internal/cost"
+	"github.com/pushpull/pushpull/internal/hostcpu"
 	"github.com/pushpull/pushpull/internal/testserver"
 	"github.com/pushpull/pushpull/pull"
 	"github.com/pushpull/pushpull/push"
@@ -435,5 +436,51 @@ func TestCountsOfConnectionsClosingDuringASnapshot(t *testing.T) {
 	}
 	if exact < rounds*9/10 {
 		t.Errorf("%d of %d rounds counted exactly; want at least 90%%", exact, rounds)
+	}
+}
+
+// TestStealShare: a cost carries the share of the machine's CPU time the
+// hypervisor took between its snapshots (cost.StealShare, a share of the
+// window, not a figure per operation, and in no CPU sum), and none when
+// either snapshot lacks the machine's times or they went backward. A
+// snapshot of this machine takes them where /proc/stat can be read.
+func TestStealShare(t *testing.T) {
+	times := func(busy, idle, steal time.Duration) hostcpu.Times {
+		return hostcpu.Times{Busy: busy, Idle: idle, Steal: steal}
+	}
+	before := cost.Snapshot{Server: map[string]int64{}, CPU: time.Second, ServerCPU: time.Second, HasServerCPU: true,
+		Host: times(10*time.Second, 10*time.Second, time.Second), HasHost: true}
+	after := before
+	after.CPU, after.ServerCPU = 2*time.Second, 3*time.Second
+	after.Host = times(16*time.Second, 12*time.Second, 3*time.Second) // 10 s passed, 2 s stolen
+	c := cost.PerOp(before, after, 1000)
+	if got, ok := c[cost.StealShare]; !ok || math.Abs(got-0.2) > 1e-9 {
+		t.Errorf("steal share %v (present %v), want 0.2", got, ok)
+	}
+	if all, _ := c.AllCPU(); all != 3000 {
+		t.Errorf("all CPU %v µs an operation, want 3000: the steal share is not CPU", all)
+	}
+	for name, b := range map[string]cost.Snapshot{
+		"no machine times":    {Server: map[string]int64{}, CPU: time.Second},
+		"times gone backward": {Server: map[string]int64{}, CPU: time.Second, Host: times(20*time.Second, 10*time.Second, time.Second), HasHost: true},
+	} {
+		if v, ok := cost.PerOp(b, after, 1000)[cost.StealShare]; ok {
+			t.Errorf("%s: steal share %v, want none", name, v)
+		}
+	}
+
+	if _, err := os.Stat("/proc/stat"); err != nil {
+		t.Skipf("no /proc/stat here: %v", err)
+	}
+	m := cost.NewMeter(nil, nil)
+	c, err := m.Measure(t.Context(), 1, func() {
+		for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); { // a few ticks
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := c[cost.StealShare]; !ok || v < 0 || v > 1 {
+		t.Errorf("a measured window's steal share %v (present %v), want one from 0 to 1", v, ok)
 	}
 }

@@ -96,6 +96,12 @@ const (
 	// (getrusage), in microseconds: the client's share of the work,
 	// harness included.
 	CPU = "cpu_us_per_op"
+	// StealShare is not a figure per operation: the share of the
+	// machine's CPU time, all its CPUs, that its hypervisor gave other
+	// machines over the window (0 to 1; internal/hostcpu), time in which
+	// none of the processes above ran and which no CPU figure counts.
+	// Absent where /proc/stat could not be read.
+	StealShare = "steal_share"
 )
 
 // AllCPU is the CPU time one operation cost the benchmark process,
