@@ -235,10 +235,10 @@ func ofTraffic(d reconcile.Drift, w reconciletest.World, acked []timeline.Messag
 // after f.wait) naming f.names, and hold the last batch it finished; once
 // the server is healed, a run resumed from that report completes, finds
 // want (the drift made in world w) exactly once, beside at most what the
-// traffic's calls cut short left (ofTraffic), and leaves none. Then a check finds
-// no drift, every post acknowledged to the traffic is in its author's
-// followers' timelines, and every timeline is the record's: no repair was
-// wrong.
+// traffic's calls cut short left (ofTraffic), and leaves none. Then a
+// check finds no drift, every post acknowledged to the traffic is in its
+// author's followers' timelines, and every timeline is the record's: no
+// repair was wrong.
 func runFault(t *testing.T, s timeline.Store, c reconcile.Checker, w reconciletest.World, want []reconcile.Drift, f fault) {
 	ctx := context.Background()
 	tr := startAckTraffic(s)
