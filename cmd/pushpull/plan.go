@@ -122,7 +122,12 @@ run N times, one right after the other, and the check sets each
 design's prediction against the median of its N rates and prints how
 far they spread: on a machine that does not repeat itself, that spread
 bounds how closely any prediction can be checked (each repeat adds about
-half an hour for the candidates). --set gives the database of every run
+half an hour for the candidates). --validate --calibration C checks a
+calibration you have (a directory, a file, or builtin:NAME) against runs
+made here without fitting one: only the held-out runs, at the one scale
+--validate-scales gives (default 0.3), each design on both graphs, about
+half an hour for the candidates; that is the check of a plan made on
+this machine with C. --set gives the database of every run
 --validate or --calibrate makes a mariadbd option over the sandbox's:
 --set thread_handling=one-thread-per-connection runs it with MariaDB's own
 default instead of the sandbox's thread pool, and shows the stalls a
@@ -185,10 +190,20 @@ func newPlanCmd() *cobra.Command {
 				}
 			}
 			if validate {
-				if f.Changed("calibration") {
-					return usagef("--validate fits and saves its own calibration, under --out; leave --calibration out")
-				}
 				v := validation{given: validateScales, phase: validateDuration, repeat: validateRepeat, models: w.Models, slo: w.SLO, sets: sets, out: out, quiet: quiet}
+				if f.Changed("calibration") {
+					// A calibration to check, not to fit: the held-out
+					// runs alone, at the one scale given (else the
+					// default's held-out one).
+					cal, err := loadCalibration(calibration)
+					if err != nil {
+						return err
+					}
+					v.cal, v.given = cal, validateScales
+					if !f.Changed("validate-scales") {
+						v.given = validateScales[strings.LastIndex(validateScales, ",")+1:]
+					}
+				}
 				if err := v.check(); err != nil {
 					return err
 				}
@@ -369,11 +384,11 @@ func newPlanCmd() *cobra.Command {
 	f.Float64Var(&priceGB, "price-disk-gb", results.DefaultPrices.DiskGB, "price of a GB of disk")
 	f.StringArrayVar(&options, "option", nil, "model option, name=value (repeatable), given to every planned model that declares it")
 	f.StringSliceVar(&w.Models, "models", nil, "designs to plan, comma-separated (default: recommend's candidates: "+strings.Join(recommend.Candidates(), ",")+")")
-	f.StringVar(&calibration, "calibration", "", "directory (or file) of the calibration to use, or to save with --calibrate, or builtin:NAME for one built in ("+strings.Join(plan.BuiltInCalibrations(), ", ")+"; default: "+defaultCalibrationDir()+" if saved there, else the one built in for this machine's processor, else "+plan.ReferenceCalibration+")")
+	f.StringVar(&calibration, "calibration", "", "directory (or file) of the calibration to use, to save with --calibrate, or to check with --validate, or builtin:NAME for one built in ("+strings.Join(plan.BuiltInCalibrations(), ", ")+"; default: "+defaultCalibrationDir()+" if saved there, else the one built in for this machine's processor, else "+plan.ReferenceCalibration+")")
 	f.BoolVar(&calibrate, "calibrate", false, "measure a calibration here: counted runs of the candidates at scale "+calibrationScale+" on the uniform and the powerlaw graph (about ten minutes), fitted and saved")
 	f.StringSliceVar(&calibrateFrom, "calibrate-from", nil, "fit the calibration on these saved runs (pushpull bench --cost directories) instead")
 	f.BoolVar(&validate, "validate", false, "validate the model here: calibrate on counted runs with rate searches at all but the last of --validate-scales, then predict and measure the last, on the uniform and the powerlaw graph, and save the runs, the calibration and the check under --out/validation (--models: the designs; --slo: the rate searches' objective)")
-	f.StringVar(&validateScales, "validate-scales", "0.1,0.3", "--validate: the scales calibrated at and last the larger one held out, relative to the paper's size, increasing")
+	f.StringVar(&validateScales, "validate-scales", "0.1,0.3", "--validate: the scales calibrated at and last the larger one held out, relative to the paper's size, increasing (with --calibration: the one scale measured, default the last of these)")
 	f.DurationVar(&validateDuration, "validate-duration", 2*time.Second, "--validate: each counted phase and each step of a rate search")
 	f.IntVar(&validateRepeat, "validate-repeat", 1, "--validate: the held-out runs made this many times each, one right after the other; the check sets each prediction against the median of a design's runs, and shows how far they spread")
 	f.StringArrayVar(&sets, "set", nil, "--validate, --calibrate: a mariadbd option for the sandbox of each of their runs, key=value (repeatable), e.g. --set thread_handling=one-thread-per-connection")

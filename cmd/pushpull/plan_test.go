@@ -64,7 +64,11 @@ func TestPlanBadInput(t *testing.T) {
 		{[]string{"--validate", "--validate-repeat", "11"}, "want 1 to 10"},
 		{append([]string{"--validate-repeat", "2"}, rates...), "go with --validate"},
 		{[]string{"--validate", "--models", "nope"}, "nope"},
-		{[]string{"--validate", "--calibration", "/tmp/x"}, "leave --calibration out"},
+		{[]string{"--validate", "--calibration", "/no/such/cal"}, "--calibration"},
+		{[]string{"--validate", "--calibration", "builtin:nope"}, `no calibration "nope" is built in`},
+		{[]string{"--validate", "--calibration", "builtin:amd-epyc", "--validate-scales", "0.1,0.3"}, "with --calibration, want the one scale"},
+		{[]string{"--validate", "--calibration", "builtin:amd-epyc", "--validate-scales", "0.0001"}, "want at least 10"},
+		{[]string{"--validate", "--calibration", "builtin:amd-epyc", "--models", "nope"}, "nope"},
 		{append([]string{"--validate-scales", "0.1,0.3"}, rates...), "go with --validate"},
 		{append([]string{"--set", "thread_handling=pool-of-threads"}, rates...), "--set goes with --validate or --calibrate"},
 		{[]string{"--check", "/no/such/run", "--set", "thread_handling=pool-of-threads"}, "--set goes with --validate or --calibrate"},
@@ -81,6 +85,57 @@ func TestPlanBadInput(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(out); len(entries) > 0 {
 		t.Errorf("a refused plan saved %d entries", len(entries))
+	}
+}
+
+// TestPlanValidateCalibration: plan --validate --calibration checks the
+// calibration it is given instead of fitting one: only the held-out runs,
+// at the one scale given, each design on both graphs; the calibration
+// saved beside the check is the one given, and the check is made with it.
+func TestPlanValidateCalibration(t *testing.T) {
+	out := t.TempDir()
+	r := run(t, nil, "plan", "--validate", "--calibration", "builtin:"+plan.ReferenceCalibration, "--validate-scales", "0.01",
+		"--validate-duration", "100ms", "--models", "push", "--out", out, "--quiet")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	dirs, err := filepath.Glob(filepath.Join(out, "validation", "*"))
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("want one validation directory, got %v (%v)", dirs, err)
+	}
+	dir := dirs[0]
+	made, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "*", "*", results.JSONFile))
+	if len(made) != 2 {
+		t.Errorf("saved runs %v, want push's at 100 users on both graphs alone", made)
+	}
+	for _, run := range []string{"uniform-100/push", "powerlaw-100/push"} {
+		if got, _ := filepath.Glob(filepath.Join(dir, "runs", run, "*", results.JSONFile)); len(got) != 1 {
+			t.Errorf("runs/%s: %d saved runs, want 1", run, len(got))
+		}
+	}
+	cal, err := results.LoadCalibration(filepath.Join(dir, "calibration"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := plan.BuiltInCalibration(plan.ReferenceCalibration)
+	if !slices.Equal(cal.Sources, given.Sources) || cal.DBStatementUs != given.DBStatementUs {
+		t.Errorf("the calibration saved is not the one given: %d sources, %v µs a statement", len(cal.Sources), cal.DBStatementUs)
+	}
+	c, err := results.LoadPlanCheck(filepath.Join(dir, "check"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Calibration.DBStatementUs != given.DBStatementUs || len(c.Rates) != 2 || len(c.Rows) != 8 {
+		t.Errorf("the check: calibration %v µs a statement, %d rates, %d rows; want the given one's, push's 2 and 8",
+			c.Calibration.DBStatementUs, len(c.Rates), len(c.Rows))
+	}
+	for i, want := range []string{"validation run 1 of 2: pushpull bench", "--scale 0.01 --graph uniform --models push",
+		"validation run 2 of 2: pushpull bench", "--scale 0.01 --graph powerlaw --models push"} {
+		at := strings.Index(r.stderr, want)
+		if at < 0 {
+			t.Fatalf("progress line %d %q not on stderr, or out of order: %q", i, want, r.stderr)
+		}
+		r.stderr = r.stderr[at+len(want):]
 	}
 }
 

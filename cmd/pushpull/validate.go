@@ -52,6 +52,12 @@ const maxValidateRepeat = 10
 //     objective, predicted against measured, printed and plotted; with
 //     repeats, each design's prediction also against the median of its
 //     runs' rates, and their spread (results.PlanCheck.RepeatedRates).
+//
+// Given a calibration (--calibration: a directory, a file or a built-in
+// one), it checks that one instead of fitting its own: no rate-100 and no
+// runs at smaller scales, the held-out runs alone at the one scale given,
+// and calibration/ a copy of the one checked. That is the check of a
+// plan made on this machine with it, in a third of the time.
 type validation struct {
 	given  string        // --validate-scales
 	scales []float64     // the scales calibrated at, and last the one held out (check parses given)
@@ -62,6 +68,9 @@ type validation struct {
 	sets   []string      // mariadbd options of every run (--set)
 	out    string
 	quiet  bool
+	// cal, when set (--calibration), is checked as it is: no runs to fit
+	// one, and scales is the one scale measured.
+	cal *results.Calibration
 }
 
 // check parses the scales and refuses a validation that could not run
@@ -85,7 +94,9 @@ func (v *validation) check() error {
 		}
 	}
 	switch {
-	case len(v.scales) < 2:
+	case v.cal != nil && len(v.scales) != 1:
+		return usagef("--validate-scales %s: with --calibration, want the one scale its runs are made at: the calibration is checked, not fitted", given)
+	case v.cal == nil && len(v.scales) < 2:
 		return usagef("--validate-scales %s: want two scales or more, those calibrated at and last the larger one held out", given)
 	case v.users(v.scales[0]) < 10:
 		return usagef("--validate-scales %s: %d users at the smaller scale; want at least 10", given, v.users(v.scales[0]))
@@ -121,14 +132,19 @@ func (v validation) run(cmd *cobra.Command) error {
 	list := strings.Join(models, ",")
 	d, slo := v.phase.String(), v.slo.String()
 	step, steps := 0, 1+2*(len(v.scales)-1+v.repeat)*len(models)
-	progress := func() string { step++; return fmt.Sprintf("validation run %d of %d", step, steps) }
-	low, err := runPushpull(cmd, filepath.Join(dir, "runs", "rate-"+calibrationLowRate), progress(),
-		withSets(v.sets, "recommend", "--scale", strconv.FormatFloat(v.scales[0], 'g', -1, 64), "--rate", calibrationLowRate, "--duration", d, "--slo", slo, "--models", list)...)
-	if err != nil {
-		return err
+	if v.cal != nil {
+		steps = 2 * v.repeat * len(models)
 	}
-	calDirs := []string{low}
-	var heldDirs []string
+	progress := func() string { step++; return fmt.Sprintf("validation run %d of %d", step, steps) }
+	var calDirs, heldDirs []string
+	if v.cal == nil {
+		low, err := runPushpull(cmd, filepath.Join(dir, "runs", "rate-"+calibrationLowRate), progress(),
+			withSets(v.sets, "recommend", "--scale", strconv.FormatFloat(v.scales[0], 'g', -1, 64), "--rate", calibrationLowRate, "--duration", d, "--slo", slo, "--models", list)...)
+		if err != nil {
+			return err
+		}
+		calDirs = append(calDirs, low)
+	}
 	// Each design's runs at every scale on a graph, one after the other.
 	for _, m := range models {
 		for _, graph := range []string{dataset.GraphUniform, dataset.GraphPowerLaw} {
@@ -158,18 +174,22 @@ func (v validation) run(cmd *cobra.Command) error {
 			}
 		}
 	}
-	runs, err := loadRuns(calDirs)
-	if err != nil {
-		return err
+	cal := v.cal
+	if cal == nil {
+		runs, err := loadRuns(calDirs)
+		if err != nil {
+			return err
+		}
+		if cal, err = plan.Calibrate(runs, runSources(runs, calDirs)); err != nil {
+			return fmt.Errorf("validation: calibrate: %w", err)
+		}
 	}
-	cal, err := plan.Calibrate(runs, runSources(runs, calDirs))
-	if err != nil {
-		return fmt.Errorf("validation: calibrate: %w", err)
-	}
+	// The calibration checked is saved beside the check, fitted here or
+	// given.
 	if err := results.SaveCalibration(filepath.Join(dir, "calibration"), cal); err != nil {
 		return err
 	}
-	if !v.quiet {
+	if !v.quiet && v.cal == nil {
 		if err := results.WriteCalibration(stdout, cal); err != nil {
 			return err
 		}
