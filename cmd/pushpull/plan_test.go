@@ -93,17 +93,8 @@ func TestPlanBadInput(t *testing.T) {
 // at the one scale given, each design on both graphs; the calibration
 // saved beside the check is the one given, and the check is made with it.
 func TestPlanValidateCalibration(t *testing.T) {
-	out := t.TempDir()
-	r := run(t, nil, "plan", "--validate", "--calibration", "builtin:"+plan.ReferenceCalibration, "--validate-scales", "0.01",
-		"--validate-duration", "100ms", "--models", "push", "--out", out, "--quiet")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	dirs, err := filepath.Glob(filepath.Join(out, "validation", "*"))
-	if err != nil || len(dirs) != 1 {
-		t.Fatalf("want one validation directory, got %v (%v)", dirs, err)
-	}
-	dir := dirs[0]
+	dir, r := runValidate(t, "--calibration", "builtin:"+plan.ReferenceCalibration, "--validate-scales", "0.01",
+		"--validate-duration", "100ms", "--models", "push")
 	made, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "*", "*", results.JSONFile))
 	if len(made) != 2 {
 		t.Errorf("saved runs %v, want push's at 100 users on both graphs alone", made)
@@ -129,13 +120,36 @@ func TestPlanValidateCalibration(t *testing.T) {
 		t.Errorf("the check: calibration %v µs a statement, %d rates, %d rows; want the given one's, push's 2 and 8",
 			c.Calibration.DBStatementUs, len(c.Rates), len(c.Rows))
 	}
-	for i, want := range []string{"validation run 1 of 2: pushpull bench", "--scale 0.01 --graph uniform --models push",
-		"validation run 2 of 2: pushpull bench", "--scale 0.01 --graph powerlaw --models push"} {
-		at := strings.Index(r.stderr, want)
+	inOrder(t, r.stderr, "validation run 1 of 2: pushpull bench", "--scale 0.01 --graph uniform --models push",
+		"validation run 2 of 2: pushpull bench", "--scale 0.01 --graph powerlaw --models push")
+}
+
+// runValidate runs plan --validate with args, saving under a directory of
+// its own, and returns the one validation directory it saved and the
+// command's result; it fails t unless the command succeeded.
+func runValidate(t *testing.T, args ...string) (string, result) {
+	t.Helper()
+	out := t.TempDir()
+	r := run(t, nil, append(append([]string{"plan", "--validate"}, args...), "--out", out, "--quiet")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	dirs, err := filepath.Glob(filepath.Join(out, "validation", "*"))
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("want one validation directory, got %v (%v)", dirs, err)
+	}
+	return dirs[0], r
+}
+
+// inOrder fails t unless text holds each of wants, one after the other.
+func inOrder(t *testing.T, text string, wants ...string) {
+	t.Helper()
+	for i, want := range wants {
+		at := strings.Index(text, want)
 		if at < 0 {
-			t.Fatalf("progress line %d %q not on stderr, or out of order: %q", i, want, r.stderr)
+			t.Fatalf("line %d %q not there, or out of order: %q", i, want, text)
 		}
-		r.stderr = r.stderr[at+len(want):]
+		text = text[at+len(want):]
 	}
 }
 
@@ -265,17 +279,8 @@ func TestPlanCalibrateAndCheck(t *testing.T) {
 // pool). --validate-repeat 2 makes each held-out run twice, one right
 // after the other, and the check sets the prediction against both.
 func TestPlanValidate(t *testing.T) {
-	out := t.TempDir()
-	r := run(t, nil, "plan", "--validate", "--validate-scales", "0.005,0.0075,0.01", "--validate-duration", "100ms",
-		"--validate-repeat", "2", "--models", "push", "--set", "thread_handling=pool-of-threads", "--out", out, "--quiet")
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
-	}
-	dirs, err := filepath.Glob(filepath.Join(out, "validation", "*"))
-	if err != nil || len(dirs) != 1 {
-		t.Fatalf("want one validation directory, got %v (%v)", dirs, err)
-	}
-	dir := dirs[0]
+	dir, r := runValidate(t, "--validate-scales", "0.005,0.0075,0.01", "--validate-duration", "100ms",
+		"--validate-repeat", "2", "--models", "push", "--set", "thread_handling=pool-of-threads")
 	for _, run := range []string{"rate-100", "uniform-50/push", "powerlaw-50/push", "uniform-75/push", "powerlaw-75/push", "uniform-100/push", "powerlaw-100/push",
 		"uniform-100-repeat-2/push", "powerlaw-100-repeat-2/push"} {
 		got, _ := filepath.Glob(filepath.Join(dir, "runs", run, "*", results.JSONFile))
@@ -331,7 +336,7 @@ func TestPlanValidate(t *testing.T) {
 	}
 	// A design's held-out run follows its runs at the smaller scales on
 	// the same graph.
-	for i, want := range []string{"validation run 1 of 9: pushpull recommend --scale 0.005",
+	inOrder(t, r.stderr, "validation run 1 of 9: pushpull recommend --scale 0.005",
 		"validation run 2 of 9: pushpull bench", "--scale 0.005 --graph uniform --models push",
 		"validation run 3 of 9: pushpull bench", "--scale 0.0075 --graph uniform --models push",
 		"validation run 4 of 9: pushpull bench", "--scale 0.01 --graph uniform --models push",
@@ -339,13 +344,7 @@ func TestPlanValidate(t *testing.T) {
 		"validation run 6 of 9: pushpull bench", "--scale 0.005 --graph powerlaw --models push",
 		"validation run 7 of 9: pushpull bench", "--scale 0.0075 --graph powerlaw --models push",
 		"validation run 8 of 9: pushpull bench", "--scale 0.01 --graph powerlaw --models push",
-		"validation run 9 of 9: pushpull bench", "--scale 0.01 --graph powerlaw --models push"} {
-		at := strings.Index(r.stderr, want)
-		if at < 0 {
-			t.Fatalf("progress line %d %q not on stderr, or out of order: %q", i, want, r.stderr)
-		}
-		r.stderr = r.stderr[at+len(want):]
-	}
+		"validation run 9 of 9: pushpull bench", "--scale 0.01 --graph powerlaw --models push")
 	for _, src := range cal.Sources {
 		if strings.Contains(src, "-100") && !strings.Contains(src, "rate-100") {
 			t.Errorf("the calibration was fitted on a held-out run: %s", src)
