@@ -99,7 +99,7 @@ func (v *validation) check() error {
 	case v.cal == nil && len(v.scales) < 2:
 		return usagef("--validate-scales %s: want two scales or more, those calibrated at and last the larger one held out", given)
 	case v.users(v.scales[0]) < 10:
-		return usagef("--validate-scales %s: %d users at the smaller scale; want at least 10", given, v.users(v.scales[0]))
+		return usagef("--validate-scales %s: %d users at the smallest scale; want at least 10", given, v.users(v.scales[0]))
 	case v.repeat < 1 || v.repeat > maxValidateRepeat:
 		return usagef("--validate-repeat %d: want 1 to %d runs of each held-out measurement", v.repeat, maxValidateRepeat)
 	case v.phase <= 0:
