@@ -181,6 +181,25 @@ func LocalCPUModel() string {
 type DataLoad struct {
 	Seconds float64     `json:"seconds"` // wall-clock time for the whole load
 	Tables  []TableLoad `json:"tables,omitempty"`
+	// Flush is the end of a load into a server it may tune (a sandbox):
+	// the pages it left dirty in the buffer pool written before the
+	// phases measured after it. Nil when the load did not flush.
+	Flush *LoadFlush `json:"flush,omitempty"`
+}
+
+// LoadFlush is the flush that ends a load: InnoDB keeps the pages a load
+// writes dirty in its buffer pool and writes them in the background, at
+// a pace of its own, while whatever runs next pays for it (a compressed
+// table compresses each page as it is written), unless the load writes
+// them first.
+type LoadFlush struct {
+	// DirtyPages are the buffer pool's dirty pages when the load's rows
+	// were in, LeftPages those still dirty when the flush ended (0 unless
+	// it stopped making progress), in 16 KiB pages.
+	DirtyPages int64 `json:"dirty_pages"`
+	LeftPages  int64 `json:"left_pages"`
+	// Seconds is how long writing them took, part of the load's.
+	Seconds float64 `json:"seconds"`
 }
 
 // TableLoad is the load of one table of one model's database.

@@ -150,7 +150,7 @@ func Load(ctx context.Context, d *dataset.Dataset, targets []Target, opts Option
 			}
 		}
 	}
-	var restore func(context.Context) error
+	var restore func(context.Context) (*results.LoadFlush, error)
 	if opts.Server != nil {
 		var err error
 		if restore, err = tuneServer(ctx, opts.Server, loadRows); err != nil {
@@ -221,11 +221,12 @@ func Load(ctx context.Context, d *dataset.Dataset, targets []Target, opts Option
 	if restore != nil {
 		// Restoring flushes what the load wrote: that belongs to the
 		// load, not to the phases measured after it.
-		err := restore(ctx)
+		flush, err := restore(ctx)
 		restore = nil
 		if err != nil {
 			return nil, err
 		}
+		out.Flush = flush
 	}
 	out.Seconds = time.Since(start).Seconds()
 	return out, nil

@@ -301,3 +301,113 @@ func TestChunkedLoad(t *testing.T) {
 		t.Errorf("indexes after the load:\n%s\nwant those of a fresh schema:\n%s", got, want)
 	}
 }
+
+// TestLoadLeavesNoDirtyPages loads a push database whose redo fits in the
+// server's log (so the log is not resized and its shrinking does not
+// flush) and requires the load to end with the buffer pool's dirty pages
+// written, the server's flushing settings as they were, and the flush
+// recorded: the phases measured after a load must not pay for writing
+// its pages (push-compressed compresses each one as it is written).
+func TestLoadLeavesNoDirtyPages(t *testing.T) {
+	ctx := context.Background()
+	d, err := dataset.Generate(dataset.Spec{Users: 400, Messages: 20_000, AvgFollowees: 20, Graph: dataset.GraphUniform, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := testserver.Database(t)
+	ps, err := push.Open(ctx, push.Config{DSN: testserver.DSN(t), Database: db, Schema: schema.PushCompressed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	admin := testserver.Admin(t)
+	defer admin.Close()
+	settings := func() string {
+		var s string
+		if err := admin.QueryRow(`SELECT CONCAT_WS(' ', @@GLOBAL.innodb_log_file_size, @@GLOBAL.innodb_io_capacity,
+			@@GLOBAL.innodb_io_capacity_max, @@GLOBAL.innodb_max_dirty_pages_pct, @@GLOBAL.innodb_max_dirty_pages_pct_lwm)`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := settings()
+	var logSize int64
+	if err := admin.QueryRow("SELECT @@GLOBAL.innodb_log_file_size").Scan(&logSize); err != nil {
+		t.Fatal(err)
+	}
+	st := d.Stats()
+	if rows := st.MailboxRows + st.Edges + int64(st.Messages); rows*redoPerRow > logSize/2 {
+		t.Fatalf("%d rows would resize the %d-byte log: the test needs a load that fits", rows, logSize)
+	}
+	load, err := Load(ctx, d, []Target{{Name: "push", DB: ps.DB(), Schema: schema.PushCompressed}}, Options{Server: admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirty, err := dirtyPages(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := settings(); after != before {
+		t.Errorf("settings after the load %q, before %q", after, before)
+	}
+	if dirty > maxDirtyAfterLoad {
+		t.Errorf("%d dirty pages in the buffer pool after the load, want at most %d", dirty, maxDirtyAfterLoad)
+	}
+	if f := load.Flush; f == nil || f.LeftPages > maxDirtyAfterLoad {
+		t.Fatalf("flush recorded %+v: want the load's pages written", f)
+	} else {
+		t.Logf("flush: %+v; %d dirty after", *f, dirty)
+	}
+}
+
+// TestFlushDirty dirties thousands of pages with one statement and
+// requires the end of a load (tuneServer's restore, flushDirty) to write
+// them at once (the page cleaner left alone writes 200 a second), record
+// them, and put the settings it changes back.
+func TestFlushDirty(t *testing.T) {
+	ctx := context.Background()
+	db := testserver.Database(t)
+	admin := testserver.Admin(t)
+	defer admin.Close()
+	for _, q := range []string{
+		"CREATE DATABASE `" + db + "`",
+		"CREATE TABLE `" + db + "`.t (id INT PRIMARY KEY, v VARCHAR(200)) PAGE_COMPRESSED=1",
+		"INSERT INTO `" + db + "`.t SELECT seq, REPEAT(CHAR(65 + seq % 26), 200) FROM `" + db + "`.seq_1_to_200000",
+	} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settings := func() string {
+		var s string
+		if err := admin.QueryRow(`SELECT CONCAT_WS(' ', @@GLOBAL.innodb_max_dirty_pages_pct, @@GLOBAL.innodb_max_dirty_pages_pct_lwm,
+			@@GLOBAL.innodb_io_capacity, @@GLOBAL.innodb_io_capacity_max)`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := settings()
+	restore, err := tuneServer(ctx, admin, 0) // no rows: the log stays, the INSERT's pages are flushed
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := restore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := dirtyPages(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.DirtyPages < 1000 || f.LeftPages > maxDirtyAfterLoad || left > maxDirtyAfterLoad || !(f.Seconds > 0) {
+		t.Errorf("flushed %+v, %d dirty after: want 1,000 pages or more dirty before, at most %d after", *f, left, maxDirtyAfterLoad)
+	}
+	if after := settings(); after != before {
+		t.Errorf("settings %q after the flush, %q before", after, before)
+	}
+	t.Logf("%+v", *f)
+}
+
+// maxDirtyAfterLoad is how many pages may be dirty after a load: the
+// server's own background work (purge, statistics) dirties a few.
+const maxDirtyAfterLoad = 16
