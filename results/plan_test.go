@@ -62,9 +62,9 @@ func TestPlanCheckRates(t *testing.T) {
 // TestPlanCheckRepeatedRates: rate rows of one design, workload,
 // objective and cores are one measurement repeated; the check sets their
 // median prediction against the median of their rates, counts them and
-// their spread, and prints them, while rows of another workload (here a
-// mix) or made once stay out; a check with no repeat prints no such
-// table.
+// their spread, prints them and draws them as a panel of their own, while
+// rows of another workload (here a mix) or made once stay out; a check
+// with no repeat prints no such table.
 func TestPlanCheckRepeatedRates(t *testing.T) {
 	const u, w = "uniform, 3,000 users", "mix newest=76"
 	row := func(model, workload string, measured, predicted float64) PlanRateRow {
@@ -99,6 +99,18 @@ func TestPlanCheckRepeatedRates(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
+	}
+	dir := t.TempDir()
+	if err := SavePlanCheck(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, PlanCheckPNGFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if img, err := png.DecodeConfig(f); err != nil || img.Width <= 4*img.Height {
+		t.Errorf("plot %dx%d (%v): want four panels side by side, the last the medians", img.Width, img.Height, err)
 	}
 	out.Reset()
 	c.Rates = c.Rates[:2]

@@ -13,18 +13,33 @@ import (
 )
 
 // checkPoint is one point of a check's plot: a run's measured and
-// predicted figure.
+// predicted figure; for a measurement repeated, meas is the median of the
+// runs and lo and hi their lowest and highest (0 when not repeated).
 type checkPoint struct {
 	run        string
 	meas, pred float64
+	lo, hi     float64
+}
+
+// spreadBars are the horizontal bars of repeated measurements: from the
+// lowest run's figure to the highest, through the median.
+type spreadBars []checkPoint
+
+func (b spreadBars) Len() int                { return len(b) }
+func (b spreadBars) XY(i int) (x, y float64) { return b[i].meas, b[i].pred }
+func (b spreadBars) XError(i int) (low, high float64) {
+	return b[i].meas - b[i].lo, b[i].hi - b[i].meas
 }
 
 // writePlanCheckPNG draws predicted against measured, on log axes: items
 // per operation on the left, CPU per operation beside it, a point per
 // run, design and phase, and, when the runs searched for it, each
-// design's highest rate within the objective on the right; the points
-// coloured by run, with the line of equality and the goal's band around it
-// (±10% for items, ±30% for CPU and rates).
+// design's highest rate within the objective; when runs repeat a
+// measurement (PlanCheck.RepeatedRates), a last panel sets each design's
+// predicted rate against the median of its runs, with a bar from the
+// lowest to the highest; the points coloured by run, with the line of
+// equality and the goal's band around it (±10% for items, ±30% for CPU
+// and rates).
 func writePlanCheckPNG(path string, c *PlanCheck) error {
 	var runs []string
 	for _, r := range c.Rows {
@@ -47,6 +62,7 @@ func writePlanCheckPNG(path string, c *PlanCheck) error {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for i, run := range runs {
 			var pts plotter.XYs
+			var bars spreadBars
 			for _, pt := range points {
 				m, pr := pt.meas, pt.pred
 				if pt.run != run || !(m > 0) || !(pr > 0) {
@@ -54,9 +70,24 @@ func writePlanCheckPNG(path string, c *PlanCheck) error {
 				}
 				pts = append(pts, plotter.XY{X: m, Y: pr})
 				lo, hi = math.Min(lo, math.Min(m, pr)), math.Max(hi, math.Max(m, pr))
+				if pt.hi > 0 {
+					if !(pt.lo > 0) { // a run that held no step: the bar from the median
+						pt.lo = m
+					}
+					bars = append(bars, pt)
+					lo, hi = math.Min(lo, pt.lo), math.Max(hi, pt.hi)
+				}
 			}
 			if len(pts) == 0 {
 				continue
+			}
+			if len(bars) > 0 {
+				b, err := plotter.NewXErrorBars(bars)
+				if err != nil {
+					return nil, err
+				}
+				b.Color = lineColor(i)
+				p.Add(b)
 			}
 			s, err := plotter.NewScatter(pts)
 			if err != nil {
@@ -90,11 +121,11 @@ func writePlanCheckPNG(path string, c *PlanCheck) error {
 	}
 	var items, cpus, rates []checkPoint
 	for _, r := range c.Rows {
-		items = append(items, checkPoint{r.Run, r.Measured.Items(), r.Predicted.Items()})
-		cpus = append(cpus, checkPoint{r.Run, r.MeasuredCPUUs, r.PredictedCPUUs})
+		items = append(items, checkPoint{run: r.Run, meas: r.Measured.Items(), pred: r.Predicted.Items()})
+		cpus = append(cpus, checkPoint{run: r.Run, meas: r.MeasuredCPUUs, pred: r.PredictedCPUUs})
 	}
 	for _, r := range c.Rates {
-		rates = append(rates, checkPoint{r.Run, r.MeasuredPerSec, r.PredictedPerSec})
+		rates = append(rates, checkPoint{run: r.Run, meas: r.MeasuredPerSec, pred: r.PredictedPerSec})
 	}
 	itemsPlot, err := panel("rows + keys + commands per operation (band ±10%)", "items/op", 0.1, items)
 	if err != nil {
@@ -111,6 +142,18 @@ func writePlanCheckPNG(path string, c *PlanCheck) error {
 			return err
 		}
 		plots = append(plots, ratePlot)
+	}
+	if reps := c.RepeatedRates(); len(reps) > 0 {
+		var med []checkPoint
+		for _, r := range reps {
+			m := r.MeasuredPerSec
+			med = append(med, checkPoint{r.Run, r.MedianPerSec(), r.PredictedPerSec, m[0], m[len(m)-1]})
+		}
+		medPlot, err := panel("highest rate, median of a design's runs (bar: lowest to highest; band ±30%)", "ops/s", 0.3, med)
+		if err != nil {
+			return err
+		}
+		plots = append(plots, medPlot)
 	}
 	px := func(n int) vg.Length { return vg.Length(n) * vg.Inch / vgimg.DefaultDPI }
 	img := vgimg.NewWith(vgimg.UseWH(px(700*len(plots)), px(650)), vgimg.UseDPI(vgimg.DefaultDPI), vgimg.UseBackgroundColor(color.White))
