@@ -91,11 +91,12 @@ func tuneServer(ctx context.Context, db *sql.DB, rows int64) (restore func(conte
 	}, nil
 }
 
-// setGlobals sets each "variable = value" of set in turn.
+// setGlobals sets each "variable = value" of set in turn, and stops at
+// the first that fails.
 func setGlobals(ctx context.Context, db *sql.DB, set []string) error {
 	for _, s := range set {
 		if _, err := db.ExecContext(ctx, "SET GLOBAL "+s); err != nil {
-			return fmt.Errorf("load: restore the server's settings: %s: %w", s, err)
+			return fmt.Errorf("load: set the server's %s: %w", s, err)
 		}
 	}
 	return nil
