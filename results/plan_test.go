@@ -48,15 +48,25 @@ func TestPlanCheckRates(t *testing.T) {
 	if err != nil || len(back.Rates) != 3 || !reflect.DeepEqual(back.Rates, c.Rates) || back.RateBasis != c.RateBasis {
 		t.Fatalf("loaded %v: %+v", err, back)
 	}
+	if w, h := checkPlotSize(t, dir); w <= 3*h {
+		t.Errorf("plot %dx%d: want three panels side by side", w, h)
+	}
+}
+
+// checkPlotSize is the width and height of the plot SavePlanCheck saved
+// in dir.
+func checkPlotSize(t *testing.T, dir string) (width, height int) {
+	t.Helper()
 	f, err := os.Open(filepath.Join(dir, PlanCheckPNGFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	img, err := png.DecodeConfig(f)
-	if err != nil || img.Width <= 3*img.Height {
-		t.Errorf("plot %dx%d (%v): want three panels side by side", img.Width, img.Height, err)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return img.Width, img.Height
 }
 
 // TestPlanCheckRepeatedRates: rate rows of one design, workload,
@@ -104,13 +114,8 @@ func TestPlanCheckRepeatedRates(t *testing.T) {
 	if err := SavePlanCheck(dir, c); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(dir, PlanCheckPNGFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if img, err := png.DecodeConfig(f); err != nil || img.Width <= 4*img.Height {
-		t.Errorf("plot %dx%d (%v): want four panels side by side, the last the medians", img.Width, img.Height, err)
+	if w, h := checkPlotSize(t, dir); w <= 4*h {
+		t.Errorf("plot %dx%d: want four panels side by side, the last the medians", w, h)
 	}
 	out.Reset()
 	c.Rates = c.Rates[:2]

@@ -199,7 +199,7 @@ func newPlanCmd() *cobra.Command {
 					if err != nil {
 						return err
 					}
-					v.cal, v.given = cal, validateScales
+					v.cal = cal
 					if !f.Changed("validate-scales") {
 						v.given = validateScales[strings.LastIndex(validateScales, ",")+1:]
 					}

@@ -58,15 +58,16 @@ func tuneServer(ctx context.Context, db *sql.DB, rows int64) (restore func(conte
 		resized = err == nil
 	}
 	return func(ctx context.Context) (*results.LoadFlush, error) {
-		// Shrinking the log waits for a checkpoint, which flushes every
-		// page the load dirtied: at the sandbox's innodb_io_capacity
-		// (200 pages a second, 2,000 when hurried) two gigabytes take
-		// a minute, at the disk's speed seconds.
+		// Pages are written at the disk's speed, not at the sandbox's
+		// innodb_io_capacity (200 pages a second, 2,000 when hurried),
+		// at which two gigabytes take a minute.
 		set := []string{
 			fmt.Sprintf("innodb_io_capacity_max = %d", max(ioCapMax, loadIOCapacity)),
 			fmt.Sprintf("innodb_io_capacity = %d", max(ioCap, loadIOCapacity)),
 		}
 		if resized {
+			// Shrinking the log waits for a checkpoint, which writes
+			// most of what the load dirtied; flushDirty the rest.
 			set = append(set, fmt.Sprintf("innodb_log_file_size = %d", old))
 		}
 		back := []string{
